@@ -1,0 +1,94 @@
+import { useEffect, useState } from "react";
+import { Form } from "react-router";
+import type { BoxJson } from "~/models/box.server";
+
+const STATE_STYLE: Record<string, string> = {
+  ready: "bg-emerald-100 text-emerald-800",
+  starting: "bg-amber-100 text-amber-800",
+  paused: "bg-sky-100 text-sky-800",
+  stopped: "bg-slate-200 text-slate-700",
+  unreachable: "bg-orange-100 text-orange-800",
+  failed: "bg-red-100 text-red-800",
+  gone: "bg-slate-100 text-slate-500",
+};
+
+function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${m % 60}m`;
+}
+
+/** Re-renders every few seconds so ages and deadlines stay true. */
+function useNow(everyMs: number) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}
+
+export function BoxTable({ boxes }: { boxes: BoxJson[] }) {
+  const now = useNow(5000);
+  return (
+    <div className="overflow-x-auto rounded-xl border border-slate-200 bg-white shadow-sm">
+      <table className="min-w-full divide-y divide-slate-200 text-sm">
+        <caption className="sr-only">Boxes</caption>
+        <thead className="bg-slate-50 text-left text-xs font-medium uppercase tracking-wide text-slate-500">
+          <tr>
+            <th scope="col" className="px-4 py-3">Box</th>
+            <th scope="col" className="px-4 py-3">State</th>
+            <th scope="col" className="px-4 py-3">Size</th>
+            <th scope="col" className="px-4 py-3">Age</th>
+            <th scope="col" className="px-4 py-3">Expires in</th>
+            <th scope="col" className="px-4 py-3">Owner</th>
+            <th scope="col" className="px-4 py-3"><span className="sr-only">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-slate-100">
+          {boxes.map((box) => (
+            <tr key={box.id} data-box-id={box.id}>
+              <td className="px-4 py-3 font-mono text-xs">{box.id.slice(0, 16)}…</td>
+              <td className="px-4 py-3">
+                <span
+                  className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ${STATE_STYLE[box.state] ?? ""}`}
+                  title={box.reason}
+                >
+                  {box.state}
+                </span>
+              </td>
+              <td className="px-4 py-3 tabular-nums">
+                {box.width}×{box.height}
+                {box.screens > 1 ? ` · ${box.screens} screens` : ""}
+              </td>
+              <td className="px-4 py-3 tabular-nums">{duration(now - box.created_at_ms)}</td>
+              <td className="px-4 py-3 tabular-nums">{duration(box.expires_at_ms - now)}</td>
+              <td className="px-4 py-3 text-slate-600">{box.owner ?? "server"}</td>
+              <td className="px-4 py-3 text-right">
+                <Form
+                  method="post"
+                  onSubmit={(e) => {
+                    if (!confirm(`Remove ${box.id}? Its files are deleted; its history stays.`)) e.preventDefault();
+                  }}
+                >
+                  <input type="hidden" name="intent" value="remove" />
+                  <input type="hidden" name="id" value={box.id} />
+                  <button
+                    type="submit"
+                    className="rounded-md px-2 py-1 text-xs font-medium text-red-700 hover:bg-red-50"
+                    aria-label={`Remove ${box.id}`}
+                  >
+                    Remove
+                  </button>
+                </Form>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

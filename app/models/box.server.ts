@@ -1,0 +1,510 @@
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import type { Selectable } from "kysely";
+import type { BoxTable } from "../../db/schema";
+import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
+import type { Runtime } from "~/runtime/runtime";
+import { ApiError, notFound } from "~/utils/api-error.server";
+import { type Actor, ownerOf } from "~/utils/auth.server";
+import { db } from "~/utils/db.server";
+import { env, publicUrl } from "~/utils/env.server";
+import { agentSecret, allUp, probeHealth } from "./agent.server";
+import { recordEvent } from "./event.server";
+import {
+  type NormalPlacement,
+  type NormalSpec,
+  type Placement,
+  type Spec,
+  imageRequest,
+  normalizePlacement,
+  normalizeSpec,
+  specDigest,
+} from "./spec.server";
+
+export type BoxState = "starting" | "ready" | "paused" | "stopped" | "unreachable" | "gone" | "failed";
+type BoxRow = Selectable<BoxTable>;
+
+export interface BoxJson {
+  id: string;
+  runtime: string;
+  spec_digest: string;
+  state: BoxState;
+  reason?: string;
+  screens: number;
+  width: number;
+  height: number;
+  viewer_url: string;
+  devtools_url: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  owner?: string;
+  spec: NormalSpec;
+  placement: NormalPlacement;
+}
+
+const READY_TIMEOUT_MS = 90_000;
+const IMAGE_TIMEOUT_MS = 20 * 60_000;
+
+/** State changes, for the console's live list and for calls waiting on a paused box. */
+export const boxChanges = new EventEmitter();
+boxChanges.setMaxListeners(0);
+
+/** Where the server reaches each running box. Refreshed from the runtime when unknown. */
+const addresses = new Map<string, string>();
+
+export function toBoxJson(row: BoxRow): BoxJson {
+  const base = publicUrl();
+  const out: BoxJson = {
+    id: row.id,
+    runtime: row.runtime,
+    spec_digest: row.spec_digest,
+    state: row.state as BoxState,
+    screens: row.screens,
+    width: row.width,
+    height: row.height,
+    viewer_url: `${base}/boxes/${row.id}`,
+    devtools_url: `${base}/v1/boxes/${row.id}/cdp`,
+    created_at_ms: Number(row.created_at_ms),
+    expires_at_ms: Number(row.expires_at_ms),
+    spec: JSON.parse(row.spec_json),
+    placement: JSON.parse(row.placement_json),
+  };
+  if (row.reason) out.reason = row.reason;
+  if (row.owner) out.owner = row.owner;
+  return out;
+}
+
+// Lifecycle operations on one box run one after another, so a stop cannot race a resume.
+const chains = new Map<string, Promise<unknown>>();
+function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  const prev = chains.get(id) ?? Promise.resolve();
+  const next = prev.catch(() => {}).then(fn);
+  chains.set(id, next);
+  void next.finally(() => {
+    if (chains.get(id) === next) chains.delete(id);
+  }).catch(() => {});
+  return next;
+}
+
+async function loadRow(id: string): Promise<BoxRow | undefined> {
+  return db().selectFrom("box").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+async function setState(row: BoxRow, state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) {
+  const patch = { state, reason, ...extra };
+  await db().updateTable("box").set(patch).where("id", "=", row.id).execute();
+  Object.assign(row, patch);
+  boxChanges.emit("change", toBoxJson(row));
+}
+
+function runtimeOf(row: Pick<BoxRow, "runtime">): Runtime {
+  const rt = runtime(row.runtime);
+  if (!rt) throw new ApiError("unavailable", `the runtime ${row.runtime} is not configured on this server`);
+  return rt;
+}
+
+/** Finds a box the actor may see. Another workspace's box is `not_found`, so ids do not leak. */
+async function visibleRow(actor: Actor, id: string): Promise<BoxRow> {
+  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
+  const owner = ownerOf(actor);
+  if (!row || (owner !== undefined && row.owner !== owner)) throw notFound(`no box ${id}`);
+  if (row.removed_at_ms !== null || row.state === "gone") {
+    throw new ApiError("gone", `box ${id} was removed${row.reason ? `: ${row.reason}` : ""}`);
+  }
+  return row;
+}
+
+export async function getBox(actor: Actor, id: string): Promise<BoxJson> {
+  return toBoxJson(await visibleRow(actor, id));
+}
+
+export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
+  let q = db()
+    .selectFrom("box")
+    .selectAll()
+    .where("removed_at_ms", "is", null)
+    .where("state", "!=", "gone")
+    .orderBy("created_at_ms", "desc");
+  const owner = ownerOf(actor);
+  if (owner !== undefined) q = q.where("owner", "=", owner);
+  return (await q.execute()).map(toBoxJson);
+}
+
+export interface CreateBoxInput {
+  spec?: Spec;
+  placement?: Placement;
+}
+
+/**
+ * Records the box as `starting`, then launches it. Inline, the call answers when the box is
+ * ready; queued, it answers 202 at once and the launch goes on in the background.
+ */
+export async function createBox(
+  actor: Actor,
+  input: CreateBoxInput,
+  opts: { queue: boolean },
+): Promise<{ status: number; body: BoxJson }> {
+  const spec = normalizeSpec(input.spec);
+  const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
+  if (!runtime(placement.runtime)) throw notFound(`no runtime named ${placement.runtime}`);
+  const now = Date.now();
+  const row: BoxRow = {
+    id: `box_${randomBytes(16).toString("hex")}`,
+    owner: ownerOf(actor) ?? null,
+    runtime: placement.runtime,
+    runtime_ref: null,
+    spec_digest: specDigest(spec),
+    spec_json: JSON.stringify(spec),
+    placement_json: JSON.stringify(placement),
+    image: null,
+    state: "starting",
+    reason: null,
+    screens: spec.desktop.screens,
+    width: spec.desktop.width,
+    height: spec.desktop.height,
+    persistent: placement.persistent ? 1 : 0,
+    // The clock starts when the server creates the box, not when it is ready.
+    created_at_ms: now,
+    expires_at_ms: now + placement.expires_after_secs * 1000,
+    idle_timeout_secs: placement.idle_timeout_secs ?? null,
+    last_used_ms: now,
+    removed_at_ms: null,
+  };
+  await db().insertInto("box").values(row).execute();
+  boxChanges.emit("change", toBoxJson(row));
+  await recordEvent("box.created", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+
+  const launching = serial(row.id, () => launch(row));
+  if (opts.queue) {
+    void launching;
+    return { status: 202, body: toBoxJson(row) };
+  }
+  await launching;
+  const after = (await loadRow(row.id)) ?? row;
+  if (after.state === "failed") {
+    const retryable = /runtime|engine|docker|ECONNREFUSED|socket/i.test(after.reason ?? "");
+    throw new ApiError(retryable ? "unavailable" : "failed", `box ${row.id} did not start: ${after.reason}`, {
+      retryable,
+    });
+  }
+  return { status: 200, body: toBoxJson(after) };
+}
+
+function labelsFor(row: BoxRow): Record<string, string> {
+  const extra = env().HOLM_BOX_LABELS;
+  const labels: Record<string, string> = {
+    ...(extra ? Object.fromEntries(extra.split(",").map((kv) => kv.split("=") as [string, string])) : {}),
+    "holm.spec_digest": row.spec_digest,
+    "holm.spec": row.spec_json,
+    "holm.placement": row.placement_json,
+    "holm.created_at_ms": String(row.created_at_ms),
+    "holm.expires_at_ms": String(row.expires_at_ms),
+  };
+  if (row.owner) labels["holm.owner"] = row.owner;
+  return labels;
+}
+
+async function launch(row: BoxRow): Promise<void> {
+  const rt = runtimeOf(row);
+  const spec = JSON.parse(row.spec_json) as NormalSpec;
+  const placement = JSON.parse(row.placement_json) as NormalPlacement;
+  const stillWanted = async () => (await loadRow(row.id))?.removed_at_ms === null;
+  try {
+    const { image, built } = await withTimeout(
+      rt.ensureImage(imageRequest(spec), (line) => console.log(`[holm] image for ${row.id}: ${line}`)),
+      IMAGE_TIMEOUT_MS,
+      "building the box image took too long",
+    );
+    if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image } });
+    if (!(await stillWanted())) return;
+    const { ref } = await rt.create({
+      boxId: row.id,
+      image,
+      labels: labelsFor(row),
+      env: {
+        HOLM_BOX_ID: row.id,
+        HOLM_SCREENS: String(row.screens),
+        HOLM_WIDTH: String(row.width),
+        HOLM_HEIGHT: String(row.height),
+        HOLM_AGENT_SECRET: agentSecret(row.id),
+        HOLM_FEATURES: spec.desktop.features.join(","),
+      },
+      memory: placement.memory,
+      cpus: placement.cpus,
+      network: spec.policy.network,
+      persistent: placement.persistent,
+    });
+    await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
+    Object.assign(row, { runtime_ref: ref, image });
+    await rt.start(ref);
+    await waitReady(rt, row);
+    if (!(await stillWanted())) {
+      await rt.remove(ref);
+      return;
+    }
+    await setState(row, "ready", null);
+    await recordEvent("box.ready", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+  } catch (err) {
+    const why = (err as Error).message;
+    console.error(`[holm] box ${row.id} did not start:`, err);
+    if (row.runtime_ref) await rt.remove(row.runtime_ref).catch((e) => console.error("[holm] cleanup failed:", e));
+    if (!(await stillWanted())) return;
+    await setState(row, "failed", why);
+    await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Polls until X, VNC and CDP answer on every screen, or the container dies. */
+async function waitReady(rt: Runtime, row: BoxRow): Promise<string> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let address: string | undefined;
+  let lastInspect = 0;
+  while (Date.now() < deadline) {
+    if (!address || Date.now() - lastInspect > 1000) {
+      lastInspect = Date.now();
+      const info = await rt.inspect(row.runtime_ref!);
+      if (info.state === "missing") throw new Error("the container disappeared while the box was starting");
+      if (info.state === "stopped") throw new Error(`the box exited while starting (docker logs holm-${row.id})`);
+      address = info.address;
+    }
+    if (address && allUp(await probeHealth(address, 500), row.screens)) {
+      addresses.set(row.id, address);
+      return address;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`the desktop did not answer within ${READY_TIMEOUT_MS / 1000} s`);
+}
+
+/** A box that can take a call now: `starting` and `failed` refuse with 409. */
+function requireSettled(row: BoxRow) {
+  if (row.state === "starting") throw new ApiError("denied", `box ${row.id} is starting`, { retryable: true });
+  if (row.state === "failed") {
+    throw new ApiError("denied", `box ${row.id} failed to start: ${row.reason ?? "unknown"}; delete it`, {
+      retryable: false,
+    });
+  }
+}
+
+export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  requireSettled(row);
+  return serial(id, async () => {
+    const cur = (await loadRow(id))!;
+    if (cur.state === "paused") return toBoxJson(cur);
+    if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
+    await runtimeOf(cur).pause(cur.runtime_ref!);
+    await setState(cur, "paused", null);
+    await recordEvent("box.paused", { owner: cur.owner, box_id: id, runtime: cur.runtime });
+    return toBoxJson(cur);
+  });
+}
+
+export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  requireSettled(row);
+  return serial(id, async () => {
+    const cur = (await loadRow(id))!;
+    const rt = runtimeOf(cur);
+    if (cur.state === "ready") return toBoxJson(cur);
+    if (cur.state === "paused") {
+      await rt.unpause(cur.runtime_ref!);
+    } else if (cur.state === "stopped") {
+      await rt.start(cur.runtime_ref!);
+      addresses.delete(id);
+      await waitReady(rt, cur);
+    } else {
+      throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
+    }
+    await setState(cur, "ready", null, { last_used_ms: Date.now() });
+    await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });
+    return toBoxJson(cur);
+  });
+}
+
+export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  requireSettled(row);
+  return serial(id, async () => {
+    const cur = (await loadRow(id))!;
+    if (cur.state === "stopped") return toBoxJson(cur);
+    if (cur.state !== "ready" && cur.state !== "paused") {
+      throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot stop`);
+    }
+    const rt = runtimeOf(cur);
+    // A paused container ignores the stop signal until it runs again.
+    if (cur.state === "paused") await rt.unpause(cur.runtime_ref!);
+    await rt.stop(cur.runtime_ref!);
+    addresses.delete(id);
+    await setState(cur, "stopped", null);
+    await recordEvent("box.stopped", { owner: cur.owner, box_id: id, runtime: cur.runtime });
+    return toBoxJson(cur);
+  });
+}
+
+export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  return removeRow(row, "removed");
+}
+
+/** Removes the container and keeps the record (its history outlives it). */
+async function removeRow(row: BoxRow, reason: string): Promise<BoxJson> {
+  // Marked first, outside the chain, so a launch in progress sees it and stops.
+  const at = Date.now();
+  await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
+  return serial(row.id, async () => {
+    const cur = (await loadRow(row.id))!;
+    if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
+    addresses.delete(row.id);
+    await setState(cur, "gone", reason, { removed_at_ms: at });
+    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
+    return toBoxJson(cur);
+  });
+}
+
+/** Marks a box used now, for its idle timeout. */
+export async function touchBox(id: string): Promise<void> {
+  await db().updateTable("box").set({ last_used_ms: Date.now() }).where("id", "=", id).execute();
+}
+
+async function liveRows(): Promise<BoxRow[]> {
+  return db().selectFrom("box").selectAll().where("removed_at_ms", "is", null).where("state", "!=", "gone").execute();
+}
+
+/** Removes expired and idle boxes and brings records in line with the runtime. */
+export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> {
+  let removed = 0;
+  for (const row of await liveRows()) {
+    try {
+      if (now >= Number(row.expires_at_ms)) {
+        await removeRow(row, "expired: the box passed its deadline");
+        removed++;
+      } else if (row.idle_timeout_secs && now - Number(row.last_used_ms) >= row.idle_timeout_secs * 1000) {
+        await removeRow(row, `idle: unused for ${row.idle_timeout_secs} s`);
+        removed++;
+      } else if (row.state !== "starting" && (await reconcile(row)) === "forgotten") {
+        removed++;
+      }
+    } catch (err) {
+      console.error(`[holm] reaper: box ${row.id}:`, err);
+    }
+  }
+  return { removed };
+}
+
+/** Syncs one record with what the runtime reports. */
+async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
+  const rt = runtime(row.runtime);
+  if (!rt || !(await rt.ping())) {
+    if (row.state !== "unreachable") {
+      await setState(row, "unreachable", `the ${row.runtime} runtime does not answer`);
+      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+    }
+    return "kept";
+  }
+  if (row.state === "failed") return "kept";
+  const info = row.runtime_ref ? await rt.inspect(row.runtime_ref) : undefined;
+  if (!info || info.state === "missing") {
+    await serial(row.id, async () => {
+      addresses.delete(row.id);
+      await setState(row, "gone", "the runtime no longer has the box", { removed_at_ms: Date.now() });
+      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+    });
+    return "forgotten";
+  }
+  const state: BoxState = info.state === "running" ? "ready" : info.state === "paused" ? "paused" : "stopped";
+  if (info.address) addresses.set(row.id, info.address);
+  if (state !== row.state) await setState(row, state, null);
+  return "kept";
+}
+
+/**
+ * At start: takes back each recorded box, then scans the runtime's labels for boxes an earlier
+ * server made that the store does not know (the memory store forgets everything).
+ */
+export async function adoptBoxes(): Promise<{ adopted: number; known: number }> {
+  let adopted = 0;
+  const rows = await liveRows();
+  const known = new Set(rows.map((r) => r.id));
+  for (const row of rows) {
+    try {
+      if (row.state === "starting") {
+        await setState(row, "failed", "the server restarted while the box was starting");
+        if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
+      } else await reconcile(row);
+    } catch (err) {
+      console.error(`[holm] adopt: box ${row.id}:`, err);
+    }
+  }
+  const rt = runtime(DEFAULT_RUNTIME)!;
+  if (!(await rt.ping())) {
+    console.error("[holm] adopt: the docker runtime does not answer; boxes come back when it does");
+    return { adopted, known: rows.length };
+  }
+  // Removed records stay in the store; a container for one of them is a leftover to clean up.
+  const everRecorded = new Set(
+    (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
+  );
+  for (const found of await rt.list()) {
+    if (!found.boxId || known.has(found.boxId)) continue;
+    if (everRecorded.has(found.boxId)) {
+      await rt.remove(found.ref).catch((e) => console.error("[holm] adopt: cleanup:", e));
+      continue;
+    }
+    try {
+      const row = rowFromLabels(found.boxId, found.ref, found.labels);
+      row.state = found.state === "running" ? "ready" : found.state === "paused" ? "paused" : "stopped";
+      await db().insertInto("box").values(row).execute();
+      if (found.address) addresses.set(row.id, found.address);
+      adopted++;
+      console.log(`[holm] adopted ${row.id} (${row.state}) from the runtime`);
+    } catch (err) {
+      console.error(`[holm] adopt: container ${found.ref.slice(0, 12)} has unreadable labels:`, err);
+    }
+  }
+  return { adopted, known: rows.length };
+}
+
+function rowFromLabels(id: string, ref: string, labels: Record<string, string>): BoxRow {
+  const spec = JSON.parse(labels["holm.spec"] ?? "") as NormalSpec;
+  const placement = JSON.parse(labels["holm.placement"] ?? "") as NormalPlacement;
+  const created = Number(labels["holm.created_at_ms"]);
+  const expires = Number(labels["holm.expires_at_ms"]);
+  if (!spec.desktop || !Number.isFinite(created) || !Number.isFinite(expires)) throw new Error("missing labels");
+  return {
+    id,
+    owner: labels["holm.owner"] ?? null,
+    runtime: placement.runtime ?? DEFAULT_RUNTIME,
+    runtime_ref: ref,
+    spec_digest: labels["holm.spec_digest"] ?? specDigest(spec),
+    spec_json: JSON.stringify(spec),
+    placement_json: JSON.stringify(placement),
+    image: null,
+    state: "ready",
+    reason: null,
+    screens: spec.desktop.screens,
+    width: spec.desktop.width,
+    height: spec.desktop.height,
+    persistent: placement.persistent ? 1 : 0,
+    created_at_ms: created,
+    expires_at_ms: expires,
+    idle_timeout_secs: placement.idle_timeout_secs ?? null,
+    last_used_ms: Date.now(),
+    removed_at_ms: null,
+  };
+}
+
+/** Where the server reaches a running box, if known. */
+export async function boxAddress(id: string): Promise<string | undefined> {
+  return addresses.get(id);
+}

@@ -1,0 +1,77 @@
+import { EventEmitter } from "node:events";
+import { db } from "~/utils/db.server";
+
+export type EventKind =
+  | "box.created"
+  | "box.ready"
+  | "box.paused"
+  | "box.stopped"
+  | "box.removed"
+  | "box.unreachable"
+  | "box.failed"
+  | "screen.taken_over"
+  | "screen.given_back"
+  | "image.built"
+  | "image.removed";
+
+export interface HolmEvent {
+  seq: number;
+  at_ms: number;
+  kind: EventKind;
+  owner?: string;
+  box_id?: string;
+  runtime?: string;
+  data?: Record<string, unknown>;
+}
+
+/** In-process fan-out for the console's live views; the table is the record. */
+export const events = new EventEmitter();
+events.setMaxListeners(0);
+
+export async function recordEvent(
+  kind: EventKind,
+  fields: { owner?: string | null; box_id?: string; runtime?: string; data?: Record<string, unknown> } = {},
+): Promise<HolmEvent> {
+  const at_ms = Date.now();
+  const row = await db()
+    .insertInto("event")
+    .values({
+      at_ms,
+      kind,
+      owner: fields.owner ?? null,
+      box_id: fields.box_id ?? null,
+      runtime: fields.runtime ?? null,
+      data_json: fields.data ? JSON.stringify(fields.data) : null,
+    })
+    .returning("seq")
+    .executeTakeFirstOrThrow();
+  const event: HolmEvent = { seq: Number(row.seq), at_ms, kind };
+  if (fields.owner) event.owner = fields.owner;
+  if (fields.box_id) event.box_id = fields.box_id;
+  if (fields.runtime) event.runtime = fields.runtime;
+  if (fields.data) event.data = fields.data;
+  events.emit("event", event);
+  return event;
+}
+
+export async function listEvents(opts: { owner?: string; after: number; limit: number }) {
+  let q = db()
+    .selectFrom("event")
+    .selectAll()
+    .where("seq", ">", opts.after)
+    .orderBy("seq")
+    .limit(opts.limit + 1);
+  if (opts.owner !== undefined) q = q.where("owner", "=", opts.owner);
+  const rows = await q.execute();
+  const more = rows.length > opts.limit;
+  const page = rows.slice(0, opts.limit).map((r) => {
+    const e: HolmEvent = { seq: Number(r.seq), at_ms: Number(r.at_ms), kind: r.kind as EventKind };
+    if (r.owner) e.owner = r.owner;
+    if (r.box_id) e.box_id = r.box_id;
+    if (r.runtime) e.runtime = r.runtime;
+    if (r.data_json) e.data = JSON.parse(r.data_json);
+    return e;
+  });
+  const next = page.length ? page[page.length - 1]!.seq : opts.after;
+  return { events: page, next, more };
+}

@@ -1,0 +1,60 @@
+import { createHash } from "node:crypto";
+import { badRequest } from "~/utils/api-error.server";
+
+// Kept in memory, as the seed says. A key remembers its first result for a day.
+const TTL_MS = 24 * 3600 * 1000;
+const MAX_KEYS = 10_000;
+
+interface Remembered {
+  bodyHash: string;
+  at: number;
+  result: Promise<{ status: number; body: unknown }>;
+}
+
+const remembered = new Map<string, Remembered>();
+
+export function hashBody(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+function sweep(now: number) {
+  for (const [k, v] of remembered) {
+    if (now - v.at > TTL_MS || remembered.size > MAX_KEYS) remembered.delete(k);
+    else break; // insertion order: the rest is newer
+  }
+}
+
+/**
+ * Runs `work` once per (scope, key). The same key with the same body gets the first result,
+ * also while the first call is still running; another body is refused. A first call that
+ * failed with an error is forgotten so the caller can try again.
+ */
+export async function withIdempotency(
+  scope: string,
+  key: string | null,
+  body: string,
+  work: () => Promise<{ status: number; body: unknown }>,
+): Promise<Response> {
+  if (key === null) {
+    const out = await work();
+    return Response.json(out.body, { status: out.status });
+  }
+  if (key.length === 0 || key.length > 255) throw badRequest("idempotency-key must be 1 to 255 characters");
+  const now = Date.now();
+  sweep(now);
+  const id = `${scope}\u0000${key}`;
+  const bodyHash = hashBody(body);
+  const seen = remembered.get(id);
+  if (seen) {
+    if (seen.bodyHash !== bodyHash) {
+      throw badRequest("this idempotency-key was already used with a different body");
+    }
+    const out = await seen.result;
+    return Response.json(out.body, { status: out.status, headers: { "idempotent-replayed": "true" } });
+  }
+  const result = work();
+  remembered.set(id, { bodyHash, at: now, result });
+  result.catch(() => remembered.delete(id));
+  const out = await result;
+  return Response.json(out.body, { status: out.status });
+}

@@ -1,0 +1,153 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { FEATURES, type Feature, type ImageRequest } from "~/runtime/runtime";
+import { unsupported } from "~/utils/api-error.server";
+
+export const DEFAULT_FEATURES: Feature[] = ["accessibility", "dock", "video", "wide_fonts"];
+export const DEFAULT_WIDTH = 1280;
+export const DEFAULT_HEIGHT = 800;
+export const DEFAULT_LIFETIME_SECS = 3600;
+export const MAX_LIFETIME_SECS = 30 * 24 * 3600;
+
+const PackageName = z.string().regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, "not an apt package name");
+
+export const DesktopSchema = z.strictObject({
+  server: z.enum(["x11", "wayland"]).optional(),
+  width: z.number().int().min(320).max(7680).optional(),
+  height: z.number().int().min(240).max(4320).optional(),
+  screens: z.number().int().min(1).max(8).optional(),
+  features: z.array(z.enum(FEATURES)).max(FEATURES.length).optional(),
+  packages: z.array(PackageName).max(64).optional(),
+});
+
+export const PolicySchema = z.strictObject({
+  network: z.boolean().optional(),
+  auth: z.enum(["none", "password", "token"]).optional(),
+  bind: z.enum(["loopback", "any"]).optional(),
+  advertise: z.string().max(253).optional(),
+});
+
+export const SpecSchema = z.strictObject({
+  desktop: DesktopSchema.optional(),
+  apps: z.record(z.string(), z.unknown()).optional(),
+  policy: PolicySchema.optional(),
+});
+
+const Lifetime = z.number().int().min(60, "must be at least 60 seconds").max(MAX_LIFETIME_SECS);
+
+export const PlacementSchema = z.strictObject({
+  runtime: z.string().min(1).max(64).optional(),
+  memory: z
+    .string()
+    .regex(/^[1-9][0-9]*(\.[0-9]+)?[kKmMgG]?$/, 'a size such as "2g" or "512m"')
+    .optional(),
+  cpus: z
+    .string()
+    .regex(/^([0-9]+(\.[0-9]+)?)$/, 'a number such as "2" or "0.5"')
+    .refine((v) => Number(v) > 0 && Number(v) <= 256, "between 0 and 256")
+    .optional(),
+  expires_after_secs: Lifetime.optional(),
+  idle_timeout_secs: Lifetime.optional(),
+  persistent: z.boolean().optional(),
+  profile: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, "letters, digits, '_', '.', '-'")
+    .optional(),
+});
+
+export const CreateBoxSchema = z.strictObject({
+  spec: SpecSchema.optional(),
+  placement: PlacementSchema.optional(),
+});
+
+export type Spec = z.infer<typeof SpecSchema>;
+export type Placement = z.infer<typeof PlacementSchema>;
+
+/** A spec with every default filled in: the form that is hashed and launched. */
+export interface NormalSpec {
+  desktop: {
+    server: "x11";
+    width: number;
+    height: number;
+    screens: number;
+    features: Feature[];
+    packages: string[];
+  };
+  apps: Record<string, never>;
+  policy: { network: boolean; auth: "none"; bind: "loopback"; advertise?: string };
+}
+
+export interface NormalPlacement {
+  runtime: string;
+  memory?: string;
+  cpus?: string;
+  expires_after_secs: number;
+  idle_timeout_secs?: number;
+  persistent: boolean;
+  profile?: string;
+}
+
+/** Fills defaults and refuses what this server cannot run (400 `unsupported`). */
+export function normalizeSpec(spec: Spec = {}): NormalSpec {
+  const d = spec.desktop ?? {};
+  if (d.server === "wayland") throw unsupported("the docker runtime runs x11 desktops only");
+  if (spec.apps && Object.keys(spec.apps).length > 0) {
+    throw unsupported("spec.apps (applications outside the catalog) is not supported yet; use desktop.packages");
+  }
+  const p = spec.policy ?? {};
+  if (p.auth && p.auth !== "none") {
+    throw unsupported("viewer access goes through signed viewer tickets; policy.auth must be none");
+  }
+  if (p.bind === "any") throw unsupported("boxes publish no ports on this server; policy.bind must be loopback");
+  const features = d.features ? [...new Set(d.features)].sort() : [...DEFAULT_FEATURES];
+  return {
+    desktop: {
+      server: "x11",
+      width: d.width ?? DEFAULT_WIDTH,
+      height: d.height ?? DEFAULT_HEIGHT,
+      screens: d.screens ?? 1,
+      features,
+      packages: [...new Set(d.packages ?? [])].sort(),
+    },
+    apps: {},
+    policy: {
+      network: p.network ?? true,
+      auth: "none",
+      bind: "loopback",
+      ...(p.advertise ? { advertise: p.advertise } : {}),
+    },
+  };
+}
+
+export function normalizePlacement(placement: Placement = {}, defaultRuntime: string): NormalPlacement {
+  const out: NormalPlacement = {
+    runtime: placement.runtime ?? defaultRuntime,
+    expires_after_secs: placement.expires_after_secs ?? DEFAULT_LIFETIME_SECS,
+    persistent: placement.persistent ?? false,
+  };
+  if (placement.memory) out.memory = placement.memory.toLowerCase();
+  if (placement.cpus) out.cpus = placement.cpus;
+  if (placement.idle_timeout_secs) out.idle_timeout_secs = placement.idle_timeout_secs;
+  if (placement.profile) out.profile = placement.profile;
+  return out;
+}
+
+/** Stable JSON: keys sorted at every depth, so equal specs hash equally. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export function specDigest(spec: NormalSpec): string {
+  return createHash("sha256").update(canonicalJson(spec)).digest("hex");
+}
+
+export function imageRequest(spec: NormalSpec): ImageRequest {
+  return { features: spec.desktop.features, packages: spec.desktop.packages };
+}

@@ -1,0 +1,10 @@
+import { pauseBox } from "~/models/box.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => pauseBox(await requireActor(args.request), param(args, "id")),
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,10 @@
+import { resumeBox } from "~/models/box.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => resumeBox(await requireActor(args.request), param(args, "id")),
+});
+
+export const loader = route.loader;
+export const action = route.action;

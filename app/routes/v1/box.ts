@@ -1,0 +1,18 @@
+import { getBox, removeBox } from "~/models/box.server";
+import { ApiError } from "~/utils/api-error.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, v1 } from "~/utils/route.server";
+
+const route = v1({
+  GET: async (args) => getBox(await requireActor(args.request), param(args, "id")),
+  DELETE: async (args) => {
+    const actor = await requireActor(args.request);
+    if (args.request.headers.get("x-holm-confirm-delete") !== "true") {
+      throw new ApiError("bad_request", "removing a box needs the header x-holm-confirm-delete: true");
+    }
+    return removeBox(actor, param(args, "id"));
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

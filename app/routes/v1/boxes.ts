@@ -1,0 +1,25 @@
+import { createBox, listBoxes } from "~/models/box.server";
+import { withIdempotency } from "~/models/idempotency.server";
+import { CreateBoxSchema } from "~/models/spec.server";
+import { requireActor } from "~/utils/auth.server";
+import { env } from "~/utils/env.server";
+import { parseJsonText, v1 } from "~/utils/route.server";
+
+const route = v1({
+  GET: async ({ request }) => {
+    const actor = await requireActor(request);
+    return { boxes: await listBoxes(actor) };
+  },
+  POST: async ({ request }) => {
+    const actor = await requireActor(request);
+    const text = await request.text();
+    const input = parseJsonText(text, CreateBoxSchema);
+    const scope = `boxes:${actor.kind === "server" ? "server" : actor.workspaceId}`;
+    return withIdempotency(scope, request.headers.get("idempotency-key"), text, () =>
+      createBox(actor, input, { queue: env().HOLM_SERVER_JOBS === "queue" }),
+    );
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

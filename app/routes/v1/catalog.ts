@@ -1,0 +1,13 @@
+import { catalogNames } from "~/models/catalog.server";
+import { requireActor } from "~/utils/auth.server";
+import { v1 } from "~/utils/route.server";
+
+const route = v1({
+  GET: async ({ request }) => {
+    await requireActor(request);
+    return { apps: catalogNames() };
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

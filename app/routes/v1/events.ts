@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { listEvents } from "~/models/event.server";
+import { ownerOf, requireActor } from "~/utils/auth.server";
+import { parseQuery, v1 } from "~/utils/route.server";
+
+const EventsQuerySchema = z.strictObject({
+  after: z.coerce.number().int().min(0).default(0),
+  limit: z.coerce.number().int().min(1).max(1000).default(200),
+});
+
+const route = v1({
+  GET: async ({ request }) => {
+    const actor = await requireActor(request);
+    const q = parseQuery(request, EventsQuerySchema);
+    return listEvents({ owner: ownerOf(actor), after: q.after, limit: q.limit });
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

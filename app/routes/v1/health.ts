@@ -1,0 +1,8 @@
+import { v1 } from "~/utils/route.server";
+
+const route = v1({
+  GET: () => ({ ok: true, service: "holm-server" }),
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,169 @@
+import Docker from "dockerode";
+import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState } from "./runtime";
+import { ensureX11Image } from "./image-builder.server";
+
+export const NETWORK_OPEN = "holm";
+export const NETWORK_CLOSED = "holm-internal";
+const BOX_LABEL = "holm.box";
+
+function parseBytes(size: string): number {
+  const m = /^([0-9]+(?:\.[0-9]+)?)([kmg]?)$/i.exec(size);
+  if (!m) throw new Error(`not a size: ${size}`);
+  const unit = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as "" | "k" | "m" | "g"];
+  return Math.round(Number(m[1]) * unit);
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number }).statusCode;
+}
+
+/** Boxes as Docker containers. One container per box; its screens all live inside it. */
+export class DockerRuntime implements Runtime {
+  readonly name = "docker";
+  readonly docker: Docker;
+  private networks: Promise<void> | undefined;
+
+  constructor(socketPath: string) {
+    this.docker = new Docker({ socketPath });
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.docker.ping();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  ensureImage(req: ImageRequest, log: (line: string) => void = () => {}): Promise<BuiltImage> {
+    return ensureX11Image(this.docker, req, log);
+  }
+
+  /**
+   * Two bridges, both without inter-container traffic so boxes cannot reach each other; the
+   * closed one is `internal`, so its boxes have no route out while the host still reaches them.
+   */
+  ensureNetworks(): Promise<void> {
+    this.networks ??= (async () => {
+      const existing = await this.docker.listNetworks();
+      const names = new Set(existing.map((n) => n.Name));
+      for (const [name, internal] of [
+        [NETWORK_OPEN, false],
+        [NETWORK_CLOSED, true],
+      ] as const) {
+        if (names.has(name)) continue;
+        try {
+          await this.docker.createNetwork({
+            Name: name,
+            Driver: "bridge",
+            Internal: internal,
+            Labels: { "holm.network": "1" },
+            Options: { "com.docker.network.bridge.enable_icc": "false" },
+          });
+        } catch (err) {
+          if (statusOf(err) !== 409) throw err;
+        }
+      }
+    })().catch((err) => {
+      this.networks = undefined;
+      throw err;
+    });
+    return this.networks;
+  }
+
+  async create(launch: BoxLaunch): Promise<{ ref: string }> {
+    await this.ensureNetworks();
+    const network = launch.network ? NETWORK_OPEN : NETWORK_CLOSED;
+    const container = await this.docker.createContainer({
+      name: `holm-${launch.boxId}`,
+      Image: launch.image,
+      Env: Object.entries(launch.env).map(([k, v]) => `${k}=${v}`),
+      Labels: { ...launch.labels, [BOX_LABEL]: launch.boxId },
+      StopTimeout: 5,
+      HostConfig: {
+        NetworkMode: network,
+        Memory: launch.memory ? parseBytes(launch.memory) : undefined,
+        NanoCpus: launch.cpus ? Math.round(Number(launch.cpus) * 1e9) : undefined,
+        ShmSize: 256 * 1024 ** 2,
+        Mounts: launch.persistent
+          ? [{ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" }]
+          : undefined,
+        // Boxes are never published on host ports: the server reaches them on the bridge.
+        PortBindings: {},
+      },
+    });
+    return { ref: container.id };
+  }
+
+  async start(ref: string): Promise<void> {
+    try {
+      await this.docker.getContainer(ref).start();
+    } catch (err) {
+      if (statusOf(err) !== 304) throw err;
+    }
+  }
+
+  async stop(ref: string): Promise<void> {
+    try {
+      await this.docker.getContainer(ref).stop({ t: 5 });
+    } catch (err) {
+      if (statusOf(err) !== 304) throw err;
+    }
+  }
+
+  async pause(ref: string): Promise<void> {
+    await this.docker.getContainer(ref).pause();
+  }
+
+  async unpause(ref: string): Promise<void> {
+    await this.docker.getContainer(ref).unpause();
+  }
+
+  async remove(ref: string): Promise<void> {
+    const container = this.docker.getContainer(ref);
+    let volume: string | undefined;
+    try {
+      const info = await container.inspect();
+      volume = info.Mounts?.find((m) => m.Type === "volume" && m.Destination === "/root")?.Name;
+      await container.remove({ force: true, v: true });
+    } catch (err) {
+      if (statusOf(err) !== 404) throw err;
+    }
+    if (volume) {
+      try {
+        await this.docker.getVolume(volume).remove();
+      } catch (err) {
+        if (statusOf(err) !== 404) throw err;
+      }
+    }
+  }
+
+  async inspect(ref: string): Promise<RuntimeBox> {
+    try {
+      const info = await this.docker.getContainer(ref).inspect();
+      const labels = info.Config.Labels ?? {};
+      let state: RuntimeState = "stopped";
+      if (info.State.Paused) state = "paused";
+      else if (info.State.Running) state = "running";
+      const nets = info.NetworkSettings.Networks ?? {};
+      const address = nets[NETWORK_OPEN]?.IPAddress || nets[NETWORK_CLOSED]?.IPAddress || undefined;
+      return { ref: info.Id, boxId: labels[BOX_LABEL] ?? "", state, labels, address };
+    } catch (err) {
+      if (statusOf(err) === 404) return { ref, boxId: "", state: "missing", labels: {} };
+      throw err;
+    }
+  }
+
+  async list(): Promise<RuntimeBox[]> {
+    const containers = await this.docker.listContainers({ all: true, filters: { label: [BOX_LABEL] } });
+    return containers.map((c) => {
+      let state: RuntimeState = "stopped";
+      if (c.State === "paused") state = "paused";
+      else if (c.State === "running") state = "running";
+      const nets = c.NetworkSettings?.Networks ?? {};
+      const address = nets[NETWORK_OPEN]?.IPAddress || nets[NETWORK_CLOSED]?.IPAddress || undefined;
+      return { ref: c.Id, boxId: c.Labels[BOX_LABEL] ?? "", state, labels: c.Labels, address };
+    });
+  }
+}

@@ -1,0 +1,62 @@
+// The one interface between the domain and whatever runs boxes. Models call it; only the
+// Docker implementation (docker.server.ts) talks to an engine.
+
+export const FEATURES = ["wide_fonts", "video", "dock", "accessibility", "audio", "x11_apps"] as const;
+export type Feature = (typeof FEATURES)[number];
+
+/** What an image is made of. Two requests with equal fields are one image. */
+export interface ImageRequest {
+  /** Sorted, unique. */
+  features: Feature[];
+  /** Sorted, unique apt package names. */
+  packages: string[];
+}
+
+export interface BuiltImage {
+  /** Full reference, e.g. `holm-x11:3f2a…`. */
+  image: string;
+  /** True when this call built it, false when it already existed. */
+  built: boolean;
+}
+
+export interface BoxLaunch {
+  boxId: string;
+  image: string;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  memory?: string;
+  cpus?: string;
+  /** false: the box sits on an internal network with no route out. */
+  network: boolean;
+  /** true: files live on a named volume that outlives the container. */
+  persistent: boolean;
+}
+
+export type RuntimeState = "running" | "paused" | "stopped" | "missing";
+
+export interface RuntimeBox {
+  ref: string;
+  boxId: string;
+  state: RuntimeState;
+  labels: Record<string, string>;
+  /** Address the server reaches the box at, when it runs. */
+  address?: string;
+}
+
+export interface Runtime {
+  readonly name: string;
+  /** Builds the image unless a matching one exists. `log` gets progress lines. */
+  ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
+  create(launch: BoxLaunch): Promise<{ ref: string }>;
+  start(ref: string): Promise<void>;
+  stop(ref: string): Promise<void>;
+  pause(ref: string): Promise<void>;
+  unpause(ref: string): Promise<void>;
+  /** Removes the container and, for persistent boxes, its volume. Missing is not an error. */
+  remove(ref: string): Promise<void>;
+  inspect(ref: string): Promise<RuntimeBox>;
+  /** Every box this runtime holds that carries the `holm.box` label. */
+  list(): Promise<RuntimeBox[]>;
+  /** Whether the engine answers. */
+  ping(): Promise<boolean>;
+}

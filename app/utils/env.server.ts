@@ -1,0 +1,67 @@
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+
+// Validated once at boot so a bad setting stops the server with a clear message instead
+// of surfacing as a strange failure later.
+const AddrSchema = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, "expected HOST:PORT, such as 127.0.0.1:8080")
+  .transform((value) => {
+    const at = value.lastIndexOf(":");
+    const host = value.slice(0, at).replace(/^\[|\]$/g, "");
+    const port = Number(value.slice(at + 1));
+    return { host, port };
+  })
+  .refine((a) => a.port >= 0 && a.port <= 65535, "port out of range");
+
+const EnvSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  HOLM_SERVER_ADDR: AddrSchema.prefault("127.0.0.1:8080"),
+  HOLM_SERVER_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  HOLM_STORAGE_BACKEND: z.enum(["memory", "local"]).default("memory"),
+  HOLM_STATE_DIR: z.string().min(1).default(path.join(os.homedir(), ".holm")),
+  HOLM_SERVER_REAP_SECS: z.coerce.number().int().min(1).max(86_400).default(30),
+  HOLM_SERVER_JOBS: z.enum(["inline", "queue"]).default("inline"),
+  HOLM_PUBLIC_URL: z.url().optional(),
+  HOLM_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  CRON_SECRET: z.string().min(16).optional(),
+  HOLM_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
+  /** Extra labels for every box container, `k=v,k2=v2` (tests find their boxes by them). */
+  HOLM_BOX_LABELS: z
+    .string()
+    .regex(/^([a-z0-9.\-_]+=[^,=]*)(,[a-z0-9.\-_]+=[^,=]*)*$/, "k=v pairs separated by commas")
+    .optional(),
+  /** Where the box image sources and the agent bundle are; the repo root by default. */
+  HOLM_ROOT: z.string().default(process.cwd()),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+let cached: Env | undefined;
+
+export function parseEnv(source: NodeJS.ProcessEnv = process.env): Env {
+  const blanksRemoved = Object.fromEntries(
+    Object.entries(source).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const result = EnvSchema.safeParse(blanksRemoved);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  return result.data;
+}
+
+export function env(): Env {
+  cached ??= parseEnv();
+  return cached;
+}
+
+/** The address people and agents use to reach this server. */
+export function publicUrl(): string {
+  const e = env();
+  if (e.HOLM_PUBLIC_URL) return e.HOLM_PUBLIC_URL.replace(/\/$/, "");
+  const { host, port } = e.HOLM_SERVER_ADDR;
+  const shown = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host;
+  return `http://${shown}:${port}`;
+}

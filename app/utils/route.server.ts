@@ -1,0 +1,89 @@
+import type { z } from "zod";
+import { ApiError, badRequest, errorResponse } from "./api-error.server";
+
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+type Args = { request: Request; params: Record<string, string | undefined> };
+type Handler = (args: Args) => Promise<unknown> | unknown;
+
+/**
+ * Builds a JSON resource route from one handler per method, so every answer, including a
+ * wrong method and a thrown error, has the /v1 error shape.
+ */
+export function v1(handlers: Partial<Record<Method, Handler>>) {
+  const methods = Object.keys(handlers) as Method[];
+  const run = async (args: Args): Promise<Response> => {
+    const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
+    const handler = handlers[method];
+    try {
+      if (!handler) {
+        throw new ApiError("bad_request", `${args.request.method} is not allowed here; use ${methods.join(", ")}`, {
+          status: 405,
+        });
+      }
+      const out = await handler(args);
+      if (out instanceof Response) return out;
+      return Response.json(out ?? { ok: true });
+    } catch (e) {
+      const res = errorResponse(e);
+      if (res.status === 405) res.headers.set("allow", methods.join(", "));
+      return res;
+    }
+  };
+  return { loader: run, action: run, methods };
+}
+
+const MAX_BODY_BYTES = 96 * 1024 * 1024;
+
+/** Reads and validates a JSON body. An empty body reads as `{}`. */
+export async function parseBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
+  const length = Number(request.headers.get("content-length") ?? 0);
+  if (length > MAX_BODY_BYTES) throw badRequest(`the body is larger than ${MAX_BODY_BYTES} bytes`);
+  return parseJsonText(await request.text(), schema);
+}
+
+/** Validates a body already read as text (when the text itself is needed, as for idempotency). */
+export function parseJsonText<S extends z.ZodType>(text: string, schema: S): z.output<S> {
+  let raw: unknown = {};
+  if (text.trim() !== "") {
+    try {
+      raw = JSON.parse(text);
+    } catch (e) {
+      throw badRequest(`the body is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  return validate(schema, raw, "body");
+}
+
+/** Validates query parameters (all strings) against a schema that coerces. */
+export function parseQuery<S extends z.ZodType>(request: Request, schema: S): z.output<S> {
+  const url = new URL(request.url);
+  const raw: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) {
+    if (k in raw) throw badRequest(`query parameter "${k}" is given more than once`);
+    raw[k] = v;
+  }
+  return validate(schema, raw, "query");
+}
+
+export function validate<S extends z.ZodType>(schema: S, raw: unknown, where: string): z.output<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  throw badRequest(describeIssue(result.error.issues[0], where));
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined, where: string): string {
+  if (!issue) return `the ${where} is not valid`;
+  const at = issue.path.length ? issue.path.map(String).join(".") : where;
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => `"${k}"`).join(", ");
+    return `unknown key ${keys} in ${at === where ? `the ${where}` : at}`;
+  }
+  return `${at}: ${issue.message}`;
+}
+
+/** Reads a path parameter that the route pattern guarantees. */
+export function param(args: Args, name: string): string {
+  const v = args.params[name];
+  if (v === undefined || v === "") throw badRequest(`missing path parameter ${name}`);
+  return v;
+}

@@ -1,0 +1,41 @@
+import { createHmac, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { env } from "./env.server";
+
+let key: Buffer | undefined;
+
+/**
+ * The server's secret. Kept in the state directory (0600) unless HOLM_SECRET_KEY is set, so a
+ * restarted server can still reach the boxes an earlier one launched: per-box agent secrets are
+ * derived from it rather than stored.
+ */
+export function serverKey(): Buffer {
+  if (key) return key;
+  const e = env();
+  if (e.HOLM_SECRET_KEY) {
+    key = Buffer.from(e.HOLM_SECRET_KEY, "utf8");
+    return key;
+  }
+  const file = path.join(e.HOLM_STATE_DIR, "secret.key");
+  try {
+    key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64url");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    fs.mkdirSync(e.HOLM_STATE_DIR, { recursive: true, mode: 0o700 });
+    const fresh = randomBytes(32);
+    try {
+      fs.writeFileSync(file, fresh.toString("base64url") + "\n", { mode: 0o600, flag: "wx" });
+      key = fresh;
+    } catch (raced) {
+      if ((raced as NodeJS.ErrnoException).code !== "EEXIST") throw raced;
+      key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64url");
+    }
+  }
+  return key;
+}
+
+/** A key for one purpose, so a secret leaked from one use says nothing about another. */
+export function derive(purpose: string): string {
+  return createHmac("sha256", serverKey()).update(purpose).digest("base64url");
+}

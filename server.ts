@@ -1,0 +1,80 @@
+import { createServer } from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequestHandler } from "@react-router/express";
+import express from "express";
+import type { ServerBuild } from "react-router";
+
+// One HTTP server: express + the React Router handler + socket.io + raw WebSocket upgrades.
+// The domain (models, sockets, loops) comes from the React Router server bundle's entry module,
+// never imported here, so the process holds exactly one copy of it.
+
+type Holm = {
+  config(): { host: string; port: number; storage: string };
+  boot(): Promise<void>;
+  attach(server: import("node:http").Server): void;
+  shutdown(): Promise<void>;
+};
+
+const production = process.env.NODE_ENV === "production";
+const root = production ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..") : process.cwd();
+
+const app = express();
+app.disable("x-powered-by");
+const server = createServer(app);
+
+let build: ServerBuild | (() => Promise<ServerBuild>);
+let holm: Holm;
+
+if (production) {
+  const serverBuild = (await import(path.join(root, "build/server/index.js"))) as ServerBuild;
+  build = serverBuild;
+  holm = (serverBuild.entry.module as unknown as { holm: Holm }).holm;
+  app.use("/assets", express.static(path.join(root, "build/client/assets"), { immutable: true, maxAge: "1y" }));
+  app.use(express.static(path.join(root, "build/client"), { maxAge: "1h", index: false }));
+} else {
+  const vite = await import("vite");
+  const devServer = await vite.createServer({ server: { middlewareMode: true, hmr: { server } }, appType: "custom" });
+  app.use(devServer.middlewares);
+  const load = () => devServer.ssrLoadModule("virtual:react-router/server-build") as Promise<ServerBuild>;
+  build = load;
+  // In development a module edit reloads the routes; the realtime side keeps the first copy.
+  holm = ((await load()).entry.module as unknown as { holm: Holm }).holm;
+}
+
+let config: ReturnType<Holm["config"]>;
+try {
+  config = holm.config();
+} catch (err) {
+  console.error(`[holm] ${(err as Error).message}`);
+  process.exit(2);
+}
+
+await holm.boot();
+holm.attach(server);
+app.all("/{*splat}", createRequestHandler({ build }));
+
+server.listen(config.port, config.host, () => {
+  const addr = server.address();
+  const shown = typeof addr === "object" && addr ? `${addr.address}:${addr.port}` : String(addr);
+  console.log(`[holm] listening on http://${shown} (${production ? "production" : "development"})`);
+});
+
+let stopping = false;
+async function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  console.log(`[holm] ${signal}: shutting down`);
+  const force = setTimeout(() => process.exit(1), 10_000);
+  force.unref();
+  server.close();
+  server.closeIdleConnections();
+  try {
+    await holm.shutdown();
+  } catch (err) {
+    console.error("[holm] shutdown failed:", err);
+  }
+  process.exit(0);
+}
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));

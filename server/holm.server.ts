@@ -1,0 +1,39 @@
+import type { Server as HttpServer } from "node:http";
+import type { Server as IoServer } from "socket.io";
+import { adoptBoxes } from "~/models/box.server";
+import { closeDb, openDb } from "~/utils/db.server";
+import { env } from "~/utils/env.server";
+import { startLoops, stopLoops } from "./loops";
+import { attachSocketIo } from "./realtime";
+import { attachUpgradeRouter } from "./upgrade-router";
+
+let io: IoServer | undefined;
+
+/** Everything server.ts needs from the bundle: config, boot, sockets, shutdown. */
+export const holm = {
+  /** Validates the environment; throws a readable error listing each bad variable. */
+  config() {
+    const e = env();
+    return { host: e.HOLM_SERVER_ADDR.host, port: e.HOLM_SERVER_ADDR.port, storage: e.HOLM_STORAGE_BACKEND };
+  },
+
+  async boot() {
+    await openDb();
+    const { adopted, known } = await adoptBoxes();
+    console.log(`[holm] store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
+    startLoops();
+  },
+
+  attach(server: HttpServer) {
+    attachUpgradeRouter(server);
+    io = attachSocketIo(server);
+  },
+
+  async shutdown() {
+    await stopLoops();
+    await new Promise<void>((resolve) => (io ? io.close(() => resolve()) : resolve()));
+    await closeDb();
+  },
+};
+
+export type Holm = typeof holm;

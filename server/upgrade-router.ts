@@ -1,0 +1,34 @@
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+
+// Raw WebSocket upgrades by path (one module per socket path registers here). socket.io and
+// Vite's HMR install their own upgrade listeners; anything else is answered 404 and closed.
+
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) => void;
+
+const routes: { pattern: RegExp; handler: UpgradeHandler }[] = [];
+
+export function registerUpgrade(pattern: RegExp, handler: UpgradeHandler) {
+  routes.push({ pattern, handler });
+}
+
+export function attachUpgradeRouter(server: Server) {
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    for (const { pattern, handler } of routes) {
+      const match = pattern.exec(path);
+      if (match) {
+        try {
+          handler(req, socket, head, match);
+        } catch (err) {
+          console.error("[holm] upgrade handler failed:", err);
+          socket.destroy();
+        }
+        return;
+      }
+    }
+    if (path.startsWith("/socket.io/")) return;
+    if (req.headers["sec-websocket-protocol"]?.includes("vite-hmr")) return;
+    socket.end("HTTP/1.1 404 Not Found\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+  });
+}

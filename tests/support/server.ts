@@ -1,0 +1,133 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { PassThrough } from "node:stream";
+import Docker from "dockerode";
+
+// Runs the built server (`npm run build` first) as a real process, the way `npm start` does.
+
+export const ROOT = path.resolve(import.meta.dirname, "../..");
+export const docker = new Docker({ socketPath: "/var/run/docker.sock" });
+
+/** Every box a test run launches carries this label, so cleanup finds them even after a crash. */
+export const RUN_LABEL = process.env.HOLM_TEST_RUN ?? `t${process.pid}`;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+    srv.on("error", reject);
+  });
+}
+
+export interface TestServer {
+  base: string;
+  token: string;
+  stateDir: string;
+  env: Record<string, string>;
+  logs: () => string;
+  /** fetch against the server with the token. */
+  api: (p: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
+  stop: (signal?: NodeJS.Signals) => Promise<void>;
+  /** Starts a new process with the same settings (same port, state dir, secret). */
+  restart: () => Promise<TestServer>;
+}
+
+export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer): Promise<TestServer> {
+  const port = reuse ? Number(new URL(reuse.base).port) : await freePort();
+  const stateDir = reuse?.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
+  const token = reuse?.token ?? randomBytes(24).toString("hex");
+  const env: Record<string, string> = reuse?.env ?? {
+    NODE_ENV: "production",
+    HOLM_SERVER_ADDR: `127.0.0.1:${port}`,
+    HOLM_SERVER_TOKEN: token,
+    HOLM_STATE_DIR: stateDir,
+    HOLM_BOX_LABELS: `holm.test=${RUN_LABEL}`,
+    HOLM_ROOT: ROOT,
+    ...extra,
+  };
+  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, "build/server.js")], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}):\n${out}`);
+    try {
+      const res = await fetch(`${base}/v1/health`);
+      if (res.ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const server: TestServer = {
+    base,
+    token,
+    stateDir,
+    env,
+    logs: () => out,
+    api: (p, init = {}) => {
+      const headers = new Headers(init.headers);
+      if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+      let body = init.body;
+      if (init.json !== undefined) {
+        headers.set("content-type", "application/json");
+        body = JSON.stringify(init.json);
+      }
+      return fetch(`${base}${p}`, { ...init, headers, body });
+    },
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null) child.kill(signal);
+      await exited;
+    },
+    restart: () => startServer({}, server),
+  };
+  return server;
+}
+
+/** Removes every container this test run made (by label), whatever state it is in. */
+export async function removeTestBoxes(label = RUN_LABEL): Promise<number> {
+  const found = await docker.listContainers({ all: true, filters: { label: [`holm.test=${label}`] } });
+  await Promise.all(found.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  return found.length;
+}
+
+export async function json<T = any>(res: Response): Promise<T> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new Error(`not JSON (${res.status}): ${text.slice(0, 500)}`);
+  }
+}
+
+/** Runs a command inside a box's container (for checks from inside the box). */
+export async function execIn(boxId: string, argv: string[]): Promise<{ code: number; out: string }> {
+  const container = docker.getContainer(`holm-${boxId}`);
+  const exec = await container.exec({ Cmd: argv, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const sink = new PassThrough();
+    sink.on("data", (d: Buffer) => chunks.push(d));
+    docker.modem.demuxStream(stream, sink, sink);
+    stream.on("end", () => resolve());
+    stream.on("error", reject);
+  });
+  const info = await exec.inspect();
+  return { code: info.ExitCode ?? -1, out: Buffer.concat(chunks).toString("utf8") };
+}
