@@ -1,3 +1,5 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import Docker from "dockerode";
 import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState } from "./runtime";
 import { ensureX11Image } from "./image-builder.server";
@@ -15,6 +17,27 @@ function parseBytes(size: string): number {
 
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number }).statusCode;
+}
+
+const run = promisify(execFile);
+
+/**
+ * Boxes must not open connections to the host itself: Docker's isolation covers forwarding, not
+ * the host's own addresses (even an `internal` network keeps a route to its gateway). Replies to
+ * connections the server opens are still let in.
+ */
+async function guardHost(bridge: string) {
+  const rule = ["INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"];
+  try {
+    await run("iptables", ["-w", "-C", ...rule]);
+  } catch {
+    try {
+      await run("iptables", ["-w", "-I", ...rule]);
+    } catch (err) {
+      console.error(`[holm] could not keep boxes on ${bridge} away from the host:`, err);
+      throw new Error(`iptables refused the rule that keeps boxes away from the host (${bridge})`);
+    }
+  }
 }
 
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
@@ -52,24 +75,29 @@ export class DockerRuntime implements Runtime {
         [NETWORK_OPEN, false],
         [NETWORK_CLOSED, true],
       ] as const) {
-        if (names.has(name)) continue;
-        try {
-          await this.docker.createNetwork({
-            Name: name,
-            Driver: "bridge",
-            Internal: internal,
-            Labels: { "holm.network": "1" },
-            Options: { "com.docker.network.bridge.enable_icc": "false" },
-          });
-        } catch (err) {
-          if (statusOf(err) !== 409) throw err;
-        }
+        if (!names.has(name)) await this.createNetwork(name, internal);
+        const net = await this.docker.getNetwork(name).inspect();
+        await guardHost(net.Options?.["com.docker.network.bridge.name"] ?? `br-${String(net.Id).slice(0, 12)}`);
       }
     })().catch((err) => {
       this.networks = undefined;
       throw err;
     });
     return this.networks;
+  }
+
+  private async createNetwork(name: string, internal: boolean) {
+    try {
+      await this.docker.createNetwork({
+        Name: name,
+        Driver: "bridge",
+        Internal: internal,
+        Labels: { "holm.network": "1" },
+        Options: { "com.docker.network.bridge.enable_icc": "false" },
+      });
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err;
+    }
   }
 
   async create(launch: BoxLaunch): Promise<{ ref: string }> {

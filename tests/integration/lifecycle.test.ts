@@ -126,6 +126,11 @@ describe("box lifecycle", () => {
       await new Promise((r) => setTimeout(r, 1000));
     }
     expect(state).toBe("gone");
+    // The record turns gone as the sweep starts; the container follows within moments.
+    const until = Date.now() + 15_000;
+    while (Date.now() < until && (await docker.getContainer(`holm-${expiring}`).inspect().catch(() => null))) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
     await expect(docker.getContainer(`holm-${expiring}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
     const events = await json(await server.api("/v1/events?limit=1000"));
     const removed = events.events.find((e: any) => e.kind === "box.removed" && e.box_id === expiring);

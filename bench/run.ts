@@ -1,0 +1,22 @@
+import { benchBoxRead } from "./box-read";
+import { benchBoxStart } from "./box-start";
+
+// `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
+// the box image (scripts/setup.sh does both).
+
+const benches: Record<string, () => Promise<void>> = {
+  "box-start": benchBoxStart,
+  "box-read": benchBoxRead,
+};
+
+process.env.HOLM_TEST_RUN ??= `bench-${Date.now()}`;
+const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
+for (const name of names) {
+  const run = benches[name];
+  if (!run) {
+    console.error(`no bench ${name}; have ${Object.keys(benches).join(", ")}`);
+    process.exit(2);
+  }
+  console.log(`== ${name}`);
+  await run();
+}
