@@ -14,7 +14,7 @@ test.afterAll(async () => {
 
 test("the console lists boxes live: a box launched through /v1 appears, goes ready, and leaves", async ({ page }) => {
   await page.goto(server.base);
-  await expect(page.getByRole("heading", { name: "Boxes" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
   await expect(page.getByText("● live")).toBeVisible();
   await expect(page.getByRole("heading", { name: "No boxes yet" })).toBeVisible();
 
