@@ -17,6 +17,8 @@ trap cleanup EXIT
 status=0
 echo "== unit"
 npx vitest run --project unit || status=1
+echo "== in-box agent (host Xvfb)"
+npx vitest run --config vitest.agent.config.ts || status=1
 echo "== integration"
 npx vitest run --project integration || status=1
 echo "== end-to-end"

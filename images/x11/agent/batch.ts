@@ -1,0 +1,97 @@
+// A batch: every step in the box, one answer. Holds the screen's lock throughout, lets go of
+// what the steps left down unless a step asked to hold it, then reports the final state.
+import type { Screen } from "./screen";
+import { BatchSchema, StepSchema, describeIssues, type Step } from "./schema";
+import { runStep } from "./steps";
+import { captureFrame, type Frame } from "./frames";
+import { listWindows, type WindowInfo } from "./windows";
+import { queryPointer } from "./x11-requests";
+import { AgentError, describeError, type ErrorCode } from "./errors";
+import type { Holding } from "./holds";
+import { sleep } from "./util";
+
+export type StepResult = ({ ok: true } & Record<string, unknown>) | { ok: false; code: ErrorCode; message: string };
+
+export interface BatchResult extends Holding {
+  results: StepResult[];
+  stopped_at: number | null;
+  frame?: Frame;
+  frame_error?: string;
+  cursor?: { x: number; y: number };
+  windows: WindowInfo[];
+  released: string[];
+  released_keys: string[];
+  took_ms: number;
+}
+
+/** Validates the whole body before anything runs: a malformed batch does nothing. */
+export function parseBatch(body: unknown): { batch: ReturnType<typeof BatchSchema.parse>; steps: Step[] } {
+  const b = BatchSchema.safeParse(body);
+  if (!b.success) throw new AgentError("bad_request", describeIssues(b.error));
+  const steps: Step[] = [];
+  b.data.actions.forEach((raw, i) => {
+    const r = StepSchema.safeParse(raw);
+    if (!r.success) {
+      const type = typeof raw === "object" && raw !== null && "type" in raw ? String((raw as { type: unknown }).type) : "?";
+      throw new AgentError("bad_request", `step ${i} (${type}): ${describeIssues(r.error)}`);
+    }
+    steps.push(r.data);
+  });
+  return { batch: b.data, steps };
+}
+
+export async function runBatch(screen: Screen, body: unknown): Promise<BatchResult> {
+  const { batch, steps } = parseBatch(body);
+  return screen.lock.run(async () => {
+    const started = Date.now();
+    const results: StepResult[] = [];
+    let stoppedAt: number | null = null;
+    screen.holds.beginBatch();
+    for (let i = 0; i < steps.length; i++) {
+      try {
+        const data = await runStep(screen, steps[i]);
+        results.push({ ok: true, ...data });
+      } catch (err) {
+        const { code, message } = describeError(err);
+        results.push({ ok: false, code, message: `step ${i} (${steps[i].type}): ${message}` });
+        if (!batch.keep_going) {
+          stoppedAt = i;
+          break;
+        }
+      }
+    }
+    const atEnd = await screen.holds.releaseAll(true);
+    const byTimers = screen.holds.endBatch();
+    if (batch.settle_ms) await sleep(batch.settle_ms);
+    const want = new Set(batch.want ?? []);
+    const out: BatchResult = {
+      results,
+      stopped_at: stoppedAt,
+      windows: [],
+      released: [...byTimers.released, ...atEnd.released],
+      released_keys: [...byTimers.released_keys, ...atEnd.released_keys],
+      ...screen.holds.snapshot(),
+      took_ms: 0,
+    };
+    await Promise.all([
+      want.has("frame")
+        ? captureFrame(screen, batch.frame_options ?? {}, batch.have_frame).then(
+            (f) => (out.frame = f),
+            (e: unknown) => (out.frame_error = describeError(e).message),
+          )
+        : null,
+      want.has("cursor")
+        ? screen.session().then(async (s) => {
+            const p = await queryPointer(s.conn, s.root);
+            out.cursor = { x: p.x, y: p.y };
+          }, () => undefined)
+        : null,
+      screen.session().then(
+        async (s) => (out.windows = await listWindows(s)),
+        () => undefined,
+      ),
+    ]);
+    out.took_ms = Date.now() - started;
+    return out;
+  });
+}

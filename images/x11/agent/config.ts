@@ -1,0 +1,38 @@
+// Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
+export interface AgentConfig {
+  screens: number;
+  secret: string;
+  host: string;
+  port: number;
+  displayBase: number;
+  vncPortBase: number;
+  cdpPortBase: number;
+  /** "xtest" (default) or "xdotool": the latter forces the argv-only xdotool fallback. */
+  input: "xtest" | "xdotool";
+  recordingsDir: string;
+  home: string;
+}
+
+function int(name: string, fallback: number, min: number, max: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name}=${raw} is not an integer in ${min}..${max}`);
+  return n;
+}
+
+export function loadConfig(): AgentConfig {
+  const input = process.env.HOLM_AGENT_INPUT === "xdotool" ? "xdotool" : "xtest";
+  return {
+    screens: int("HOLM_SCREENS", 1, 1, 8),
+    secret: process.env.HOLM_AGENT_SECRET ?? "",
+    host: process.env.HOLM_AGENT_HOST || "0.0.0.0",
+    port: int("HOLM_AGENT_PORT", 7070, 0, 65535),
+    displayBase: int("HOLM_DISPLAY_BASE", 99, 0, 60000),
+    vncPortBase: int("HOLM_VNC_PORT_BASE", 5900, 1, 65535),
+    cdpPortBase: int("HOLM_CDP_PORT_BASE", 9222, 1, 65535),
+    input,
+    recordingsDir: process.env.HOLM_RECORDINGS_DIR || "/tmp/holm-recordings",
+    home: process.env.HOME || "/root",
+  };
+}

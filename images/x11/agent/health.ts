@@ -1,0 +1,53 @@
+// Health that probes the real thing: an X round trip on the warm connection, a TCP connect to
+// VNC, and CDP's /json/version. All screens and probes run at once.
+import net from "node:net";
+import http from "node:http";
+import type { Screen } from "./screen";
+
+export interface ScreenHealth {
+  screen: number;
+  display: string;
+  x: boolean;
+  vnc: boolean;
+  cdp: boolean;
+}
+
+function tcpProbe(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.createConnection({ host: "127.0.0.1", port });
+    const done = (ok: boolean): void => {
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(timeoutMs, () => done(false));
+    sock.on("connect", () => done(true));
+    sock.on("error", () => done(false));
+  });
+}
+
+const cdpAgent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+
+function cdpProbe(port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: "127.0.0.1", port, path: "/json/version", agent: cdpAgent, timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
+  });
+}
+
+export async function health(screens: Screen[]): Promise<{ ok: boolean; screens: ScreenHealth[] }> {
+  const out = await Promise.all(
+    screens.map(async (s): Promise<ScreenHealth> => {
+      const [x, vnc, cdp] = await Promise.all([
+        s.probe(500),
+        tcpProbe(s.config.vncPortBase + s.index, 300),
+        cdpProbe(s.config.cdpPortBase + s.index, 500),
+      ]);
+      return { screen: s.index, display: s.display, x, vnc, cdp };
+    }),
+  );
+  return { ok: out.every((h) => h.x), screens: out };
+}

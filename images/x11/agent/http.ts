@@ -1,0 +1,222 @@
+// The agent's HTTP surface. JSON in, JSON out; every error is {code, message} with the status
+// the server's error table gives that code. Nothing thrown in a handler reaches the process.
+import http from "node:http";
+import crypto from "node:crypto";
+import type { Screen } from "./screen";
+import type { AgentConfig } from "./config";
+import { AgentError, HTTP_STATUS, describeError } from "./errors";
+import { runBatch } from "./batch";
+import { runStep } from "./steps";
+import { StepSchema, ClipboardPut, ArrangeSchema, CaptureWhat, describeIssues, type Step } from "./schema";
+import { captureFrame } from "./frames";
+import { health } from "./health";
+
+/** Room for a 64 MB file as base64 (~86 MB) plus JSON. */
+const MAX_BODY = 100 * 1024 * 1024;
+
+type Params = Record<string, string>;
+interface Ctx {
+  req: http.IncomingMessage;
+  url: URL;
+  params: Params;
+  body: () => Promise<unknown>;
+}
+type Handler = (ctx: Ctx) => Promise<unknown>;
+interface Route {
+  method: string;
+  parts: string[];
+  auth: boolean;
+  handler: Handler;
+}
+
+function readBody(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new AgentError("bad_request", `body is larger than ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("error", reject);
+    req.on("end", () => {
+      if (size === 0) return resolve({});
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+      } catch {
+        reject(new AgentError("bad_request", "body is not valid JSON"));
+      }
+    });
+  });
+}
+
+function send(res: http.ServerResponse, status: number, body: unknown): void {
+  const data = Buffer.from(JSON.stringify(body));
+  res.writeHead(status, { "content-type": "application/json", "content-length": data.length, "cache-control": "no-store" });
+  res.end(data);
+}
+
+function authorised(req: http.IncomingMessage, secret: string): boolean {
+  if (!secret) return false;
+  const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "");
+  if (!m) return false;
+  // Equal-length digests make the comparison constant-time whatever the token's length.
+  const a = crypto.createHash("sha256").update(m[1].trim()).digest();
+  const b = crypto.createHash("sha256").update(secret).digest();
+  return crypto.timingSafeEqual(a, b);
+}
+
+function step(raw: Record<string, unknown>): Step {
+  const r = StepSchema.safeParse(raw);
+  if (!r.success) throw new AgentError("bad_request", describeIssues(r.error));
+  return r.data;
+}
+
+const num = (v: string | null): number | undefined => {
+  if (v === null || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new AgentError("bad_request", `"${v}" is not a number`);
+  return n;
+};
+
+export function createServer(screens: Screen[], config: AgentConfig): http.Server {
+  const routes: Route[] = [];
+  const add = (method: string, pattern: string, handler: Handler, auth = true): void => {
+    routes.push({ method, parts: pattern.split("/").filter(Boolean), auth, handler });
+  };
+  const screenOf = (p: Params): Screen => {
+    const n = Number(p.n);
+    const s = Number.isInteger(n) ? screens[n] : undefined;
+    if (!s) throw new AgentError("not_found", `no screen ${p.n}; this box has ${screens.length}`);
+    return s;
+  };
+  /** Input-changing single routes wait their turn behind a running batch. */
+  const locked = (s: Screen, st: Step) => s.lock.run(() => runStep(s, st));
+
+  add("GET", "/health", async () => health(screens), false);
+
+  add("POST", "/screens/:n/batch", async ({ params, body }) => runBatch(screenOf(params), await body()));
+
+  add("GET", "/screens/:n/frame", async ({ params, url }) => {
+    const q = url.searchParams;
+    const x = num(q.get("x"));
+    const y = num(q.get("y"));
+    const width = num(q.get("width"));
+    const height = num(q.get("height"));
+    const anyRegion = [x, y, width, height].some((v) => v !== undefined);
+    const opts = CaptureWhat.safeParse({
+      window: q.get("window") ?? undefined,
+      region: anyRegion ? { x: x ?? 0, y: y ?? 0, width, height } : undefined,
+      scale: num(q.get("scale")),
+      pointer: q.get("pointer") === "1" || q.get("pointer") === "true" ? true : undefined,
+    });
+    if (!opts.success) throw new AgentError("bad_request", describeIssues(opts.error));
+    return captureFrame(screenOf(params), opts.data, q.get("have") ?? undefined);
+  });
+
+  add("GET", "/screens/:n/cursor", async ({ params }) => runStep(screenOf(params), step({ type: "cursor" })));
+
+  add("GET", "/screens/:n/clipboard", async ({ params, url }) =>
+    runStep(screenOf(params), step({ type: "clipboard", selection: url.searchParams.get("selection") ?? undefined })),
+  );
+  add("PUT", "/screens/:n/clipboard", async ({ params, body }) => {
+    const b = ClipboardPut.safeParse(await body());
+    if (!b.success) throw new AgentError("bad_request", describeIssues(b.error));
+    return runStep(screenOf(params), step({ type: "clipboard", selection: b.data.selection, text: b.data.text }));
+  });
+
+  add("GET", "/screens/:n/windows", async ({ params }) => runStep(screenOf(params), step({ type: "windows" })));
+  add("GET", "/screens/:n/windows/active", async ({ params }) => runStep(screenOf(params), step({ type: "windows", active: true })));
+  add("POST", "/screens/:n/windows/wait", async ({ params, body }) =>
+    runStep(screenOf(params), step({ type: "await_window", what: (await body()) as Record<string, unknown> })),
+  );
+  add("POST", "/screens/:n/windows/:w/focus", async ({ params }) =>
+    locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "focus" } })),
+  );
+  add("POST", "/screens/:n/windows/:w/arrange", async ({ params, body }) => {
+    const how = ArrangeSchema.safeParse(await body());
+    if (!how.success) throw new AgentError("bad_request", describeIssues(how.error));
+    return locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "arrange", how: how.data } }));
+  });
+  add("DELETE", "/screens/:n/windows/:w", async ({ params }) =>
+    locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "close" } })),
+  );
+
+  add("GET", "/screens/:n/recording", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "status" } })));
+  add("POST", "/screens/:n/recording", async ({ params, body }) => {
+    const b = (await body()) as Record<string, unknown>;
+    return runStep(screenOf(params), step({ type: "record", what: { do: "start", fps: b.fps } }));
+  });
+  add("DELETE", "/screens/:n/recording", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "stop" } })));
+
+  add("POST", "/screens/:n/release", async ({ params }) => {
+    // Not behind the lock: a person taking over must not wait for a batch to finish.
+    const s = screenOf(params);
+    const r = await s.holds.releaseAll(false);
+    return { released: r.released, released_keys: r.released_keys };
+  });
+
+  const s0 = (): Screen => screens[0];
+  add("POST", "/exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
+  add("GET", "/files", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));
+  add("PUT", "/files", async ({ body }) => runStep(s0(), step({ type: "write_file", what: await body() })));
+  add("GET", "/files/list", async ({ url }) => runStep(s0(), step({ type: "list_files", path: url.searchParams.get("path") ?? "" })));
+  add("POST", "/files/grep", async ({ body }) => runStep(s0(), step({ type: "grep", what: await body() })));
+  add("GET", "/files/glob", async ({ url }) => {
+    const q = url.searchParams;
+    return runStep(s0(), step({ type: "glob", what: { pattern: q.get("pattern") ?? "", path: q.get("path") ?? undefined, limit: num(q.get("limit")) } }));
+  });
+
+  const match = (r: Route, parts: string[]): Params | null => {
+    if (r.parts.length !== parts.length) return null;
+    const params: Params = {};
+    for (let i = 0; i < parts.length; i++) {
+      if (r.parts[i].startsWith(":")) params[r.parts[i].slice(1)] = decodeURIComponent(parts[i]);
+      else if (r.parts[i] !== parts[i]) return null;
+    }
+    return params;
+  };
+
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      try {
+        const url = new URL(req.url ?? "/", "http://agent");
+        const parts = url.pathname.split("/").filter(Boolean);
+        const candidates = routes.map((r) => ({ r, params: match(r, parts) })).filter((x) => x.params !== null);
+        const hit = candidates.find((x) => x.r.method === req.method);
+        if (!hit) {
+          req.resume();
+          if (candidates.length) throw new AgentError("bad_request", `${req.method} is not allowed on ${url.pathname}`);
+          throw new AgentError("not_found", `no route ${req.method} ${url.pathname}`);
+        }
+        if (hit.r.auth && !authorised(req, config.secret)) {
+          req.resume();
+          send(res, 401, { code: "unauthorized", message: "missing or wrong bearer token" });
+          return;
+        }
+        let bodyPromise: Promise<unknown> | null = null;
+        const body = (): Promise<unknown> => (bodyPromise ??= readBody(req));
+        const out = await hit.r.handler({ req, url, params: hit.params as Params, body });
+        if (!bodyPromise) req.resume();
+        if (hit.r.parts[0] === "health") {
+          send(res, (out as { ok: boolean }).ok ? 200 : 503, out);
+          return;
+        }
+        send(res, 200, out);
+      } catch (err) {
+        const { code, message } = describeError(err);
+        if (!(err instanceof AgentError)) process.stderr.write(`holm-agent: ${req.method} ${req.url}: ${(err as Error)?.stack ?? String(err)}\n`);
+        if (!res.headersSent) send(res, HTTP_STATUS[code], { code, message });
+        else res.destroy();
+      }
+    })();
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 70_000;
+  server.requestTimeout = 300_000;
+  return server;
+}

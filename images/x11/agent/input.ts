@@ -1,0 +1,122 @@
+// Pointer and key injection. XTEST on the warm X connection is the normal path (each event is
+// one 36-byte request, no process spawn); xdotool through argv is the fallback.
+import type { XConnection } from "./x11-wire";
+import { EV_BUTTON_PRESS, EV_BUTTON_RELEASE, EV_KEY_PRESS, EV_KEY_RELEASE, EV_MOTION, fakeInput, getInputFocus } from "./x11-requests";
+import { textUnits, type Keyboard } from "./keyboard";
+import { KS } from "./keysyms";
+import { AgentError } from "./errors";
+import { sleep } from "./util";
+
+/** What must be undone to release a key pressed with `keyDown`. */
+export interface KeyToken {
+  keysym: number;
+  code?: number;
+  shift?: boolean;
+}
+
+export interface InputBackend {
+  readonly kind: "xtest" | "xdotool";
+  move(x: number, y: number): Promise<void>;
+  button(button: number, down: boolean): Promise<void>;
+  keyDown(keysym: number): Promise<KeyToken>;
+  keyUp(token: KeyToken): Promise<void>;
+  /** Types `text`; newlines become Return and tabs Tab. */
+  typeText(text: string, delayMs: number): Promise<void>;
+  /** Resolves once the X server has handled everything sent so far; throws on an X error. */
+  sync(): Promise<void>;
+}
+
+export class XtestInput implements InputBackend {
+  readonly kind = "xtest";
+
+  constructor(
+    private readonly conn: XConnection,
+    private readonly xtest: number,
+    private readonly root: number,
+    readonly keyboard: Keyboard,
+  ) {}
+
+  async move(x: number, y: number): Promise<void> {
+    fakeInput(this.conn, this.xtest, EV_MOTION, 0, this.root, x, y);
+  }
+
+  async button(button: number, down: boolean): Promise<void> {
+    fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
+  }
+
+  private async fresh(): Promise<void> {
+    if (this.keyboard.stale) await this.keyboard.load();
+  }
+
+  private key(code: number, down: boolean): void {
+    fakeInput(this.conn, this.xtest, down ? EV_KEY_PRESS : EV_KEY_RELEASE, code);
+  }
+
+  async keyDown(keysym: number): Promise<KeyToken> {
+    await this.fresh();
+    const wait = this.keyboard.prepare([keysym]);
+    if (wait > 0) await this.settle(wait);
+    this.keyboard.commit([keysym]);
+    const k = this.keyboard.lookup(keysym);
+    if (!k) throw new AgentError("failed", `no keycode for keysym 0x${keysym.toString(16)}`);
+    const shift = k.shift ? this.keyboard.lookup(KS.Shift_L) : undefined;
+    if (shift) this.key(shift.code, true);
+    this.key(k.code, true);
+    this.keyboard.markTyped(k.code, Date.now());
+    return { keysym, code: k.code, shift: Boolean(shift) };
+  }
+
+  async keyUp(token: KeyToken): Promise<void> {
+    if (token.code === undefined) return;
+    this.key(token.code, false);
+    if (token.shift) {
+      const shift = this.keyboard.lookup(KS.Shift_L);
+      if (shift) this.key(shift.code, false);
+    }
+    this.keyboard.markTyped(token.code, Date.now());
+  }
+
+  private async settle(ms: number): Promise<void> {
+    await this.sync();
+    await sleep(ms);
+  }
+
+  async typeText(text: string, delayMs: number): Promise<void> {
+    const units = textUnits(text);
+    const shift = () => this.keyboard.lookup(KS.Shift_L);
+    let n = 0;
+    await this.keyboard.forEachRun(units, () => this.sync(), async (run) => {
+      for (const u of run) {
+        const k = this.keyboard.lookup(u.sym);
+        if (!k) throw new AgentError("failed", `no keycode for keysym 0x${u.sym.toString(16)}`);
+        const sh = k.shift ? shift() : undefined;
+        if (sh) this.key(sh.code, true);
+        this.key(k.code, true);
+        this.key(k.code, false);
+        if (sh) this.key(sh.code, false);
+        this.keyboard.markTyped(k.code, Date.now());
+        if (delayMs > 0) {
+          await this.sync();
+          await sleep(delayMs);
+        } else if (++n % 128 === 0) {
+          // Bounded bursts: keeps the socket buffer small and the X server's queue moving.
+          await this.sync();
+        }
+      }
+      await this.sync();
+    });
+  }
+
+  sync(): Promise<void> {
+    return syncConn(this.conn);
+  }
+}
+
+/** A round trip; throws the last X error any earlier reply-less request caused. */
+export async function syncConn(conn: XConnection): Promise<void> {
+  await getInputFocus(conn);
+  if (conn.voidErrors.length > 0) {
+    const errs = conn.voidErrors.splice(0);
+    throw new AgentError("failed", errs[errs.length - 1].message);
+  }
+}

@@ -1,0 +1,47 @@
+// The in-box agent: `node /opt/holm/agent.mjs`, started by the box entrypoint.
+import { loadConfig } from "./config";
+import { Screen } from "./screen";
+import { createServer } from "./http";
+
+const log = (msg: string, extra: Record<string, unknown> = {}): void => {
+  process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), msg, ...extra })}\n`);
+};
+
+process.on("uncaughtException", (err) => log("uncaught exception", { error: err.stack ?? String(err) }));
+process.on("unhandledRejection", (err) => log("unhandled rejection", { error: err instanceof Error ? err.stack : String(err) }));
+
+const config = loadConfig();
+if (!config.secret) log("HOLM_AGENT_SECRET is empty: every route but /health will answer 401");
+const screens = Array.from({ length: config.screens }, (_, i) => new Screen(i, config));
+
+// Connect early, and keep trying until each display answers: connecting lets go of any key or
+// button a previous agent left down.
+const warm = setInterval(() => {
+  for (const s of screens) if (!s.connected) s.session().catch(() => undefined);
+}, 2000);
+warm.unref();
+for (const s of screens) s.session().catch(() => undefined);
+
+const server = createServer(screens, config);
+server.listen(config.port, config.host, () => {
+  const addr = server.address();
+  log("listening", { port: typeof addr === "object" && addr ? addr.port : config.port, screens: config.screens, input: config.input });
+});
+
+let stopping = false;
+async function stop(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  log("stopping", { signal });
+  server.close();
+  await Promise.all(
+    screens.map(async (s) => {
+      await s.holds.releaseAll(false).catch(() => undefined);
+      if (s.recording) await s.recording.stop().catch(() => undefined);
+      s.close();
+    }),
+  );
+  process.exit(0);
+}
+process.on("SIGTERM", () => void stop("SIGTERM"));
+process.on("SIGINT", () => void stop("SIGINT"));

@@ -1,0 +1,67 @@
+// Runs helper programs (xdotool, xclip, ffmpeg) by argv. Never through a shell: text typed or
+// pasted by an agent reaches them as one argv element or on stdin, so "$(rm -rf /)" is just text.
+import { spawn } from "node:child_process";
+import { AgentError } from "./errors";
+
+/**
+ * The environment for anything the agent starts: its own, on `display`, without the agent's
+ * bearer secret (commands come from the AI agent driving the box; they have no use for it).
+ */
+export function childEnv(display: string | undefined, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  delete env.HOLM_AGENT_SECRET;
+  if (display) env.DISPLAY = display;
+  return env;
+}
+
+export interface ToolResult {
+  code: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+export function runTool(
+  file: string,
+  args: string[],
+  opts: { display?: string; input?: Buffer | string; timeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<ToolResult> {
+  return new Promise((resolve, reject) => {
+    const env = childEnv(opts.display, opts.env);
+    // stdout/stderr are pipes we drain; a tool that forks a daemon (xclip) must get "ignore" from its caller instead.
+    const child = spawn(file, args, { env, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let done = false;
+    const timer = setTimeout(() => {
+      if (done) return;
+      child.kill("SIGKILL");
+      done = true;
+      reject(new AgentError("timeout", `${file} did not finish in ${opts.timeoutMs} ms`));
+    }, opts.timeoutMs ?? 10_000);
+    child.stdout?.on("data", (c: Buffer) => out.push(c));
+    child.stderr?.on("data", (c: Buffer) => err.push(c));
+    child.on("error", (e: NodeJS.ErrnoException) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      reject(e.code === "ENOENT" ? new AgentError("unsupported", `${file} is not installed in this box`) : e);
+    });
+    child.on("close", (code) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8") });
+    });
+    if (opts.input !== undefined && child.stdin) {
+      child.stdin.on("error", () => undefined);
+      child.stdin.end(opts.input);
+    }
+  });
+}
+
+/** Runs a tool and throws `failed` with its stderr when it exits non-zero. */
+export async function runToolOk(file: string, args: string[], opts: Parameters<typeof runTool>[2] = {}): Promise<ToolResult> {
+  const r = await runTool(file, args, opts);
+  if (r.code !== 0) throw new AgentError("failed", `${file} ${args[0] ?? ""} exited ${r.code}: ${r.stderr.trim().slice(0, 500)}`);
+  return r;
+}

@@ -1,0 +1,79 @@
+// Screen recording with ffmpeg's x11grab, one recording per screen, into a file in the box.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import type { Screen } from "./screen";
+import { AgentError } from "./errors";
+import { which } from "./util";
+import { childEnv } from "./proc";
+
+export interface RecordState {
+  recording: boolean;
+  path?: string;
+  fps?: number;
+  started_at_ms?: number;
+  duration_ms?: number;
+  bytes?: number;
+}
+
+export async function startRecording(screen: Screen, fps: number): Promise<RecordState> {
+  if (screen.recording) throw new AgentError("failed", `screen ${screen.index} is already recording to ${screen.recording.path}`);
+  const ffmpeg = which("ffmpeg");
+  if (!ffmpeg) throw new AgentError("unsupported", "ffmpeg is not installed in this box (the video feature adds it)");
+  const s = await screen.session();
+  const dir = screen.config.recordingsDir;
+  fs.mkdirSync(dir, { recursive: true });
+  const startedAt = Date.now();
+  const file = path.join(dir, `screen-${screen.index}-${startedAt}.mp4`);
+  const args = [
+    "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "x11grab", "-draw_mouse", "1",
+    "-framerate", String(fps), "-video_size", `${s.width}x${s.height}`, "-i", screen.display,
+    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", "-y", file,
+  ];
+  const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: ["ignore", "ignore", "pipe"], detached: true });
+  let stderr = "";
+  child.stderr?.on("data", (c: Buffer) => {
+    stderr = (stderr + c.toString()).slice(-2000);
+  });
+  const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
+  // ffmpeg fails fast on a bad display or codec: give it a moment to say so.
+  const early = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 300))]);
+  if (early) throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
+  exited.then(() => {
+    if (screen.recording?.path === file) screen.recording = null;
+  });
+  screen.recording = {
+    path: file,
+    fps,
+    startedAt,
+    async stop() {
+      // SIGINT lets ffmpeg write the trailer; a file without it does not play.
+      child.kill("SIGINT");
+      const t = setTimeout(() => child.kill("SIGKILL"), 5000);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+  };
+  return { recording: true, path: file, fps, started_at_ms: startedAt };
+}
+
+export async function stopRecording(screen: Screen): Promise<RecordState> {
+  const rec = screen.recording;
+  if (!rec) throw new AgentError("failed", `screen ${screen.index} is not recording`);
+  screen.recording = null;
+  await rec.stop();
+  let bytes = 0;
+  try {
+    bytes = fs.statSync(rec.path).size;
+  } catch {
+    // reported as 0 bytes
+  }
+  return { recording: false, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: Date.now() - rec.startedAt, bytes };
+}
+
+export function recordingStatus(screen: Screen): RecordState {
+  const rec = screen.recording;
+  if (!rec) return { recording: false };
+  return { recording: true, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: Date.now() - rec.startedAt };
+}

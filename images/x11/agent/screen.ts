@@ -1,0 +1,156 @@
+// One screen: its warm X connection (reconnected when it drops), its input backend, what it
+// holds down, and the lock a batch takes.
+import { XConnection } from "./x11-wire";
+import {
+  EV_BUTTON_RELEASE, EV_KEY_RELEASE, EV_MAPPING_NOTIFY, fakeInput, getInputFocus, internAtom,
+  queryExtension, queryKeymap, queryPointer, xfixesQueryVersion, xtestVersion,
+} from "./x11-requests";
+import { XtestInput, type InputBackend } from "./input";
+import { XdotoolInput } from "./input-xdotool";
+import { Keyboard } from "./keyboard";
+import { Holds } from "./holds";
+import { Mutex } from "./util";
+import { AgentError } from "./errors";
+import type { AgentConfig } from "./config";
+
+export interface Session {
+  conn: XConnection;
+  input: InputBackend;
+  root: number;
+  width: number;
+  height: number;
+  /** XFIXES major opcode, for the cursor image; null when the server lacks it. */
+  xfixes: number | null;
+  atom(name: string): Promise<number>;
+}
+
+export interface Recording {
+  path: string;
+  fps: number;
+  startedAt: number;
+  stop(): Promise<{ code: number | null }>;
+}
+
+export class Screen {
+  readonly display: string;
+  readonly displayNumber: number;
+  readonly holds: Holds;
+  readonly lock = new Mutex();
+  recording: Recording | null = null;
+  /** Last PNGs by frame hash, newest last: a repeated request is not encoded twice. */
+  readonly pngCache = new Map<string, Buffer>();
+  /** The last captured pixels and their hash, so an unchanged screen is not hashed again. */
+  lastPixels: { key: string; px: Buffer; hash: string } | null = null;
+  private current: Session | null = null;
+  private connecting: Promise<Session> | null = null;
+
+  constructor(
+    readonly index: number,
+    readonly config: AgentConfig,
+  ) {
+    this.displayNumber = config.displayBase + index;
+    this.display = `:${this.displayNumber}`;
+    this.holds = new Holds(async () => (await this.session()).input);
+  }
+
+  get connected(): boolean {
+    return this.current !== null && !this.current.conn.closed;
+  }
+
+  /** The live session, connecting (and setting up) first if needed. */
+  session(timeoutMs = 2000): Promise<Session> {
+    if (this.current && !this.current.conn.closed) return Promise.resolve(this.current);
+    if (!this.connecting) {
+      this.connecting = this.open(timeoutMs).finally(() => {
+        this.connecting = null;
+      });
+    }
+    return this.connecting;
+  }
+
+  private async open(timeoutMs: number): Promise<Session> {
+    let conn: XConnection;
+    try {
+      conn = await XConnection.connect(this.displayNumber, timeoutMs);
+    } catch (err) {
+      throw new AgentError("failed", `X display ${this.display} does not answer: ${(err as Error).message}`);
+    }
+    try {
+      const { root, width, height } = conn.setup;
+      const [xtest, xfixes] = await Promise.all([queryExtension(conn, "XTEST"), queryExtension(conn, "XFIXES")]);
+      const keyboard = new Keyboard(conn);
+      await keyboard.load();
+      conn.onEvent = (ev) => {
+        // MappingNotify, request Keyboard: someone changed the keymap (we do too, when remapping).
+        if ((ev[0] & 0x7f) === EV_MAPPING_NOTIFY && ev[4] === 1) keyboard.stale = true;
+      };
+      let input: InputBackend;
+      if (xtest.present && this.config.input === "xtest") {
+        await xtestVersion(conn, xtest.major);
+        input = new XtestInput(conn, xtest.major, root, keyboard);
+        await releaseStuck(conn, xtest.major);
+      } else {
+        input = new XdotoolInput(this.display, conn, keyboard);
+      }
+      if (xfixes.present) await xfixesQueryVersion(conn, xfixes.major);
+      const atoms = new Map<string, Promise<number>>();
+      const session: Session = {
+        conn,
+        input,
+        root,
+        width,
+        height,
+        xfixes: xfixes.present ? xfixes.major : null,
+        atom(name) {
+          let a = atoms.get(name);
+          if (!a) {
+            a = internAtom(conn, name);
+            atoms.set(name, a);
+            a.catch(() => atoms.delete(name));
+          }
+          return a;
+        },
+      };
+      conn.onClose(() => {
+        if (this.current === session) this.current = null;
+        // A new X server starts with nothing held.
+        this.holds.forget();
+      });
+      this.current = session;
+      return session;
+    } catch (err) {
+      conn.close();
+      throw new AgentError("failed", `X display ${this.display} setup failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** True when the display answers a round trip within `timeoutMs`; drops a connection that hangs. */
+  async probe(timeoutMs: number): Promise<boolean> {
+    try {
+      const s = await this.session(timeoutMs);
+      await getInputFocus(s.conn, timeoutMs);
+      return true;
+    } catch {
+      if (this.current) this.current.conn.close();
+      return false;
+    }
+  }
+
+  close(): void {
+    this.current?.conn.close();
+  }
+}
+
+/** Lets go of every key and button the server reports down: an agent that restarts leaves nothing stuck. */
+async function releaseStuck(conn: XConnection, xtest: number): Promise<void> {
+  const [keys, pointer] = await Promise.all([queryKeymap(conn), queryPointer(conn, conn.setup.root)]);
+  for (let byte = 0; byte < 32; byte++) {
+    for (let bit = 0; bit < 8; bit++) {
+      if (keys[byte] & (1 << bit)) fakeInput(conn, xtest, EV_KEY_RELEASE, byte * 8 + bit);
+    }
+  }
+  for (let b = 1; b <= 5; b++) {
+    if (pointer.mask & (1 << (7 + b))) fakeInput(conn, xtest, EV_BUTTON_RELEASE, b);
+  }
+  await getInputFocus(conn);
+}

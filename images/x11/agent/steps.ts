@@ -1,0 +1,295 @@
+// One function per step type. Batches and the single-purpose routes both come through `runStep`.
+import type { Screen, Session } from "./screen";
+import type { Step, StepOf, StepType } from "./schema";
+import { planPath, randomSeed, type Motion, type Point } from "./motion";
+import { BUTTONS, DEFAULT_HOLD_MS } from "./holds";
+import { HELD_KEYSYM, keyLabel, keysymFor, keysymLabel, parseChord } from "./keysyms";
+import { queryPointer } from "./x11-requests";
+import { captureFrame, waitStill } from "./frames";
+import { activeWindow, arrangeWindow, awaitWindow, closeWindow, findWindow, focusWindow, listWindows } from "./windows";
+import { readClipboard, writeClipboard } from "./clipboard";
+import { recordingStatus, startRecording, stopRecording } from "./record";
+import { launch, runExec } from "./exec";
+import { glob, grep, listFiles, readFile, writeFile } from "./files";
+import { AgentError } from "./errors";
+import { sleep } from "./util";
+
+type Data = Record<string, unknown>;
+type Runner<T extends StepType> = (screen: Screen, step: StepOf<T>) => Promise<Data>;
+
+/** Pause between the hops of a drag, so toolkits that watch motion (HTML drag and drop) see it. */
+const DRAG_PAUSE_MS = 12;
+
+function onScreen(s: Session, p: Point, what: string): Point {
+  const x = Math.round(p.x);
+  const y = Math.round(p.y);
+  if (x < 0 || y < 0 || x >= s.width || y >= s.height) {
+    throw new AgentError("bad_request", `${what} (${x}, ${y}) is outside the ${s.width}×${s.height} screen`);
+  }
+  return { x, y };
+}
+
+async function pointer(s: Session): Promise<Point> {
+  const p = await queryPointer(s.conn, s.root);
+  return { x: p.x, y: p.y };
+}
+
+/** Moves the pointer to `to` along the planned path; returns the seed a human path used. */
+async function moveTo(s: Session, to: Point, motion: Motion = "instant", seed?: number): Promise<Data> {
+  const from = motion === "instant" ? to : await pointer(s);
+  const used = seed ?? randomSeed();
+  const plan = planPath(from, to, motion, used, s.width, s.height);
+  for (let i = 0; i < plan.points.length; i++) {
+    await s.input.move(plan.points[i].x, plan.points[i].y);
+    if (plan.delays[i] > 0) {
+      await s.input.sync();
+      await sleep(plan.delays[i]);
+    }
+  }
+  await s.input.sync();
+  return motion === "human" ? { seed: used, points: plan.points.length } : motion === "smooth" ? { points: plan.points.length } : {};
+}
+
+/** Presses `held` modifiers (those not already down) around `fn`. */
+async function withHeld<T>(screen: Screen, held: string[] | undefined, fn: () => Promise<T>): Promise<T> {
+  const pressed: number[] = [];
+  try {
+    for (const name of held ?? []) {
+      const ks = HELD_KEYSYM[name as keyof typeof HELD_KEYSYM];
+      if (screen.holds.isKeyHeld(ks)) continue;
+      await screen.holds.pressKey(ks, name, DEFAULT_HOLD_MS, "batch");
+      pressed.push(ks);
+    }
+    return await fn();
+  } finally {
+    for (const ks of pressed.reverse()) await screen.holds.releaseKey(ks, false);
+  }
+}
+
+async function clickOnce(screen: Screen, button: number): Promise<void> {
+  await screen.holds.pressButton(button, DEFAULT_HOLD_MS, "batch");
+  await screen.holds.releaseButton(button, false);
+}
+
+const button = (b: string | undefined): number => BUTTONS[b ?? "left"];
+
+async function pressChord(screen: Screen, s: Session, chord: string): Promise<void> {
+  const c = parseChord(chord);
+  const mods: number[] = [];
+  for (const m of c.modifiers) {
+    if (screen.holds.isKeyHeld(m)) continue;
+    await screen.holds.pressKey(m, keysymLabel(m), DEFAULT_HOLD_MS, "batch");
+    mods.push(m);
+  }
+  if (c.key !== null) {
+    const token = await s.input.keyDown(c.key);
+    await s.input.keyUp(token);
+  }
+  for (const m of mods.reverse()) await screen.holds.releaseKey(m, false);
+}
+
+const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
+const RUNNERS: { [T in StepType]: Runner<T> } = {
+  async move(screen, st) {
+    const s = await screen.session();
+    const data = await moveTo(s, onScreen(s, st.to, "to"), st.motion, st.seed);
+    if (st.pause_ms) await sleep(st.pause_ms);
+    return { ...data, at: await pointer(s) };
+  },
+  async click(screen, st) {
+    const s = await screen.session();
+    const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
+    await withHeld(screen, st.held, () => clickOnce(screen, button(st.button)));
+    await s.input.sync();
+    return { ...data, at: await pointer(s) };
+  },
+  async double_click(screen, st) {
+    const s = await screen.session();
+    const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
+    await withHeld(screen, st.held, async () => {
+      await clickOnce(screen, button(st.button));
+      await s.input.sync();
+      await sleep(20);
+      await clickOnce(screen, button(st.button));
+    });
+    await s.input.sync();
+    return { ...data, at: await pointer(s) };
+  },
+  async drag(screen, st) {
+    const s = await screen.session();
+    const to = onScreen(s, st.to, "to");
+    const from = st.from ? onScreen(s, st.from, "from") : await pointer(s);
+    const b = button(st.button);
+    const data = await withHeld(screen, st.held, async () => {
+      await moveTo(s, from, st.motion, st.seed);
+      await screen.holds.pressButton(b, DEFAULT_HOLD_MS, "batch");
+      await s.input.sync();
+      await sleep(DRAG_PAUSE_MS);
+      // A first small step crosses every toolkit's drag threshold before the long move.
+      const nudge = { x: from.x + Math.sign(to.x - from.x) * 4, y: from.y + Math.sign(to.y - from.y) * 4 };
+      await s.input.move(nudge.x, nudge.y);
+      await s.input.sync();
+      await sleep(DRAG_PAUSE_MS);
+      let moved: Data = {};
+      if ((st.motion ?? "instant") === "instant") {
+        await s.input.move(Math.round((from.x + to.x) / 2), Math.round((from.y + to.y) / 2));
+        await s.input.sync();
+        await sleep(DRAG_PAUSE_MS);
+        await s.input.move(to.x, to.y);
+      } else {
+        moved = await moveTo(s, to, st.motion, st.seed);
+      }
+      await s.input.sync();
+      await sleep(DRAG_PAUSE_MS);
+      await screen.holds.releaseButton(b, false);
+      return moved;
+    });
+    await s.input.sync();
+    return { ...data, at: await pointer(s) };
+  },
+  async path(screen, st) {
+    const s = await screen.session();
+    const pts = st.through.map((p, i) => onScreen(s, p, `through[${i}]`));
+    const b = button(st.button);
+    const seed = st.seed ?? randomSeed();
+    await withHeld(screen, st.held, async () => {
+      await moveTo(s, pts[0], st.motion, seed);
+      await screen.holds.pressButton(b, DEFAULT_HOLD_MS, "batch");
+      await s.input.sync();
+      // Segment i uses seed + i: the whole path is still determined by one seed.
+      for (let i = 1; i < pts.length; i++) await moveTo(s, pts[i], st.motion ?? "smooth", (seed + i) >>> 0);
+      await sleep(DRAG_PAUSE_MS);
+      await screen.holds.releaseButton(b, false);
+    });
+    await s.input.sync();
+    return { at: await pointer(s), ...(st.motion === "human" ? { seed } : {}) };
+  },
+  async mouse_down(screen, st) {
+    const s = await screen.session();
+    const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
+    await screen.holds.pressButton(button(st.button), st.hold_ms ?? DEFAULT_HOLD_MS, st.hold_ms !== undefined ? "timed" : "batch");
+    await s.input.sync();
+    return { ...data, at: await pointer(s), ...screen.holds.snapshot() };
+  },
+  async mouse_up(screen, st) {
+    const s = await screen.session();
+    if (st.at) await moveTo(s, onScreen(s, st.at, "at"));
+    const wasHeld = await screen.holds.releaseButton(button(st.button), false);
+    await s.input.sync();
+    return { at: await pointer(s), was_held: wasHeld };
+  },
+  async scroll(screen, st) {
+    const s = await screen.session();
+    if (st.at) await moveTo(s, onScreen(s, st.at, "at"));
+    const dy = st.dy ?? 0;
+    const dx = st.dx ?? 0;
+    if (dx === 0 && dy === 0) throw new AgentError("bad_request", "scroll needs dx or dy");
+    // Wheel buttons: 4 up, 5 down, 6 left, 7 right. One press and release per notch.
+    for (let i = 0; i < Math.abs(dy); i++) {
+      await s.input.button(dy > 0 ? 5 : 4, true);
+      await s.input.button(dy > 0 ? 5 : 4, false);
+    }
+    for (let i = 0; i < Math.abs(dx); i++) {
+      await s.input.button(dx > 0 ? 7 : 6, true);
+      await s.input.button(dx > 0 ? 7 : 6, false);
+    }
+    await s.input.sync();
+    return { at: await pointer(s), dx, dy };
+  },
+  async type(screen, st) {
+    const s = await screen.session();
+    await s.input.typeText(st.text, st.delay_ms ?? 0);
+    return { typed: Array.from(st.text).length, via: s.input.kind };
+  },
+  async press(screen, st) {
+    const s = await screen.session();
+    const chords = [...list(st.chord), ...list(st.then)];
+    for (const c of chords) parseChord(c); // refuse a bad name before pressing anything
+    await withHeld(screen, st.held, async () => {
+      for (const c of chords) await pressChord(screen, s, c);
+    });
+    await s.input.sync();
+    return { pressed: chords };
+  },
+  async key_down(screen, st) {
+    const s = await screen.session();
+    const ks = keysymFor(st.key);
+    await screen.holds.pressKey(ks, keyLabel(st.key), st.hold_ms ?? DEFAULT_HOLD_MS, st.hold_ms !== undefined ? "timed" : "batch");
+    await s.input.sync();
+    return { key: keyLabel(st.key), ...screen.holds.snapshot() };
+  },
+  async key_up(screen, st) {
+    const s = await screen.session();
+    const wasHeld = await screen.holds.releaseKey(keysymFor(st.key), false);
+    await s.input.sync();
+    return { key: keyLabel(st.key), was_held: wasHeld };
+  },
+  async wait(_screen, st) {
+    await sleep(st.ms);
+    return { waited_ms: st.ms };
+  },
+  async wait_still(screen, st) {
+    return { ...(await waitStill(screen, st.settle_ms ?? 400, st.within_ms ?? 10_000)) };
+  },
+  async await_window(screen, st) {
+    const s = await screen.session();
+    return { window: await awaitWindow(s, st.what.class, st.what.within_ms ?? 10_000) };
+  },
+  async capture(screen, st) {
+    return { ...(await captureFrame(screen, st.what ?? {})) };
+  },
+  async cursor(screen) {
+    const s = await screen.session();
+    return { ...(await pointer(s)) };
+  },
+  async windows(screen, st) {
+    const s = await screen.session();
+    if (st.active) return { window: await activeWindow(s) };
+    return { windows: await listWindows(s) };
+  },
+  async on_window(screen, st) {
+    const s = await screen.session();
+    const w = await findWindow(s, st.window);
+    if (st.what.do === "focus") return { window: await focusWindow(s, w) };
+    if (st.what.do === "close") return { window: w.id, ...(await closeWindow(s, w)) };
+    return { window: await arrangeWindow(s, w, st.what.how) };
+  },
+  async launch(screen, st) {
+    return { ...(await launch(st.app, st.args ?? [], screen.display, screen.config.home)) };
+  },
+  async clipboard(screen, st) {
+    const selection = st.selection ?? "clipboard";
+    if (st.text !== undefined) return { ...(await writeClipboard(screen.display, selection, st.text)) };
+    return { ...(await readClipboard(screen.display, selection)) };
+  },
+  async record(screen, st) {
+    if (st.what.do === "start") return { ...(await startRecording(screen, st.what.fps ?? 12)) };
+    if (st.what.do === "stop") return { ...(await stopRecording(screen)) };
+    return { ...recordingStatus(screen) };
+  },
+  async exec(screen, st) {
+    const w = st.what;
+    return { ...(await runExec(w.argv, { timeoutMs: w.timeout_ms, cwd: w.cwd, env: w.env, stdin: w.stdin, display: screen.display, home: screen.config.home })) };
+  },
+  async read_file(screen, st) {
+    return { ...(await readFile(st.path, screen.config.home)) };
+  },
+  async write_file(screen, st) {
+    return { ...(await writeFile(st.what.path, st.what.contents_base64, screen.config.home)) };
+  },
+  async list_files(screen, st) {
+    return { ...(await listFiles(st.path, screen.config.home)) };
+  },
+  async grep(screen, st) {
+    return { ...(await grep(st.what, screen.config.home)) };
+  },
+  async glob(screen, st) {
+    return { ...(await glob(st.what.pattern, st.what.path, st.what.limit, screen.config.home)) };
+  },
+};
+
+export function runStep(screen: Screen, step: Step): Promise<Data> {
+  const run = RUNNERS[step.type] as Runner<StepType>;
+  return run(screen, step);
+}

@@ -1,0 +1,258 @@
+// Top-level windows through EWMH on the warm connection: every property request for every
+// window is sent at once, so listing costs about one round trip whatever the count.
+import type { Session } from "./screen";
+import {
+  ATOM_WM_CLASS, ATOM_WM_NAME, CW_HEIGHT, CW_STACK_MODE, CW_WIDTH, CW_X, CW_Y, configureWindow,
+  getGeometry, getInputFocus, getProperty, getWindowAttributes, mapWindow, propU32s, queryTree,
+  sendClientMessage, setInputFocus, translateCoordinates,
+} from "./x11-requests";
+import { AgentError } from "./errors";
+import { sleep } from "./util";
+
+export interface WindowInfo {
+  /** X window id as "0x" + 8 hex digits, as wmctrl prints it. */
+  id: string;
+  title: string;
+  class: string;
+  instance: string;
+  pid: number | null;
+  /** Client area on the screen, decorations excluded. */
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  active: boolean;
+  minimised: boolean;
+  maximised: boolean;
+}
+
+export const formatWindowId = (id: number): string => `0x${id.toString(16).padStart(8, "0")}`;
+
+async function hasWindowManager(s: Session): Promise<boolean> {
+  const p = propU32s(await getProperty(s.conn, s.root, await s.atom("_NET_SUPPORTING_WM_CHECK")));
+  return p.length > 0 && p[0] !== 0;
+}
+
+async function clientIds(s: Session): Promise<number[]> {
+  const list = await getProperty(s.conn, s.root, await s.atom("_NET_CLIENT_LIST"));
+  if (list) return propU32s(list);
+  // No EWMH window manager: mapped, managed-looking children of the root.
+  const tree = await queryTree(s.conn, s.root);
+  const checks = await Promise.all(
+    tree.children.map(async (id) => {
+      try {
+        const [attrs, cls] = await Promise.all([getWindowAttributes(s.conn, id), getProperty(s.conn, id, ATOM_WM_CLASS)]);
+        return attrs.mapState === 2 && !attrs.overrideRedirect && cls !== null ? id : 0;
+      } catch {
+        return 0;
+      }
+    }),
+  );
+  return checks.filter((id) => id !== 0);
+}
+
+async function activeId(s: Session): Promise<number> {
+  const p = propU32s(await getProperty(s.conn, s.root, await s.atom("_NET_ACTIVE_WINDOW")));
+  if (p.length) return p[0];
+  return getInputFocus(s.conn);
+}
+
+async function describe(s: Session, id: number, active: number): Promise<WindowInfo | null> {
+  const [netName, utf8, netPid, netState, hidden, maxV, maxH] = await Promise.all([
+    s.atom("_NET_WM_NAME"), s.atom("UTF8_STRING"), s.atom("_NET_WM_PID"), s.atom("_NET_WM_STATE"),
+    s.atom("_NET_WM_STATE_HIDDEN"), s.atom("_NET_WM_STATE_MAXIMIZED_VERT"), s.atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
+  ]);
+  try {
+    const [nameU, nameL, cls, pid, state, geo, pos] = await Promise.all([
+      getProperty(s.conn, id, netName, utf8),
+      getProperty(s.conn, id, ATOM_WM_NAME),
+      getProperty(s.conn, id, ATOM_WM_CLASS),
+      getProperty(s.conn, id, netPid),
+      getProperty(s.conn, id, netState),
+      getGeometry(s.conn, id),
+      translateCoordinates(s.conn, id, s.root, 0, 0),
+    ]);
+    const [instance = "", klass = ""] = cls ? cls.value.toString("latin1").split("\0") : [];
+    const states = propU32s(state);
+    return {
+      id: formatWindowId(id),
+      title: nameU ? nameU.value.toString("utf8") : nameL ? nameL.value.toString("latin1") : "",
+      class: klass,
+      instance,
+      pid: propU32s(pid)[0] ?? null,
+      // The outer corner of the client window (its own X border included), which is what
+      // _NET_MOVERESIZE_WINDOW with static gravity positions.
+      x: pos.x - geo.border,
+      y: pos.y - geo.border,
+      width: geo.width,
+      height: geo.height,
+      active: id === active,
+      minimised: states.includes(hidden),
+      maximised: states.includes(maxV) && states.includes(maxH),
+    };
+  } catch {
+    return null; // it closed while we asked
+  }
+}
+
+export async function listWindows(s: Session): Promise<WindowInfo[]> {
+  const [ids, active] = await Promise.all([clientIds(s), activeId(s)]);
+  const all = await Promise.all(ids.map((id) => describe(s, id, active)));
+  return all.filter((w): w is WindowInfo => w !== null);
+}
+
+export async function activeWindow(s: Session): Promise<WindowInfo | null> {
+  const windows = await listWindows(s);
+  return windows.find((w) => w.active) ?? null;
+}
+
+/** A window by id ("0x…", decimal, or number) or, failing that, by class, instance or title. */
+export async function findWindow(s: Session, ref: string | number): Promise<WindowInfo> {
+  const windows = await listWindows(s);
+  let id: number | null = null;
+  if (typeof ref === "number") id = ref;
+  else if (/^0x[0-9a-f]+$/i.test(ref.trim())) id = parseInt(ref.trim().slice(2), 16);
+  else if (/^\d+$/.test(ref.trim())) id = Number(ref.trim());
+  if (id !== null) {
+    const w = windows.find((x) => parseInt(x.id.slice(2), 16) === id);
+    if (w) return w;
+    throw new AgentError("not_found", `no window ${typeof ref === "number" ? formatWindowId(ref) : ref} on this screen`);
+  }
+  const q = String(ref).trim().toLowerCase();
+  const byClass = windows.filter((w) => w.class.toLowerCase() === q || w.instance.toLowerCase() === q);
+  const byTitle = windows.filter((w) => w.title.toLowerCase().includes(q));
+  const hit = byClass[byClass.length - 1] ?? byTitle[byTitle.length - 1];
+  if (!hit) throw new AgentError("not_found", `no window matches "${ref}" on this screen`);
+  return hit;
+}
+
+export async function awaitWindow(s: Session, klass: string, withinMs: number): Promise<WindowInfo> {
+  const q = klass.trim().toLowerCase();
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const windows = await listWindows(s);
+    const hit = windows.filter((w) => w.class.toLowerCase() === q || w.instance.toLowerCase() === q).pop();
+    if (hit) return hit;
+    if (Date.now() >= deadline) throw new AgentError("timeout", `no window of class "${klass}" appeared within ${withinMs} ms`);
+    await sleep(Math.min(100, Math.max(1, deadline - Date.now())));
+  }
+}
+
+export type Arrange =
+  | { how: "at"; to: { x: number; y: number } }
+  | { how: "size"; width: number; height: number }
+  | { how: "maximise" }
+  | { how: "minimise" }
+  | { how: "restore" };
+
+/** Polls until `done` holds for the window (or it is gone), up to `ms`. */
+async function until(s: Session, id: number, ms: number, done: (w: WindowInfo | null) => boolean): Promise<WindowInfo | null> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const w = (await listWindows(s)).find((x) => parseInt(x.id.slice(2), 16) === id) ?? null;
+    if (done(w) || Date.now() >= deadline) return w;
+    await sleep(20);
+  }
+}
+
+async function setMaximised(s: Session, id: number, on: boolean): Promise<void> {
+  const [state, maxV, maxH] = await Promise.all([s.atom("_NET_WM_STATE"), s.atom("_NET_WM_STATE_MAXIMIZED_VERT"), s.atom("_NET_WM_STATE_MAXIMIZED_HORZ")]);
+  sendClientMessage(s.conn, s.root, id, state, [on ? 1 : 0, maxV, maxH, 2]);
+}
+
+export async function focusWindow(s: Session, w: WindowInfo): Promise<WindowInfo> {
+  const id = parseInt(w.id.slice(2), 16);
+  if (await hasWindowManager(s)) {
+    // Source 2 ("pager") tells the window manager a user asked, so focus-stealing rules do not apply.
+    sendClientMessage(s.conn, s.root, id, await s.atom("_NET_ACTIVE_WINDOW"), [2, 0, 0]);
+  } else {
+    mapWindow(s.conn, id);
+    configureWindow(s.conn, id, [[CW_STACK_MODE, 0]]);
+    setInputFocus(s.conn, id);
+  }
+  const after = await until(s, id, 1500, (x) => x?.active === true);
+  if (!after) throw new AgentError("not_found", `window ${w.id} closed`);
+  if (!after.active) throw new AgentError("failed", `the window manager did not focus ${w.id}`);
+  return after;
+}
+
+export async function closeWindow(s: Session, w: WindowInfo): Promise<{ closed: boolean }> {
+  const id = parseInt(w.id.slice(2), 16);
+  if (await hasWindowManager(s)) {
+    sendClientMessage(s.conn, s.root, id, await s.atom("_NET_CLOSE_WINDOW"), [0, 2]);
+  } else {
+    const [protocols, del] = await Promise.all([s.atom("WM_PROTOCOLS"), s.atom("WM_DELETE_WINDOW")]);
+    const ev = [del, 0];
+    // Sent to the window itself, as a window manager would.
+    sendClientMessageTo(s, id, protocols, ev);
+  }
+  const after = await until(s, id, 2000, (x) => x === null);
+  // A window may ask "save changes?" and stay: that is an answer, not an error.
+  return { closed: after === null };
+}
+
+function sendClientMessageTo(s: Session, id: number, type: number, data: number[]): void {
+  // The same event as sendClientMessage, but to the window with no event mask.
+  const ev = Buffer.alloc(32);
+  ev[0] = 33;
+  ev[1] = 32;
+  ev.writeUInt32LE(id, 4);
+  ev.writeUInt32LE(type, 8);
+  for (let i = 0; i < data.length; i++) ev.writeUInt32LE(data[i] >>> 0, 12 + i * 4);
+  const req = Buffer.alloc(44);
+  req[0] = 25;
+  req.writeUInt16LE(11, 2);
+  req.writeUInt32LE(id, 4);
+  req.writeUInt32LE(0, 8);
+  ev.copy(req, 12);
+  s.conn.send(req);
+}
+
+export async function arrangeWindow(s: Session, w: WindowInfo, how: Arrange): Promise<WindowInfo> {
+  const id = parseInt(w.id.slice(2), 16);
+  const wm = await hasWindowManager(s);
+  let done: (x: WindowInfo | null) => boolean = () => true;
+  if (how.how === "maximise") {
+    if (!wm) throw new AgentError("unsupported", "no window manager runs on this screen");
+    await setMaximised(s, id, true);
+    done = (x) => x?.maximised === true;
+  } else if (how.how === "minimise") {
+    if (!wm) throw new AgentError("unsupported", "no window manager runs on this screen");
+    sendClientMessage(s.conn, s.root, id, await s.atom("WM_CHANGE_STATE"), [3]);
+    done = (x) => x?.minimised === true;
+  } else if (how.how === "restore") {
+    if (!wm) throw new AgentError("unsupported", "no window manager runs on this screen");
+    if (w.maximised) await setMaximised(s, id, false);
+    if (w.minimised) sendClientMessage(s.conn, s.root, id, await s.atom("_NET_ACTIVE_WINDOW"), [2, 0, 0]);
+    done = (x) => x !== null && !x.maximised && !x.minimised;
+  } else {
+    let cur = w;
+    if (w.maximised && wm) {
+      await setMaximised(s, id, false);
+      cur = (await until(s, id, 500, (x) => x?.maximised === false)) ?? w;
+    }
+    const move = async (x: number, y: number): Promise<void> => {
+      if (wm) {
+        // _NET_MOVERESIZE_WINDOW, static gravity (10), x and y set, source 2 (a user's request).
+        sendClientMessage(s.conn, s.root, id, await s.atom("_NET_MOVERESIZE_WINDOW"), [10 | (1 << 8) | (1 << 9) | (2 << 12), x, y, 0, 0]);
+      } else configureWindow(s.conn, id, [[CW_X, x], [CW_Y, y]]);
+    };
+    if (how.how === "at") {
+      const { x, y } = how.to;
+      await move(x, y);
+      const first = await until(s, id, 1500, (n) => n === null || (n.x === x && n.y === y) || n.x !== cur.x || n.y !== cur.y);
+      // Window managers differ on what static gravity means by a border's width: correct once.
+      if (first && (first.x !== x || first.y !== y)) await move(x + (x - first.x), y + (y - first.y));
+      done = (n) => n !== null && n.x === x && n.y === y;
+    } else {
+      if (wm) {
+        sendClientMessage(s.conn, s.root, id, await s.atom("_NET_MOVERESIZE_WINDOW"), [10 | (1 << 10) | (1 << 11) | (2 << 12), 0, 0, how.width, how.height]);
+      } else configureWindow(s.conn, id, [[CW_WIDTH, how.width], [CW_HEIGHT, how.height]]);
+      // Terminals snap to their character cell: any change of size is the answer.
+      done = (n) => n === null || (n.width === how.width && n.height === how.height) || n.width !== cur.width || n.height !== cur.height;
+    }
+  }
+  const after = await until(s, id, 1500, done);
+  if (!after) throw new AgentError("not_found", `window ${w.id} closed`);
+  return after;
+}

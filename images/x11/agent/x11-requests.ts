@@ -1,0 +1,249 @@
+// Typed wrappers for the handful of core, XTEST and XFIXES requests the agent uses.
+import { Req, type XConnection } from "./x11-wire";
+
+export const ATOM_STRING = 31;
+export const ATOM_WM_NAME = 39;
+export const ATOM_WM_CLASS = 67;
+export const ATOM_CARDINAL = 6;
+export const ATOM_WINDOW = 33;
+export const ATOM_ATOM = 4;
+
+export const EV_KEY_PRESS = 2;
+export const EV_KEY_RELEASE = 3;
+export const EV_BUTTON_PRESS = 4;
+export const EV_BUTTON_RELEASE = 5;
+export const EV_MOTION = 6;
+export const EV_MAPPING_NOTIFY = 34;
+
+export interface Extension {
+  present: boolean;
+  major: number;
+  firstEvent: number;
+  firstError: number;
+}
+
+export async function queryExtension(c: XConnection, name: string): Promise<Extension> {
+  const n = Buffer.from(name, "latin1");
+  const r = await c.request(new Req(98).u16(n.length).pad(2).bytes(n).finish());
+  return { present: r[8] === 1, major: r[9], firstEvent: r[10], firstError: r[11] };
+}
+
+/** A cheap round trip: proves the server is alive and that every earlier request was processed. */
+export async function getInputFocus(c: XConnection, timeoutMs?: number): Promise<number> {
+  const r = await c.request(new Req(43).finish(), timeoutMs);
+  return r.readUInt32LE(8);
+}
+
+export async function internAtom(c: XConnection, name: string, onlyIfExists = false): Promise<number> {
+  const n = Buffer.from(name, "latin1");
+  const r = await c.request(new Req(16, onlyIfExists ? 1 : 0).u16(n.length).pad(2).bytes(n).finish());
+  return r.readUInt32LE(8);
+}
+
+export interface Property {
+  type: number;
+  format: number;
+  value: Buffer;
+}
+
+export async function getProperty(c: XConnection, window: number, property: number, type = 0, maxLongs = 65536): Promise<Property | null> {
+  const r = await c.request(new Req(20, 0).u32(window).u32(property).u32(type).u32(0).u32(maxLongs).finish());
+  const format = r[1];
+  const ptype = r.readUInt32LE(8);
+  if (ptype === 0) return null;
+  const count = r.readUInt32LE(16);
+  const bytes = format === 0 ? 0 : count * (format / 8);
+  return { type: ptype, format, value: r.subarray(32, 32 + bytes) };
+}
+
+export function propU32s(p: Property | null): number[] {
+  if (!p || p.format !== 32) return [];
+  const out: number[] = [];
+  for (let i = 0; i + 4 <= p.value.length; i += 4) out.push(p.value.readUInt32LE(i));
+  return out;
+}
+
+export interface Geometry {
+  root: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  border: number;
+  depth: number;
+}
+
+export async function getGeometry(c: XConnection, drawable: number): Promise<Geometry> {
+  const r = await c.request(new Req(14).u32(drawable).finish());
+  return {
+    depth: r[1],
+    root: r.readUInt32LE(8),
+    x: r.readInt16LE(12),
+    y: r.readInt16LE(14),
+    width: r.readUInt16LE(16),
+    height: r.readUInt16LE(18),
+    border: r.readUInt16LE(20),
+  };
+}
+
+export async function translateCoordinates(c: XConnection, src: number, dst: number, x: number, y: number): Promise<{ x: number; y: number; child: number }> {
+  const r = await c.request(new Req(40).u32(src).u32(dst).i16(x).i16(y).finish());
+  return { child: r.readUInt32LE(8), x: r.readInt16LE(12), y: r.readInt16LE(14) };
+}
+
+export async function queryTree(c: XConnection, window: number): Promise<{ root: number; parent: number; children: number[] }> {
+  const r = await c.request(new Req(15).u32(window).finish());
+  const n = r.readUInt16LE(16);
+  const children: number[] = [];
+  for (let i = 0; i < n; i++) children.push(r.readUInt32LE(32 + i * 4));
+  return { root: r.readUInt32LE(8), parent: r.readUInt32LE(12), children };
+}
+
+export async function getWindowAttributes(c: XConnection, window: number): Promise<{ mapState: number; overrideRedirect: boolean; windowClass: number }> {
+  const r = await c.request(new Req(3).u32(window).finish());
+  return { windowClass: r.readUInt16LE(12), mapState: r[26], overrideRedirect: r[27] === 1 };
+}
+
+export interface PointerState {
+  root: number;
+  child: number;
+  x: number;
+  y: number;
+  mask: number;
+  sameScreen: boolean;
+}
+
+export async function queryPointer(c: XConnection, window: number): Promise<PointerState> {
+  const r = await c.request(new Req(38).u32(window).finish());
+  return {
+    sameScreen: r[1] === 1,
+    root: r.readUInt32LE(8),
+    child: r.readUInt32LE(12),
+    x: r.readInt16LE(16),
+    y: r.readInt16LE(18),
+    mask: r.readUInt16LE(24),
+  };
+}
+
+/** ZPixmap image; `data` is the reply body (rows of `bitsPerPixel` pixels, padded per format). */
+export async function getImage(c: XConnection, drawable: number, x: number, y: number, width: number, height: number): Promise<{ depth: number; data: Buffer }> {
+  const r = await c.request(new Req(73, 2).u32(drawable).i16(x).i16(y).u16(width).u16(height).u32(0xffffffff).finish(), 10_000);
+  return { depth: r[1], data: r.subarray(32) };
+}
+
+export async function getKeyboardMapping(c: XConnection, first: number, count: number): Promise<{ perKeycode: number; keysyms: Uint32Array }> {
+  const r = await c.request(new Req(101).u8(first).u8(count).pad(2).finish());
+  const per = r[1];
+  const n = r.readUInt32LE(4);
+  const keysyms = new Uint32Array(n);
+  for (let i = 0; i < n; i++) keysyms[i] = r.readUInt32LE(32 + i * 4);
+  return { perKeycode: per, keysyms };
+}
+
+export function changeKeyboardMapping(c: XConnection, first: number, perKeycode: number, keysyms: number[]): void {
+  const count = keysyms.length / perKeycode;
+  const req = new Req(100, count, 8 + keysyms.length * 4).u8(first).u8(perKeycode).pad(2);
+  for (const k of keysyms) req.u32(k);
+  c.send(req.finish());
+}
+
+export async function getModifierMapping(c: XConnection): Promise<number[][]> {
+  const r = await c.request(new Req(119).finish());
+  const per = r[1];
+  const mods: number[][] = [];
+  for (let m = 0; m < 8; m++) {
+    const codes: number[] = [];
+    for (let i = 0; i < per; i++) {
+      const k = r[32 + m * per + i];
+      if (k) codes.push(k);
+    }
+    mods.push(codes);
+  }
+  return mods;
+}
+
+/** Bit vector of keycodes currently down. */
+export async function queryKeymap(c: XConnection): Promise<Buffer> {
+  const r = await c.request(new Req(44).finish());
+  return r.subarray(8, 40);
+}
+
+export function sendClientMessage(c: XConnection, root: number, window: number, type: number, data: number[]): void {
+  const ev = Buffer.alloc(32);
+  ev[0] = 33; // ClientMessage
+  ev[1] = 32;
+  ev.writeUInt32LE(window, 4);
+  ev.writeUInt32LE(type, 8);
+  for (let i = 0; i < 5; i++) ev.writeUInt32LE((data[i] ?? 0) >>> 0, 12 + i * 4);
+  // SubstructureRedirect | SubstructureNotify: how EWMH asks the window manager.
+  c.send(new Req(25, 0).u32(root).u32(0x180000).bytes(ev).finish());
+}
+
+export const CW_X = 1;
+export const CW_Y = 2;
+export const CW_WIDTH = 4;
+export const CW_HEIGHT = 8;
+export const CW_STACK_MODE = 64;
+
+export function configureWindow(c: XConnection, window: number, values: Array<[number, number]>): void {
+  const sorted = [...values].sort((a, b) => a[0] - b[0]);
+  const mask = sorted.reduce((m, [bit]) => m | bit, 0);
+  const req = new Req(12).u32(window).u16(mask).pad(2);
+  for (const [, v] of sorted) req.i32(v);
+  c.send(req.finish());
+}
+
+export function setInputFocus(c: XConnection, window: number): void {
+  // RevertTo Parent, CurrentTime.
+  c.send(new Req(42, 2).u32(window).u32(0).finish());
+}
+
+export function mapWindow(c: XConnection, window: number): void {
+  c.send(new Req(8).u32(window).finish());
+}
+
+// ---- XTEST
+
+export function fakeInput(c: XConnection, xtestMajor: number, type: number, detail: number, root = 0, x = 0, y = 0): void {
+  const req = new Req(xtestMajor, 2, 36).u8(type).u8(detail).pad(2).u32(0).u32(root).pad(8).i16(x).i16(y).pad(7).u8(0);
+  c.send(req.finish());
+}
+
+export async function xtestVersion(c: XConnection, major: number): Promise<{ major: number; minor: number }> {
+  const r = await c.request(new Req(major, 0).u8(2).pad(1).u16(2).finish());
+  return { major: r[1], minor: r.readUInt16LE(8) };
+}
+
+// ---- XFIXES
+
+export async function xfixesQueryVersion(c: XConnection, major: number): Promise<void> {
+  await c.request(new Req(major, 0).u32(4).u32(0).finish());
+}
+
+export interface CursorImage {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  xhot: number;
+  yhot: number;
+  serial: number;
+  /** ARGB, premultiplied, one CARD32 per pixel. */
+  argb: Buffer;
+}
+
+export async function xfixesGetCursorImage(c: XConnection, major: number): Promise<CursorImage> {
+  const r = await c.request(new Req(major, 4).finish());
+  const width = r.readUInt16LE(12);
+  const height = r.readUInt16LE(14);
+  return {
+    x: r.readInt16LE(8),
+    y: r.readInt16LE(10),
+    width,
+    height,
+    xhot: r.readUInt16LE(16),
+    yhot: r.readUInt16LE(18),
+    serial: r.readUInt32LE(20),
+    argb: r.subarray(32, 32 + width * height * 4),
+  };
+}

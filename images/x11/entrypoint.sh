@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# PID 1 of a box. Starts, for every screen n, Xvfb on :$((99+n)), fluxbox, x11vnc on 5900+n,
+# Chromium with CDP on 127.0.0.1:9222+n and a socat bridge on 0.0.0.0:9322+n; then the agent.
+# Screens start side by side, one stage at a time, so N screens take about as long as one.
+# Every long-lived process is a direct child so that `wait -n` sees it die: the box then stops
+# with a non-zero status instead of living on half broken.
+# The contract (env, ports, displays) is images/README.md.
+set -uo pipefail
+
+readonly t0=${EPOCHREALTIME/./}
+
+log() {
+  local now=$EPOCHREALTIME
+  local us=${now/./} frac=${now#*.}
+  printf '%(%Y-%m-%dT%H:%M:%S)T.%s +%d.%03ds holm: %s\n' "${now%.*}" "${frac:0:3}" \
+    $(((us - t0) / 1000000)) $((((us - t0) / 1000) % 1000)) "$*"
+}
+
+die() {
+  log "fatal: $*"
+  shutdown
+  exit 1
+}
+
+screens=${HOLM_SCREENS:-1}
+width=${HOLM_WIDTH:-1280}
+height=${HOLM_HEIGHT:-800}
+features=",${HOLM_FEATURES:-},"
+has_feature() { [[ $features == *",$1,"* ]]; }
+
+# pid -> what it is, for the log line that says which part died.
+declare -A part=()
+stopping=0
+
+spawn() {
+  local name=$1
+  shift
+  "$@" &
+  part[$!]=$name
+}
+
+# For the chatty parts (fluxbox's "Failed to read" pairs, Chromium's D-Bus errors, socat's refused
+# connections before Chromium listens): their output goes to /var/log/holm/FILE.log, and stdout
+# keeps this script's timeline. A part that dies is still logged here.
+spawn_quiet() {
+  local name=$1 file=$2
+  shift 2
+  "$@" >>"/var/log/holm/$file.log" 2>&1 &
+  part[$!]=$name
+}
+
+# term_and_wait TIMEOUT_MS PID...: TERM, then KILL whatever is left after the timeout.
+term_and_wait() {
+  local timeout_ms=$1
+  local deadline=$((${EPOCHREALTIME/./} + timeout_ms * 1000)) pid alive
+  shift
+  (($#)) || return 0
+  kill -TERM "$@" 2>/dev/null
+  while :; do
+    alive=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1 && break; done
+    ((alive)) && ((${EPOCHREALTIME/./} < deadline)) || break
+    sleep 0.05
+  done
+  if ((alive)); then
+    local left=()
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left+=("${part[$pid]:-pid $pid}"); done
+    log "still running after ${timeout_ms}ms, killing: ${left[*]}"
+    kill -KILL "$@" 2>/dev/null
+  fi
+  return 0
+}
+
+shutdown() {
+  ((stopping)) && return
+  stopping=1
+  # Outside in, while each part's display still exists: Chromium then flushes its profile instead
+  # of crashing on a lost X connection.
+  local pid browsers=() wms=() clients=() servers=()
+  for pid in "${!part[@]}"; do
+    case ${part[$pid]} in
+      chromium*) browsers+=("$pid") ;;
+      fluxbox*) wms+=("$pid") ;;
+      Xvfb*) servers+=("$pid") ;;
+      *) clients+=("$pid") ;;
+    esac
+  done
+  [[ -n ${DBUS_SESSION_BUS_PID:-} ]] && clients+=("$DBUS_SESSION_BUS_PID")
+  term_and_wait 3000 "${browsers[@]}"
+  # fluxbox's TERM handler is not async-signal-safe: about one stop in three it deadlocks inside
+  # it (seen: futex wait with TERM blocked). It has nothing to save, so it gets KILL.
+  ((${#wms[@]})) && kill -KILL "${wms[@]}" 2>/dev/null
+  term_and_wait 1000 "${clients[@]}"
+  term_and_wait 1000 "${servers[@]}"
+}
+
+trap 'log "TERM received, stopping"; shutdown; exit 0' TERM INT
+
+[[ $screens =~ ^[1-8]$ ]] || die "HOLM_SCREENS must be 1-8, got '$screens'"
+[[ $width =~ ^[0-9]{3,5}$ && $height =~ ^[0-9]{3,5}$ ]] ||
+  die "HOLM_WIDTH and HOLM_HEIGHT must be whole pixels, got '$width' x '$height'"
+
+log "starting $screens screen(s) of ${width}x${height}, features '${HOLM_FEATURES:-}'"
+
+# wait_for WHAT TIMEOUT_S PID CMD...: polls CMD until it succeeds; fails at once when PID (the
+# process that should answer) has died, so a broken start does not sit out the whole timeout.
+wait_for() {
+  local what=$1 timeout=$2 pid=$3
+  shift 3
+  local deadline=$((${EPOCHREALTIME/./} + timeout * 1000000))
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || die "$what exited before answering"
+    ((${EPOCHREALTIME/./} < deadline)) || die "$what did not answer within ${timeout}s"
+    sleep 0.02
+  done
+  log "$what answers"
+}
+
+# fluxbox copies its default init over the file given with -rc when ~/.fluxbox does not exist.
+mkdir -p /root/.config/holm /root/.fluxbox /tmp/.X11-unix /var/log/holm
+chmod 1777 /tmp/.X11-unix
+
+declare -a xvfb_pid=() wm_pid=()
+for ((n = 0; n < screens; n++)); do
+  d=$((99 + n))
+  rm -f "/tmp/.X$d-lock" "/tmp/.X11-unix/X$d"
+  # -noreset: without it X resets when its last client leaves, and a readiness probe is one.
+  spawn "Xvfb :$d" Xvfb ":$d" -screen 0 "${width}x${height}x24" -nolisten tcp -noreset
+  xvfb_pid[n]=$!
+  # Nothing listens on 9222+n yet; socat connects per client, so it can start first.
+  spawn_quiet "socat :$((9322 + n))" "socat-$n" socat "TCP-LISTEN:$((9322 + n)),fork,reuseaddr,bind=0.0.0.0" \
+    "TCP:127.0.0.1:$((9222 + n))"
+done
+log "Xvfb and socat launched"
+
+# One session bus for every screen; children inherit its address.
+eval "$(dbus-launch --sh-syntax)" || die "dbus-launch failed"
+log "dbus session bus at ${DBUS_SESSION_BUS_ADDRESS:-?}"
+
+if has_feature audio; then
+  spawn pulseaudio pulseaudio --daemonize=no --exit-idle-time=-1 --log-target=stderr --log-level=error
+fi
+
+# The agent answers /health with 503 until the displays do; starting it now overlaps its Node
+# start-up with X's.
+spawn agent node /opt/holm/agent.mjs
+log "agent launched"
+
+for ((n = 0; n < screens; n++)); do
+  wait_for "X :$((99 + n))" 10 "${xvfb_pid[n]}" xdpyinfo -display ":$((99 + n))"
+done
+
+for ((n = 0; n < screens; n++)); do
+  d=$((99 + n))
+  spawn "x11vnc :$d" x11vnc -display ":$d" -rfbport $((5900 + n)) -nopw -forever -shared -quiet \
+    -noxdamage
+  dir=/root/.config/holm/fluxbox-$n
+  mkdir -p "$dir"
+  for f in /opt/holm/fluxbox/*; do
+    sed -e "s|@DIR@|$dir|g" -e "s|@SCREEN@|$n|g" "$f" >"$dir/${f##*/}"
+  done
+  spawn_quiet "fluxbox :$d" "fluxbox-$n" env DISPLAY=":$d" fluxbox -rc "$dir/init"
+  wm_pid[n]=$!
+done
+log "x11vnc and fluxbox launched"
+
+# Chromium started before the window manager draws its own frame, and the page moves by ~20 px
+# between runs: wait until fluxbox owns each display.
+for ((n = 0; n < screens; n++)); do
+  wait_for "fluxbox :$((99 + n))" 10 "${wm_pid[n]}" env DISPLAY=":$((99 + n))" wmctrl -m
+done
+
+chromium_flags=(
+  --no-sandbox
+  --test-type # hides the --no-sandbox warning bar, which would push the page down
+  --disable-gpu
+  --disable-dev-shm-usage
+  --no-first-run
+  --no-default-browser-check
+  --hide-crash-restore-bubble
+  --password-store=basic
+  --disable-background-networking
+  --disable-component-update
+  --disable-sync
+  --start-maximized
+)
+chromium_env=()
+if has_feature accessibility; then
+  # Chromium joins the AT-SPI bus only when told to: without ACCESSIBILITY_ENABLED it never
+  # registers, and the flag builds the page's tree before any client asks for it.
+  chromium_env+=(ACCESSIBILITY_ENABLED=1)
+  chromium_flags+=(--force-renderer-accessibility)
+fi
+
+for ((n = 0; n < screens; n++)); do
+  d=$((99 + n))
+  if has_feature dock; then
+    spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c /opt/holm/tint2/tint2rc
+  fi
+  profile=/root/.config/holm/chromium-$n
+  mkdir -p "$profile"
+  # Left behind by a container that was killed; Chromium would take them for a running twin.
+  rm -f "$profile"/Singleton{Lock,Socket,Cookie}
+  spawn_quiet "chromium :$d" "chromium-$n" env DISPLAY=":$d" "${chromium_env[@]}" chromium "${chromium_flags[@]}" \
+    "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
+done
+log "chromium launched"
+
+while :; do
+  dead=
+  wait -n -p dead
+  rc=$?
+  if [[ -z $dead ]]; then
+    # A trapped signal also ends `wait`, but its trap exits; so this is "no children left".
+    ((${#part[@]})) || die "no part of the box is left running"
+    continue
+  fi
+  log "${part[$dead]:-pid $dead} exited with status $rc; stopping the box"
+  unset "part[$dead]"
+  shutdown
+  exit $((rc == 0 ? 1 : rc))
+done

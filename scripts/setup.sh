@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Makes a fresh Debian bookworm machine (root, Node 20) ready to run holm, and is cheap to run
+# again: every step checks first and does nothing when there is nothing to do.
+#
+#   bash scripts/setup.sh          (or: npm run setup)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+readonly started=$SECONDS
+docker=/usr/bin/docker # /usr/local/bin/docker on some hosts is a different, client-only binary
+
+step() { printf '\n==> %s\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+fail() {
+  printf 'setup: %s\n' "$*" >&2
+  exit 1
+}
+
+[[ $(id -u) == 0 ]] || fail "run as root (debootstrap, apt and dockerd need it)"
+command -v node >/dev/null || fail "Node 20 or later is required"
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+((node_major >= 20)) || fail "Node 20 or later is required, found $(node -v)"
+
+step "Debian packages"
+# The desktop lives in the box image. On the host: chromium for the end-to-end tests, imagemagick
+# for comparing screenshots, and the X tools the in-box agent's own tests run it against.
+wanted=(docker.io debootstrap chromium imagemagick iptables iproute2
+  xvfb x11vnc xdotool fluxbox wmctrl xclip x11-utils xterm ffmpeg)
+missing=()
+for pkg in "${wanted[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [[ $status == installed ]] || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  note "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -qy "${missing[@]}"
+else
+  note "all present: ${wanted[*]}"
+fi
+
+step "Docker engine"
+if "$docker" info >/dev/null 2>&1; then
+  note "dockerd answers"
+else
+  note "starting dockerd (log: /var/log/holm-dockerd.log)"
+  setsid dockerd >/var/log/holm-dockerd.log 2>&1 </dev/null &
+  for ((i = 0; i < 60; i++)); do
+    "$docker" info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  "$docker" info >/dev/null 2>&1 || fail "dockerd did not answer within 60 s; see /var/log/holm-dockerd.log"
+  note "dockerd answers after ~${i} s"
+fi
+
+step "npm dependencies"
+# npm rewrites node_modules/.package-lock.json on every install: it marks when they last matched.
+if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+  note "npm ci"
+  npm ci
+else
+  note "node_modules is up to date with package-lock.json"
+fi
+
+step "Build (react-router, server, agent bundle)"
+stamp=build/.setup-stamp
+sources=()
+for p in app server server.ts images/x11/agent scripts/build-agent.mjs public package.json \
+  package-lock.json vite.config.ts react-router.config.ts tsconfig.json tsconfig.server.json; do
+  [[ -e $p ]] && sources+=("$p")
+done
+if [[ ! -f $stamp ]] || [[ -n $(find "${sources[@]}" -newer "$stamp" -print -quit) ]]; then
+  note "npm run build"
+  # Stamped with the time the build started, so an edit made during the build is not missed.
+  started_at=$(mktemp)
+  npm run build
+  mv "$started_at" "$stamp"
+else
+  note "build/ is newer than every source"
+fi
+
+step "Box images (base and default desktop)"
+node --import tsx scripts/build-images.ts
+
+step "Done in $((SECONDS - started)) s"

@@ -1,0 +1,157 @@
+// The real target: Chromium under fluxbox. Clicks, keys and 1,000 typed characters must reach a
+// page as trusted events; the page's own counters are read over CDP.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { spawn } from "node:child_process";
+import WebSocket from "ws";
+import { batch, cleanup, freePort, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
+
+const D = 159;
+let agent: Agent;
+let cdpPort: number;
+let ws: WebSocket;
+let nextId = 1;
+
+const PAGE = `<!doctype html><html><body style="margin:0">
+<textarea id="t" style="position:fixed;inset:0;width:100vw;height:100vh;font-size:14px"></textarea>
+<script>
+  window.stats = { clicks: 0, dbl: 0, keys: 0, untrusted: 0, wheel: 0 };
+  const s = window.stats;
+  addEventListener("click", (e) => { s.clicks++; if (!e.isTrusted) s.untrusted++; }, true);
+  addEventListener("dblclick", () => s.dbl++, true);
+  addEventListener("keydown", (e) => { s.keys++; if (!e.isTrusted) s.untrusted++; }, true);
+  addEventListener("wheel", () => s.wheel++, true);
+  // A textarea gives Tab to focus navigation; keep it as text so every typed character shows.
+  document.getElementById("t").addEventListener("keydown", (e) => {
+    if (e.key !== "Tab") return;
+    e.preventDefault();
+    e.target.setRangeText("\t", e.target.selectionStart, e.target.selectionEnd, "end");
+  });
+</script></body></html>`;
+
+async function evaluate<T>(expression: string): Promise<T> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    const onMsg = (data: WebSocket.RawData) => {
+      const msg = JSON.parse(String(data));
+      if (msg.id !== id) return;
+      ws.off("message", onMsg);
+      if (msg.result?.exceptionDetails) reject(new Error(JSON.stringify(msg.result.exceptionDetails)));
+      else resolve(msg.result.result.value as T);
+    };
+    ws.on("message", onMsg);
+    ws.send(JSON.stringify({ id, method: "Runtime.evaluate", params: { expression, returnByValue: true } }));
+  });
+}
+
+beforeAll(async () => {
+  await startXvfb(D);
+  await startFluxbox(D);
+  cdpPort = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-chromium-"));
+  fs.writeFileSync(path.join(dir, "page.html"), PAGE);
+  track(
+    spawn(
+      "chromium",
+      [
+        "--no-sandbox", "--test-type", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+        `--user-data-dir=${path.join(dir, "profile")}`, `--remote-debugging-port=${cdpPort}`, "--start-maximized",
+        `file://${path.join(dir, "page.html")}`,
+      ],
+      { env: { ...process.env, DISPLAY: `:${D}` }, stdio: "ignore", detached: true },
+    ),
+  );
+  agent = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_CDP_PORT_BASE: String(cdpPort) });
+  const page = await until(async () => {
+    const list = (await (await fetch(`http://127.0.0.1:${cdpPort}/json/list`)).json()) as Array<{ type: string; url: string; webSocketDebuggerUrl: string }>;
+    return list.find((t) => t.type === "page" && t.url.endsWith("page.html"));
+  }, "chromium page", 30_000, 200);
+  ws = new WebSocket(page.webSocketDebuggerUrl);
+  await new Promise((r, j) => ws.once("open", r).once("error", j));
+  await until(() => evaluate<boolean>("document.readyState === 'complete' && !!window.stats"), "page ready", 10_000);
+});
+afterAll(async () => {
+  ws?.close();
+  await cleanup();
+});
+
+describe("chromium", () => {
+  it("health sees its CDP endpoint", async () => {
+    const h = await (await fetch(`${agent.url}/health`)).json();
+    expect(h.screens[0]).toMatchObject({ x: true, cdp: true });
+  });
+
+  it("awaits the browser window, focuses it, and clicks reach the page as trusted events", async () => {
+    const r = await batch(agent, 0, {
+      actions: [
+        { type: "await_window", what: { class: "chromium", within_ms: 20_000 } },
+        { type: "wait_still", settle_ms: 300, within_ms: 10_000 },
+      ],
+    });
+    expect(r.results[0].ok, JSON.stringify(r.results[0])).toBe(true);
+    const win = r.results[0].window;
+    const focus = await batch(agent, 0, { actions: [{ type: "on_window", window: win.id, what: { do: "focus" } }] });
+    expect(focus.results[0].ok).toBe(true);
+    const at = { x: win.x + Math.floor(win.width / 2), y: win.y + Math.floor(win.height / 2) };
+    const before = await evaluate<{ clicks: number }>("window.stats");
+    const c = await batch(agent, 0, {
+      actions: [
+        { type: "click", at },
+        { type: "click", at: { x: at.x + 5, y: at.y }, motion: "human", seed: 7 },
+        { type: "double_click", at },
+        { type: "scroll", at, dy: 2 },
+      ],
+    });
+    expect(c.stopped_at).toBeNull();
+    await new Promise((r2) => setTimeout(r2, 200));
+    const after = await evaluate<{ clicks: number; dbl: number; untrusted: number; wheel: number }>("window.stats");
+    expect(after.clicks - before.clicks).toBe(4);
+    expect(after.dbl).toBe(1);
+    expect(after.wheel).toBeGreaterThanOrEqual(1);
+    expect(after.untrusted).toBe(0);
+    expect(await evaluate<boolean>("document.activeElement.id === 't'")).toBe(true);
+  });
+
+  it("types 1,000 characters, off-keymap ones included, and every one arrives", async () => {
+    await evaluate("document.getElementById('t').value = ''");
+    const unit = `Hello, wörld! $(rm -rf /) "quotes" 'single' \\ 中文 😀 ñ € \ttab\n`;
+    let text = "";
+    while (Array.from(text).length < 1000) text += unit;
+    text = Array.from(text).slice(0, 1000).join("");
+    const r = await batch(agent, 0, { actions: [{ type: "type", text }] });
+    expect(r.results[0]).toMatchObject({ ok: true, typed: 1000 });
+    expect(r.took_ms).toBeLessThan(1000);
+    // Wait until the textarea stops growing, then compare.
+    let value = "";
+    let stableSince = Date.now();
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && Date.now() - stableSince < 500) {
+      const v = await evaluate<string>("document.getElementById('t').value");
+      if (v !== value) {
+        value = v;
+        stableSince = Date.now();
+      }
+      await new Promise((r2) => setTimeout(r2, 50));
+    }
+    expect(value).toBe(text);
+  });
+
+  it("types through the xdotool fallback too", async () => {
+    const fallback = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_AGENT_INPUT: "xdotool" });
+    await evaluate("document.getElementById('t').value = ''");
+    const text = `fallback: wörld $(id) 中文 😀 ñ €\tend\n`;
+    const r = await batch(fallback, 0, { actions: [{ type: "type", text }] });
+    expect(r.results[0]).toMatchObject({ ok: true, via: "xdotool" });
+    await until(async () => (await evaluate<string>("document.getElementById('t').value")) === text, "fallback text", 5000);
+    fallback.proc.kill("SIGKILL");
+  });
+
+  it("presses chords in the page (select all, then delete)", async () => {
+    const r = await batch(agent, 0, { actions: [{ type: "press", chord: "ctrl+a", then: "BackSpace" }] });
+    expect(r.results[0].ok).toBe(true);
+    await until(async () => (await evaluate<string>("document.getElementById('t').value")) === "", "empty textarea", 3000);
+  });
+});

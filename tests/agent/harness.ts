@@ -1,0 +1,227 @@
+// Test harness: real Xvfb displays on the host, the bundled agent run as a child process, and
+// small helpers to look at effects from the X side. Everything spawned here is killed by `cleanup`.
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import net from "node:net";
+import zlib from "node:zlib";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const children: ChildProcess[] = [];
+
+export function track(p: ChildProcess): ChildProcess {
+  children.push(p);
+  return p;
+}
+
+/** Kills (the process groups of) everything this file spawned. */
+export async function cleanup(): Promise<void> {
+  for (const p of children.reverse()) {
+    if (p.exitCode !== null || p.signalCode !== null) continue;
+    try {
+      if (p.pid) process.kill(-p.pid, "SIGKILL");
+    } catch {
+      p.kill("SIGKILL");
+    }
+  }
+  children.length = 0;
+  await sleep(100);
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 5000, every = 25): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await sleep(every);
+  }
+}
+
+function spawnBg(cmd: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  const p = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: "ignore", detached: true });
+  return track(p);
+}
+
+/** Runs a short X client (xdotool, xclip, …) against a display and returns its stdout. */
+export function xrun(display: number, cmd: string, args: string[], input?: string): string {
+  return execFileSync(cmd, args, { env: { ...process.env, DISPLAY: `:${display}` }, input, encoding: "utf8", timeout: 10_000, stdio: ["pipe", "pipe", "pipe"] });
+}
+
+export async function startXvfb(display: number, size = "1280x800x24"): Promise<ChildProcess> {
+  for (const f of [`/tmp/.X${display}-lock`, `/tmp/.X11-unix/X${display}`]) fs.rmSync(f, { force: true });
+  const p = spawnBg("Xvfb", [`:${display}`, "-screen", "0", size, "-nolisten", "tcp", "-noreset"]);
+  await until(() => {
+    try {
+      xrun(display, "xdpyinfo", []);
+      return true;
+    } catch {
+      return false;
+    }
+  }, `Xvfb :${display}`, 10_000, 50);
+  return p;
+}
+
+export async function startFluxbox(display: number): Promise<void> {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "holm-fb-"));
+  fs.mkdirSync(path.join(home, ".fluxbox"));
+  fs.writeFileSync(path.join(home, ".fluxbox/overlay"), "background: none\n");
+  spawnBg("fluxbox", [], { DISPLAY: `:${display}`, HOME: home });
+  await until(() => {
+    try {
+      xrun(display, "wmctrl", ["-m"]);
+      return true;
+    } catch {
+      return false;
+    }
+  }, "fluxbox", 10_000, 50);
+}
+
+export function startXterm(display: number, args: string[]): ChildProcess {
+  return spawnBg("xterm", args, { DISPLAY: `:${display}`, LANG: "C.UTF-8", LC_ALL: "C.UTF-8" });
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const a = srv.address();
+      srv.close(() => (typeof a === "object" && a ? resolve(a.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+let bundle: string | null = null;
+/** Builds the agent bundle once per test file into a temp dir. */
+export function agentBundle(): string {
+  if (bundle) return bundle;
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "holm-agent-")), "agent.mjs");
+  execFileSync(process.execPath, [path.join(ROOT, "scripts/build-agent.mjs"), out], { stdio: "ignore" });
+  bundle = out;
+  return out;
+}
+
+/** Node that runs the agent: HOLM_AGENT_NODE (e.g. a Node 18 like the box's), else this one. */
+export const AGENT_NODE = process.env.HOLM_AGENT_NODE || process.execPath;
+
+export interface Agent {
+  url: string;
+  secret: string;
+  proc: ChildProcess;
+  log: () => string;
+  call<T = any>(method: string, p: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T; ms: number }>;
+}
+
+export async function startAgent(env: Record<string, string>): Promise<Agent> {
+  const port = await freePort();
+  const secret = `test-${Math.random().toString(36).slice(2)}`;
+  const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "holm-agent-log-")), "agent.log");
+  const fd = fs.openSync(logFile, "w");
+  const proc = spawn(AGENT_NODE, [agentBundle()], {
+    env: { ...process.env, HOLM_AGENT_PORT: String(port), HOLM_AGENT_HOST: "127.0.0.1", HOLM_AGENT_SECRET: secret, ...env },
+    stdio: ["ignore", fd, fd],
+    detached: true,
+  });
+  track(proc);
+  const url = `http://127.0.0.1:${port}`;
+  const call: Agent["call"] = async (method, p, body, headers) => {
+    const t = performance.now();
+    const res = await fetch(url + p, {
+      method,
+      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    const ms = performance.now() - t;
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // leave as text
+    }
+    return { status: res.status, body: parsed as any, ms };
+  };
+  await until(async () => (await fetch(`${url}/health`)).status > 0, "agent to listen", 10_000, 50);
+  return { url, secret, proc, call, log: () => fs.readFileSync(logFile, "utf8") };
+}
+
+export function pointerAt(display: number): { x: number; y: number } {
+  const out = xrun(display, "xdotool", ["getmouselocation"]);
+  const m = /x:(\d+) y:(\d+)/.exec(out);
+  if (!m) throw new Error(`getmouselocation: ${out}`);
+  return { x: Number(m[1]), y: Number(m[2]) };
+}
+
+/** `batch` shorthand: POST /screens/n/batch and return the body. */
+export async function batch(agent: Agent, screen: number, body: unknown): Promise<any> {
+  const r = await agent.call("POST", `/screens/${screen}/batch`, body);
+  if (r.status !== 200) throw new Error(`batch answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r.body;
+}
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+export function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+}
+
+/** Minimal PNG decoder for 8-bit RGB/RGBA (all five filters): an independent check of the agent's encoder. */
+export function decodePng(png: Buffer): { width: number; height: number; rgb: (x: number, y: number) => [number, number, number] } {
+  if (png.readUInt32BE(0) !== 0x89504e47) throw new Error("not a PNG");
+  let off = 8;
+  let width = 0;
+  let height = 0;
+  let channels = 3;
+  const idat: Buffer[] = [];
+  while (off < png.length) {
+    const len = png.readUInt32BE(off);
+    const type = png.toString("latin1", off + 4, off + 8);
+    const data = png.subarray(off + 8, off + 8 + len);
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      if (data[8] !== 8) throw new Error("bit depth");
+      channels = data[9] === 6 ? 4 : data[9] === 2 ? 3 : 0;
+      if (!channels) throw new Error(`colour type ${data[9]}`);
+    } else if (type === "IDAT") idat.push(data);
+    off += 12 + len;
+  }
+  const raw = zlib.inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const out = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const f = raw[y * (stride + 1)];
+    const src = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? out[y * stride + i - channels] : 0;
+      const b = y > 0 ? out[(y - 1) * stride + i] : 0;
+      const c = y > 0 && i >= channels ? out[(y - 1) * stride + i - channels] : 0;
+      let v = src[i];
+      if (f === 1) v += a;
+      else if (f === 2) v += b;
+      else if (f === 3) v += (a + b) >> 1;
+      else if (f === 4) {
+        const p = a + b - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - b);
+        const pc = Math.abs(p - c);
+        v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      out[y * stride + i] = v & 0xff;
+    }
+  }
+  return { width, height, rgb: (x, y) => [out[(y * width + x) * channels], out[(y * width + x) * channels + 1], out[(y * width + x) * channels + 2]] };
+}

@@ -1,0 +1,104 @@
+// Pure parts of the agent, tested from source: paths, key names, globs, text units, PNG.
+import { describe, expect, it } from "vitest";
+import { planPath, prng } from "../../images/x11/agent/motion";
+import { keysymFor, parseChord } from "../../images/x11/agent/keysyms";
+import { globToRegExp } from "../../images/x11/agent/files";
+import { textUnits } from "../../images/x11/agent/keyboard";
+import { encodePng } from "../../images/x11/agent/png";
+import { toRgb } from "../../images/x11/agent/frames";
+import { decodePng } from "./harness";
+
+describe("planPath", () => {
+  const from = { x: 10, y: 700 };
+  const to = { x: 1000, y: 50 };
+  it("is the same for the same seed, different for another, and ends on the target", () => {
+    const a = planPath(from, to, "human", 1234, 1280, 800);
+    expect(planPath(from, to, "human", 1234, 1280, 800)).toEqual(a);
+    expect(planPath(from, to, "human", 1235, 1280, 800)).not.toEqual(a);
+    expect(a.points[a.points.length - 1]).toEqual(to);
+    expect(a.points.length).toBe(a.delays.length);
+    expect(a.delays.every((d) => d >= 0 && d <= 12)).toBe(true);
+  });
+  it("stays on the screen even when the bend would leave it", () => {
+    for (let seed = 0; seed < 200; seed++) {
+      const p = planPath({ x: 0, y: 0 }, { x: 1279, y: 0 }, "human", seed, 1280, 800);
+      for (const q of p.points) {
+        expect(q.x).toBeGreaterThanOrEqual(0);
+        expect(q.y).toBeGreaterThanOrEqual(0);
+        expect(q.x).toBeLessThan(1280);
+        expect(q.y).toBeLessThan(800);
+      }
+    }
+  });
+  it("instant is one point; smooth a few ms apart on the line", () => {
+    expect(planPath(from, to, "instant", 0, 1280, 800)).toEqual({ points: [to], delays: [0] });
+    const s = planPath(from, to, "smooth", 0, 1280, 800);
+    expect(s.points.length).toBeGreaterThanOrEqual(4);
+    expect(s.delays.slice(0, -1).every((d) => d === 4)).toBe(true);
+  });
+  it("prng is deterministic and in [0, 1)", () => {
+    const a = prng(9);
+    const b = prng(9);
+    for (let i = 0; i < 1000; i++) {
+      const v = a();
+      expect(v).toBe(b());
+      expect(v).toBeGreaterThanOrEqual(0);
+      expect(v).toBeLessThan(1);
+    }
+  });
+});
+
+describe("keys", () => {
+  it("parses chords, aliases and odd names", () => {
+    expect(parseChord("ctrl+shift+t")).toMatchObject({ modifiers: [0xffe3, 0xffe1], key: 0x74 });
+    expect(parseChord("Control+L")).toMatchObject({ modifiers: [0xffe3], key: 0x6c });
+    expect(parseChord("ctrl++")).toMatchObject({ modifiers: [0xffe3], key: 0x2b });
+    expect(parseChord("super")).toMatchObject({ modifiers: [0xffeb], key: null });
+    expect(parseChord("alt+F4").key).toBe(0xffc1);
+    expect(keysymFor("Enter")).toBe(0xff0d);
+    expect(keysymFor("pagedown")).toBe(0xff56);
+    expect(keysymFor("0xff0d")).toBe(0xff0d);
+    expect(keysymFor("U+20AC")).toBe(0x10020ac);
+    expect(keysymFor("é")).toBe(0xe9);
+    expect(() => parseChord("a+b")).toThrow(/not a modifier/);
+    expect(() => keysymFor("nosuchkey")).toThrow(/unknown key name/);
+  });
+  it("turns text into keysyms: CRLF is one Return, tab is Tab, emoji is a Unicode keysym", () => {
+    expect(textUnits("a\r\nb\tc😀").map((u) => u.sym)).toEqual([0x61, 0xff0d, 0x62, 0xff09, 0x63, 0x0101f600]);
+    expect(() => textUnits("\u0007")).toThrow(/control character/);
+  });
+});
+
+describe("glob", () => {
+  it("matches like a shell glob with ** and braces", () => {
+    const re = globToRegExp("src/**/*.{ts,tsx}");
+    expect(re.test("src/a.ts")).toBe(true);
+    expect(re.test("src/x/y/b.tsx")).toBe(true);
+    expect(re.test("src/a.js")).toBe(false);
+    expect(re.test("lib/a.ts")).toBe(false);
+    expect(globToRegExp("*.conf").test("a/b.conf")).toBe(false);
+    expect(globToRegExp("file[0-9].txt").test("file7.txt")).toBe(true);
+    expect(globToRegExp("a.b").test("axb")).toBe(false);
+  });
+});
+
+describe("png", () => {
+  it("round-trips through an independent decoder, and scaling averages", async () => {
+    const w = 7;
+    const h = 5;
+    const bgrx = Buffer.alloc(w * h * 4);
+    for (let i = 0; i < w * h; i++) bgrx.writeUInt32LE(((i * 37) & 0xff) | (((i * 91) & 0xff) << 8) | (((i * 13) & 0xff) << 16), i * 4);
+    const png = await encodePng(toRgb(bgrx, w, h, w, h), w, h);
+    const img = decodePng(png);
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const v = bgrx.readUInt32LE((y * w + x) * 4);
+        expect(img.rgb(x, y)).toEqual([(v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff]);
+      }
+    }
+    const two = Buffer.alloc(2 * 1 * 4);
+    two.writeUInt32LE(0x000000, 0);
+    two.writeUInt32LE(0xc8c8c8, 4);
+    expect([...toRgb(two, 2, 1, 1, 1)]).toEqual([100, 100, 100]);
+  });
+});

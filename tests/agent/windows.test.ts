@@ -1,0 +1,140 @@
+// Windows, clipboard and launching under fluxbox, checked with wmctrl, xdotool and xclip.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { batch, cleanup, startAgent, startFluxbox, startXterm, startXvfb, until, xrun, type Agent } from "./harness";
+
+const D = 154;
+let agent: Agent;
+
+beforeAll(async () => {
+  await startXvfb(D);
+  await startFluxbox(D);
+  agent = await startAgent({ HOLM_DISPLAY_BASE: String(D) });
+});
+afterAll(cleanup);
+
+interface Win {
+  id: string;
+  title: string;
+  class: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  active: boolean;
+  minimised: boolean;
+  maximised: boolean;
+}
+
+async function windows(): Promise<Win[]> {
+  const r = await agent.call("GET", "/screens/0/windows");
+  expect(r.status).toBe(200);
+  return r.body.windows;
+}
+
+async function xterm(title: string): Promise<Win> {
+  startXterm(D, ["-title", title, "-geometry", "60x10+100+100", "-e", "sleep", "600"]);
+  return until(async () => (await windows()).find((w) => w.title === title), title);
+}
+
+describe("windows", () => {
+  it("lists windows as wmctrl sees them, with class and geometry", async () => {
+    const w = await xterm("one");
+    expect(w).toMatchObject({ class: "XTerm", title: "one", minimised: false, maximised: false });
+    expect(w.id).toMatch(/^0x[0-9a-f]{8}$/);
+    const wm = xrun(D, "wmctrl", ["-l", "-G"]);
+    const line = wm.split("\n").find((l) => l.endsWith(" one"));
+    expect(line).toBeDefined();
+    expect(parseInt(line!.split(/\s+/)[0], 16)).toBe(parseInt(w.id, 16));
+    const geo = xrun(D, "xdotool", ["getwindowgeometry", String(parseInt(w.id, 16))]);
+    expect(geo).toContain(`Geometry: ${w.width}x${w.height}`);
+  });
+
+  it("focuses a window and reports the active one", async () => {
+    const a = await xterm("focus-a");
+    const b = await xterm("focus-b");
+    const r1 = await batch(agent, 0, { actions: [{ type: "on_window", window: a.id, what: { do: "focus" } }] });
+    expect(r1.results[0]).toMatchObject({ ok: true, window: { id: a.id, active: true } });
+    expect(parseInt(xrun(D, "xdotool", ["getactivewindow"]).trim(), 10)).toBe(parseInt(a.id, 16));
+    const act = await agent.call("GET", "/screens/0/windows/active");
+    expect(act.body.window.id).toBe(a.id);
+    const r2 = await agent.call("POST", `/screens/0/windows/${b.id}/focus`);
+    expect(r2.status).toBe(200);
+    expect(parseInt(xrun(D, "xdotool", ["getactivewindow"]).trim(), 10)).toBe(parseInt(b.id, 16));
+    expect(r2.body.window.active).toBe(true);
+  });
+
+  it("moves, resizes, maximises, minimises and restores", async () => {
+    const w = await xterm("arrange");
+    const at = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "at", to: { x: 300, y: 250 } } } }] });
+    expect(at.results[0].window).toMatchObject({ x: 300, y: 250 });
+    const size = await agent.call("POST", `/screens/0/windows/${w.id}/arrange`, { how: "size", width: 500, height: 300 });
+    expect(size.status).toBe(200);
+    const geo = xrun(D, "xdotool", ["getwindowgeometry", String(parseInt(w.id, 16))]);
+    // xterm snaps to its character cell; within one cell of the request.
+    const m = /Geometry: (\d+)x(\d+)/.exec(geo)!;
+    expect(Math.abs(Number(m[1]) - 500)).toBeLessThan(12);
+    expect(Math.abs(Number(m[2]) - 300)).toBeLessThan(20);
+    const max = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "maximise" } } }] });
+    expect(max.results[0].window.maximised).toBe(true);
+    expect(max.results[0].window.width).toBeGreaterThan(1200);
+    const min = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "minimise" } } }] });
+    expect(min.results[0].window.minimised).toBe(true);
+    const res = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "restore" } } }] });
+    expect(res.results[0].window).toMatchObject({ minimised: false, maximised: false });
+  });
+
+  it("closes a window", async () => {
+    const w = await xterm("closing");
+    const r = await agent.call("DELETE", `/screens/0/windows/${w.id}`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ closed: true });
+    expect((await windows()).find((x) => x.id === w.id)).toBeUndefined();
+  });
+
+  it("answers not_found for a window that does not exist, in a batch and on a route", async () => {
+    const r = await batch(agent, 0, { actions: [{ type: "on_window", window: "0x00000123", what: { do: "focus" } }] });
+    expect(r.results[0]).toMatchObject({ ok: false, code: "not_found" });
+    expect(r.stopped_at).toBe(0);
+    const route = await agent.call("POST", "/screens/0/windows/0x00000123/focus");
+    expect(route.status).toBe(404);
+    expect(route.body.code).toBe("not_found");
+  });
+
+  it("launches a program and awaits its window by class", async () => {
+    const r = await batch(agent, 0, {
+      actions: [
+        { type: "launch", app: { argv: ["xterm", "-class", "HolmLaunched"] }, args: ["-title", "launched", "-e", "sleep", "600"] },
+        { type: "await_window", what: { class: "HolmLaunched", within_ms: 10_000 } },
+      ],
+    });
+    expect(r.results[0]).toMatchObject({ ok: true });
+    expect(r.results[0].pid).toBeGreaterThan(0);
+    expect(r.results[1]).toMatchObject({ ok: true, window: { class: "HolmLaunched", title: "launched" } });
+    expect(r.windows.some((w: Win) => w.class === "HolmLaunched")).toBe(true);
+  });
+
+  it("times out awaiting a window that never comes, and refuses a program that does not exist", async () => {
+    const r = await batch(agent, 0, { keep_going: true, actions: [{ type: "await_window", what: { class: "NoSuchClass", within_ms: 300 } }, { type: "launch", app: "no-such-program-holm" }] });
+    expect(r.results[0]).toMatchObject({ ok: false, code: "timeout" });
+    expect(r.results[1]).toMatchObject({ ok: false, code: "not_found" });
+  });
+});
+
+describe("clipboard", () => {
+  it("sets the clipboard for other clients and reads what they set", async () => {
+    const text = `clip $(rm -rf /) "q" 中文 😀\nline 2`;
+    const put = await agent.call("PUT", "/screens/0/clipboard", { text });
+    expect(put.status).toBe(200);
+    expect(xrun(D, "xclip", ["-selection", "clipboard", "-o"])).toBe(text);
+    // Another client takes the selection; the agent reads it.
+    xrun(D, "sh", ["-c", "printf 'from xclip ✓' | xclip -selection clipboard -i >/dev/null 2>&1"]);
+    const get = await agent.call("GET", "/screens/0/clipboard");
+    expect(get.body).toEqual({ selection: "clipboard", text: "from xclip ✓" });
+  });
+
+  it("handles the primary selection in a batch", async () => {
+    const r = await batch(agent, 0, { actions: [{ type: "clipboard", selection: "primary", text: "prim" }, { type: "clipboard", selection: "primary" }] });
+    expect(r.results[1]).toMatchObject({ ok: true, selection: "primary", text: "prim" });
+    expect(xrun(D, "xclip", ["-selection", "primary", "-o"])).toBe("prim");
+  });
+});
