@@ -372,9 +372,14 @@ async function removeRow(row: BoxRow, reason: string): Promise<BoxJson> {
   });
 }
 
-/** Marks a box used now, for its idle timeout. */
+const lastTouch = new Map<string, number>();
+
+/** Marks a box used now, for its idle timeout (written at most once a second per box). */
 export async function touchBox(id: string): Promise<void> {
-  await db().updateTable("box").set({ last_used_ms: Date.now() }).where("id", "=", id).execute();
+  const now = Date.now();
+  if (now - (lastTouch.get(id) ?? 0) < 1000) return;
+  lastTouch.set(id, now);
+  await db().updateTable("box").set({ last_used_ms: now }).where("id", "=", id).execute();
 }
 
 async function liveRows(): Promise<BoxRow[]> {
@@ -507,4 +512,63 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
 /** Where the server reaches a running box, if known. */
 export async function boxAddress(id: string): Promise<string | undefined> {
   return addresses.get(id);
+}
+
+export interface RunningBox {
+  id: string;
+  owner: string | null;
+  screens: number;
+  width: number;
+  height: number;
+  address: string;
+}
+
+const PAUSED_WAIT_MS = 10 * 60_000;
+
+/** Resolves when the box leaves `paused` (or after the limit). */
+function untilUnpaused(id: string, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      boxChanges.off("change", onChange);
+      signal?.removeEventListener("abort", done);
+      clearTimeout(timer);
+      resolve();
+    };
+    const onChange = (box: BoxJson) => {
+      if (box.id === id && box.state !== "paused") done();
+    };
+    const timer = setTimeout(done, PAUSED_WAIT_MS);
+    boxChanges.on("change", onChange);
+    signal?.addEventListener("abort", done);
+  });
+}
+
+/**
+ * A box that can be driven now. A paused box's call waits until it resumes (it does not fail);
+ * `starting`/`failed` answer 409; a stopped box must be resumed first. Counts as use for the
+ * idle timeout.
+ */
+export async function requireRunningBox(actor: Actor, id: string, signal?: AbortSignal): Promise<RunningBox> {
+  let row = await visibleRow(actor, id);
+  requireSettled(row);
+  if (row.state === "paused") {
+    await untilUnpaused(id, signal);
+    row = await visibleRow(actor, id);
+    if (row.state === "paused") throw new ApiError("timeout", `box ${id} stayed paused`, { retryable: true });
+  }
+  if (row.state === "stopped") {
+    throw new ApiError("screen_unavailable", `box ${id} is stopped; resume it first`, { retryable: false });
+  }
+  if (row.state === "unreachable") {
+    throw new ApiError("unavailable", `box ${id} is unreachable: ${row.reason ?? "the runtime does not answer"}`);
+  }
+  if (row.state !== "ready") throw new ApiError("screen_unavailable", `box ${id} is ${row.state}`);
+  let address = addresses.get(id);
+  if (!address && row.runtime_ref) {
+    address = (await runtimeOf(row).inspect(row.runtime_ref)).address;
+    if (address) addresses.set(id, address);
+  }
+  if (!address) throw new ApiError("transport", `box ${id} has no address the server can reach`);
+  void touchBox(id).catch((err) => console.error("[holm] touch failed:", err));
+  return { id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
 }

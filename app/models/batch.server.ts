@@ -1,0 +1,134 @@
+import { z } from "zod";
+import { ApiError, badRequest } from "~/utils/api-error.server";
+import { validate } from "~/utils/route.server";
+import { BatchSchema, LATER_STEPS, type Step, StepSchema } from "./action-schema.server";
+import { CATALOG, catalogApp } from "./catalog.server";
+import { type ScreenTarget, callAgent } from "./screen.server";
+
+export type BatchInput = z.infer<typeof BatchSchema>;
+
+const KNOWN_TYPES = new Set<string>(
+  StepSchema.options.map((o) => o.shape.type.value as string),
+);
+
+/** Prefixes a validation message with the step it concerns. */
+function stepError(i: number, type: string, e: unknown): never {
+  if (e instanceof ApiError) throw new ApiError(e.code, `actions[${i}] (${type}): ${e.message}`);
+  throw e;
+}
+
+/** Validates the batch, then each step on its own so a refusal names the step. */
+export function validateBatch(body: unknown): { input: BatchInput; steps: Step[] } {
+  const input = validate(BatchSchema, body, "body");
+  const steps = input.actions.map((raw, i) => {
+    const type = (raw as { type?: unknown } | null)?.type;
+    if (typeof type !== "string") throw badRequest(`actions[${i}]: each action needs a "type"`);
+    if ((LATER_STEPS as readonly string[]).includes(type)) {
+      throw new ApiError("unsupported", `actions[${i}] (${type}): page element and native widget actions are not supported yet`);
+    }
+    if (!KNOWN_TYPES.has(type)) throw badRequest(`actions[${i}]: unknown action type "${type}"`);
+    try {
+      return validate(StepSchema, raw, "action");
+    } catch (e) {
+      return stepError(i, type, e);
+    }
+  });
+  return { input, steps };
+}
+
+// Batches on one screen run one after another; different screens run side by side.
+const screenChains = new Map<string, Promise<unknown>>();
+function onScreen<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const prev = screenChains.get(key) ?? Promise.resolve();
+  const next = prev.catch(() => {}).then(fn);
+  screenChains.set(key, next);
+  void next
+    .finally(() => {
+      if (screenChains.get(key) === next) screenChains.delete(key);
+    })
+    .catch(() => {});
+  return next;
+}
+
+/** Installed state of every catalog app, for the `apps` step and route. */
+export async function catalogStatus(t: Pick<ScreenTarget, "box">) {
+  const packages = CATALOG.flatMap((a) => a.packages);
+  const res = await callAgent<{ code: number; stdout: string }>(t.box, "POST", "/exec", {
+    argv: ["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\\n", ...packages],
+    timeout_ms: 10_000,
+  });
+  const installed = new Set(
+    res.stdout
+      .split("\n")
+      .filter((l) => l.endsWith(" installed"))
+      .map((l) => l.split(" ")[0]),
+  );
+  return CATALOG.map((a) => ({
+    name: a.name,
+    installed: a.preinstalled || (a.packages.length > 0 && a.packages.every((p) => installed.has(p))),
+  }));
+}
+
+/** The agent's form of a step: catalog names become argv; `apps` is answered by the server. */
+function forAgent(step: Step, i: number): Record<string, unknown> {
+  if (step.type === "launch") {
+    const app = catalogApp(step.app);
+    if (!app) throw new ApiError("not_found", `actions[${i}] (launch): no app "${step.app}" in the catalog`);
+    return { type: "launch", app: { argv: [...app.argv, ...(step.args ?? [])] } };
+  }
+  if (step.type === "apps") return { type: "wait", ms: 0 };
+  return step;
+}
+
+const BATCH_TIMEOUT_MS = 12 * 60_000;
+
+export interface BatchResult {
+  results: Record<string, unknown>[];
+  stopped_at: number | null;
+  windows: unknown[];
+  tabs: unknown[];
+  [key: string]: unknown;
+}
+
+export async function runBatch(t: ScreenTarget, input: BatchInput, steps: Step[]): Promise<BatchResult> {
+  const actions = steps.map(forAgent);
+  const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
+  const apps = appsAt.length ? await catalogStatus(t) : undefined;
+  const result = await onScreen(`${t.box.id}/${t.screen}`, () =>
+    callAgent<BatchResult>(
+      t.box,
+      "POST",
+      `/screens/${t.screen}/batch`,
+      { ...input, actions },
+      BATCH_TIMEOUT_MS,
+    ),
+  );
+  for (const i of appsAt) {
+    if (result.results[i]?.ok) result.results[i] = { ok: true, apps };
+  }
+  result.tabs ??= [];
+  return result;
+}
+
+/** Installs catalog apps in a running box with apt (needs a box with network). */
+export async function installApps(box: ScreenTarget["box"], names: string[]) {
+  const unknown = names.filter((n) => !catalogApp(n));
+  if (unknown.length) throw new ApiError("not_found", `not in the catalog: ${unknown.join(", ")}`);
+  const packages = [...new Set(names.flatMap((n) => catalogApp(n)!.packages))];
+  if (packages.length) {
+    const env = { DEBIAN_FRONTEND: "noninteractive" };
+    const update = await callAgent<{ code: number; stderr: string }>(box, "POST", "/exec", {
+      argv: ["apt-get", "update", "-q"],
+      env,
+      timeout_ms: 300_000,
+    }, 320_000);
+    if (update.code !== 0) throw new ApiError("failed", `apt-get update failed: ${update.stderr.slice(-500)}`);
+    const install = await callAgent<{ code: number; stderr: string }>(box, "POST", "/exec", {
+      argv: ["apt-get", "install", "-qy", "--no-install-recommends", ...packages],
+      env,
+      timeout_ms: 600_000,
+    }, 620_000);
+    if (install.code !== 0) throw new ApiError("failed", `apt-get install failed: ${install.stderr.slice(-500)}`);
+  }
+  return { installed: names, apps: await catalogStatus({ box }) };
+}

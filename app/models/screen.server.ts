@@ -1,0 +1,86 @@
+import { z } from "zod";
+import type { Actor } from "~/utils/auth.server";
+import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
+import { validate } from "~/utils/route.server";
+import { agentFetch } from "./agent.server";
+import { type RunningBox, requireRunningBox } from "./box.server";
+
+// Everything that reaches into a running box goes through here: one place that checks the box
+// and screen, calls the in-box agent with the box's secret, and turns the agent's errors into
+// the /v1 error shape.
+
+export interface ScreenTarget {
+  box: RunningBox;
+  screen: number;
+}
+
+export function parseScreen(raw: string, box: { id: string; screens: number }): number {
+  if (!/^[0-9]{1,2}$/.test(raw)) throw badRequest(`screen must be a number from 0; got "${raw}"`);
+  const n = Number(raw);
+  if (n >= box.screens) {
+    throw notFound(`box ${box.id} has ${box.screens} screen${box.screens === 1 ? "" : "s"} (0–${box.screens - 1}); no screen ${n}`);
+  }
+  return n;
+}
+
+export async function requireScreen(actor: Actor, id: string, screenRaw: string, signal?: AbortSignal): Promise<ScreenTarget> {
+  if (!/^[0-9]{1,2}$/.test(screenRaw)) throw badRequest(`screen must be a number from 0; got "${screenRaw}"`);
+  const box = await requireRunningBox(actor, id, signal);
+  return { box, screen: parseScreen(screenRaw, box) };
+}
+
+const AgentErrorSchema = z.object({ code: z.string(), message: z.string() });
+
+/** Calls the agent and returns its JSON, or throws the agent's refusal as an ApiError. */
+export async function callAgent<T = Record<string, unknown>>(
+  box: RunningBox,
+  method: string,
+  path: string,
+  body?: unknown,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const res = await agentFetch(box.id, box.address, path, {
+    method,
+    timeoutMs,
+    headers: body === undefined ? undefined : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ApiError("transport", `the box answered ${res.status} with something that is not JSON`);
+  }
+  if (res.ok) return parsed as T;
+  const err = AgentErrorSchema.safeParse(parsed);
+  if (!err.success) throw new ApiError("transport", `the box answered ${res.status}`);
+  const code = (err.data.code in ERROR_STATUS && err.data.code !== "unauthorized" ? err.data.code : "internal") as ErrorCode;
+  if (code === "internal") console.error(`[holm] agent of ${box.id} failed: ${err.data.message}`);
+  throw new ApiError(code, err.data.message);
+}
+
+export function query(params: Record<string, string | number | boolean | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+export const FrameQuerySchema = z.strictObject({
+  have: z.string().max(128).optional(),
+  window: z.string().max(64).optional(),
+  x: z.coerce.number().int().min(0).optional(),
+  y: z.coerce.number().int().min(0).optional(),
+  width: z.coerce.number().int().min(1).optional(),
+  height: z.coerce.number().int().min(1).optional(),
+  scale: z.coerce.number().int().min(1).max(400).optional(),
+  pointer: z.enum(["true", "false"]).optional(),
+});
+
+export async function frame(t: ScreenTarget, raw: Record<string, string>) {
+  const q = validate(FrameQuerySchema, raw, "query");
+  const region = [q.x, q.y, q.width, q.height].filter((v) => v !== undefined).length;
+  if (region !== 0 && region !== 4) throw badRequest("a region needs all of x, y, width and height");
+  return callAgent(t.box, "GET", `/screens/${t.screen}/frame${query(q)}`);
+}

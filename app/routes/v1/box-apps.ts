@@ -1,0 +1,19 @@
+import { z } from "zod";
+import { installApps } from "~/models/batch.server";
+import { requireRunningBox } from "~/models/box.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, AppsSchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return installApps(box, body.apps);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,23 @@
+import { z } from "zod";
+import { requireRunningBox } from "~/models/box.server";
+import { callAgent, query } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseQuery, v1 } from "~/utils/route.server";
+
+const GlobQuerySchema = z.strictObject({
+  pattern: z.string().min(1).max(1000),
+  path: z.string().min(1).max(4096).optional(),
+  limit: z.coerce.number().int().min(1).max(10_000).optional(),
+});
+
+const route = v1({
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    const q = parseQuery(args.request, GlobQuerySchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return callAgent(box, "GET", `/files/glob${query(q)}`, undefined, 120_000);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

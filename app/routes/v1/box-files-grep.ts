@@ -1,0 +1,17 @@
+import { GrepSchema } from "~/models/action-schema.server";
+import { requireRunningBox } from "~/models/box.server";
+import { callAgent } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, GrepSchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return callAgent(box, "POST", "/files/grep", body, 120_000);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

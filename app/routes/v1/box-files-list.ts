@@ -1,0 +1,19 @@
+import { z } from "zod";
+import { requireRunningBox } from "~/models/box.server";
+import { callAgent, query } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseQuery, v1 } from "~/utils/route.server";
+
+const ListQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
+
+const route = v1({
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    const q = parseQuery(args.request, ListQuerySchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return callAgent(box, "GET", `/files/list${query(q)}`);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

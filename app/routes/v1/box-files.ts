@@ -1,0 +1,26 @@
+import { z } from "zod";
+import { WriteFileSchema } from "~/models/action-schema.server";
+import { requireRunningBox } from "~/models/box.server";
+import { callAgent, query } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
+
+const PathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
+
+const route = v1({
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    const q = parseQuery(args.request, PathQuerySchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return callAgent(box, "GET", `/files${query(q)}`, undefined, 120_000);
+  },
+  PUT: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, WriteFileSchema);
+    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    return callAgent(box, "PUT", "/files", body, 120_000);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { callAgent, query, requireScreen } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
+
+const Selection = z.enum(["clipboard", "primary"]);
+const ClipboardQuerySchema = z.strictObject({ selection: Selection.optional() });
+const ClipboardSetSchema = z.strictObject({ text: z.string().max(1_000_000), selection: Selection.optional() });
+
+const route = v1({
+  GET: async (args) => {
+    const q = parseQuery(args.request, ClipboardQuerySchema);
+    const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
+    return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`);
+  },
+  PUT: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, ClipboardSetSchema);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    return callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

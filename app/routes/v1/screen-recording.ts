@@ -1,0 +1,30 @@
+import { z } from "zod";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const RecordingStartSchema = z.strictObject({ fps: z.number().int().min(1).max(60).optional() });
+
+async function target(args: Parameters<Parameters<typeof v1>[0]["GET"] & {}>[0]) {
+  return requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
+}
+
+const route = v1({
+  GET: async (args) => {
+    const t = await target(args);
+    return callAgent(t.box, "GET", `/screens/${t.screen}/recording`);
+  },
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, RecordingStartSchema);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    return callAgent(t.box, "POST", `/screens/${t.screen}/recording`, body);
+  },
+  DELETE: async (args) => {
+    const t = await target(args);
+    return callAgent(t.box, "DELETE", `/screens/${t.screen}/recording`);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,17 @@
+import { ArrangeSchema } from "~/models/action-schema.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, ArrangeSchema);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const w = encodeURIComponent(param(args, "window"));
+    return callAgent(t.box, "POST", `/screens/${t.screen}/windows/${w}/arrange`, body);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

@@ -1,0 +1,16 @@
+import { WaitWindowSchema } from "~/models/action-schema.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    const body = await parseBody(args.request, WaitWindowSchema);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    return callAgent(t.box, "POST", `/screens/${t.screen}/windows/wait`, body, 40_000);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

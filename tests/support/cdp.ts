@@ -1,0 +1,74 @@
+import WebSocket from "ws";
+import { docker } from "./server";
+
+// Reads a box's page from the outside through Chromium's DevTools bridge (port 9322+screen), so
+// tests check what the page saw instead of trusting an action's result.
+
+export async function boxIp(boxId: string): Promise<string> {
+  const info = await docker.getContainer(`holm-${boxId}`).inspect();
+  return Object.values(info.NetworkSettings.Networks)[0]!.IPAddress;
+}
+
+export class Page {
+  private nextId = 1;
+  private pending = new Map<number, (v: any) => void>();
+  private constructor(private ws: WebSocket) {
+    ws.on("message", (data) => {
+      const msg = JSON.parse(String(data));
+      if (msg.id && this.pending.has(msg.id)) {
+        this.pending.get(msg.id)!(msg);
+        this.pending.delete(msg.id);
+      }
+    });
+  }
+
+  static async open(boxId: string, screen = 0): Promise<Page> {
+    const ip = await boxIp(boxId);
+    const list = (await (await fetch(`http://${ip}:${9322 + screen}/json/list`)).json()) as any[];
+    const target = list.find((t) => t.type === "page");
+    if (!target) throw new Error("no page target");
+    const url = String(target.webSocketDebuggerUrl).replace(/ws:\/\/[^/]+/, `ws://${ip}:${9322 + screen}`);
+    const ws = new WebSocket(url);
+    await new Promise((resolve, reject) => {
+      ws.once("open", resolve);
+      ws.once("error", reject);
+    });
+    return new Page(ws);
+  }
+
+  send(method: string, params: Record<string, unknown> = {}): Promise<any> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.ws.send(JSON.stringify({ id, method, params }));
+    });
+  }
+
+  async evaluate<T = unknown>(expression: string): Promise<T> {
+    const res = await this.send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true });
+    if (res.result?.exceptionDetails) throw new Error(JSON.stringify(res.result.exceptionDetails));
+    return res.result?.result?.value as T;
+  }
+
+  async navigate(url: string) {
+    await this.send("Page.enable");
+    await this.send("Page.navigate", { url });
+    for (let i = 0; i < 100; i++) {
+      if ((await this.evaluate("document.readyState")) === "complete") return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Screen coordinates of an element's centre (page chrome above the viewport included). */
+  async centre(selector: string): Promise<{ x: number; y: number }> {
+    return this.evaluate(`(() => {
+      const r = document.querySelector(${JSON.stringify(selector)}).getBoundingClientRect();
+      const top = window.screenY + (window.outerHeight - window.innerHeight);
+      return { x: Math.round(window.screenX + r.left + r.width / 2), y: Math.round(top + r.top + r.height / 2) };
+    })()`);
+  }
+
+  close() {
+    this.ws.close();
+  }
+}
