@@ -1,5 +1,6 @@
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
+import { benchDrive } from "./drive";
 
 // `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
 // the box image (scripts/setup.sh does both).
@@ -7,9 +8,9 @@ import { benchBoxStart } from "./box-start";
 const benches: Record<string, () => Promise<void>> = {
   "box-start": benchBoxStart,
   "box-read": benchBoxRead,
+  drive: benchDrive,
 };
 
-process.env.HOLM_TEST_RUN ??= `bench-${Date.now()}`;
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
 for (const name of names) {
   const run = benches[name];

@@ -1,0 +1,66 @@
+import { Page } from "../tests/support/cdp";
+import { execIn, json, removeTestBoxes, startServer } from "../tests/support/server";
+import { now, summarize } from "./stats";
+
+// Batches through /v1 on a real box, each against the same step done by `docker exec xdotool`
+// in the same run.
+
+const N = Number(process.env.BENCH_N ?? 40);
+
+const PAGE = `<!doctype html><html><body style="margin:0">
+<div id="box" style="position:fixed;left:0;top:0;width:100vw;height:50vh;background:#3a6"></div>
+<textarea id="t" style="position:fixed;left:0;top:50vh;width:100vw;height:50vh"></textarea>
+<script>let n = 0; box.addEventListener("mousedown", () => { n++; box.style.background = "hsl(" + (n * 47) % 360 + ",60%,50%)"; });</script>
+</body></html>`;
+
+export async function benchDrive() {
+  const server = await startServer();
+  try {
+    const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    const page = await Page.open(box.id);
+    await page.navigate(`data:text/html;base64,${Buffer.from(PAGE).toString("base64")}`);
+    const click = { type: "click", at: { x: 640, y: 200 } };
+    const batch = (body: unknown) =>
+      server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: body }).then(json);
+    const time = async (fn: () => Promise<unknown>, n = N) => {
+      const out: number[] = [];
+      for (let i = 0; i < 3; i++) await fn();
+      for (let i = 0; i < n; i++) {
+        const t0 = now();
+        await fn();
+        out.push(now() - t0);
+      }
+      return out;
+    };
+
+    const clickApi = summarize("click batch, no frame (/v1)", await time(() => batch({ actions: [click] })));
+    const clickExec = summarize("docker exec xdotool mousemove+click", await time(() => execIn(box.id, ["env", "DISPLAY=:99", "xdotool", "mousemove", "640", "200", "click", "1"]).then(() => {}), 15));
+    console.log(`  ratio ${(clickExec.median / clickApi.median).toFixed(1)}× faster than docker exec (target median ≤ 15 ms)`);
+
+    const frameApi = summarize("click + frame 1280×800 (/v1)", await time(() => batch({ actions: [click], want: ["frame"] })));
+    const frameExec = summarize("docker exec import -window root png:-", await time(() => execIn(box.id, ["env", "DISPLAY=:99", "import", "-window", "root", "png:-"]).then(() => {}), 15));
+    console.log(`  ratio ${(frameExec.median / frameApi.median).toFixed(1)}× (target median ≤ 80 ms)`);
+
+    const still = await json(await server.api(`/v1/boxes/${box.id}/screens/0/frame`));
+    const unchanged = summarize("GET frame with unchanged have (/v1)", await time(async () => {
+      const f = await json(await server.api(`/v1/boxes/${box.id}/screens/0/frame?have=${still.hash}`));
+      if (!f.unchanged) throw new Error("screen changed during the bench");
+    }));
+    console.log(`  target median ≤ 10 ms (${unchanged.median <= 10 ? "met" : "missed"})`);
+
+    const text = "the quick brown fox jumps over the lazy dog 0123456789 ".repeat(20).slice(0, 1000);
+    await batch({ actions: [{ type: "click", at: { x: 640, y: 600 } }] });
+    const typeApi = summarize("type 1,000 characters, delay 0 (/v1)", await time(async () => {
+      await batch({ actions: [{ type: "press", chord: "ctrl+a", then: ["BackSpace"] }, { type: "type", text, delay_ms: 0 }] });
+    }, 8));
+    const got = await page.evaluate<string>("document.querySelector('#t').value");
+    console.log(`  every character arrived: ${got === text} (target ≤ 1000 ms)`);
+    const typeExec = summarize("docker exec xdotool type --delay 0 (1,000)", await time(
+      () => execIn(box.id, ["env", "DISPLAY=:99", "xdotool", "type", "--delay", "0", "--", text]).then(() => {}), 4));
+    console.log(`  ratio ${(typeExec.median / typeApi.median).toFixed(1)}×`);
+    page.close();
+  } finally {
+    await server.stop();
+    await removeTestBoxes();
+  }
+}
