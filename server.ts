@@ -50,6 +50,26 @@ try {
   process.exit(2);
 }
 
+// Console forms must come from the console: a cross-site POST carries another Origin. /v1 takes
+// bearer tokens, not cookies, so it is not exposed to this.
+app.use((req, res, next) => {
+  if (req.method === "GET" || req.method === "HEAD" || req.path.startsWith("/v1/")) return next();
+  const origin = req.headers.origin;
+  if (origin && origin !== "null") {
+    let host: string | undefined;
+    try {
+      host = new URL(origin).host;
+    } catch {
+      host = undefined;
+    }
+    if (host !== req.headers.host) {
+      res.status(403).type("text/plain").send("cross-site form submission refused");
+      return;
+    }
+  }
+  next();
+});
+
 await holm.boot();
 holm.attach(server);
 app.all("/{*splat}", createRequestHandler({ build }));

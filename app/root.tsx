@@ -1,6 +1,20 @@
 import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse } from "react-router";
 import type { Route } from "./+types/root";
 import "./app.css";
+import { getConsole } from "./utils/console.server";
+
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await getConsole(request);
+  if (!ctx) return { me: null };
+  return {
+    me: {
+      user: { id: ctx.user.id, name: ctx.user.name, email: ctx.user.email, is_admin: ctx.user.is_admin },
+      workspaces: ctx.workspaces,
+      workspace: ctx.workspace ?? null,
+      csrf: ctx.csrf,
+    },
+  };
+}
 
 export const links: Route.LinksFunction = () => [{ rel: "icon", href: "/favicon.ico" }];
 

@@ -25,13 +25,27 @@ export const v1Routes = [
   route("v1/boxes/:id/screens/:screen/windows/:window", "routes/v1/screen-window.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window/focus", "routes/v1/screen-window-focus.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window/arrange", "routes/v1/screen-window-arrange.ts"),
+  route("v1/boxes/:id/screens/:screen/viewer/ticket", "routes/v1/screen-viewer-ticket.ts"),
+  route("v1/boxes/:id/screens/:screen/viewers", "routes/v1/screen-viewers.ts"),
+  route("v1/boxes/:id/trace", "routes/v1/box-trace.ts"),
+  route("v1/boxes/:id/trace/frames/:hash", "routes/v1/box-trace-frame.ts"),
   route("v1/catalog", "routes/v1/catalog.ts"),
   route("v1/events", "routes/v1/events.ts"),
   route("v1/jobs/reap", "routes/v1/jobs-reap.ts"),
+  route("v1/jobs/prune", "routes/v1/jobs-prune.ts"),
   route("v1/*", "routes/v1/not-found.ts"),
 ];
 
 export default [
   index("routes/home.tsx"),
+  route("login", "routes/login.tsx"),
+  route("signup", "routes/signup.tsx"),
+  route("logout", "routes/logout.ts"),
+  route("invite/:token", "routes/invite.tsx"),
+  route("workspace", "routes/workspace-switch.ts"),
+  route("workspaces/new", "routes/workspace-new.tsx"),
+  route("members", "routes/members.tsx"),
+  route("keys", "routes/keys.tsx"),
+  route("settings", "routes/settings.tsx"),
   ...v1Routes,
 ] satisfies RouteConfig;

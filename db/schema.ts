@@ -34,9 +34,105 @@ export interface EventTable {
   data_json: string | null;
 }
 
+export interface UserTable {
+  id: string;
+  email: string;
+  name: string;
+  password_hash: string;
+  is_admin: number;
+  created_at_ms: number;
+}
+
+export interface SessionTable {
+  id: string;
+  user_id: string;
+  workspace_id: string | null;
+  created_at_ms: number;
+  expires_at_ms: number;
+}
+
+export interface WorkspaceTable {
+  id: string;
+  name: string;
+  created_at_ms: number;
+}
+
+export interface MembershipTable {
+  workspace_id: string;
+  user_id: string;
+  role: string;
+  created_at_ms: number;
+}
+
+export interface InvitationTable {
+  id: string;
+  workspace_id: string;
+  email: string;
+  role: string;
+  created_by: string;
+  created_at_ms: number;
+  expires_at_ms: number;
+  accepted_at_ms: number | null;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  hash: string;
+  prefix: string;
+  workspace_id: string;
+  name: string;
+  created_by: string;
+  created_at_ms: number;
+  expires_at_ms: number | null;
+  last_used_ms: number | null;
+  revoked_at_ms: number | null;
+}
+
+export interface SettingTable {
+  key: string;
+  value: string;
+}
+
+/** One box's trace: the next sequence number outlives pruned entries, so seq never restarts. */
+export interface TraceTable {
+  box_id: string;
+  next_seq: number;
+  started_at_ms: number;
+  last_at_ms: number;
+}
+
+export interface TraceEntryTable {
+  box_id: string;
+  seq: number;
+  at_ms: number;
+  actor: string;
+  event: string;
+  screen: number | null;
+  frame: string | null;
+  data_json: string | null;
+}
+
+/** A frame PNG, stored once by content hash (the bytes are a file under the state directory). */
+export interface TraceFrameTable {
+  hash: string;
+  bytes: number;
+  created_at_ms: number;
+  last_ref_ms: number;
+}
+
 export interface Database {
   box: BoxTable;
   event: EventTable;
+  user: UserTable;
+  session: SessionTable;
+  workspace: WorkspaceTable;
+  membership: MembershipTable;
+  invitation: InvitationTable;
+  api_key: ApiKeyTable;
+  setting: SettingTable;
+  trace: TraceTable;
+  trace_entry: TraceEntryTable;
+  trace_frame: TraceFrameTable;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

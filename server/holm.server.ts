@@ -6,6 +6,7 @@ import { env } from "~/utils/env.server";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
 import { attachUpgradeRouter } from "./upgrade-router";
+import { registerViewerSocket } from "./viewer-socket";
 
 let io: IoServer | undefined;
 
@@ -25,6 +26,7 @@ export const holm = {
   },
 
   attach(server: HttpServer) {
+    registerViewerSocket();
     attachUpgradeRouter(server);
     io = attachSocketIo(server);
   },

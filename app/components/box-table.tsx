@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { Form } from "react-router";
 import type { BoxJson } from "~/models/box.server";
+import { CsrfInput, duration } from "./ui";
 
 const STATE_STYLE: Record<string, string> = {
   ready: "bg-emerald-100 text-emerald-800",
@@ -12,15 +13,6 @@ const STATE_STYLE: Record<string, string> = {
   gone: "bg-slate-100 text-slate-500",
 };
 
-function duration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m`;
-  const h = Math.floor(m / 60);
-  return `${h}h ${m % 60}m`;
-}
-
 /** Re-renders every few seconds so ages and deadlines stay true. */
 function useNow(everyMs: number) {
   const [now, setNow] = useState(() => Date.now());
@@ -31,7 +23,29 @@ function useNow(everyMs: number) {
   return now;
 }
 
-export function BoxTable({ boxes }: { boxes: BoxJson[] }) {
+function Act({ box, intent, label, csrf, confirmText }: { box: BoxJson; intent: string; label: string; csrf: string; confirmText?: string }) {
+  return (
+    <Form
+      method="post"
+      onSubmit={(e) => {
+        if (confirmText && !confirm(confirmText)) e.preventDefault();
+      }}
+    >
+      <CsrfInput token={csrf} />
+      <input type="hidden" name="intent" value={intent} />
+      <input type="hidden" name="id" value={box.id} />
+      <button
+        type="submit"
+        aria-label={`${label} ${box.id}`}
+        className={`rounded-md px-2 py-1 text-xs font-medium ${intent === "remove" ? "text-red-700 hover:bg-red-50" : "text-slate-700 hover:bg-slate-100"}`}
+      >
+        {label}
+      </button>
+    </Form>
+  );
+}
+
+export function BoxTable({ boxes, csrf, canDrive }: { boxes: BoxJson[]; csrf: string; canDrive: boolean }) {
   const now = useNow(5000);
   return (
     <div className="overflow-x-auto rounded-xl border border-slate-200 bg-white shadow-sm">
@@ -51,12 +65,11 @@ export function BoxTable({ boxes }: { boxes: BoxJson[] }) {
         <tbody className="divide-y divide-slate-100">
           {boxes.map((box) => (
             <tr key={box.id} data-box-id={box.id}>
-              <td className="px-4 py-3 font-mono text-xs">{box.id.slice(0, 16)}…</td>
+              <td className="px-4 py-3 font-mono text-xs">
+                <a className="text-indigo-700 hover:underline" href={`/boxes/${box.id}`}>{box.id.slice(0, 16)}…</a>
+              </td>
               <td className="px-4 py-3">
-                <span
-                  className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ${STATE_STYLE[box.state] ?? ""}`}
-                  title={box.reason}
-                >
+                <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ${STATE_STYLE[box.state] ?? ""}`} title={box.reason}>
                   {box.state}
                 </span>
               </td>
@@ -66,24 +79,16 @@ export function BoxTable({ boxes }: { boxes: BoxJson[] }) {
               </td>
               <td className="px-4 py-3 tabular-nums">{duration(now - box.created_at_ms)}</td>
               <td className="px-4 py-3 tabular-nums">{duration(box.expires_at_ms - now)}</td>
-              <td className="px-4 py-3 text-slate-600">{box.owner ?? "server"}</td>
-              <td className="px-4 py-3 text-right">
-                <Form
-                  method="post"
-                  onSubmit={(e) => {
-                    if (!confirm(`Remove ${box.id}? Its files are deleted; its history stays.`)) e.preventDefault();
-                  }}
-                >
-                  <input type="hidden" name="intent" value="remove" />
-                  <input type="hidden" name="id" value={box.id} />
-                  <button
-                    type="submit"
-                    className="rounded-md px-2 py-1 text-xs font-medium text-red-700 hover:bg-red-50"
-                    aria-label={`Remove ${box.id}`}
-                  >
-                    Remove
-                  </button>
-                </Form>
+              <td className="px-4 py-3 text-slate-600">{box.owner ?? "server token"}</td>
+              <td className="px-4 py-3">
+                {canDrive ? (
+                  <div className="flex justify-end gap-1">
+                    {box.state === "ready" ? <Act box={box} intent="pause" label="Pause" csrf={csrf} /> : null}
+                    {box.state === "paused" || box.state === "stopped" ? <Act box={box} intent="resume" label="Resume" csrf={csrf} /> : null}
+                    {box.state === "ready" || box.state === "paused" ? <Act box={box} intent="stop" label="Stop" csrf={csrf} /> : null}
+                    <Act box={box} intent="remove" label="Remove" csrf={csrf} confirmText={`Remove ${box.id}? Its files are deleted; its history stays.`} />
+                  </div>
+                ) : null}
               </td>
             </tr>
           ))}

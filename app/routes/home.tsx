@@ -2,47 +2,86 @@ import { useEffect, useState } from "react";
 import { Form, useNavigation } from "react-router";
 import { io } from "socket.io-client";
 import type { Route } from "./+types/home";
-import type { BoxJson } from "~/models/box.server";
 import { BoxTable } from "~/components/box-table";
-import { createBox, listBoxes, removeBox } from "~/models/box.server";
-import { isApiError } from "~/utils/api-error.server";
+import { Shell } from "~/components/shell";
+import { Alert, Button, Card, CsrfInput } from "~/components/ui";
+import type { BoxJson } from "~/models/box.server";
+import { createBox, listBoxes, pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
+import { CreateBoxSchema } from "~/models/spec.server";
+import { FEATURES } from "~/runtime/runtime";
+import { ApiError } from "~/utils/api-error.server";
+import { requireCsrf, requireWorkspace } from "~/utils/console.server";
+import { publicUrl } from "~/utils/env.server";
+import { field, formAction } from "~/utils/form.server";
+import { validate } from "~/utils/route.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 
-export async function loader() {
-  return { boxes: await listBoxes({ kind: "server" }) };
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  return {
+    boxes: await listBoxes(ctx.actor),
+    workspace: { id: ctx.workspace.id, name: ctx.workspace.name, role: ctx.workspace.role },
+    csrf: ctx.csrf,
+    base: publicUrl(),
+  };
+}
+
+function num(form: FormData, name: string, fallback: number): number {
+  const raw = field(form, name);
+  if (raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new ApiError("bad_request", `${name} must be a whole number`);
+  return n;
 }
 
 export async function action({ request }: Route.ActionArgs) {
-  const form = await request.formData();
-  const intent = form.get("intent");
-  try {
-    if (intent === "remove") {
-      await removeBox({ kind: "server" }, String(form.get("id")));
-      return { ok: true };
+  return formAction(async () => {
+    const ctx = await requireWorkspace(request, "member");
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    const id = field(form, "id");
+    switch (field(form, "intent")) {
+      case "launch": {
+        const features = form.getAll("features").map(String) as (typeof FEATURES)[number][];
+        const minutes = num(form, "lifetime_minutes", 60);
+        // Through the same schema as /v1, so the console cannot launch what the API would refuse.
+        const input = validate(CreateBoxSchema, {
+          spec: {
+            desktop: { width: num(form, "width", 1280), height: num(form, "height", 800), screens: num(form, "screens", 1), features },
+            policy: { network: form.get("network") !== "off" },
+          },
+          placement: { expires_after_secs: minutes * 60 },
+        }, "form");
+        // Queued, so the list shows the box `starting` and then `ready` as it happens.
+        const { body } = await createBox(ctx.actor, input, { queue: true });
+        return { ok: `Launching ${body.id.slice(0, 16)}…` };
+      }
+      case "pause":
+        await pauseBox(ctx.actor, id);
+        return { ok: "Paused." };
+      case "resume":
+        await resumeBox(ctx.actor, id);
+        return { ok: "Resumed." };
+      case "stop":
+        await stopBox(ctx.actor, id);
+        return { ok: "Stopped." };
+      case "remove":
+        await removeBox(ctx.actor, id);
+        return { ok: "Removed." };
+      default:
+        throw new ApiError("bad_request", "unknown action");
     }
-    if (intent === "launch") {
-      const width = Number(form.get("width") || 1280);
-      const height = Number(form.get("height") || 800);
-      const screens = Number(form.get("screens") || 1);
-      // Queued, so the list shows the box `starting` and then `ready` as it happens.
-      await createBox({ kind: "server" }, { spec: { desktop: { width, height, screens } } }, { queue: true });
-      return { ok: true };
-    }
-    return { ok: false, error: "unknown intent" };
-  } catch (e) {
-    if (isApiError(e)) return { ok: false, error: e.message };
-    throw e;
-  }
+  });
 }
 
-/** Keeps the list current from the server's pushes; the loader gives the first paint. */
-function useLiveBoxes(initial: BoxJson[]) {
+/** Keeps the list current from the server's pushes for this workspace; the loader paints first. */
+function useLiveBoxes(initial: BoxJson[], workspace: string) {
   const [boxes, setBoxes] = useState(initial);
   const [live, setLive] = useState(false);
   useEffect(() => setBoxes(initial), [initial]);
   useEffect(() => {
-    const socket = io("/boxes", { transports: ["websocket"] });
+    const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
     socket.on("connect", () => setLive(true));
     socket.on("disconnect", () => setLive(false));
     socket.on("boxes", (all: BoxJson[]) => setBoxes(all));
@@ -59,68 +98,99 @@ function useLiveBoxes(initial: BoxJson[]) {
     return () => {
       socket.close();
     };
-  }, []);
+  }, [workspace]);
   return { boxes, live };
 }
 
 export default function Home({ loaderData, actionData }: Route.ComponentProps) {
-  const { boxes, live } = useLiveBoxes(loaderData.boxes);
+  const { workspace, csrf, base } = loaderData;
+  const { boxes, live } = useLiveBoxes(loaderData.boxes, workspace.id);
   const navigation = useNavigation();
   const launching = navigation.formData?.get("intent") === "launch";
+  const canDrive = workspace.role !== "viewer";
   return (
-    <div className="mx-auto max-w-6xl px-4 py-8 sm:px-6">
-      <header className="flex flex-wrap items-center justify-between gap-4">
+    <Shell>
+      <div className="flex flex-wrap items-end justify-between gap-4">
         <div>
           <h1 className="text-2xl font-semibold tracking-tight">Boxes</h1>
           <p className="text-sm text-slate-600">
-            Isolated desktops that agents drive and people watch.{" "}
+            Isolated desktops in {workspace.name}.{" "}
             <span aria-live="polite" className={live ? "text-emerald-700" : "text-slate-500"}>
               {live ? "● live" : "○ connecting…"}
             </span>
           </p>
         </div>
-        <Form method="post" className="flex flex-wrap items-end gap-2" aria-label="Launch a box">
-          <input type="hidden" name="intent" value="launch" />
-          <label className="text-xs text-slate-600">
-            Width
-            <input name="width" type="number" min={320} max={7680} defaultValue={1280}
-              className="mt-1 block w-24 rounded-md border border-slate-300 px-2 py-1 text-sm" />
-          </label>
-          <label className="text-xs text-slate-600">
-            Height
-            <input name="height" type="number" min={240} max={4320} defaultValue={800}
-              className="mt-1 block w-24 rounded-md border border-slate-300 px-2 py-1 text-sm" />
-          </label>
-          <label className="text-xs text-slate-600">
-            Screens
-            <input name="screens" type="number" min={1} max={8} defaultValue={1}
-              className="mt-1 block w-16 rounded-md border border-slate-300 px-2 py-1 text-sm" />
-          </label>
-          <button type="submit" disabled={launching}
-            className="rounded-md bg-indigo-600 px-4 py-2 text-sm font-medium text-white shadow-sm hover:bg-indigo-500 disabled:opacity-60">
-            {launching ? "Launching…" : "Launch box"}
-          </button>
-        </Form>
-      </header>
-      {actionData && !actionData.ok ? (
-        <p role="alert" className="mt-4 rounded-md bg-red-50 px-3 py-2 text-sm text-red-800">{actionData.error}</p>
-      ) : null}
-      <main className="mt-6">
-        {boxes.length === 0 ? <EmptyState /> : <BoxTable boxes={boxes} />}
-      </main>
-    </div>
+      </div>
+      <div className="mt-4 space-y-4">
+        {actionData && "error" in actionData ? <Alert>{actionData.error}</Alert> : null}
+        {actionData && "ok" in actionData ? <Alert tone="success">{actionData.ok}</Alert> : null}
+        {canDrive ? (
+          <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={boxes.length === 0}>
+            <summary className="cursor-pointer text-sm font-semibold">Launch a box</summary>
+            <Form method="post" className="mt-4 grid gap-4 sm:grid-cols-2 lg:grid-cols-4" aria-label="Launch a box">
+              <CsrfInput token={csrf} />
+              <input type="hidden" name="intent" value="launch" />
+              <NumberField label="Width" name="width" min={320} max={7680} value={1280} />
+              <NumberField label="Height" name="height" min={240} max={4320} value={800} />
+              <NumberField label="Screens" name="screens" min={1} max={8} value={1} />
+              <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60} />
+              <fieldset className="sm:col-span-2 lg:col-span-3">
+                <legend className="text-sm font-medium text-slate-700">Features</legend>
+                <div className="mt-1 flex flex-wrap gap-3">
+                  {FEATURES.map((f) => (
+                    <label key={f} className="flex items-center gap-1 text-sm">
+                      <input type="checkbox" name="features" value={f} defaultChecked={["wide_fonts", "video", "dock", "accessibility"].includes(f)} />
+                      {f}
+                    </label>
+                  ))}
+                </div>
+              </fieldset>
+              <label className="flex items-center gap-2 self-end text-sm">
+                <input type="checkbox" name="network" value="off" /> No network
+              </label>
+              <div className="sm:col-span-2 lg:col-span-4">
+                <Button type="submit" disabled={launching}>{launching ? "Launching…" : "Launch box"}</Button>
+              </div>
+            </Form>
+          </details>
+        ) : null}
+        {boxes.length === 0 ? (
+          <EmptyState base={base} canDrive={canDrive} />
+        ) : (
+          <BoxTable boxes={boxes} csrf={csrf} canDrive={canDrive} />
+        )}
+      </div>
+    </Shell>
   );
 }
 
-function EmptyState() {
-  const origin = typeof window === "undefined" ? "http://127.0.0.1:8080" : window.location.origin;
+function NumberField({ label, name, min, max, value }: { label: string; name: string; min: number; max: number; value: number }) {
   return (
-    <section className="rounded-xl border border-dashed border-slate-300 bg-white p-8 text-center">
+    <label className="block text-sm">
+      <span className="font-medium text-slate-700">{label}</span>
+      <input name={name} type="number" min={min} max={max} defaultValue={value}
+        className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
+    </label>
+  );
+}
+
+function EmptyState({ base, canDrive }: { base: string; canDrive: boolean }) {
+  return (
+    <Card>
       <h2 className="text-lg font-medium">No boxes yet</h2>
-      <p className="mt-1 text-sm text-slate-600">Launch one with the button above, or from an agent:</p>
-      <pre className="mx-auto mt-4 max-w-2xl overflow-x-auto rounded-lg bg-slate-900 p-4 text-left text-xs text-slate-100">
-        {`curl -fsS ${origin}/v1/boxes -H 'content-type: application/json' -d '{}'`}
-      </pre>
-    </section>
+      {canDrive ? (
+        <ol className="mt-2 list-decimal space-y-2 pl-5 text-sm text-slate-700">
+          <li>Launch one with <strong>Launch a box</strong> above, and watch it start here.</li>
+          <li>
+            Or let an agent do it: <a className="text-indigo-700 underline" href="/keys">create an API key</a>, then
+            <pre className="mt-2 overflow-x-auto rounded-lg bg-slate-900 p-3 text-xs text-slate-100">
+              {`curl -fsS ${base}/v1/boxes -H "authorization: Bearer $HOLM_KEY" -H 'content-type: application/json' -d '{}'`}
+            </pre>
+          </li>
+        </ol>
+      ) : (
+        <p className="mt-2 text-sm text-slate-600">You are a viewer here: boxes that members launch appear in this list.</p>
+      )}
+    </Card>
   );
 }

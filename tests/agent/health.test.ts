@@ -84,7 +84,8 @@ describe("health", () => {
 
 describe("auth", () => {
   it("refuses a missing or wrong bearer token with 401 JSON", async () => {
-    for (const headers of [{}, { authorization: "Bearer nope" }, { authorization: `Basic ${agent.secret}` }]) {
+    const variants: Record<string, string>[] = [{}, { authorization: "Bearer nope" }, { authorization: `Basic ${agent.secret}` }];
+    for (const headers of variants) {
       const res = await fetch(`${agent.url}/screens/0/cursor`, { headers });
       expect(res.status).toBe(401);
       expect(await res.json()).toMatchObject({ code: "unauthorized" });

@@ -5,6 +5,7 @@ import { BatchSchema, StepSchema, describeIssues, type Step } from "./schema";
 import { runStep } from "./steps";
 import { captureFrame, type Frame } from "./frames";
 import { listWindows, type WindowInfo } from "./windows";
+import { tabsOrNone, type TabInfo } from "./pages";
 import { queryPointer } from "./x11-requests";
 import { AgentError, describeError, type ErrorCode } from "./errors";
 import type { Holding } from "./holds";
@@ -19,6 +20,8 @@ export interface BatchResult extends Holding {
   frame_error?: string;
   cursor?: { x: number; y: number };
   windows: WindowInfo[];
+  /** The screen's Chromium tabs after the batch; [] when its DevTools do not answer. */
+  tabs: TabInfo[];
   released: string[];
   released_keys: string[];
   took_ms: number;
@@ -68,6 +71,7 @@ export async function runBatch(screen: Screen, body: unknown): Promise<BatchResu
       results,
       stopped_at: stoppedAt,
       windows: [],
+      tabs: [],
       released: [...byTimers.released, ...atEnd.released],
       released_keys: [...byTimers.released_keys, ...atEnd.released_keys],
       ...screen.holds.snapshot(),
@@ -90,6 +94,7 @@ export async function runBatch(screen: Screen, body: unknown): Promise<BatchResu
         async (s) => (out.windows = await listWindows(s)),
         () => undefined,
       ),
+      tabsOrNone(screen).then((t) => (out.tabs = t)),
     ]);
     out.took_ms = Date.now() - started;
     return out;

@@ -146,6 +146,14 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "close" } })),
   );
 
+  add("GET", "/screens/:n/tabs", async ({ params }) => runStep(screenOf(params), step({ type: "tabs" })));
+  add("POST", "/screens/:n/tabs/:tab/focus", async ({ params }) =>
+    locked(screenOf(params), step({ type: "on_tab", tab: params.tab })),
+  );
+  add("DELETE", "/screens/:n/tabs/:tab", async ({ params }) =>
+    locked(screenOf(params), step({ type: "on_tab", tab: params.tab, close: true })),
+  );
+
   add("GET", "/screens/:n/recording", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "status" } })));
   add("POST", "/screens/:n/recording", async ({ params, body }) => {
     const b = (await body()) as Record<string, unknown>;

@@ -58,6 +58,21 @@ export const WriteWhat = z.object({ path: z.string().min(1), contents_base64: z.
 export const Selection = z.enum(["clipboard", "primary"]);
 export const App = z.union([z.string().min(1), z.object({ argv: z.array(z.string()).min(1) })]);
 
+/** What open_url may open: pages, not `javascript:`, `chrome:` or `view-source:`. */
+export const URL_SCHEMES = ["http:", "https:", "about:", "data:", "file:"];
+const PageUrl = z
+  .string()
+  .min(1)
+  .max(2_000_000)
+  .refine((u) => {
+    try {
+      return URL_SCHEMES.includes(new URL(u).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be an absolute ${URL_SCHEMES.map((x) => x.slice(0, -1)).join(", ")} URL`);
+export const TabRef = z.string().min(1).max(200);
+
 export const StepSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("move"), to: PointSchema, motion: Motion.optional(), seed: Seed.optional(), pause_ms: ms30().optional() }),
   z.object({ type: z.literal("click"), at: PointSchema.optional(), button: Button.optional(), held: Held.optional(), motion: Motion.optional(), seed: Seed.optional() }),
@@ -102,6 +117,9 @@ export const StepSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("list_files"), path: z.string().min(1) }),
   z.object({ type: z.literal("grep"), what: GrepWhat }),
   z.object({ type: z.literal("glob"), what: GlobWhat }),
+  z.object({ type: z.literal("open_url"), url: PageUrl, target: z.enum(["blank", "current"]).optional(), label: TabRef.optional() }),
+  z.object({ type: z.literal("tabs") }),
+  z.object({ type: z.literal("on_tab"), tab: TabRef, close: z.boolean().optional() }),
 ]);
 
 export type Step = z.infer<typeof StepSchema>;

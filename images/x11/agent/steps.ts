@@ -11,6 +11,7 @@ import { readClipboard, writeClipboard } from "./clipboard";
 import { recordingStatus, startRecording, stopRecording } from "./record";
 import { launch, runExec } from "./exec";
 import { glob, grep, listFiles, readFile, writeFile } from "./files";
+import { closeTab, focusTab, listTabs, openUrl } from "./pages";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
 
@@ -286,6 +287,15 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
   },
   async glob(screen, st) {
     return { ...(await glob(st.what.pattern, st.what.path, st.what.limit, screen.config.home)) };
+  },
+  async open_url(screen, st) {
+    return { ...(await openUrl(screen, st.url, st.target ?? "blank", st.label)) };
+  },
+  async tabs(screen) {
+    return { tabs: await listTabs(screen) };
+  },
+  async on_tab(screen, st) {
+    return { ...(st.close ? await closeTab(screen, st.tab) : await focusTab(screen, st.tab)) };
   },
 };
 

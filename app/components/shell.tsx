@@ -1,0 +1,73 @@
+import type { ReactNode } from "react";
+import { Form, NavLink, useRouteLoaderData } from "react-router";
+import type { loader as rootLoader } from "~/root";
+import { CsrfInput } from "./ui";
+
+/** The console frame: product name, workspace switcher, navigation, account. */
+export function Shell({ children }: { children: ReactNode }) {
+  const root = useRouteLoaderData<typeof rootLoader>("root");
+  const me = root?.me;
+  const link = ({ isActive }: { isActive: boolean }) =>
+    `rounded-md px-3 py-1.5 text-sm font-medium ${isActive ? "bg-slate-900 text-white" : "text-slate-700 hover:bg-slate-200"}`;
+  return (
+    <div className="min-h-screen">
+      <header className="border-b border-slate-200 bg-white">
+        <div className="mx-auto flex max-w-6xl flex-wrap items-center gap-3 px-4 py-3 sm:px-6">
+          <a href="/" className="mr-2 text-lg font-semibold tracking-tight text-indigo-700">
+            holm
+          </a>
+          {me ? (
+            <>
+              <Form method="post" action="/workspace" className="flex items-center gap-2" aria-label="Switch workspace">
+                <CsrfInput token={me.csrf} />
+                <label htmlFor="ws" className="sr-only">
+                  Workspace
+                </label>
+                <select
+                  id="ws"
+                  name="workspace"
+                  defaultValue={me.workspace?.id}
+                  onChange={(e) => e.currentTarget.form?.requestSubmit()}
+                  className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
+                >
+                  {me.workspaces.map((w) => (
+                    <option key={w.id} value={w.id}>
+                      {w.name} ({w.role})
+                    </option>
+                  ))}
+                </select>
+                <noscript>
+                  <button type="submit">Switch</button>
+                </noscript>
+              </Form>
+              <nav aria-label="Console" className="flex flex-wrap gap-1">
+                <NavLink to="/" end className={link}>
+                  Boxes
+                </NavLink>
+                <NavLink to="/members" className={link}>
+                  Members
+                </NavLink>
+                <NavLink to="/keys" className={link}>
+                  API keys
+                </NavLink>
+                <NavLink to="/settings" className={link}>
+                  Settings
+                </NavLink>
+              </nav>
+              <div className="ml-auto flex items-center gap-3 text-sm text-slate-600">
+                <span title={me.user.email}>{me.user.name}</span>
+                <Form method="post" action="/logout">
+                  <CsrfInput token={me.csrf} />
+                  <button type="submit" className="rounded-md px-2 py-1 text-slate-700 hover:bg-slate-100">
+                    Log out
+                  </button>
+                </Form>
+              </div>
+            </>
+          ) : null}
+        </div>
+      </header>
+      <main className="mx-auto max-w-6xl px-4 py-8 sm:px-6">{children}</main>
+    </div>
+  );
+}

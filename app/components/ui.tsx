@@ -1,0 +1,85 @@
+import type { ComponentProps, ReactNode } from "react";
+
+// Small building blocks so every console page looks and behaves the same.
+
+export function Button({ variant = "primary", className = "", ...props }: ComponentProps<"button"> & { variant?: "primary" | "secondary" | "danger" | "ghost" }) {
+  const styles = {
+    primary: "bg-indigo-600 text-white hover:bg-indigo-500 shadow-sm",
+    secondary: "bg-white text-slate-800 ring-1 ring-slate-300 hover:bg-slate-50",
+    danger: "bg-white text-red-700 ring-1 ring-red-200 hover:bg-red-50",
+    ghost: "text-slate-700 hover:bg-slate-100",
+  }[variant];
+  return (
+    <button
+      {...props}
+      className={`inline-flex items-center justify-center gap-1 rounded-md px-3 py-1.5 text-sm font-medium focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-600 disabled:cursor-not-allowed disabled:opacity-50 ${styles} ${className}`}
+    />
+  );
+}
+
+export function Field({ label, hint, ...props }: ComponentProps<"input"> & { label: string; hint?: ReactNode }) {
+  const hintId = hint && props.name ? `${props.name}-hint` : undefined;
+  return (
+    <div className="text-sm">
+      <label className="block">
+        <span className="font-medium text-slate-700">{label}</span>
+        <input
+          {...props}
+          aria-describedby={hintId}
+          className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
+        />
+      </label>
+      {hint ? (
+        <span id={hintId} className="mt-1 block text-xs text-slate-500">
+          {hint}
+        </span>
+      ) : null}
+    </div>
+  );
+}
+
+export function Alert({ children, tone = "error" }: { children: ReactNode; tone?: "error" | "success" | "info" }) {
+  const styles = {
+    error: "bg-red-50 text-red-800 ring-red-200",
+    success: "bg-emerald-50 text-emerald-800 ring-emerald-200",
+    info: "bg-sky-50 text-sky-900 ring-sky-200",
+  }[tone];
+  return (
+    <div role={tone === "error" ? "alert" : "status"} className={`rounded-md px-3 py-2 text-sm ring-1 ${styles}`}>
+      {children}
+    </div>
+  );
+}
+
+export function Card({ title, children, actions }: { title?: string; children: ReactNode; actions?: ReactNode }) {
+  return (
+    <section className="rounded-xl border border-slate-200 bg-white p-5 shadow-sm">
+      {title || actions ? (
+        <div className="mb-4 flex items-center justify-between gap-2">
+          {title ? <h2 className="text-base font-semibold">{title}</h2> : <span />}
+          {actions}
+        </div>
+      ) : null}
+      {children}
+    </section>
+  );
+}
+
+export function CsrfInput({ token }: { token: string }) {
+  return <input type="hidden" name="csrf" value={token} />;
+}
+
+export function duration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d`;
+}
+
+export function when(ms: number | null | undefined): string {
+  if (!ms) return "never";
+  return new Date(ms).toISOString().replace("T", " ").slice(0, 16) + " UTC";
+}

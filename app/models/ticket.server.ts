@@ -1,0 +1,143 @@
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { ApiError } from "~/utils/api-error.server";
+import { type Actor, issuerOf } from "~/utils/auth.server";
+import { derive } from "~/utils/secret.server";
+
+// Viewer tickets: the credential of the viewer socket (a browser cannot put a bearer token on a
+// WebSocket). A ticket is `base64url(payload JSON) "." base64url(HMAC-SHA256(payload part))`,
+// keyed with derive("viewer-ticket"), so it needs no storage and survives a restart of the server
+// with the same key. It binds one box, one screen, the highest mode its holder may use, who it
+// was issued to, when it expires (15 minutes) and a random nonce.
+
+export type ViewerMode = "view" | "control";
+
+export const TICKET_TTL_MS = 15 * 60_000;
+
+export interface TicketClaims {
+  box_id: string;
+  screen: number;
+  /** The highest mode the ticket allows: a `control` ticket also opens `view`. */
+  mode: ViewerMode;
+  /** `server`, `user:<id>` or `key:<id>`. */
+  issuer: string;
+  expires_at_ms: number;
+  nonce: string;
+}
+
+export interface IssuedTicket {
+  ticket: string;
+  expires_at_ms: number;
+  mode: ViewerMode;
+}
+
+interface Payload {
+  v: 1;
+  b: string;
+  s: number;
+  m: "v" | "c";
+  i: string;
+  e: number;
+  n: string;
+}
+
+const SHAPE = /^[A-Za-z0-9_-]{16,1024}\.[A-Za-z0-9_-]{43}$/;
+
+function mac(payloadPart: string): Buffer {
+  return createHmac("sha256", derive("viewer-ticket")).update(payloadPart).digest();
+}
+
+/** The highest viewer mode an actor may have: people with the viewer role only watch. */
+export function allowedMode(actor: Actor): ViewerMode {
+  return actor.kind === "workspace" && actor.role === "viewer" ? "view" : "control";
+}
+
+/** Signs claims as they are. issueTicket is the way in; this is for tests and for tooling. */
+export function signTicket(claims: Omit<TicketClaims, "nonce"> & { nonce?: string }): string {
+  const payload: Payload = {
+    v: 1,
+    b: claims.box_id,
+    s: claims.screen,
+    m: claims.mode === "control" ? "c" : "v",
+    i: claims.issuer,
+    e: claims.expires_at_ms,
+    n: claims.nonce ?? randomBytes(16).toString("base64url"),
+  };
+  const part = Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
+  return `${part}.${mac(part).toString("base64url")}`;
+}
+
+/**
+ * Issues a ticket for one screen of a box the caller may already see (the route checks that).
+ * Without `wantMode` the ticket carries the highest mode the actor may use; asking for more than
+ * that is refused.
+ */
+export function issueTicket(
+  actor: Actor,
+  box: { id: string },
+  screen: number,
+  wantMode?: ViewerMode,
+  now = Date.now(),
+): IssuedTicket {
+  const allowed = allowedMode(actor);
+  if (wantMode === "control" && allowed !== "control") {
+    throw new ApiError("denied", "a viewer may watch this screen but not control it; ask for mode view");
+  }
+  const mode = wantMode ?? allowed;
+  const expires_at_ms = now + TICKET_TTL_MS;
+  const ticket = signTicket({ box_id: box.id, screen, mode, issuer: issuerOf(actor), expires_at_ms });
+  return { ticket, expires_at_ms, mode };
+}
+
+const refused = (message: string) => new ApiError("denied", message, { status: 401, retryable: false });
+
+/**
+ * Checks a ticket for a connection to `boxId`/`screen` in `mode`. Throws `bad_request` (not a
+ * ticket at all) or `denied` (forged, expired, another box or screen: status 401; a view ticket
+ * used to control: status 403). The MAC is compared in constant time, before anything in the
+ * payload is trusted.
+ */
+export function verifyTicket(token: string, boxId: string, screen: number, mode: ViewerMode, now = Date.now()): TicketClaims {
+  if (typeof token !== "string" || !SHAPE.test(token)) {
+    throw new ApiError("bad_request", "the ticket is missing or is not a viewer ticket", { status: 401 });
+  }
+  const dot = token.indexOf(".");
+  const part = token.slice(0, dot);
+  const given = Buffer.from(token.slice(dot + 1), "base64url");
+  const expected = mac(part);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw refused("the ticket was not issued by this server");
+  }
+  let p: Payload;
+  try {
+    p = JSON.parse(Buffer.from(part, "base64url").toString("utf8")) as Payload;
+  } catch {
+    throw refused("the ticket cannot be read");
+  }
+  if (
+    p?.v !== 1 ||
+    typeof p.b !== "string" ||
+    !Number.isInteger(p.s) ||
+    (p.m !== "v" && p.m !== "c") ||
+    typeof p.i !== "string" ||
+    !Number.isFinite(p.e) ||
+    typeof p.n !== "string"
+  ) {
+    throw refused("the ticket cannot be read");
+  }
+  const claims: TicketClaims = {
+    box_id: p.b,
+    screen: p.s,
+    mode: p.m === "c" ? "control" : "view",
+    issuer: p.i,
+    expires_at_ms: p.e,
+    nonce: p.n,
+  };
+  if (now >= claims.expires_at_ms) throw refused("the ticket has expired; ask for a new one");
+  if (claims.expires_at_ms - now > TICKET_TTL_MS + 60_000) throw refused("the ticket's lifetime is longer than this server allows");
+  if (claims.box_id !== boxId) throw refused("the ticket is for another box");
+  if (claims.screen !== screen) throw refused(`the ticket is for screen ${claims.screen}, not ${screen}`);
+  if (mode === "control" && claims.mode !== "control") {
+    throw new ApiError("denied", "the ticket allows watching only, not control", { status: 403, retryable: false });
+  }
+  return claims;
+}

@@ -1,0 +1,88 @@
+import { randomBytes } from "node:crypto";
+import { ApiError, badRequest } from "~/utils/api-error.server";
+import { db } from "~/utils/db.server";
+import { dummyHash, hashPassword, verifyPassword } from "~/utils/password.server";
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  is_admin: boolean;
+  created_at_ms: number;
+}
+
+export const MIN_PASSWORD = 10;
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function toUser(row: { id: string; email: string; name: string; is_admin: number; created_at_ms: number }): User {
+  return { id: row.id, email: row.email, name: row.name, is_admin: row.is_admin === 1, created_at_ms: Number(row.created_at_ms) };
+}
+
+export async function userCount(): Promise<number> {
+  const row = await db().selectFrom("user").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function getUser(id: string): Promise<User | undefined> {
+  const row = await db().selectFrom("user").selectAll().where("id", "=", id).executeTakeFirst();
+  return row ? toUser(row) : undefined;
+}
+
+export async function findUserByEmail(email: string): Promise<User | undefined> {
+  const row = await db().selectFrom("user").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
+  return row ? toUser(row) : undefined;
+}
+
+export async function createUser(input: { email: string; name: string; password: string; isAdmin: boolean }): Promise<User> {
+  if (input.password.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
+  const email = normalizeEmail(input.email);
+  if (await findUserByEmail(email)) throw new ApiError("denied", "an account with this email exists; log in instead");
+  const row = {
+    id: `usr_${randomBytes(12).toString("hex")}`,
+    email,
+    name: input.name.trim() || email.split("@")[0]!,
+    password_hash: await hashPassword(input.password),
+    is_admin: input.isAdmin ? 1 : 0,
+    created_at_ms: Date.now(),
+  };
+  await db().insertInto("user").values(row).execute();
+  return toUser(row);
+}
+
+/** The user for these credentials, or undefined. Takes the same time whether or not the email exists. */
+export async function checkCredentials(email: string, password: string): Promise<User | undefined> {
+  const row = await db().selectFrom("user").selectAll().where("email", "=", normalizeEmail(email)).executeTakeFirst();
+  if (!row) {
+    await verifyPassword(password, await dummyHash());
+    return undefined;
+  }
+  return (await verifyPassword(password, row.password_hash)) ? toUser(row) : undefined;
+}
+
+/** Changes the password and ends every session of the user (the caller starts a fresh one). */
+export async function changePassword(userId: string, current: string, next: string): Promise<void> {
+  const row = await db().selectFrom("user").selectAll().where("id", "=", userId).executeTakeFirstOrThrow();
+  if (!(await verifyPassword(current, row.password_hash))) throw badRequest("the current password is not right");
+  if (next.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
+  await db().updateTable("user").set({ password_hash: await hashPassword(next) }).where("id", "=", userId).execute();
+  await db().deleteFrom("session").where("user_id", "=", userId).execute();
+}
+
+export async function getSetting(key: string): Promise<string | undefined> {
+  return (await db().selectFrom("setting").select("value").where("key", "=", key).executeTakeFirst())?.value;
+}
+
+export async function setSetting(key: string, value: string): Promise<void> {
+  await db()
+    .insertInto("setting")
+    .values({ key, value })
+    .onConflict((oc) => oc.column("key").doUpdateSet({ value }))
+    .execute();
+}
+
+export async function signupsOpen(): Promise<boolean> {
+  return (await getSetting("signups_open")) === "true";
+}

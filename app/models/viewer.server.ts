@@ -1,0 +1,126 @@
+import { EventEmitter } from "node:events";
+import { type BoxJson, boxChanges } from "./box.server";
+import type { ViewerMode } from "./ticket.server";
+
+// The live viewer connections, per box and screen: who watches, who drives. The viewer socket
+// registers each connection; routes read the counts; box removal and takeover close them.
+
+export interface ViewerConnection {
+  boxId: string;
+  screen: number;
+  mode: ViewerMode;
+  /** From the ticket: `server`, `user:<id>` or `key:<id>`. */
+  issuer: string;
+  openedAtMs: number;
+  /** Ends the connection with a WebSocket close code (4xxx) and reason. */
+  close(code: number, reason: string): void;
+}
+
+export interface ViewerCounts {
+  /** Every open viewer connection on the screen (a driver watches too). */
+  watching: number;
+  /** Connections in control mode. */
+  driving: number;
+  /** Who drives: one issuer per control connection (repeats when one issuer has several). */
+  drivers: string[];
+}
+
+export interface ViewersChange extends ViewerCounts {
+  boxId: string;
+  screen: number;
+}
+
+export interface ViewerInput {
+  boxId: string;
+  screen: number;
+  issuer: string;
+  kind: "pointer" | "key" | "cut";
+  detail: Record<string, number>;
+}
+
+/** Close codes of the viewer socket. */
+export const VIEWER_CLOSE = {
+  normal: 4000,
+  badTicket: 4401,
+  noBox: 4404,
+  notReady: 4409,
+  vncUnreachable: 4502,
+} as const;
+
+const live = new Map<string, Set<ViewerConnection>>();
+const events = new EventEmitter();
+events.setMaxListeners(0);
+
+const keyOf = (boxId: string, screen: number) => `${boxId}/${screen}`;
+
+export function viewers(boxId: string, screen: number): ViewerCounts {
+  const set = live.get(keyOf(boxId, screen));
+  const drivers: string[] = [];
+  for (const c of set ?? []) if (c.mode === "control") drivers.push(c.issuer);
+  return { watching: set?.size ?? 0, driving: drivers.length, drivers };
+}
+
+function changed(boxId: string, screen: number) {
+  events.emit("change", { boxId, screen, ...viewers(boxId, screen) } satisfies ViewersChange);
+}
+
+/** Adds a live connection; returns the function that removes it (safe to call twice). */
+export function registerViewer(conn: ViewerConnection): () => void {
+  const k = keyOf(conn.boxId, conn.screen);
+  let set = live.get(k);
+  if (!set) live.set(k, (set = new Set()));
+  set.add(conn);
+  changed(conn.boxId, conn.screen);
+  return () => {
+    const cur = live.get(k);
+    if (!cur?.delete(conn)) return;
+    if (cur.size === 0) live.delete(k);
+    changed(conn.boxId, conn.screen);
+  };
+}
+
+/** Listens to count changes on any screen; returns the function that stops listening. */
+export function onViewersChange(listener: (change: ViewersChange) => void): () => void {
+  events.on("change", listener);
+  return () => events.off("change", listener);
+}
+
+/** Coarse person input from control connections (never key values), for traces and idle time. */
+export function onViewerInput(listener: (input: ViewerInput) => void): () => void {
+  events.on("input", listener);
+  return () => events.off("input", listener);
+}
+
+export function reportViewerInput(input: ViewerInput) {
+  events.emit("input", input);
+}
+
+/**
+ * Closes the viewer connections of a box (one screen, or all), optionally only those in one
+ * mode (a takeover ending closes the drivers). Returns how many were closed.
+ */
+export function closeViewers(
+  boxId: string,
+  screen?: number,
+  opts: { mode?: ViewerMode; code?: number; reason?: string } = {},
+): number {
+  let n = 0;
+  for (const [k, set] of [...live]) {
+    if (!k.startsWith(`${boxId}/`)) continue;
+    for (const c of [...set]) {
+      if (screen !== undefined && c.screen !== screen) continue;
+      if (opts.mode && c.mode !== opts.mode) continue;
+      c.close(opts.code ?? VIEWER_CLOSE.normal, opts.reason ?? "closed by the server");
+      n++;
+    }
+  }
+  return n;
+}
+
+// A box that stops running takes its viewers with it, even before the VNC side notices.
+boxChanges.on("change", (box: BoxJson) => {
+  if (box.state === "gone") closeViewers(box.id, undefined, { code: VIEWER_CLOSE.noBox, reason: "the box was removed" });
+  else if (box.state === "stopped" || box.state === "failed") {
+    closeViewers(box.id, undefined, { code: VIEWER_CLOSE.notReady, reason: `the box is ${box.state}` });
+  }
+});

@@ -1,0 +1,170 @@
+import { sha256 } from "@oslojs/crypto/sha2";
+import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
+import { randomBytes } from "node:crypto";
+import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
+import { db } from "~/utils/db.server";
+import { normalizeEmail } from "./user.server";
+
+import { type Role, atLeast } from "./roles";
+
+export { ROLES, type Role, atLeast } from "./roles";
+
+export interface Workspace {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export interface Member {
+  user_id: string;
+  email: string;
+  name: string;
+  role: Role;
+  created_at_ms: number;
+}
+
+const INVITE_DAYS = 7;
+
+export async function createWorkspace(userId: string, name: string): Promise<Workspace> {
+  const trimmed = name.trim();
+  if (!trimmed || trimmed.length > 80) throw badRequest("a workspace name is 1 to 80 characters");
+  const id = `ws_${randomBytes(10).toString("hex")}`;
+  const now = Date.now();
+  await db().transaction().execute(async (tx) => {
+    await tx.insertInto("workspace").values({ id, name: trimmed, created_at_ms: now }).execute();
+    await tx.insertInto("membership").values({ workspace_id: id, user_id: userId, role: "owner", created_at_ms: now }).execute();
+  });
+  return { id, name: trimmed, role: "owner" };
+}
+
+export async function workspacesOf(userId: string): Promise<Workspace[]> {
+  const rows = await db()
+    .selectFrom("membership")
+    .innerJoin("workspace", "workspace.id", "membership.workspace_id")
+    .select(["workspace.id", "workspace.name", "membership.role"])
+    .where("membership.user_id", "=", userId)
+    .orderBy("workspace.created_at_ms")
+    .execute();
+  return rows.map((r) => ({ id: r.id, name: r.name, role: r.role as Role }));
+}
+
+export async function roleIn(workspaceId: string, userId: string): Promise<Role | undefined> {
+  const row = await db()
+    .selectFrom("membership")
+    .select("role")
+    .where("workspace_id", "=", workspaceId)
+    .where("user_id", "=", userId)
+    .executeTakeFirst();
+  return row?.role as Role | undefined;
+}
+
+export async function membersOf(workspaceId: string): Promise<Member[]> {
+  const rows = await db()
+    .selectFrom("membership")
+    .innerJoin("user", "user.id", "membership.user_id")
+    .select(["user.id as user_id", "user.email", "user.name", "membership.role", "membership.created_at_ms"])
+    .where("membership.workspace_id", "=", workspaceId)
+    .orderBy("membership.created_at_ms")
+    .execute();
+  return rows.map((r) => ({ ...r, role: r.role as Role, created_at_ms: Number(r.created_at_ms) }));
+}
+
+async function ownerCount(workspaceId: string): Promise<number> {
+  const row = await db()
+    .selectFrom("membership")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("workspace_id", "=", workspaceId)
+    .where("role", "=", "owner")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Owners and admins manage members; only an owner makes or unmakes an owner; one owner stays. */
+function mayManage(actorRole: Role, targetRole: Role, newRole?: Role) {
+  if (!atLeast(actorRole, "admin")) throw new ApiError("denied", "only owners and admins manage members");
+  if ((targetRole === "owner" || newRole === "owner") && actorRole !== "owner") {
+    throw new ApiError("denied", "only an owner changes who owns a workspace");
+  }
+}
+
+export async function changeRole(workspaceId: string, actorRole: Role, userId: string, role: Role): Promise<void> {
+  const current = await roleIn(workspaceId, userId);
+  if (!current) throw notFound("no such member");
+  mayManage(actorRole, current, role);
+  if (current === "owner" && role !== "owner" && (await ownerCount(workspaceId)) <= 1) {
+    throw new ApiError("denied", "a workspace keeps at least one owner");
+  }
+  await db().updateTable("membership").set({ role }).where("workspace_id", "=", workspaceId).where("user_id", "=", userId).execute();
+}
+
+export async function removeMember(workspaceId: string, actorRole: Role, userId: string): Promise<void> {
+  const current = await roleIn(workspaceId, userId);
+  if (!current) throw notFound("no such member");
+  mayManage(actorRole, current);
+  if (current === "owner" && (await ownerCount(workspaceId)) <= 1) {
+    throw new ApiError("denied", "a workspace keeps at least one owner");
+  }
+  await db().deleteFrom("membership").where("workspace_id", "=", workspaceId).where("user_id", "=", userId).execute();
+}
+
+const hashToken = (token: string) => encodeHexLowerCase(sha256(new TextEncoder().encode(token)));
+
+/** Makes an invitation; the token is returned once (it goes into the link) and stored hashed. */
+export async function invite(workspaceId: string, actorRole: Role, actorId: string, email: string, role: Role) {
+  mayManage(actorRole, role, role);
+  const token = encodeBase32LowerCaseNoPadding(randomBytes(20));
+  const now = Date.now();
+  await db()
+    .insertInto("invitation")
+    .values({
+      id: hashToken(token),
+      workspace_id: workspaceId,
+      email: normalizeEmail(email),
+      role,
+      created_by: actorId,
+      created_at_ms: now,
+      expires_at_ms: now + INVITE_DAYS * 24 * 3600 * 1000,
+      accepted_at_ms: null,
+    })
+    .execute();
+  return { token, expires_at_ms: now + INVITE_DAYS * 24 * 3600 * 1000 };
+}
+
+export async function findInvitation(token: string) {
+  if (!/^[a-z2-7]{32}$/.test(token)) return undefined;
+  const row = await db()
+    .selectFrom("invitation")
+    .innerJoin("workspace", "workspace.id", "invitation.workspace_id")
+    .select(["invitation.id", "invitation.email", "invitation.role", "invitation.expires_at_ms", "invitation.accepted_at_ms", "workspace.id as workspace_id", "workspace.name as workspace_name"])
+    .where("invitation.id", "=", hashToken(token))
+    .executeTakeFirst();
+  if (!row || row.accepted_at_ms !== null || Number(row.expires_at_ms) < Date.now()) return undefined;
+  return { ...row, role: row.role as Role };
+}
+
+/** Joins the invited workspace (or changes nothing if already a member). */
+export async function acceptInvitation(token: string, userId: string, email: string): Promise<string> {
+  const inv = await findInvitation(token);
+  if (!inv) throw new ApiError("gone", "this invitation is used, expired or unknown");
+  if (inv.email !== normalizeEmail(email)) throw new ApiError("denied", `this invitation is for ${inv.email}`);
+  await db().transaction().execute(async (tx) => {
+    await tx.updateTable("invitation").set({ accepted_at_ms: Date.now() }).where("id", "=", inv.id).execute();
+    await tx
+      .insertInto("membership")
+      .values({ workspace_id: inv.workspace_id, user_id: userId, role: inv.role, created_at_ms: Date.now() })
+      .onConflict((oc) => oc.columns(["workspace_id", "user_id"]).doNothing())
+      .execute();
+  });
+  return inv.workspace_id;
+}
+
+export async function pendingInvitations(workspaceId: string) {
+  return db()
+    .selectFrom("invitation")
+    .select(["email", "role", "created_at_ms", "expires_at_ms"])
+    .where("workspace_id", "=", workspaceId)
+    .where("accepted_at_ms", "is", null)
+    .where("expires_at_ms", ">", Date.now())
+    .orderBy("created_at_ms", "desc")
+    .execute();
+}

@@ -1,0 +1,139 @@
+import { Form, useActionData } from "react-router";
+import type { Route } from "./+types/keys";
+import { CopyButton } from "~/components/copy-button";
+import { Shell } from "~/components/shell";
+import { Alert, Button, Card, CsrfInput, Field, when } from "~/components/ui";
+import { createKey, listKeys, revokeKey } from "~/models/key.server";
+import { ApiError } from "~/utils/api-error.server";
+import { requireCsrf, requireWorkspace } from "~/utils/console.server";
+import { publicUrl } from "~/utils/env.server";
+import { field, formAction } from "~/utils/form.server";
+
+export const meta: Route.MetaFunction = () => [{ title: "API keys · holm" }];
+
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  return {
+    csrf: ctx.csrf,
+    role: ctx.workspace.role,
+    workspace: ctx.workspace.name,
+    base: publicUrl(),
+    keys: await listKeys(ctx.workspace.id),
+  };
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const ctx = await requireWorkspace(request, "member");
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    if (field(form, "intent") === "revoke") {
+      await revokeKey(ctx.workspace.id, field(form, "id"));
+      return { ok: "Key revoked. Requests with it are refused from now on." };
+    }
+    const days = field(form, "expires_days");
+    let expiresAtMs: number | null = null;
+    if (days) {
+      const n = Number(days);
+      if (!Number.isInteger(n) || n < 1 || n > 3650) throw new ApiError("bad_request", "expiry is 1 to 3650 days");
+      expiresAtMs = Date.now() + n * 24 * 3600 * 1000;
+    }
+    const { secret, key } = await createKey({ workspaceId: ctx.workspace.id, name: field(form, "name"), createdBy: ctx.user.id, expiresAtMs });
+    return { created: { secret, name: key.name } };
+  });
+}
+
+export default function Keys({ loaderData }: Route.ComponentProps) {
+  const result = useActionData<typeof action>();
+  const { keys, csrf, base, role, workspace } = loaderData;
+  const canEdit = role !== "viewer";
+  const created = result && "created" in result ? result.created : null;
+  const curl = created
+    ? `curl -fsS ${base}/v1/boxes -H 'authorization: Bearer ${created.secret}' -H 'content-type: application/json' -d '{}'`
+    : "";
+  return (
+    <Shell>
+      <h1 className="mb-6 text-2xl font-semibold tracking-tight">API keys for {workspace}</h1>
+      <div className="space-y-6">
+        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+        {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
+        {created ? (
+          <Card title={`Key “${created.name}” created`}>
+            <p className="text-sm text-slate-600">Copy it now: it is shown once and stored only as a hash.</p>
+            <div className="mt-3 flex items-center gap-2">
+              <code data-testid="new-key" className="flex-1 break-all rounded-md bg-slate-900 px-3 py-2 font-mono text-xs text-emerald-200">
+                {created.secret}
+              </code>
+              <CopyButton text={created.secret} label="Copy key" />
+            </div>
+            <p className="mt-4 text-sm text-slate-600">Launch a box with it:</p>
+            <div className="mt-2 flex items-start gap-2">
+              <pre className="flex-1 overflow-x-auto rounded-md bg-slate-900 px-3 py-2 text-xs text-slate-100">{curl}</pre>
+              <CopyButton text={curl} />
+            </div>
+          </Card>
+        ) : null}
+        {canEdit ? (
+          <Card title="Create a key">
+            <Form method="post" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
+              <CsrfInput token={csrf} />
+              <input type="hidden" name="intent" value="create" />
+              <Field label="Name" name="name" required maxLength={80} placeholder="my agent" />
+              <Field label="Expires after (days)" name="expires_days" type="number" min={1} max={3650} placeholder="never" />
+              <Button type="submit">Create key</Button>
+            </Form>
+          </Card>
+        ) : null}
+        <Card title="Keys">
+          {keys.length === 0 ? (
+            <p className="text-sm text-slate-600">No keys yet. A key lets an agent use /v1 as this workspace.</p>
+          ) : (
+            <div className="overflow-x-auto">
+              <table className="min-w-full text-sm">
+                <caption className="sr-only">API keys</caption>
+                <thead className="text-left text-xs uppercase tracking-wide text-slate-500">
+                  <tr>
+                    <th scope="col" className="py-2 pr-4">Name</th>
+                    <th scope="col" className="py-2 pr-4">Key</th>
+                    <th scope="col" className="py-2 pr-4">Created by</th>
+                    <th scope="col" className="py-2 pr-4">Created</th>
+                    <th scope="col" className="py-2 pr-4">Last used</th>
+                    <th scope="col" className="py-2 pr-4">Expires</th>
+                    <th scope="col" className="py-2"><span className="sr-only">Actions</span></th>
+                  </tr>
+                </thead>
+                <tbody className="divide-y divide-slate-100">
+                  {keys.map((k) => {
+                    const status = k.revoked_at_ms ? "revoked" : k.expires_at_ms && k.expires_at_ms < Date.now() ? "expired" : "active";
+                    return (
+                      <tr key={k.id} className={status === "active" ? "" : "text-slate-400"}>
+                        <td className="py-2 pr-4">{k.name}</td>
+                        <td className="py-2 pr-4 font-mono text-xs">{k.prefix}…</td>
+                        <td className="py-2 pr-4">{k.creator}</td>
+                        <td className="py-2 pr-4">{when(k.created_at_ms)}</td>
+                        <td className="py-2 pr-4">{when(k.last_used_ms)}</td>
+                        <td className="py-2 pr-4">{k.expires_at_ms ? when(k.expires_at_ms) : "never"}</td>
+                        <td className="py-2 text-right">
+                          {status === "active" && canEdit ? (
+                            <Form method="post" onSubmit={(e) => { if (!confirm(`Revoke ${k.name}? Agents using it stop at once.`)) e.preventDefault(); }}>
+                              <CsrfInput token={csrf} />
+                              <input type="hidden" name="intent" value="revoke" />
+                              <input type="hidden" name="id" value={k.id} />
+                              <Button type="submit" variant="danger" aria-label={`Revoke ${k.name}`}>Revoke</Button>
+                            </Form>
+                          ) : (
+                            <span className="text-xs">{status}</span>
+                          )}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </Card>
+      </div>
+    </Shell>
+  );
+}

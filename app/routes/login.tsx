@@ -1,0 +1,62 @@
+import { Form, redirect, useActionData, useNavigation, useSearchParams } from "react-router";
+import type { Route } from "./+types/login";
+import { Alert, Button, Field } from "~/components/ui";
+import { createSession } from "~/models/session.server";
+import { checkCredentials, normalizeEmail, userCount } from "~/models/user.server";
+import { workspacesOf } from "~/models/workspace.server";
+import { ApiError } from "~/utils/api-error.server";
+import { getConsole, startSessionHeaders } from "~/utils/console.server";
+import { field, formAction } from "~/utils/form.server";
+import { RateLimiter } from "~/utils/rate-limit.server";
+
+export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];
+
+// Per address and per account: a guesser is slowed whichever it varies.
+const byAddress = new RateLimiter(20, 60_000);
+const byAccount = new RateLimiter(8, 15 * 60_000);
+
+function safeNext(next: string | null): string {
+  return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
+}
+
+export async function loader({ request }: Route.LoaderArgs) {
+  if (await getConsole(request)) throw redirect(safeNext(new URL(request.url).searchParams.get("next")));
+  if ((await userCount()) === 0) throw redirect("/signup");
+  return null;
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const form = await request.formData();
+    const email = normalizeEmail(field(form, "email"));
+    const address = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() || "local";
+    const wait = Math.max(byAddress.hit(address), byAccount.hit(email));
+    if (wait) throw new ApiError("denied", `too many attempts; try again in ${wait} s`);
+    const user = await checkCredentials(email, field(form, "password"));
+    if (!user) throw new ApiError("unauthorized", "the email or password is not right");
+    byAccount.reset(email);
+    const first = (await workspacesOf(user.id))[0];
+    const { token, session } = await createSession(user.id, first?.id ?? null);
+    throw redirect(safeNext(field(form, "next")), { headers: startSessionHeaders(request, token, session.expires_at_ms) });
+  });
+}
+
+export default function Login() {
+  const result = useActionData<typeof action>();
+  const busy = useNavigation().state !== "idle";
+  const [params] = useSearchParams();
+  return (
+    <div className="mx-auto mt-16 max-w-sm px-4">
+      <h1 className="text-2xl font-semibold tracking-tight">Log in to holm</h1>
+      <Form method="post" className="mt-6 space-y-4">
+        <input type="hidden" name="next" value={params.get("next") ?? "/"} />
+        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+        <Field label="Email" name="email" type="email" autoComplete="email" required />
+        <Field label="Password" name="password" type="password" autoComplete="current-password" required />
+        <Button type="submit" disabled={busy} className="w-full">
+          {busy ? "Checking…" : "Log in"}
+        </Button>
+      </Form>
+    </div>
+  );
+}

@@ -1,0 +1,17 @@
+import { redirect } from "react-router";
+import type { Route } from "./+types/logout";
+import { invalidateSession } from "~/models/session.server";
+import { endSessionHeaders, getConsole, requireCsrf } from "~/utils/console.server";
+
+export async function action({ request }: Route.ActionArgs) {
+  const ctx = await getConsole(request);
+  if (ctx) {
+    requireCsrf(await request.formData(), ctx);
+    await invalidateSession(ctx.session.id);
+  }
+  throw redirect("/login", { headers: endSessionHeaders(request) });
+}
+
+export async function loader() {
+  throw redirect("/");
+}

@@ -1,0 +1,73 @@
+import { Form, redirect, useActionData } from "react-router";
+import type { Route } from "./+types/settings";
+import { Shell } from "~/components/shell";
+import { Alert, Button, Card, CsrfInput, Field } from "~/components/ui";
+import { createSession } from "~/models/session.server";
+import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
+import { ApiError } from "~/utils/api-error.server";
+import { requireConsole, requireCsrf, startSessionHeaders } from "~/utils/console.server";
+import { field, formAction } from "~/utils/form.server";
+
+export const meta: Route.MetaFunction = () => [{ title: "Settings · holm" }];
+
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await requireConsole(request);
+  return { csrf: ctx.csrf, admin: ctx.user.is_admin, signupsOpen: await signupsOpen() };
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const ctx = await requireConsole(request);
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    if (field(form, "intent") === "signups") {
+      if (!ctx.user.is_admin) throw new ApiError("denied", "only the server's administrator changes this");
+      await setSetting("signups_open", field(form, "open") === "true" ? "true" : "false");
+      return { ok: "Saved." };
+    }
+    if (field(form, "next") !== field(form, "confirm")) throw new ApiError("bad_request", "the new passwords differ");
+    // Every session of the account ends, this one included; a fresh one replaces it.
+    await changePassword(ctx.user.id, field(form, "current"), field(form, "next"));
+    const { token, session } = await createSession(ctx.user.id, ctx.session.workspace_id);
+    throw redirect("/settings?changed=1", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
+  });
+}
+
+export default function Settings({ loaderData }: Route.ComponentProps) {
+  const result = useActionData<typeof action>();
+  const { csrf, admin, signupsOpen: open } = loaderData;
+  const changed = typeof window !== "undefined" && new URLSearchParams(window.location.search).has("changed");
+  return (
+    <Shell>
+      <h1 className="mb-6 text-2xl font-semibold tracking-tight">Settings</h1>
+      <div className="grid max-w-3xl gap-6">
+        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+        {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
+        {changed ? <Alert tone="success">Password changed. Every other session was signed out.</Alert> : null}
+        <Card title="Change password">
+          <Form method="post" className="space-y-3">
+            <CsrfInput token={csrf} />
+            <input type="hidden" name="intent" value="password" />
+            <Field label="Current password" name="current" type="password" autoComplete="current-password" required />
+            <Field label="New password" name="next" type="password" autoComplete="new-password" minLength={10} required />
+            <Field label="Confirm new password" name="confirm" type="password" autoComplete="new-password" minLength={10} required />
+            <Button type="submit">Change password</Button>
+          </Form>
+        </Card>
+        {admin ? (
+          <Card title="Server">
+            <Form method="post" className="flex items-center gap-3">
+              <CsrfInput token={csrf} />
+              <input type="hidden" name="intent" value="signups" />
+              <label className="flex items-center gap-2 text-sm">
+                <input type="checkbox" name="open" value="true" defaultChecked={open} />
+                Anyone who reaches this server may sign up (otherwise by invitation)
+              </label>
+              <Button type="submit" variant="secondary">Save</Button>
+            </Form>
+          </Card>
+        ) : null}
+      </div>
+    </Shell>
+  );
+}

@@ -1,0 +1,100 @@
+import { Form, redirect, useActionData, useNavigation } from "react-router";
+import type { Route } from "./+types/signup";
+import { Alert, Button, Field } from "~/components/ui";
+import { createSession } from "~/models/session.server";
+import { createUser, signupsOpen, userCount } from "~/models/user.server";
+import { acceptInvitation, createWorkspace, findInvitation } from "~/models/workspace.server";
+import { ApiError } from "~/utils/api-error.server";
+import { getConsole, startSessionHeaders } from "~/utils/console.server";
+import { field, formAction } from "~/utils/form.server";
+
+export const meta: Route.MetaFunction = () => [{ title: "Sign up · holm" }];
+
+async function mode(invite: string | null) {
+  const first = (await userCount()) === 0;
+  const invitation = invite ? await findInvitation(invite) : undefined;
+  return { first, open: first || (await signupsOpen()), invitation };
+}
+
+export async function loader({ request }: Route.LoaderArgs) {
+  if (await getConsole(request)) throw redirect("/");
+  const invite = new URL(request.url).searchParams.get("invite");
+  const m = await mode(invite);
+  return {
+    first: m.first,
+    open: m.open,
+    invite: m.invitation ? { token: invite, email: m.invitation.email, workspace: m.invitation.workspace_name, role: m.invitation.role } : null,
+  };
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const form = await request.formData();
+    const invite = field(form, "invite") || null;
+    const m = await mode(invite);
+    if (!m.open && !m.invitation) throw new ApiError("denied", "sign-up is by invitation on this server");
+    const email = field(form, "email");
+    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
+    if (field(form, "password") !== field(form, "confirm")) throw new ApiError("bad_request", "the passwords differ");
+    // The first account on a fresh server administers it.
+    const user = await createUser({ email, name: field(form, "name"), password: field(form, "password"), isAdmin: m.first });
+    let workspaceId: string;
+    if (m.invitation && invite) {
+      workspaceId = await acceptInvitation(invite, user.id, user.email);
+    } else {
+      const name = field(form, "workspace") || `${user.name}'s workspace`;
+      workspaceId = (await createWorkspace(user.id, name)).id;
+    }
+    const { token, session } = await createSession(user.id, workspaceId);
+    throw redirect("/", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
+  });
+}
+
+export default function Signup({ loaderData }: Route.ComponentProps) {
+  const result = useActionData<typeof action>();
+  const busy = useNavigation().state !== "idle";
+  const { first, open, invite } = loaderData;
+  return (
+    <div className="mx-auto mt-16 max-w-sm px-4">
+      <h1 className="text-2xl font-semibold tracking-tight">{first ? "Set up holm" : "Create your account"}</h1>
+      <p className="mt-1 text-sm text-slate-600">
+        {first
+          ? "You are the first person here: your account will administer this server."
+          : invite
+            ? `You are invited to ${invite.workspace} as ${invite.role}.`
+            : "Boxes are isolated desktops that agents drive and people watch."}
+      </p>
+      {!open && !invite ? (
+        <div className="mt-6">
+          <Alert tone="info">Sign-up on this server is by invitation. Ask a workspace owner for a link.</Alert>
+          <p className="mt-4 text-sm">
+            <a className="text-indigo-700 underline" href="/login">
+              Log in
+            </a>
+          </p>
+        </div>
+      ) : (
+        <Form method="post" className="mt-6 space-y-4">
+          {invite ? <input type="hidden" name="invite" value={invite.token ?? ""} /> : null}
+          {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+          <Field label="Name" name="name" autoComplete="name" required />
+          <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={invite?.email} readOnly={!!invite} />
+          <Field label="Password" name="password" type="password" autoComplete="new-password" minLength={10} required hint="At least 10 characters." />
+          <Field label="Confirm password" name="confirm" type="password" autoComplete="new-password" minLength={10} required />
+          {!invite ? <Field label="Workspace name" name="workspace" placeholder="My team" /> : null}
+          <Button type="submit" disabled={busy} className="w-full">
+            {busy ? "Creating…" : "Create account"}
+          </Button>
+          {!first ? (
+            <p className="text-center text-sm text-slate-600">
+              Have an account?{" "}
+              <a className="text-indigo-700 underline" href={invite ? `/login?next=${encodeURIComponent(`/invite/${invite.token}`)}` : "/login"}>
+                Log in
+              </a>
+            </p>
+          ) : null}
+        </Form>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,25 @@
+import { z } from "zod";
+import { readTrace, TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, traceBox } from "~/models/trace.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseQuery, v1 } from "~/utils/route.server";
+
+const TraceQuerySchema = z.strictObject({
+  /** Entries with seq > after; -1 (the default) reads from the start. */
+  after: z.coerce.number().int().min(-1).default(-1),
+  limit: z.coerce.number().int().min(1).max(TRACE_PAGE_MAX).default(TRACE_PAGE_DEFAULT),
+});
+
+const route = v1({
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    const q = parseQuery(args.request, TraceQuerySchema);
+    // A removed box's trace stays readable, so this does not go through getBox (410).
+    const box = await traceBox(actor, param(args, "id"));
+    return readTrace(box.id, { after: q.after, limit: q.limit });
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;
+// Read by the auth-matrix test: the methods this route serves.
+export const handle = { methods: ["GET"] };

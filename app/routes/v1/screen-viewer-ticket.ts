@@ -1,0 +1,34 @@
+import { z } from "zod";
+import { getBox } from "~/models/box.server";
+import { parseScreen } from "~/models/screen.server";
+import { issueTicket } from "~/models/ticket.server";
+import { requireActor } from "~/utils/auth.server";
+import { publicUrl } from "~/utils/env.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
+
+// A ticket for the viewer socket: the box must be one the caller sees (it need not be ready yet;
+// the socket answers 409 until it is). People with the viewer role get view tickets only.
+const route = v1({
+  POST: async (args) => {
+    // A viewer may ask (for a view ticket): POST needs member by default.
+    const actor = await requireActor(args.request, "viewer");
+    const body = await parseBody(args.request, TicketSchema);
+    const box = await getBox(actor, param(args, "id"));
+    const screen = parseScreen(param(args, "screen"), box);
+    const issued = issueTicket(actor, box, screen, body.mode);
+    const socket = `${publicUrl().replace(/^http/, "ws")}/v1/boxes/${box.id}/screens/${screen}/viewer/socket`;
+    const ticket = encodeURIComponent(issued.ticket);
+    return {
+      ticket: issued.ticket,
+      expires_at_ms: issued.expires_at_ms,
+      mode: issued.mode,
+      view_socket: `${socket}?ticket=${ticket}&mode=view`,
+      ...(issued.mode === "control" ? { control_socket: `${socket}?ticket=${ticket}&mode=control` } : {}),
+    };
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

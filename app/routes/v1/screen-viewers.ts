@@ -1,0 +1,19 @@
+import { getBox } from "~/models/box.server";
+import { parseScreen } from "~/models/screen.server";
+import { viewers } from "~/models/viewer.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, v1 } from "~/utils/route.server";
+
+// Who is on a screen through the viewer socket: `watching` counts every connection (drivers
+// watch too), `driving` those in control mode.
+const route = v1({
+  GET: async (args) => {
+    const box = await getBox(await requireActor(args.request), param(args, "id"));
+    const screen = parseScreen(param(args, "screen"), box);
+    const { watching, driving } = viewers(box.id, screen);
+    return { watching, driving, person_driving: driving > 0, taken_over: false };
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;

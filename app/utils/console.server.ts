@@ -1,0 +1,91 @@
+import { createHmac } from "node:crypto";
+import { redirect } from "react-router";
+import {
+  SESSION_COOKIE,
+  type Session,
+  clearedSessionCookie,
+  readCookie,
+  sessionCookie,
+  validateSession,
+} from "~/models/session.server";
+import { type User, userCount } from "~/models/user.server";
+import type { Role } from "~/models/roles";
+import { type Workspace, workspacesOf } from "~/models/workspace.server";
+import { ApiError } from "./api-error.server";
+import type { Actor } from "./auth.server";
+import { safeEqual } from "./auth.server";
+import { serverKey } from "./secret.server";
+
+// The console's side of authentication: the session cookie, the current workspace, CSRF.
+
+export interface ConsoleContext {
+  user: User;
+  session: Session;
+  workspaces: Workspace[];
+  workspace: Workspace | undefined;
+  csrf: string;
+}
+
+export function isSecure(request: Request): boolean {
+  return new URL(request.url).protocol === "https:";
+}
+
+export function csrfFor(sessionId: string): string {
+  return createHmac("sha256", serverKey()).update(`csrf:${sessionId}`).digest("base64url");
+}
+
+export async function getConsole(request: Request): Promise<ConsoleContext | undefined> {
+  const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+  if (!token) return undefined;
+  const found = await validateSession(token);
+  if (!found) return undefined;
+  const workspaces = await workspacesOf(found.user.id);
+  const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
+  return { ...found, workspaces, workspace, csrf: csrfFor(found.session.id) };
+}
+
+/** A signed-in person, or a redirect to log-in (or to sign-up on a server with no account). */
+export async function requireConsole(request: Request): Promise<ConsoleContext> {
+  const ctx = await getConsole(request);
+  if (ctx) return ctx;
+  if ((await userCount()) === 0) throw redirect("/signup");
+  const url = new URL(request.url);
+  throw redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
+}
+
+/** A signed-in person in a workspace with at least `need`. */
+export async function requireWorkspace(
+  request: Request,
+  need: Role = "viewer",
+): Promise<ConsoleContext & { workspace: Workspace; actor: Actor }> {
+  const ctx = await requireConsole(request);
+  if (!ctx.workspace) throw redirect("/workspaces/new");
+  const rank = { viewer: 0, member: 1, admin: 2, owner: 3 };
+  if (rank[ctx.workspace.role] < rank[need]) {
+    throw new ApiError("denied", `this needs the ${need} role in ${ctx.workspace.name}; you are a ${ctx.workspace.role}`);
+  }
+  const actor: Actor = {
+    kind: "workspace",
+    workspaceId: ctx.workspace.id,
+    role: ctx.workspace.role,
+    via: "session",
+    userId: ctx.user.id,
+  };
+  return { ...ctx, workspace: ctx.workspace, actor };
+}
+
+/** Every console form carries the session's CSRF token; a missing or wrong one is refused. */
+export function requireCsrf(form: FormData, ctx: ConsoleContext) {
+  const given = form.get("csrf");
+  if (typeof given !== "string" || !safeEqual(given, ctx.csrf)) {
+    throw new ApiError("denied", "this form is stale or did not come from the console; reload the page");
+  }
+}
+
+export function startSessionHeaders(request: Request, token: string, expiresAtMs: number): Headers {
+  return new Headers({ "set-cookie": sessionCookie(token, expiresAtMs, isSecure(request)) });
+}
+
+export function endSessionHeaders(request: Request): Headers {
+  return new Headers({ "set-cookie": clearedSessionCookie(isSecure(request)) });
+}

@@ -1,0 +1,34 @@
+// Fixed-window counters in memory: enough for one server guarding its log-in form.
+
+interface Window {
+  count: number;
+  resetAt: number;
+}
+
+export class RateLimiter {
+  private windows = new Map<string, Window>();
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {}
+
+  /** Counts an attempt; returns the seconds to wait when over the limit, else 0. */
+  hit(key: string, now = Date.now()): number {
+    let w = this.windows.get(key);
+    if (!w || w.resetAt <= now) {
+      w = { count: 0, resetAt: now + this.windowMs };
+      this.windows.set(key, w);
+    }
+    w.count++;
+    if (this.windows.size > 50_000) this.sweep(now);
+    return w.count > this.limit ? Math.ceil((w.resetAt - now) / 1000) : 0;
+  }
+
+  reset(key: string) {
+    this.windows.delete(key);
+  }
+
+  private sweep(now: number) {
+    for (const [k, w] of this.windows) if (w.resetAt <= now) this.windows.delete(k);
+  }
+}

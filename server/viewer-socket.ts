@@ -1,0 +1,238 @@
+import type { IncomingMessage } from "node:http";
+import { STATUS_CODES } from "node:http";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+import { WebSocket, WebSocketServer } from "ws";
+import { type RunningBox, getBox, requireRunningBox, touchBox } from "~/models/box.server";
+import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
+import { VIEWER_CLOSE, registerViewer, reportViewerInput } from "~/models/viewer.server";
+import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
+import type { Actor } from "~/utils/auth.server";
+import { RfbClientFilter } from "./rfb-filter";
+import { registerUpgrade } from "./upgrade-router";
+
+// GET /v1/boxes/{id}/screens/{screen}/viewer/socket?ticket=…&mode=view|control
+//
+// A raw WebSocket to the screen's VNC server (x11vnc on ADDRESS:5900+screen), for noVNC. The
+// ticket is the credential (no bearer token); it is checked, with the box, before the upgrade is
+// accepted, and a refusal is a plain HTTP answer. Every viewer gets its own VNC connection, so a
+// slow one never holds up the others or the agent. VNC → viewer bytes go out unchanged as binary
+// frames; viewer → VNC bytes go through the RFB filter (view mode drops input, both modes force
+// the shared flag).
+
+export const VIEWER_SOCKET_PATH = /^\/v1\/boxes\/([^/]+)\/screens\/([^/]+)\/viewer\/socket$/;
+
+const SERVER: Actor = { kind: "server" };
+/** Stop reading VNC while this much is queued for a viewer; go on below LOW_WATER. */
+const HIGH_WATER = 4 * 1024 * 1024;
+const LOW_WATER = 1024 * 1024;
+const CONNECT_TIMEOUT_MS = 5000;
+const PING_MS = 30_000;
+
+let wss: WebSocketServer | undefined;
+
+/** Registers the socket's upgrade route (call once, before the server listens). */
+export function registerViewerSocket() {
+  if (wss) return;
+  wss = new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    perMessageDeflate: false,
+    maxPayload: 32 * 1024 * 1024,
+    // noVNC asks for no subprotocol; older clients offer `binary`. Echo that one only.
+    handleProtocols: (protocols) => (protocols.has("binary") ? "binary" : false),
+  });
+  registerUpgrade(VIEWER_SOCKET_PATH, (req, socket, head, match) => {
+    socket.on("error", () => undefined);
+    accept(req, socket, head, match).catch((err) => {
+      console.error("[holm] viewer socket:", err);
+      refuse(socket, 500, new ApiError("internal", "the viewer socket failed to open"));
+    });
+  });
+}
+
+function refuse(socket: Duplex, status: number, err: ApiError) {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(err.toJSON());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+/** The HTTP status of a box lookup failure at upgrade: 404 for no box, 409 for one not ready. */
+function boxStatus(e: unknown): number {
+  if (!isApiError(e)) return 500;
+  if (e.code === "not_found" || e.code === "gone") return 404;
+  if (e.code === "internal") return 500;
+  return 409;
+}
+
+async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+  const url = new URL(req.url ?? "/", "http://viewer");
+  let id: string;
+  try {
+    id = decodeURIComponent(match[1]!);
+  } catch {
+    return refuse(socket, 404, notFound("no such box"));
+  }
+  const screenRaw = match[2]!;
+  const modeRaw = url.searchParams.get("mode") ?? "view";
+  if (modeRaw !== "view" && modeRaw !== "control") {
+    return refuse(socket, 400, new ApiError("bad_request", `mode must be view or control; got "${modeRaw.slice(0, 20)}"`));
+  }
+  const mode: ViewerMode = modeRaw;
+  if (!/^[0-9]{1,2}$/.test(screenRaw)) return refuse(socket, 404, notFound(`no screen ${screenRaw.slice(0, 20)}`));
+  const screen = Number(screenRaw);
+
+  let claims: TicketClaims;
+  try {
+    claims = verifyTicket(url.searchParams.get("ticket") ?? "", id, screen, mode);
+  } catch (e) {
+    const err = isApiError(e) ? e : new ApiError("denied", "the ticket is not valid");
+    return refuse(socket, err.status === 403 ? 403 : 401, err);
+  }
+
+  // The ticket proved the box; now the box must be running, with this screen.
+  const aborted = new AbortController();
+  socket.once("close", () => aborted.abort());
+  let box: RunningBox;
+  try {
+    const found = await getBox(SERVER, id);
+    if (screen >= found.screens) throw notFound(`box ${id} has no screen ${screen}`);
+    // A paused box would make requireRunningBox wait; a viewer should hear at once.
+    if (found.state !== "ready") throw new ApiError("denied", `box ${id} is ${found.state}`, { retryable: true });
+    box = await requireRunningBox(SERVER, id, aborted.signal);
+  } catch (e) {
+    const err = isApiError(e) ? e : new ApiError("internal", "the box could not be looked up");
+    return refuse(socket, boxStatus(e), err);
+  }
+  if (socket.destroyed) return;
+
+  const tcp = net.connect({ host: box.address, port: 5900 + screen });
+  tcp.setNoDelay(true);
+  const reached = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      tcp.destroy();
+      resolve(false);
+    }, CONNECT_TIMEOUT_MS);
+    tcp.once("connect", () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+    tcp.once("error", () => {
+      clearTimeout(timer);
+      resolve(false);
+    });
+  });
+  if (socket.destroyed) {
+    tcp.destroy();
+    return;
+  }
+  wss!.handleUpgrade(req, socket, head, (ws) => {
+    if (!reached) {
+      tcp.destroy();
+      ws.close(VIEWER_CLOSE.vncUnreachable, `the VNC server of box ${id} screen ${screen} does not answer`);
+      return;
+    }
+    relay(ws, tcp, claims, mode);
+  });
+}
+
+function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: ViewerMode) {
+  const { box_id: boxId, screen, issuer } = claims;
+  let ended = false;
+  let tcpPaused = false;
+  let wsPaused = false;
+  let alive = true;
+
+  const filter = new RfbClientFilter({
+    mode,
+    onInput:
+      mode === "control"
+        ? (kind, detail) => {
+            reportViewerInput({ boxId, screen, issuer, kind, detail: detail as Record<string, number> });
+            void touchBox(boxId).catch(() => undefined);
+          }
+        : undefined,
+  });
+
+  const end = (code: number, reason: string) => {
+    if (ended) return;
+    ended = true;
+    unregister();
+    clearInterval(ping);
+    tcp.destroy();
+    if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(code, reason);
+  };
+
+  const unregister = registerViewer({
+    boxId,
+    screen,
+    mode,
+    issuer,
+    openedAtMs: Date.now(),
+    close: (code, reason) => end(code, reason),
+  });
+
+  // VNC → viewer, unchanged. Back-pressure: stop reading VNC while the viewer is behind.
+  const sent = (err?: Error) => {
+    if (err || !tcpPaused || ws.bufferedAmount > LOW_WATER) return;
+    tcpPaused = false;
+    tcp.resume();
+  };
+  tcp.on("data", (chunk: Buffer) => {
+    if (ended) return;
+    ws.send(chunk, { binary: true }, sent);
+    if (!tcpPaused && ws.bufferedAmount > HIGH_WATER) {
+      tcpPaused = true;
+      tcp.pause();
+    }
+  });
+  tcp.on("error", () => undefined);
+  tcp.on("close", () => {
+    if (ended) return;
+    void whyVncClosed(boxId).then(([code, reason]) => end(code, reason));
+  });
+
+  // viewer → VNC, through the filter. Back-pressure: stop reading the viewer while VNC is behind.
+  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
+    if (ended) return;
+    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    const { out, close } = filter.push(bytes);
+    if (out.length && !tcp.write(out) && !wsPaused) {
+      wsPaused = true;
+      ws.pause();
+      tcp.once("drain", () => {
+        wsPaused = false;
+        ws.resume();
+      });
+    }
+    if (close) end(close.code, close.reason);
+  });
+  ws.on("pong", () => (alive = true));
+  ws.on("error", () => end(VIEWER_CLOSE.normal, "socket error"));
+  ws.on("close", () => end(VIEWER_CLOSE.normal, "viewer closed"));
+
+  // A viewer that vanished without closing (sleep, network loss) is noticed within a minute.
+  const ping = setInterval(() => {
+    if (!alive) {
+      ws.terminate();
+      return;
+    }
+    alive = false;
+    ws.ping();
+  }, PING_MS);
+  ping.unref();
+}
+
+/** When VNC hangs up: was the box removed or stopped (the usual reason), or did VNC alone go? */
+async function whyVncClosed(boxId: string): Promise<[number, string]> {
+  try {
+    const box = await getBox(SERVER, boxId);
+    if (box.state === "ready") return [VIEWER_CLOSE.vncUnreachable, "the box's VNC server closed the connection"];
+    return [VIEWER_CLOSE.notReady, `the box is ${box.state}`];
+  } catch {
+    return [VIEWER_CLOSE.noBox, "the box was removed"];
+  }
+}
