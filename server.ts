@@ -72,7 +72,11 @@ app.use((req, res, next) => {
 
 await holm.boot();
 holm.attach(server);
-app.all("/{*splat}", createRequestHandler({ build }));
+app.all(
+  "/{*splat}",
+  // The peer address, for per-address limits (log-in); never a client-supplied header.
+  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.socket.remoteAddress ?? "unknown" }) }),
+);
 
 server.listen(config.port, config.host, () => {
   const addr = server.address();

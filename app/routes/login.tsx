@@ -25,15 +25,20 @@ export async function loader({ request }: Route.LoaderArgs) {
   return null;
 }
 
-export async function action({ request }: Route.ActionArgs) {
+export async function action({ request, context }: Route.ActionArgs) {
   return formAction(async () => {
     const form = await request.formData();
     const email = normalizeEmail(field(form, "email"));
-    const address = request.headers.get("x-forwarded-for")?.split(",")[0]?.trim() || "local";
-    const wait = Math.max(byAddress.hit(address), byAccount.hit(email));
-    if (wait) throw new ApiError("denied", `too many attempts; try again in ${wait} s`);
+    const address = (context as { remoteAddress?: string }).remoteAddress ?? "unknown";
+    const wait = Math.max(byAddress.blocked(address), byAccount.blocked(email));
+    if (wait) throw new ApiError("denied", `too many failed attempts; try again in ${wait} s`);
     const user = await checkCredentials(email, field(form, "password"));
-    if (!user) throw new ApiError("unauthorized", "the email or password is not right");
+    if (!user) {
+      // Only failures count, so people logging in often are never locked out.
+      byAddress.hit(address);
+      byAccount.hit(email);
+      throw new ApiError("unauthorized", "the email or password is not right");
+    }
     byAccount.reset(email);
     const first = (await workspacesOf(user.id))[0];
     const { token, session } = await createSession(user.id, first?.id ?? null);

@@ -24,6 +24,13 @@ export class RateLimiter {
     return w.count > this.limit ? Math.ceil((w.resetAt - now) / 1000) : 0;
   }
 
+  /** Seconds to wait before another attempt is allowed, without counting one. */
+  blocked(key: string, now = Date.now()): number {
+    const w = this.windows.get(key);
+    if (!w || w.resetAt <= now || w.count < this.limit) return 0;
+    return Math.ceil((w.resetAt - now) / 1000);
+  }
+
   reset(key: string) {
     this.windows.delete(key);
   }

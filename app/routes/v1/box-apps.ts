@@ -9,8 +9,8 @@ const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, AppsSchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const body = await parseBody(args.request, AppsSchema);
     return installApps(box, body.apps);
   },
 });

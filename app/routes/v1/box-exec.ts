@@ -7,8 +7,8 @@ import { param, parseBody, v1 } from "~/utils/route.server";
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, ExecSchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const body = await parseBody(args.request, ExecSchema);
     return callAgent(box, "POST", "/exec", body, (body.timeout_ms ?? 60_000) + 15_000);
   },
 });

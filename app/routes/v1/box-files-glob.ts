@@ -13,8 +13,8 @@ const GlobQuerySchema = z.strictObject({
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
-    const q = parseQuery(args.request, GlobQuerySchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const q = parseQuery(args.request, GlobQuerySchema);
     return callAgent(box, "GET", `/files/glob${query(q)}`, undefined, 120_000);
   },
 });

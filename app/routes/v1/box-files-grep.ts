@@ -7,8 +7,8 @@ import { param, parseBody, v1 } from "~/utils/route.server";
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, GrepSchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const body = await parseBody(args.request, GrepSchema);
     return callAgent(box, "POST", "/files/grep", body, 120_000);
   },
 });

@@ -9,8 +9,8 @@ const ListQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
-    const q = parseQuery(args.request, ListQuerySchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const q = parseQuery(args.request, ListQuerySchema);
     return callAgent(box, "GET", `/files/list${query(q)}`);
   },
 });

@@ -10,14 +10,14 @@ const PathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
-    const q = parseQuery(args.request, PathQuerySchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const q = parseQuery(args.request, PathQuerySchema);
     return callAgent(box, "GET", `/files${query(q)}`, undefined, 120_000);
   },
   PUT: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, WriteFileSchema);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+    const body = await parseBody(args.request, WriteFileSchema);
     return callAgent(box, "PUT", "/files", body, 120_000);
   },
 });

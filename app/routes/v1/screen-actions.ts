@@ -9,8 +9,8 @@ const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
     const text = await args.request.text();
-    const { input, steps } = validateBatch(parseJsonText(text, z.unknown()));
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"), args.request.signal);
+    const { input, steps } = validateBatch(parseJsonText(text, z.unknown()));
     const scope = `actions:${actor.kind === "server" ? "server" : actor.workspaceId}:${t.box.id}:${t.screen}`;
     return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => ({
       status: 200,

@@ -9,14 +9,14 @@ const ClipboardSetSchema = z.strictObject({ text: z.string().max(1_000_000), sel
 
 const route = v1({
   GET: async (args) => {
-    const q = parseQuery(args.request, ClipboardQuerySchema);
     const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
+    const q = parseQuery(args.request, ClipboardQuerySchema);
     return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`);
   },
   PUT: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, ClipboardSetSchema);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const body = await parseBody(args.request, ClipboardSetSchema);
     return callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
   },
 });

@@ -16,8 +16,8 @@ const route = v1({
   },
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, RecordingStartSchema);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const body = await parseBody(args.request, RecordingStartSchema);
     return callAgent(t.box, "POST", `/screens/${t.screen}/recording`, body);
   },
   DELETE: async (args) => {

@@ -6,8 +6,8 @@ import { param, parseBody, v1 } from "~/utils/route.server";
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const body = await parseBody(args.request, WaitWindowSchema);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const body = await parseBody(args.request, WaitWindowSchema);
     return callAgent(t.box, "POST", `/screens/${t.screen}/windows/wait`, body, 40_000);
   },
 });

@@ -1,0 +1,95 @@
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleClient } from "../support/console";
+import { type TestServer, removeTestBoxes, startServer } from "../support/server";
+
+// Accounts and sessions from the outside: who may sign up, cookies, CSRF, log-in limits,
+// revocation on password change, and that only hashes are stored.
+
+let server: TestServer;
+let c: ReturnType<typeof consoleClient>;
+
+beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
+  c = consoleClient(server);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+const store = () => new SQLite(path.join(server.stateDir, "holm.db"), { readonly: true });
+const login = (email: string, password: string) => c.form(undefined, "/login", { email, password, next: "/" });
+
+describe("accounts", () => {
+  let ada: Awaited<ReturnType<typeof c.signUp>>;
+
+  it("the first account administers the server; later sign-ups need an invitation", async () => {
+    ada = await c.signUp("ada@example.com", "A");
+    const db = store();
+    expect(db.prepare("select is_admin from user where email = ?").get("ada@example.com")).toEqual({ is_admin: 1 });
+    db.close();
+    const res = await c.form(undefined, "/signup", { name: "eve", email: "eve@example.com", password: "x".repeat(12), confirm: "x".repeat(12) });
+    expect(res.headers.get("set-cookie")).toBeNull();
+    expect(await res.text()).toContain("by invitation");
+  });
+
+  it("sets a HttpOnly, SameSite session cookie and stores only hashes of tokens, passwords and keys", async () => {
+    const res = await login("ada@example.com", "correct horse battery");
+    expect(res.status).toBe(302);
+    const set = res.headers.get("set-cookie")!;
+    expect(set).toMatch(/HttpOnly/);
+    expect(set).toMatch(/SameSite=Lax/);
+    const token = /holm_session=([^;]+)/.exec(set)![1]!;
+    const key = await c.createKey(ada, "stored");
+    const db = store();
+    const dump = JSON.stringify([
+      db.prepare("select * from session").all(),
+      db.prepare("select * from api_key").all(),
+      db.prepare("select * from user").all(),
+    ]);
+    db.close();
+    expect(dump).not.toContain(token);
+    expect(dump).not.toContain(key.secret);
+    expect(dump).not.toContain("correct horse battery");
+    expect(dump).toContain("scrypt$");
+  });
+
+  it("refuses a console form without the CSRF token, or from another origin", async () => {
+    const noToken = await c.form(ada, "/keys?index", { intent: "create", name: "sneaky" });
+    expect(noToken.status).toBe(400);
+    expect(await noToken.text()).toContain("reload the page");
+    const csrf = c.csrfIn(await c.page(ada, "/keys"));
+    const crossSite = await c.form(ada, "/keys?index", { intent: "create", name: "sneaky", csrf }, { origin: "http://evil.example" });
+    expect(crossSite.status).toBe(403);
+    expect(await c.page(ada, "/keys")).not.toContain("sneaky");
+  });
+
+  it("rate-limits failed log-ins per account, even with the right password after", async () => {
+    for (let i = 0; i < 8; i++) expect((await login("ada@example.com", "wrong password!!")).status).toBe(401);
+    const blocked = await login("ada@example.com", "correct horse battery");
+    expect(blocked.status).toBe(400);
+    expect(await blocked.text()).toContain("too many failed attempts");
+  });
+
+  it("ends every session when the password changes", async () => {
+    const other = ada; // a session from sign-up
+    const csrf = c.csrfIn(await c.page(other, "/settings"));
+    const res = await c.form(other, "/settings", {
+      intent: "password",
+      current: "correct horse battery",
+      next: "a brand new passphrase",
+      confirm: "a brand new passphrase",
+      csrf,
+    });
+    expect(res.status).toBe(302);
+    const fresh = { cookie: res.headers.get("set-cookie")!.split(";")[0]! };
+    // The old cookie no longer opens the console; the fresh one does.
+    const old = await fetch(`${server.base}/keys`, { headers: { cookie: other.cookie }, redirect: "manual" });
+    expect(old.status).toBe(302);
+    expect(old.headers.get("location")).toContain("/login");
+    expect(await c.page(fresh, "/keys")).toContain("API keys");
+  });
+});

@@ -1,0 +1,38 @@
+import { expect } from "vitest";
+import type { TestServer } from "./server";
+
+// Drives the console over plain HTTP, as a browser's forms would (no JavaScript).
+
+export interface Person {
+  cookie: string;
+}
+
+export function consoleClient(server: TestServer) {
+  const form = (p: Person | undefined, url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(`${server.base}${url}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...(p ? { cookie: p.cookie } : {}), ...headers },
+      body: new URLSearchParams(fields).toString(),
+    });
+  const page = async (p: Person, url: string) => (await fetch(`${server.base}${url}`, { headers: { cookie: p.cookie }, redirect: "manual" })).text();
+  const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)![1]!;
+
+  async function signUp(email: string, workspace: string, password = "correct horse battery"): Promise<Person> {
+    const res = await form(undefined, "/signup", { name: email.split("@")[0]!, email, password, confirm: password, workspace });
+    const cookie = res.headers.get("set-cookie")?.split(";")[0];
+    expect(cookie, `signup of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
+    return { cookie: cookie! };
+  }
+
+  async function createKey(p: Person, name: string): Promise<{ secret: string; id: string }> {
+    const csrf = csrfIn(await page(p, "/keys"));
+    const html = await (await form(p, "/keys?index", { intent: "create", name, csrf })).text();
+    const secret = /holm_sk_[a-z2-7]+/.exec(html)![0];
+    const listing = await page(p, "/keys");
+    const id = new RegExp(`${name}</td>[\\s\\S]*?name="id" value="(key_[0-9a-f]+)"`).exec(listing)![1]!;
+    return { secret, id };
+  }
+
+  return { form, page, csrfIn, signUp, createKey };
+}
