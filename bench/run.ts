@@ -1,6 +1,8 @@
+import { benchAuth } from "./auth";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchDrive } from "./drive";
+import { benchTrace } from "./trace";
 
 // `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
 // the box image (scripts/setup.sh does both).
@@ -9,6 +11,8 @@ const benches: Record<string, () => Promise<void>> = {
   "box-start": benchBoxStart,
   "box-read": benchBoxRead,
   drive: benchDrive,
+  auth: benchAuth,
+  trace: benchTrace,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
