@@ -1,10 +1,12 @@
 import { callAgent, requireScreen } from "~/models/screen.server";
+import { assertAgentMayInput } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
 
 const route = v1({
   DELETE: async (args) => {
     const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
+    assertAgentMayInput(t.box.id, t.screen);
     return callAgent(t.box, "DELETE", `/screens/${t.screen}/windows/${encodeURIComponent(param(args, "window"))}`);
   },
 });

@@ -43,6 +43,12 @@ export function parseBatch(body: unknown): { batch: ReturnType<typeof BatchSchem
   return { batch: b.data, steps };
 }
 
+/** Steps that send input to the screen: refused while the input guard is up. */
+const INPUT_STEPS = new Set([
+  "move", "click", "double_click", "drag", "path", "mouse_down", "mouse_up", "scroll",
+  "type", "press", "key_down", "key_up", "on_window", "launch", "open_url", "on_tab",
+]);
+
 export async function runBatch(screen: Screen, body: unknown): Promise<BatchResult> {
   const { batch, steps } = parseBatch(body);
   return screen.lock.run(async () => {
@@ -52,6 +58,9 @@ export async function runBatch(screen: Screen, body: unknown): Promise<BatchResu
     screen.holds.beginBatch();
     for (let i = 0; i < steps.length; i++) {
       try {
+        if (INPUT_STEPS.has(steps[i].type) && Date.now() < screen.guardedUntil) {
+          throw new AgentError("denied", "a person has control of this screen");
+        }
         const data = await runStep(screen, steps[i]);
         results.push({ ok: true, ...data });
       } catch (err) {

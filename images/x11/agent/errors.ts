@@ -1,11 +1,12 @@
 // Error codes shared with the server (the subset of its `/v1` codes a box can produce).
-export type ErrorCode = "bad_request" | "unsupported" | "not_found" | "failed" | "timeout" | "internal" | "unauthorized";
+export type ErrorCode = "bad_request" | "unsupported" | "not_found" | "denied" | "failed" | "timeout" | "internal" | "unauthorized";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = {
   bad_request: 400,
   unsupported: 400,
   unauthorized: 401,
   not_found: 404,
+  denied: 409,
   failed: 422,
   internal: 500,
   timeout: 504,

@@ -168,6 +168,17 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     return { released: r.released, released_keys: r.released_keys };
   });
 
+  add("POST", "/screens/:n/guard", async ({ params, body }) => {
+    // Not behind the lock either: it must stop a running batch's next input step.
+    const s = screenOf(params);
+    const b = (await body()) as { on?: unknown; ttl_ms?: unknown };
+    if (typeof b?.on !== "boolean") throw new AgentError("bad_request", "guard needs {on: boolean}");
+    const ttl = typeof b.ttl_ms === "number" && b.ttl_ms > 0 ? Math.min(b.ttl_ms, 24 * 3600_000) : 3600_000;
+    s.guardedUntil = b.on ? Date.now() + ttl : 0;
+    const r = b.on ? await s.holds.releaseAll(false) : { released: [], released_keys: [] };
+    return { guarded: b.on, released: r.released, released_keys: r.released_keys };
+  });
+
   const s0 = (): Screen => screens[0];
   add("POST", "/exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
   add("GET", "/files", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));

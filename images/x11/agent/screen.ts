@@ -37,6 +37,12 @@ export class Screen {
   readonly holds: Holds;
   readonly lock = new Mutex();
   recording: Recording | null = null;
+  /**
+   * The input guard: true while a person holds this screen. Input steps are refused even in a
+   * batch that started before the takeover; the server sets it, and it lapses by itself if the
+   * server never comes back to clear it.
+   */
+  guardedUntil = 0;
   /** Last PNGs by frame hash, newest last: a repeated request is not encoded twice. */
   readonly pngCache = new Map<string, Buffer>();
   /** The last captured pixels and their hash, so an unchanged screen is not hashed again. */

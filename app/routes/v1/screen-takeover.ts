@@ -1,0 +1,26 @@
+import { z } from "zod";
+import { requireScreen } from "~/models/screen.server";
+import { giveBack, takeOver } from "~/models/takeover.server";
+import { requireActor } from "~/utils/auth.server";
+import { param, parseBody, v1 } from "~/utils/route.server";
+
+const TakeoverSchema = z.strictObject({ shared: z.boolean().optional() });
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request, "member");
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const body = await parseBody(args.request, TakeoverSchema);
+    return takeOver(actor, t, { shared: body.shared ?? false });
+  },
+  DELETE: async (args) => {
+    const actor = await requireActor(args.request, "member");
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    return giveBack(t);
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;
+// Read by the auth-matrix test: the methods this route serves.
+export const handle = { methods: ["POST", "DELETE"] };
