@@ -1,5 +1,6 @@
 import { getBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
+import { takeoverOf } from "~/models/takeover.server";
 import { viewers } from "~/models/viewer.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
@@ -11,7 +12,14 @@ const route = v1({
     const box = await getBox(await requireActor(args.request), param(args, "id"));
     const screen = parseScreen(param(args, "screen"), box);
     const { watching, driving } = viewers(box.id, screen);
-    return { watching, driving, person_driving: driving > 0, taken_over: false };
+    const t = takeoverOf(box.id, screen);
+    return {
+      watching,
+      driving,
+      person_driving: driving > 0,
+      taken_over: t?.exclusive ?? false,
+      ...(t ? { takeover: { by: t.by, exclusive: t.exclusive, since_ms: t.since_ms } } : {}),
+    };
   },
 });
 
