@@ -9,6 +9,7 @@ export const v1Routes = [
   route("v1/boxes/:id/resume", "routes/v1/box-resume.ts"),
   route("v1/boxes/:id/stop", "routes/v1/box-stop.ts"),
   route("v1/boxes/:id/apps", "routes/v1/box-apps.ts"),
+  route("v1/boxes/:id/fork", "routes/v1/box-fork.ts"),
   route("v1/boxes/:id/exec", "routes/v1/box-exec.ts"),
   route("v1/boxes/:id/files", "routes/v1/box-files.ts"),
   route("v1/boxes/:id/files/list", "routes/v1/box-files-list.ts"),
@@ -48,5 +49,6 @@ export default [
   route("members", "routes/members.tsx"),
   route("keys", "routes/keys.tsx"),
   route("settings", "routes/settings.tsx"),
+  route("boxes/:id/ticket", "routes/box-ticket.ts"),
   ...v1Routes,
 ] satisfies RouteConfig;

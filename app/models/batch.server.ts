@@ -4,6 +4,7 @@ import { validate } from "~/utils/route.server";
 import { BatchSchema, LATER_STEPS, type Step, StepSchema } from "./action-schema.server";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { recordBatch, recordRefusal } from "./recorder.server";
 import { assertAgentMayDrive } from "./takeover.server";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
@@ -94,23 +95,31 @@ export interface BatchResult {
 export async function runBatch(t: ScreenTarget, input: BatchInput, steps: Step[]): Promise<BatchResult> {
   const actions = steps.map(forAgent);
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
-  assertAgentMayDrive(t.box.id, t.screen, steps);
+  const guard = () => {
+    try {
+      assertAgentMayDrive(t.box.id, t.screen, steps);
+    } catch (err) {
+      void recordRefusal(t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
+        console.error("[holm] recording a refusal failed:", e),
+      );
+      throw err;
+    }
+  };
+  guard();
   const apps = appsAt.length ? await catalogStatus(t) : undefined;
   const result = await onScreen(`${t.box.id}/${t.screen}`, () => {
     // Checked again once the screen is ours: a person may have taken it while we queued.
-    assertAgentMayDrive(t.box.id, t.screen, steps);
-    return callAgent<BatchResult>(
-      t.box,
-      "POST",
-      `/screens/${t.screen}/batch`,
-      { ...input, actions },
-      BATCH_TIMEOUT_MS,
-    );
+    guard();
+    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS);
   });
   for (const i of appsAt) {
     if (result.results[i]?.ok) result.results[i] = { ok: true, apps };
   }
   result.tabs ??= [];
+  // Entries are committed before the answer goes out (a crash after it loses nothing); the
+  // frame entry, when the screen changed, follows in the background.
+  const frame = result.frame as { hash?: string; png_base64?: string } | undefined;
+  await recordBatch(t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame);
   return result;
 }
 

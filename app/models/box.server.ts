@@ -10,6 +10,7 @@ import { db } from "~/utils/db.server";
 import { env, publicUrl } from "~/utils/env.server";
 import { agentSecret, allUp, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
+import { recordEntry, traceStartedFresh } from "./trace.server";
 import {
   type NormalPlacement,
   type NormalSpec,
@@ -84,6 +85,15 @@ function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
     if (chains.get(id) === next) chains.delete(id);
   }).catch(() => {});
   return next;
+}
+
+/** A lifecycle entry in the box's trace; a store failure is logged, never fatal to the operation. */
+async function trace(boxId: string, event: string, data?: Record<string, unknown>, actor: "agent" | "person" | "server" = "server") {
+  try {
+    await recordEntry(boxId, { actor, event, ...(data ? { data } : {}) });
+  } catch (err) {
+    console.error(`[holm] trace ${event} of ${boxId} failed:`, err);
+  }
 }
 
 async function loadRow(id: string): Promise<BoxRow | undefined> {
@@ -171,6 +181,8 @@ export async function createBox(
     removed_at_ms: null,
   };
   await db().insertInto("box").values(row).execute();
+  // The first entry carries what a fork needs to launch the same box again.
+  await trace(row.id, "box_created", { spec, placement }, actor.kind === "workspace" && actor.via === "session" ? "person" : "agent");
   boxChanges.emit("change", toBoxJson(row));
   await recordEvent("box.created", { owner: row.owner, box_id: row.id, runtime: row.runtime });
 
@@ -243,6 +255,7 @@ async function launch(row: BoxRow): Promise<void> {
       return;
     }
     await setState(row, "ready", null);
+    await trace(row.id, "ready");
     await recordEvent("box.ready", { owner: row.owner, box_id: row.id, runtime: row.runtime });
   } catch (err) {
     const why = (err as Error).message;
@@ -250,6 +263,7 @@ async function launch(row: BoxRow): Promise<void> {
     if (row.runtime_ref) await rt.remove(row.runtime_ref).catch((e) => console.error("[holm] cleanup failed:", e));
     if (!(await stillWanted())) return;
     await setState(row, "failed", why);
+    await trace(row.id, "failed", { why });
     await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
   }
 }
@@ -305,6 +319,7 @@ export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
     if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
     await runtimeOf(cur).pause(cur.runtime_ref!);
     await setState(cur, "paused", null);
+    await trace(id, "paused");
     await recordEvent("box.paused", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -327,6 +342,7 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
     await setState(cur, "ready", null, { last_used_ms: Date.now() });
+    await trace(id, "resumed");
     await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -347,6 +363,7 @@ export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
     await rt.stop(cur.runtime_ref!);
     addresses.delete(id);
     await setState(cur, "stopped", null);
+    await trace(id, "stopped");
     await recordEvent("box.stopped", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -367,6 +384,7 @@ async function removeRow(row: BoxRow, reason: string): Promise<BoxJson> {
     if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
     addresses.delete(row.id);
     await setState(cur, "gone", reason, { removed_at_ms: at });
+    await trace(cur.id, "gone", { reason });
     await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
     return toBoxJson(cur);
   });
@@ -423,6 +441,7 @@ async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
     await serial(row.id, async () => {
       addresses.delete(row.id);
       await setState(row, "gone", "the runtime no longer has the box", { removed_at_ms: Date.now() });
+      await trace(row.id, "gone", { reason: "the runtime no longer has the box" });
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     });
     return "forgotten";
@@ -443,6 +462,8 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const known = new Set(rows.map((r) => r.id));
   for (const row of rows) {
     try {
+      // With the memory store a box taken back starts a new trace.
+      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (row.state === "starting") {
         await setState(row, "failed", "the server restarted while the box was starting");
         if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
@@ -470,6 +491,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       const row = rowFromLabels(found.boxId, found.ref, found.labels);
       row.state = found.state === "running" ? "ready" : found.state === "paused" ? "paused" : "stopped";
       await db().insertInto("box").values(row).execute();
+      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (found.address) addresses.set(row.id, found.address);
       adopted++;
       console.log(`[holm] adopted ${row.id} (${row.state}) from the runtime`);
@@ -571,4 +593,23 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
   if (!address) throw new ApiError("transport", `box ${id} has no address the server can reach`);
   void touchBox(id).catch((err) => console.error("[holm] touch failed:", err));
   return { id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
+}
+
+/** Resolves with the box's state once it is no longer `starting` (queued launches, forks). */
+export function waitUntilSettled(id: string, timeoutMs = 20 * 60_000): Promise<BoxState> {
+  return new Promise((resolve) => {
+    const done = (state: BoxState) => {
+      boxChanges.off("change", onChange);
+      clearTimeout(timer);
+      resolve(state);
+    };
+    const onChange = (box: BoxJson) => {
+      if (box.id === id && box.state !== "starting") done(box.state);
+    };
+    const timer = setTimeout(() => done("starting"), timeoutMs);
+    boxChanges.on("change", onChange);
+    void loadRow(id).then((row) => {
+      if (row && row.state !== "starting") done(row.state as BoxState);
+    });
+  });
 }

@@ -6,8 +6,10 @@ import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";
 import { type BoxJson, boxChanges, requireRunningBox } from "./box.server";
 import { recordEvent } from "./event.server";
+import { sampleSoon } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
-import { VIEWER_CLOSE, closeViewers, onViewersChange, viewers } from "./viewer.server";
+import { recordEntry } from "./trace.server";
+import { VIEWER_CLOSE, closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
 
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.
@@ -24,6 +26,10 @@ export interface Takeover {
 
 const held = new Map<string, Takeover>();
 const guardRefresh = new Map<string, NodeJS.Timeout>();
+const samplers = new Map<string, NodeJS.Timeout>();
+// While a person holds a screen the server cannot see their input, so it looks about once a
+// second and records a frame when something changed.
+const SAMPLE_EVERY_MS = 1000;
 // The agent's input guard lapses by itself unless refreshed, so a server that dies mid-takeover
 // cannot leave a box refusing its agent for long.
 const GUARD_TTL_MS = 90_000;
@@ -127,6 +133,19 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
     await callAgent(t.box, "POST", `/screens/${t.screen}/guard`, { on: false });
   }
   if (!cur) {
+    await recordEntry(t.box.id, {
+      actor: "person",
+      event: "takeover_started",
+      screen: t.screen,
+      data: { by, exclusive: takeover.exclusive },
+    }).catch((err) => console.error("[holm] trace takeover_started failed:", err));
+    const box = t.box;
+    const sampler = setInterval(() => {
+      if (held.get(k) !== takeover) return clearInterval(sampler);
+      void sampleSoon(box, t.screen, "person", 0);
+    }, SAMPLE_EVERY_MS);
+    sampler.unref();
+    samplers.set(k, sampler);
     await recordEvent("screen.taken_over", {
       owner: t.box.owner,
       box_id: t.box.id,
@@ -145,6 +164,11 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"]) {
   disarmGrace(t.boxId, t.screen);
   clearInterval(guardRefresh.get(k));
   guardRefresh.delete(k);
+  clearInterval(samplers.get(k));
+  samplers.delete(k);
+  await recordEntry(t.boxId, { actor: "server", event: "takeover_ended", screen: t.screen, data: { by: t.by, why } }).catch(
+    (err) => console.error("[holm] trace takeover_ended failed:", err),
+  );
   if (t.exclusive) {
     const target = box ?? (await requireRunningBox({ kind: "server" }, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
     if (target) {
@@ -170,6 +194,20 @@ export async function giveBack(t: ScreenTarget): Promise<{ given_back: boolean; 
   await end(cur, "given back", t.box);
   return { given_back: true, screen: t.screen };
 }
+
+// A person's input arrives over VNC: record it coarsely (a click and where; how many keys, never
+// which), so the trace shows what the person did without leaking what they typed.
+onViewerInput((input) => {
+  const data: Record<string, unknown> =
+    input.kind === "pointer"
+      ? { kind: "click", x: input.detail.x, y: input.detail.y, button: input.detail.button }
+      : input.kind === "key"
+        ? { kind: "keys", count: input.detail.presses }
+        : { kind: "clipboard", bytes: input.detail.bytes };
+  void recordEntry(input.boxId, { actor: "person", event: "person_input", screen: input.screen, data: { ...data, by: input.issuer } }).catch(
+    (err) => console.error("[holm] trace person_input failed:", err),
+  );
+});
 
 // The grace timer follows the taker's control connections.
 onViewersChange((change) => {

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import Docker from "dockerode";
-import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState } from "./runtime";
+import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
 import { ensureX11Image } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
@@ -193,5 +193,33 @@ export class DockerRuntime implements Runtime {
       const address = nets[NETWORK_OPEN]?.IPAddress || nets[NETWORK_CLOSED]?.IPAddress || undefined;
       return { ref: c.Id, boxId: c.Labels[BOX_LABEL] ?? "", state, labels: c.Labels, address };
     });
+  }
+
+  async shell(ref: string, size: { cols: number; rows: number }): Promise<Shell> {
+    const exec = await this.docker.getContainer(ref).exec({
+      Cmd: ["bash", "-l"],
+      Tty: true,
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Env: ["TERM=xterm-256color", "DISPLAY=:99"],
+    });
+    const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
+    const resize = async (cols: number, rows: number) => {
+      await exec.resize({ h: rows, w: cols });
+    };
+    await resize(size.cols, size.rows).catch(() => undefined);
+    const exited = new Promise<number | null>((resolve) => {
+      let done = false;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        exec.inspect().then((info) => resolve(info.ExitCode ?? null), () => resolve(null));
+      };
+      stream.once("end", finish);
+      stream.once("close", finish);
+      stream.once("error", finish);
+    });
+    return { stream, resize, close: () => stream.destroy(), exited };
   }
 }

@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 // The one interface between the domain and whatever runs boxes. Models call it; only the
 // Docker implementation (docker.server.ts) talks to an engine.
 
@@ -43,6 +45,17 @@ export interface RuntimeBox {
   address?: string;
 }
 
+/** An interactive shell in a box, with a TTY (the console's terminal). */
+export interface Shell {
+  /** The TTY's bytes both ways (raw: no stream multiplexing with a TTY). */
+  stream: Duplex;
+  resize(cols: number, rows: number): Promise<void>;
+  /** Ends the session (the shell gets a hang-up). */
+  close(): void;
+  /** The shell's exit code once it ends; null when it is unknown (the box went away). */
+  exited: Promise<number | null>;
+}
+
 export interface Runtime {
   readonly name: string;
   /** Builds the image unless a matching one exists. `log` gets progress lines. */
@@ -59,4 +72,6 @@ export interface Runtime {
   list(): Promise<RuntimeBox[]>;
   /** Whether the engine answers. */
   ping(): Promise<boolean>;
+  /** Starts `bash -l` in the box with a TTY of this size (DISPLAY is screen 0). */
+  shell(ref: string, size: { cols: number; rows: number }): Promise<Shell>;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { recordClipboardSet } from "~/models/recorder.server";
 import { callAgent, query, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
@@ -17,7 +18,9 @@ const route = v1({
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const body = await parseBody(args.request, ClipboardSetSchema);
-    return callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
+    const out = await callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
+    await recordClipboardSet(t.box.id, t.screen, body.selection ?? "clipboard", body.text.length);
+    return out;
   },
 });
 

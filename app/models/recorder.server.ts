@@ -1,0 +1,107 @@
+import type { Step } from "./action-schema.server";
+import { INPUT_STEPS } from "./action-schema.server";
+import type { RunningBox } from "./box.server";
+import { callAgent } from "./screen.server";
+import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
+
+// What goes into a box's trace from the drive side: one `acted` entry per step, refusals, and a
+// `frame` entry when a screen changed. Frames are sampled after the answer has gone out, so
+// recording costs a batch almost nothing; while a person holds a screen it is sampled about once
+// a second. Bytes of written files and clipboard text are never stored, only that they happened.
+
+/** A step as the trace keeps it: enough to replay it, without file or clipboard contents. */
+export function traceableStep(step: Step): Record<string, unknown> {
+  if (step.type === "write_file") {
+    const { contents_base64, ...what } = step.what;
+    return { ...step, what: { ...what, bytes: Math.floor((contents_base64.length * 3) / 4) } };
+  }
+  if (step.type === "clipboard" && step.text !== undefined) {
+    const { text, ...rest } = step;
+    return { ...rest, chars: text.length };
+  }
+  return step;
+}
+
+interface StepOutcome {
+  ok?: boolean;
+  code?: string;
+}
+
+export async function recordBatch(
+  box: RunningBox,
+  screen: number,
+  steps: Step[],
+  results: StepOutcome[],
+  frame?: { hash?: string; png_base64?: string },
+) {
+  const at = Date.now();
+  const entries: TraceEntryInput[] = results.map((r, i) => ({
+    actor: "agent",
+    event: "acted",
+    screen,
+    at_ms: at,
+    data: { step: traceableStep(steps[i]!), ok: r.ok !== false, ...(r.ok === false ? { code: r.code } : {}) },
+  }));
+  if (entries.length) await recordEntries(box.id, entries);
+  const key = `${box.id}/${screen}`;
+  if (frame?.hash && frame.png_base64) {
+    lastHash.set(key, frame.hash);
+    const png = Buffer.from(frame.png_base64, "base64");
+    void recordFrameIfChanged(box.id, screen, "agent", { hash: frame.hash, png }).catch((err) =>
+      console.error(`[holm] recording a frame of ${key} failed:`, err),
+    );
+  } else if (steps.some((s) => INPUT_STEPS.has(s.type))) {
+    void sampleSoon(box, screen, "agent");
+  }
+}
+
+export async function recordRefusal(boxId: string, screen: number, steps: Step[], reason: string) {
+  await recordEntry(boxId, {
+    actor: "agent",
+    event: "refused",
+    screen,
+    data: { reason, steps: steps.map(traceableStep) },
+  });
+}
+
+const lastHash = new Map<string, string>();
+const pending = new Map<string, Promise<void>>();
+
+/** Grabs a frame and records it if the screen changed; one at a time per screen. */
+export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, delayMs = 150): Promise<void> {
+  const key = `${box.id}/${screen}`;
+  const running = pending.get(key);
+  if (running) return running;
+  const p = (async () => {
+    // A short settle, so the frame shows what the input did rather than the moment before.
+    await new Promise((r) => setTimeout(r, delayMs));
+    const have = lastHash.get(key);
+    const frame = await callAgent<{ hash: string; unchanged: boolean; png_base64?: string }>(
+      box,
+      "GET",
+      `/screens/${screen}/frame${have ? `?have=${have}` : ""}`,
+      undefined,
+      10_000,
+    );
+    if (frame.unchanged || !frame.png_base64) return;
+    lastHash.set(key, frame.hash);
+    await recordFrameIfChanged(box.id, screen, actor, { hash: frame.hash, png: Buffer.from(frame.png_base64, "base64") });
+  })()
+    .catch((err) => console.error(`[holm] frame sample of ${key} failed:`, (err as Error).message))
+    .finally(() => pending.delete(key));
+  pending.set(key, p);
+  return p;
+}
+
+/** `ran ls /tmp → 0`: the command and its exit, never its output. */
+export async function recordRan(boxId: string, argv: string[], out: { code?: unknown; timed_out?: unknown }) {
+  await recordEntry(boxId, { actor: "agent", event: "ran", data: { argv, code: out.code ?? null, timed_out: out.timed_out === true } });
+}
+
+export async function recordFileWritten(boxId: string, path: string, bytes: number) {
+  await recordEntry(boxId, { actor: "agent", event: "file_written", data: { path, bytes } });
+}
+
+export async function recordClipboardSet(boxId: string, screen: number, selection: string, chars: number) {
+  await recordEntry(boxId, { actor: "agent", event: "clipboard_set", screen, data: { selection, chars } });
+}

@@ -1,0 +1,26 @@
+import { ForkSchema, forkBox } from "~/models/fork.server";
+import { withIdempotency } from "~/models/idempotency.server";
+import { traceBox } from "~/models/trace.server";
+import { requireActor } from "~/utils/auth.server";
+import { env } from "~/utils/env.server";
+import { param, parseJsonText, v1 } from "~/utils/route.server";
+
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request, "member");
+    const id = param(args, "id");
+    // The source must be visible before the body is read: another workspace learns nothing.
+    await traceBox(actor, id);
+    const text = await args.request.text();
+    const input = parseJsonText(text, ForkSchema);
+    const scope = `fork:${actor.kind === "server" ? "server" : actor.workspaceId}:${id}`;
+    return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, () =>
+      forkBox(actor, id, input, { queue: env().HOLM_SERVER_JOBS === "queue" }),
+    );
+  },
+});
+
+export const loader = route.loader;
+export const action = route.action;
+// Read by the auth-matrix test: the methods this route serves.
+export const handle = { methods: ["POST"] };
