@@ -92,7 +92,18 @@ export interface BatchResult {
   [key: string]: unknown;
 }
 
-export async function runBatch(t: ScreenTarget, input: BatchInput, steps: Step[]): Promise<BatchResult> {
+/** Where a batch's time went, for the Server-Timing header (ms). */
+export interface BatchTimings {
+  box: number;
+  trace: number;
+}
+
+export async function runBatch(
+  t: ScreenTarget,
+  input: BatchInput,
+  steps: Step[],
+  timings: BatchTimings = { box: 0, trace: 0 },
+): Promise<BatchResult> {
   const actions = steps.map(forAgent);
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
   const guard = () => {
@@ -110,7 +121,10 @@ export async function runBatch(t: ScreenTarget, input: BatchInput, steps: Step[]
   const result = await onScreen(`${t.box.id}/${t.screen}`, () => {
     // Checked again once the screen is ours: a person may have taken it while we queued.
     guard();
-    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS);
+    const t0 = performance.now();
+    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS).finally(
+      () => (timings.box = performance.now() - t0),
+    );
   });
   for (const i of appsAt) {
     if (result.results[i]?.ok) result.results[i] = { ok: true, apps };
@@ -119,7 +133,9 @@ export async function runBatch(t: ScreenTarget, input: BatchInput, steps: Step[]
   // Entries are committed before the answer goes out (a crash after it loses nothing); the
   // frame entry, when the screen changed, follows in the background.
   const frame = result.frame as { hash?: string; png_base64?: string } | undefined;
+  const t1 = performance.now();
   await recordBatch(t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame);
+  timings.trace = performance.now() - t1;
   return result;
 }
 

@@ -8,7 +8,7 @@ const MAX_KEYS = 10_000;
 interface Remembered {
   bodyHash: string;
   at: number;
-  result: Promise<{ status: number; body: unknown }>;
+  result: Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
 }
 
 const remembered = new Map<string, Remembered>();
@@ -33,11 +33,11 @@ export async function withIdempotency(
   scope: string,
   key: string | null,
   body: string,
-  work: () => Promise<{ status: number; body: unknown }>,
+  work: () => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>,
 ): Promise<Response> {
   if (key === null) {
     const out = await work();
-    return Response.json(out.body, { status: out.status });
+    return Response.json(out.body, { status: out.status, headers: out.headers });
   }
   if (key.length === 0 || key.length > 255) throw badRequest("idempotency-key must be 1 to 255 characters");
   const now = Date.now();
@@ -56,5 +56,5 @@ export async function withIdempotency(
   remembered.set(id, { bodyHash, at: now, result });
   result.catch(() => remembered.delete(id));
   const out = await result;
-  return Response.json(out.body, { status: out.status });
+  return Response.json(out.body, { status: out.status, headers: out.headers });
 }

@@ -1,4 +1,4 @@
-import { validateBatch, runBatch } from "~/models/batch.server";
+import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
 import { withIdempotency } from "~/models/idempotency.server";
 import { requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/utils/auth.server";
@@ -12,10 +12,13 @@ const route = v1({
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"), args.request.signal);
     const { input, steps } = validateBatch(parseJsonText(text, z.unknown()));
     const scope = `actions:${actor.kind === "server" ? "server" : actor.workspaceId}:${t.box.id}:${t.screen}`;
-    return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => ({
-      status: 200,
-      body: await runBatch(t, input, steps),
-    }));
+    return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => {
+      const timings: BatchTimings = { box: 0, trace: 0 };
+      const body = await runBatch(t, input, steps, timings);
+      // How long the box took and what recording cost: agents and the bench read this.
+      const headers = { "server-timing": `box;dur=${timings.box.toFixed(2)}, trace;dur=${timings.trace.toFixed(2)}` };
+      return { status: 200, body, headers };
+    });
   },
 });
 
