@@ -49,6 +49,7 @@ export default [
   route("members", "routes/members.tsx"),
   route("keys", "routes/keys.tsx"),
   route("settings", "routes/settings.tsx"),
+  route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
   ...v1Routes,
 ] satisfies RouteConfig;

@@ -68,13 +68,22 @@ export function assertAgentMayInput(boxId: string, screen: number) {
   }
 }
 
+/**
+ * Whether a takeover still has its person. A person's takeover lives while that person has a
+ * control connection; one made with a key or the server token hands the screen to whoever drives
+ * it in the console, so any control connection keeps it.
+ */
+function keptAlive(t: Takeover, drivers: string[]): boolean {
+  return t.by.startsWith("user:") ? drivers.includes(t.by) : drivers.length > 0;
+}
+
 function armGrace(t: Takeover) {
   const k = keyOf(t.boxId, t.screen);
   if (graceTimers.has(k)) return;
   const timer = setTimeout(() => {
     graceTimers.delete(k);
     const cur = held.get(k);
-    if (cur === t && !viewers(t.boxId, t.screen).drivers.includes(t.by)) {
+    if (cur === t && !keptAlive(t, viewers(t.boxId, t.screen).drivers)) {
       void end(t, "the person's control connection was gone for the grace period").catch((err) =>
         console.error("[holm] automatic give-back failed:", err),
       );
@@ -114,7 +123,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   };
   held.set(k, takeover);
   disarmGrace(t.box.id, t.screen);
-  if (!viewers(t.box.id, t.screen).drivers.includes(by)) armGrace(takeover);
+  if (!keptAlive(takeover, viewers(t.box.id, t.screen).drivers)) armGrace(takeover);
   let released: unknown = { released: [], released_keys: [] };
   clearInterval(guardRefresh.get(k));
   guardRefresh.delete(k);
@@ -213,7 +222,7 @@ onViewerInput((input) => {
 onViewersChange((change) => {
   const t = takeoverOf(change.boxId, change.screen);
   if (!t) return;
-  if (change.drivers.includes(t.by)) disarmGrace(t.boxId, t.screen);
+  if (keptAlive(t, change.drivers)) disarmGrace(t.boxId, t.screen);
   else armGrace(t);
 });
 

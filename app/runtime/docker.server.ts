@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import Docker from "dockerode";
 import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
@@ -196,13 +197,17 @@ export class DockerRuntime implements Runtime {
   }
 
   async shell(ref: string, size: { cols: number; rows: number }): Promise<Shell> {
-    const exec = await this.docker.getContainer(ref).exec({
+    const container = this.docker.getContainer(ref);
+    // Tags the shell and everything it starts, so close() can hang them up: closing the attach
+    // stream alone leaves the exec's processes running (the engine keeps the TTY open).
+    const tag = randomBytes(12).toString("hex");
+    const exec = await container.exec({
       Cmd: ["bash", "-l"],
       Tty: true,
       AttachStdin: true,
       AttachStdout: true,
       AttachStderr: true,
-      Env: ["TERM=xterm-256color", "DISPLAY=:99"],
+      Env: ["TERM=xterm-256color", "DISPLAY=:99", `HOLM_SHELL=${tag}`],
     });
     const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
     const resize = async (cols: number, rows: number) => {
@@ -211,15 +216,38 @@ export class DockerRuntime implements Runtime {
     await resize(size.cols, size.rows).catch(() => undefined);
     const exited = new Promise<number | null>((resolve) => {
       let done = false;
-      const finish = () => {
+      const finish = async () => {
         if (done) return;
         done = true;
-        exec.inspect().then((info) => resolve(info.ExitCode ?? null), () => resolve(null));
+        for (let i = 0; i < 20; i++) {
+          const info = await exec.inspect().catch(() => undefined);
+          if (!info) return resolve(null);
+          if (!info.Running) return resolve(info.ExitCode ?? null);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        resolve(null);
       };
       stream.once("end", finish);
       stream.once("close", finish);
       stream.once("error", finish);
     });
-    return { stream, resize, close: () => stream.destroy(), exited };
+    const hangUp = async () => {
+      const kill = await container.exec({
+        Cmd: [
+          "sh",
+          "-c",
+          `for p in /proc/[0-9]*; do grep -qzx 'HOLM_SHELL=${tag}' "$p/environ" 2>/dev/null && kill -HUP "\${p#/proc/}" 2>/dev/null; done; true`,
+        ],
+      });
+      await kill.start({ Detach: true });
+    };
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      stream.destroy();
+      hangUp().catch(() => undefined);
+    };
+    return { stream, resize, close, exited };
   }
 }

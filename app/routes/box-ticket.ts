@@ -1,0 +1,37 @@
+import type { Route } from "./+types/box-ticket";
+import { getBox } from "~/models/box.server";
+import { parseScreen } from "~/models/screen.server";
+import { type ViewerMode, issueTicket } from "~/models/ticket.server";
+import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { requireWorkspace } from "~/utils/console.server";
+
+// GET /boxes/:id/ticket?screen=n&mode=view|control — a fresh viewer ticket for the console's
+// noVNC viewer, by session (the page asks again on every reconnect, so a ticket never goes stale).
+// JSON both ways: a person who is not signed in gets 401, not the log-in page.
+
+export async function loader({ request, params }: Route.LoaderArgs) {
+  try {
+    let ctx;
+    try {
+      ctx = await requireWorkspace(request);
+    } catch (e) {
+      if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
+      throw e;
+    }
+    const url = new URL(request.url);
+    const modeRaw = url.searchParams.get("mode") ?? "view";
+    if (modeRaw !== "view" && modeRaw !== "control") throw new ApiError("bad_request", "mode must be view or control");
+    const box = await getBox(ctx.actor, params.id);
+    const screen = parseScreen(url.searchParams.get("screen") ?? "0", box);
+    const issued = issueTicket(ctx.actor, box, screen, modeRaw as ViewerMode);
+    const path =
+      `/v1/boxes/${box.id}/screens/${screen}/viewer/socket` +
+      `?ticket=${encodeURIComponent(issued.ticket)}&mode=${issued.mode}`;
+    return Response.json(
+      { ticket: issued.ticket, expires_at_ms: issued.expires_at_ms, mode: issued.mode, screen, path },
+      { headers: { "cache-control": "no-store" } },
+    );
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

@@ -1,0 +1,179 @@
+import type { Server as IoServer, Socket } from "socket.io";
+import { type BoxJson, boxChanges, getBox, touchBox } from "~/models/box.server";
+import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
+import { recordEntry } from "~/models/trace.server";
+import { roleIn } from "~/models/workspace.server";
+import { runtime } from "~/runtime/index.server";
+import type { Shell } from "~/runtime/runtime";
+import { isApiError } from "~/utils/api-error.server";
+import type { Actor } from "~/utils/auth.server";
+import { db } from "~/utils/db.server";
+
+// socket.io namespace /terminal: a shell with a TTY in one box, for the console's terminal.
+// The handshake authenticates with the session cookie exactly like /boxes, needs the member role
+// or higher in the workspace, and a box that workspace sees and that is running. One socket is
+// one shell: bytes both ways (binary-safe), `resize` from the page, and whichever side ends first
+// ends the other. The box's trace records that a session was opened and closed (by whom, for how
+// long), never what was typed or shown.
+//
+// Client → server: auth {workspace, box, cols, rows}; "data" (string or bytes); "resize" {cols, rows}.
+// Server → client: "data" (bytes); "exit" {code, why}.
+
+const MAX_COLS = 1000;
+const MAX_ROWS = 500;
+/** Stop reading the shell while this many packets wait for the page; go on when they drain. */
+const HIGH_WATER_PACKETS = 64;
+
+function size(raw: unknown, fallback: { cols: number; rows: number }) {
+  const r = (raw ?? {}) as { cols?: unknown; rows?: unknown };
+  const clamp = (v: unknown, max: number, d: number) =>
+    Number.isInteger(v) && (v as number) >= 1 ? Math.min(max, v as number) : d;
+  return { cols: clamp(r.cols, MAX_COLS, fallback.cols), rows: clamp(r.rows, MAX_ROWS, fallback.rows) };
+}
+
+/**
+ * Starts the shell of a box the actor sees. Reading the container reference from the store is
+ * a model's job; it lives here until box.server.ts has an `openShell` of its own.
+ */
+async function openShell(actor: Actor, boxId: string, cols: number, rows: number): Promise<Shell> {
+  const box = await getBox(actor, boxId);
+  if (box.state !== "ready") throw new Error(`box ${boxId} is ${box.state}; the terminal needs a running box`);
+  const row = await db().selectFrom("box").select(["runtime", "runtime_ref"]).where("id", "=", box.id).executeTakeFirst();
+  const rt = row ? runtime(row.runtime) : undefined;
+  if (!row?.runtime_ref || !rt) throw new Error(`box ${boxId} has no container the server can reach`);
+  return rt.shell(row.runtime_ref, { cols, rows });
+}
+
+export function attachTerminal(io: IoServer) {
+  const ns = io.of("/terminal");
+  ns.use(async (socket, next) => {
+    try {
+      const token = readCookie(socket.handshake.headers.cookie, SESSION_COOKIE);
+      const found = token ? await validateSession(token) : undefined;
+      if (!found) return next(new Error("unauthorized"));
+      const workspace = String(socket.handshake.auth?.workspace ?? found.session.workspace_id ?? "");
+      const role = await roleIn(workspace, found.user.id);
+      if (!role) return next(new Error("not a member of that workspace"));
+      if (role === "viewer") return next(new Error("the terminal needs the member role; you are a viewer"));
+      const actor: Actor = { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id };
+      const box = await getBox(actor, String(socket.handshake.auth?.box ?? ""));
+      if (box.state !== "ready") return next(new Error(`the box is ${box.state}; the terminal needs a running box`));
+      socket.data.actor = actor;
+      socket.data.boxId = box.id;
+      next();
+    } catch (err) {
+      if (isApiError(err)) return next(new Error(err.message));
+      console.error("[holm] terminal auth failed:", err);
+      next(new Error("internal"));
+    }
+  });
+  ns.on("connection", (socket) => {
+    void serve(socket).catch((err) => {
+      console.error("[holm] terminal failed:", err);
+      socket.emit("exit", { code: null, why: "the terminal failed to start" });
+      socket.disconnect(true);
+    });
+  });
+}
+
+async function serve(socket: Socket) {
+  const actor = socket.data.actor as Actor & { kind: "workspace" };
+  const boxId = socket.data.boxId as string;
+  const by = `user:${actor.userId}`;
+  const { cols, rows } = size(socket.handshake.auth, { cols: 80, rows: 24 });
+  // Input that arrives while the shell starts is kept and written once it runs.
+  const early: Buffer[] = [];
+  let pendingSize: { cols: number; rows: number } | undefined;
+  const toBytes = (d: unknown) =>
+    typeof d === "string" ? Buffer.from(d, "utf8") : Buffer.isBuffer(d) ? d : d instanceof ArrayBuffer ? Buffer.from(d) : undefined;
+  const onEarly = (d: unknown) => {
+    const b = toBytes(d);
+    if (b) early.push(b);
+  };
+  const onEarlyResize = (r: unknown) => (pendingSize = size(r, { cols, rows }));
+  socket.on("data", onEarly);
+  socket.on("resize", onEarlyResize);
+
+  let shell: Shell;
+  try {
+    shell = await openShell(actor, boxId, cols, rows);
+  } catch (err) {
+    socket.emit("exit", { code: null, why: isApiError(err) || err instanceof Error ? err.message : "the shell did not start" });
+    socket.disconnect(true);
+    return;
+  }
+  socket.off("data", onEarly);
+  socket.off("resize", onEarlyResize);
+  if (!socket.connected) {
+    // The page left while the shell started.
+    shell.close();
+    return;
+  }
+  const openedAt = Date.now();
+  await recordEntry(boxId, { actor: "person", event: "terminal", data: { by, phase: "opened" } }).catch((err) =>
+    console.error("[holm] trace terminal opened failed:", err),
+  );
+
+  let ended = false;
+  const end = (code: number | null, why: string) => {
+    if (ended) return;
+    ended = true;
+    boxChanges.off("change", onBox);
+    shell.close();
+    if (socket.connected) {
+      socket.emit("exit", { code, why });
+      socket.disconnect(true);
+    }
+    void recordEntry(boxId, {
+      actor: "person",
+      event: "terminal",
+      data: { by, phase: "closed", duration_ms: Date.now() - openedAt },
+    }).catch((err) => console.error("[holm] trace terminal closed failed:", err));
+  };
+
+  // Shell → page, with back-pressure on the socket's write buffer.
+  const conn = socket.conn as unknown as { writeBuffer?: unknown[]; on(ev: "drain", fn: () => void): void; off(ev: "drain", fn: () => void): void };
+  let paused = false;
+  const onDrain = () => {
+    if (paused) {
+      paused = false;
+      shell.stream.resume();
+    }
+  };
+  conn.on("drain", onDrain);
+  shell.stream.on("data", (chunk: Buffer) => {
+    socket.emit("data", chunk);
+    if (!paused && (conn.writeBuffer?.length ?? 0) > HIGH_WATER_PACKETS) {
+      paused = true;
+      shell.stream.pause();
+    }
+  });
+  shell.stream.on("error", () => undefined);
+  void shell.exited.then((code) => end(code, code === null ? "the shell ended" : `the shell exited with ${code}`));
+
+  // Page → shell.
+  const write = (d: unknown) => {
+    const b = toBytes(d);
+    if (!b || ended) return;
+    shell.stream.write(b);
+    void touchBox(boxId).catch(() => undefined);
+  };
+  for (const b of early) write(b);
+  socket.on("data", write);
+  const resize = (r: unknown) => {
+    const s = size(r, { cols, rows });
+    void shell.resize(s.cols, s.rows).catch(() => undefined);
+  };
+  if (pendingSize) resize(pendingSize);
+  socket.on("resize", resize);
+  socket.on("disconnect", () => {
+    conn.off("drain", onDrain);
+    end(null, "the page closed the terminal");
+  });
+
+  // A box that stops or goes away takes the session with it.
+  const onBox = (box: BoxJson) => {
+    if (box.id === boxId && box.state !== "ready") end(null, `the box is ${box.state}`);
+  };
+  boxChanges.on("change", onBox);
+}
