@@ -3,6 +3,8 @@ import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchDrive } from "./drive";
 import { benchTrace } from "./trace";
+import { benchViewer } from "./viewer";
+import { benchViewerAttach } from "./viewer-attach";
 
 // `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
 // the box image (scripts/setup.sh does both).
@@ -13,6 +15,8 @@ const benches: Record<string, () => Promise<void>> = {
   drive: benchDrive,
   auth: benchAuth,
   trace: benchTrace,
+  viewer: benchViewer,
+  "viewer-attach": benchViewerAttach,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
