@@ -1,0 +1,151 @@
+import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
+import { db } from "~/utils/db.server";
+import {
+  type BoxRow,
+  type BoxState,
+  forgetAddress,
+  rememberAddress,
+  removeRow,
+  runtimeOf,
+  serial,
+  setState,
+  trace,
+} from "./box.server";
+import { recordEvent } from "./event.server";
+import { traceStartedFresh } from "./trace.server";
+import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
+
+// Keeping the records in line with the runtime: the reaper (expired, idle and vanished boxes)
+// and, at start, taking back the boxes an earlier server made. box.server.ts re-exports the
+// entry points; this module reaches its internals only through the functions it exports.
+
+async function liveRows(): Promise<BoxRow[]> {
+  return db().selectFrom("box").selectAll().where("removed_at_ms", "is", null).where("state", "!=", "gone").execute();
+}
+
+/** Removes expired and idle boxes and brings records in line with the runtime. */
+export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> {
+  let removed = 0;
+  for (const row of await liveRows()) {
+    try {
+      if (now >= Number(row.expires_at_ms)) {
+        await removeRow(row, "expired: the box passed its deadline");
+        removed++;
+      } else if (row.idle_timeout_secs && now - Number(row.last_used_ms) >= row.idle_timeout_secs * 1000) {
+        await removeRow(row, `idle: unused for ${row.idle_timeout_secs} s`);
+        removed++;
+      } else if (row.state !== "starting" && (await reconcile(row)) === "forgotten") {
+        removed++;
+      }
+    } catch (err) {
+      console.error(`[holm] reaper: box ${row.id}:`, err);
+    }
+  }
+  return { removed };
+}
+
+/** Syncs one record with what the runtime reports. */
+async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
+  const rt = runtime(row.runtime);
+  if (!rt || !(await rt.ping())) {
+    if (row.state !== "unreachable") {
+      await setState(row, "unreachable", `the ${row.runtime} runtime does not answer`);
+      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+    }
+    return "kept";
+  }
+  if (row.state === "failed") return "kept";
+  const info = row.runtime_ref ? await rt.inspect(row.runtime_ref) : undefined;
+  if (!info || info.state === "missing") {
+    await serial(row.id, async () => {
+      forgetAddress(row.id);
+      await setState(row, "gone", "the runtime no longer has the box", { removed_at_ms: Date.now() });
+      await trace(row.id, "gone", { reason: "the runtime no longer has the box" });
+      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+    });
+    return "forgotten";
+  }
+  const state: BoxState = info.state === "running" ? "ready" : info.state === "paused" ? "paused" : "stopped";
+  if (info.address) rememberAddress(row.id, info.address);
+  if (state !== row.state) await setState(row, state, null);
+  return "kept";
+}
+
+/**
+ * At start: takes back each recorded box, then scans the runtime's labels for boxes an earlier
+ * server made that the store does not know (the memory store forgets everything).
+ */
+export async function adoptBoxes(): Promise<{ adopted: number; known: number }> {
+  let adopted = 0;
+  const rows = await liveRows();
+  const known = new Set(rows.map((r) => r.id));
+  for (const row of rows) {
+    try {
+      // With the memory store a box taken back starts a new trace.
+      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      if (row.state === "starting") {
+        await setState(row, "failed", "the server restarted while the box was starting");
+        if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
+      } else await reconcile(row);
+    } catch (err) {
+      console.error(`[holm] adopt: box ${row.id}:`, err);
+    }
+  }
+  const rt = runtime(DEFAULT_RUNTIME)!;
+  if (!(await rt.ping())) {
+    console.error("[holm] adopt: the docker runtime does not answer; boxes come back when it does");
+    return { adopted, known: rows.length };
+  }
+  // Removed records stay in the store; a container for one of them is a leftover to clean up.
+  const everRecorded = new Set(
+    (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
+  );
+  for (const found of await rt.list()) {
+    if (!found.boxId || known.has(found.boxId)) continue;
+    if (everRecorded.has(found.boxId)) {
+      await rt.remove(found.ref).catch((e) => console.error("[holm] adopt: cleanup:", e));
+      continue;
+    }
+    try {
+      const row = rowFromLabels(found.boxId, found.ref, found.labels);
+      row.state = found.state === "running" ? "ready" : found.state === "paused" ? "paused" : "stopped";
+      await db().insertInto("box").values(row).execute();
+      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      if (found.address) rememberAddress(row.id, found.address);
+      adopted++;
+      console.log(`[holm] adopted ${row.id} (${row.state}) from the runtime`);
+    } catch (err) {
+      console.error(`[holm] adopt: container ${found.ref.slice(0, 12)} has unreadable labels:`, err);
+    }
+  }
+  return { adopted, known: rows.length };
+}
+
+function rowFromLabels(id: string, ref: string, labels: Record<string, string>): BoxRow {
+  const spec = JSON.parse(labels["holm.spec"] ?? "") as NormalSpec;
+  const placement = JSON.parse(labels["holm.placement"] ?? "") as NormalPlacement;
+  const created = Number(labels["holm.created_at_ms"]);
+  const expires = Number(labels["holm.expires_at_ms"]);
+  if (!spec.desktop || !Number.isFinite(created) || !Number.isFinite(expires)) throw new Error("missing labels");
+  return {
+    id,
+    owner: labels["holm.owner"] ?? null,
+    runtime: placement.runtime ?? DEFAULT_RUNTIME,
+    runtime_ref: ref,
+    spec_digest: labels["holm.spec_digest"] ?? specDigest(spec),
+    spec_json: JSON.stringify(spec),
+    placement_json: JSON.stringify(placement),
+    image: null,
+    state: "ready",
+    reason: null,
+    screens: spec.desktop.screens,
+    width: spec.desktop.width,
+    height: spec.desktop.height,
+    persistent: placement.persistent ? 1 : 0,
+    created_at_ms: created,
+    expires_at_ms: expires,
+    idle_timeout_secs: placement.idle_timeout_secs ?? null,
+    last_used_ms: Date.now(),
+    removed_at_ms: null,
+  };
+}

@@ -1,0 +1,166 @@
+import { db } from "~/utils/db.server";
+
+// The trace's shared vocabulary: the types, limits and entry helpers both stores use. The
+// stores and the module's API (trace.server.ts) import from here, never from each other.
+
+export type TraceActor = "agent" | "person" | "server";
+
+export interface TraceEntry {
+  seq: number;
+  at_ms: number;
+  actor: TraceActor;
+  event: string;
+  screen?: number;
+  /** The content hash of the frame this entry recorded (GET …/trace/frames/{hash}). */
+  frame?: string;
+  data?: Record<string, unknown>;
+}
+
+/** A frame as the in-box agent gives it: a hex content hash (sha1 of raw pixels) and the PNG. */
+export interface FrameInput {
+  hash: string;
+  png: Buffer;
+}
+
+export interface TraceEntryInput {
+  actor: TraceActor;
+  event: string;
+  screen?: number;
+  data?: Record<string, unknown>;
+  frame?: FrameInput;
+  /** When it happened; now by default. Clamped so that at_ms never decreases along a trace. */
+  at_ms?: number;
+}
+
+export interface TracePage {
+  entries: TraceEntry[];
+  /** The `after` for the next page, or null when there is no more (for now). */
+  next: number | null;
+}
+
+export interface PruneOptions {
+  now?: number;
+  /** A frame no entry referred to for this long is removed. Default 7 days. */
+  maxFrameAgeMs?: number;
+  /** Entries older than this are removed. Default 30 days. */
+  maxEntryAgeMs?: number;
+  /** The whole trace of a box removed longer ago than this goes. Default: maxEntryAgeMs. */
+  maxRemovedAgeMs?: number;
+}
+
+export interface PruneResult {
+  frames: number;
+  entries: number;
+  boxes: number;
+}
+
+export interface TraceStore {
+  readonly kind: "memory" | "local";
+  recordEntries(boxId: string, entries: TraceEntryInput[]): Promise<TraceEntry[]>;
+  recordFrameIfChanged(
+    boxId: string,
+    screen: number,
+    actor: TraceActor,
+    frame: FrameInput,
+    data?: Record<string, unknown>,
+  ): Promise<TraceEntry | undefined>;
+  readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage>;
+  readFrame(hash: string): Promise<Buffer | undefined>;
+  readBoxFrame(boxId: string, hash: string): Promise<Buffer | undefined>;
+  hasTrace(boxId: string): Promise<boolean>;
+  prune(opts: Required<PruneOptions>): Promise<PruneResult>;
+}
+
+export const MEMORY_MAX_ENTRIES_PER_BOX = 10_000;
+export const MEMORY_MAX_FRAMES_PER_BOX = 256;
+export const MEMORY_MAX_BOXES = 256;
+export const TRACE_PAGE_MAX = 500;
+export const TRACE_PAGE_DEFAULT = 100;
+const DAY_MS = 86_400_000;
+export const DEFAULT_MAX_FRAME_AGE_MS = 7 * DAY_MS;
+export const DEFAULT_MAX_ENTRY_AGE_MS = 30 * DAY_MS;
+
+const ACTORS: ReadonlySet<string> = new Set(["agent", "person", "server"]);
+const HASH_RE = /^[0-9a-f]{16,128}$/;
+/** Rows per INSERT, well under SQLite's bound-parameter limit. */
+export const INSERT_CHUNK = 500;
+export const PRUNE_CHUNK = 5000;
+/** Bound on the per-box caches (they reload from the store on a miss). */
+const CACHE_MAX = 4096;
+
+/** A frame hash as stored (lowercase hex), or undefined if it cannot be one. */
+export function frameHash(hash: string): string | undefined {
+  const h = hash.toLowerCase();
+  return HASH_RE.test(h) ? h : undefined;
+}
+
+export interface Prepared {
+  actor: TraceActor;
+  event: string;
+  screen?: number;
+  at_ms?: number;
+  frame?: FrameInput;
+  data_json?: string;
+}
+
+export function prepare(e: TraceEntryInput): Prepared {
+  if (!ACTORS.has(e.actor)) throw new Error(`trace: unknown actor ${JSON.stringify(e.actor)}`);
+  if (typeof e.event !== "string" || e.event === "" || e.event.length > 64) {
+    throw new Error(`trace: the event must be a name of 1 to 64 characters`);
+  }
+  if (e.screen !== undefined && !(Number.isInteger(e.screen) && e.screen >= 0)) {
+    throw new Error(`trace: bad screen ${e.screen}`);
+  }
+  if (e.at_ms !== undefined && !Number.isFinite(e.at_ms)) throw new Error(`trace: bad at_ms ${e.at_ms}`);
+  const p: Prepared = { actor: e.actor, event: e.event };
+  if (e.screen !== undefined) p.screen = e.screen;
+  if (e.at_ms !== undefined) p.at_ms = Math.floor(e.at_ms);
+  if (e.frame) {
+    const hash = frameHash(e.frame.hash);
+    if (!hash) throw new Error(`trace: a frame hash must be 16 to 128 hex digits`);
+    if (!(e.frame.png instanceof Uint8Array) || e.frame.png.length === 0) throw new Error("trace: a frame needs PNG bytes");
+    p.frame = { hash, png: e.frame.png };
+  }
+  if (e.data !== undefined) p.data_json = JSON.stringify(e.data);
+  return p;
+}
+
+export function makeEntry(seq: number, at_ms: number, p: Prepared): TraceEntry {
+  const e: TraceEntry = { seq, at_ms, actor: p.actor, event: p.event };
+  if (p.screen !== undefined) e.screen = p.screen;
+  if (p.frame) e.frame = p.frame.hash;
+  if (p.data_json !== undefined) e.data = JSON.parse(p.data_json);
+  return e;
+}
+
+export function frameEntry(screen: number, actor: TraceActor, frame: FrameInput, data?: Record<string, unknown>) {
+  const input: TraceEntryInput = { actor, event: "frame", screen, frame };
+  if (data) input.data = data;
+  return prepare(input);
+}
+
+export function clampPage(opts: { after?: number; limit?: number }) {
+  const after = Math.max(-1, Math.floor(opts.after ?? -1));
+  const limit = Math.min(TRACE_PAGE_MAX, Math.max(1, Math.floor(opts.limit ?? TRACE_PAGE_DEFAULT)));
+  return { after, limit };
+}
+
+export function boundedSet<K, V>(map: Map<K, V>, key: K, value: V) {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > CACHE_MAX) map.delete(map.keys().next().value as K);
+}
+
+/** The box rows (id → removed_at_ms) of some traces, to find traces of boxes removed long ago. */
+export async function boxRemovals(ids: string[]): Promise<Map<string, number | null>> {
+  const out = new Map<string, number | null>();
+  for (let i = 0; i < ids.length; i += INSERT_CHUNK) {
+    const rows = await db()
+      .selectFrom("box")
+      .select(["id", "removed_at_ms"])
+      .where("id", "in", ids.slice(i, i + INSERT_CHUNK))
+      .execute();
+    for (const r of rows) out.set(r.id, r.removed_at_ms === null ? null : Number(r.removed_at_ms));
+  }
+  return out;
+}
