@@ -1,11 +1,10 @@
 import type { Server as HttpServer } from "node:http";
 import { Server as IoServer } from "socket.io";
 import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server";
-import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { type Takeover, takeoverChanges, takeoverOf } from "~/models/takeover.server";
 import { getUser } from "~/models/user.server";
 import { onViewersChange, viewers } from "~/models/viewer.server";
-import { roleIn } from "~/models/workspace.server";
+import { type SessionActor, requireSession } from "./socket-auth";
 import { attachTerminal } from "./terminal";
 
 /** One screen as the box page shows it: who watches, who drives, who has control. */
@@ -49,30 +48,11 @@ export function attachSocketIo(server: HttpServer): IoServer {
     destroyUpgrade: false,
   });
   const boxes = io.of("/boxes");
-  boxes.use(async (socket, next) => {
-    try {
-      const token = readCookie(socket.handshake.headers.cookie, SESSION_COOKIE);
-      const found = token ? await validateSession(token) : undefined;
-      if (!found) return next(new Error("unauthorized"));
-      const workspace = String(socket.handshake.auth?.workspace ?? found.session.workspace_id ?? "");
-      const role = await roleIn(workspace, found.user.id);
-      if (!role) return next(new Error("not a member of that workspace"));
-      socket.data.workspace = workspace;
-      socket.data.role = role;
-      socket.data.userId = found.user.id;
-      next();
-    } catch (err) {
-      console.error("[holm] socket auth failed:", err);
-      next(new Error("internal"));
-    }
-  });
+  boxes.use(requireSession("viewer"));
   boxes.on("connection", async (socket) => {
-    const workspace = socket.data.workspace as string;
-    await socket.join(`ws:${workspace}`);
-    socket.emit(
-      "boxes",
-      await listBoxes({ kind: "workspace", workspaceId: workspace, role: socket.data.role, via: "session", userId: socket.data.userId }),
-    );
+    const actor = socket.data.actor as SessionActor;
+    await socket.join(`ws:${actor.workspaceId}`);
+    socket.emit("boxes", await listBoxes(actor));
   });
   boxChanges.on("change", (box: BoxJson) => {
     if (box.owner) boxes.to(`ws:${box.owner}`).emit("box", box);

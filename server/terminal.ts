@@ -1,13 +1,10 @@
 import type { Server as IoServer, Socket } from "socket.io";
-import { type BoxJson, boxChanges, getBox, touchBox } from "~/models/box.server";
-import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
+import { type BoxJson, boxChanges, getBox, openShell, touchBox } from "~/models/box.server";
 import { recordEntry } from "~/models/trace.server";
-import { roleIn } from "~/models/workspace.server";
-import { runtime } from "~/runtime/index.server";
 import type { Shell } from "~/runtime/runtime";
-import { isApiError } from "~/utils/api-error.server";
+import { ApiError, isApiError } from "~/utils/api-error.server";
+import { requireSession } from "./socket-auth";
 import type { Actor } from "~/utils/auth.server";
-import { db } from "~/utils/db.server";
 
 // socket.io namespace /terminal: a shell with a TTY in one box, for the console's terminal.
 // The handshake authenticates with the session cookie exactly like /boxes, needs the member role
@@ -31,42 +28,15 @@ function size(raw: unknown, fallback: { cols: number; rows: number }) {
   return { cols: clamp(r.cols, MAX_COLS, fallback.cols), rows: clamp(r.rows, MAX_ROWS, fallback.rows) };
 }
 
-/**
- * Starts the shell of a box the actor sees. Reading the container reference from the store is
- * a model's job; it lives here until box.server.ts has an `openShell` of its own.
- */
-async function openShell(actor: Actor, boxId: string, cols: number, rows: number): Promise<Shell> {
-  const box = await getBox(actor, boxId);
-  if (box.state !== "ready") throw new Error(`box ${boxId} is ${box.state}; the terminal needs a running box`);
-  const row = await db().selectFrom("box").select(["runtime", "runtime_ref"]).where("id", "=", box.id).executeTakeFirst();
-  const rt = row ? runtime(row.runtime) : undefined;
-  if (!row?.runtime_ref || !rt) throw new Error(`box ${boxId} has no container the server can reach`);
-  return rt.shell(row.runtime_ref, { cols, rows });
-}
-
 export function attachTerminal(io: IoServer) {
   const ns = io.of("/terminal");
-  ns.use(async (socket, next) => {
-    try {
-      const token = readCookie(socket.handshake.headers.cookie, SESSION_COOKIE);
-      const found = token ? await validateSession(token) : undefined;
-      if (!found) return next(new Error("unauthorized"));
-      const workspace = String(socket.handshake.auth?.workspace ?? found.session.workspace_id ?? "");
-      const role = await roleIn(workspace, found.user.id);
-      if (!role) return next(new Error("not a member of that workspace"));
-      if (role === "viewer") return next(new Error("the terminal needs the member role; you are a viewer"));
-      const actor: Actor = { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id };
+  ns.use(
+    requireSession("member", async (socket, actor) => {
       const box = await getBox(actor, String(socket.handshake.auth?.box ?? ""));
-      if (box.state !== "ready") return next(new Error(`the box is ${box.state}; the terminal needs a running box`));
-      socket.data.actor = actor;
+      if (box.state !== "ready") throw new ApiError("screen_unavailable", `the box is ${box.state}; the terminal needs a running box`);
       socket.data.boxId = box.id;
-      next();
-    } catch (err) {
-      if (isApiError(err)) return next(new Error(err.message));
-      console.error("[holm] terminal auth failed:", err);
-      next(new Error("internal"));
-    }
-  });
+    }),
+  );
   ns.on("connection", (socket) => {
     void serve(socket).catch((err) => {
       console.error("[holm] terminal failed:", err);

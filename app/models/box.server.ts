@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type { Selectable } from "kysely";
 import type { BoxTable } from "../../db/schema";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
-import type { Runtime } from "~/runtime/runtime";
+import type { Runtime, Shell } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { type Actor, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
@@ -495,4 +495,12 @@ export function waitUntilSettled(id: string, timeoutMs = 20 * 60_000): Promise<B
       if (row && row.state !== "starting") done(row.state as BoxState);
     });
   });
+}
+
+/** A shell with a TTY in a running box the actor sees (the console's terminal). */
+export async function openShell(actor: Actor, id: string, cols: number, rows: number): Promise<Shell> {
+  const row = await visibleRow(actor, id);
+  if (row.state !== "ready") throw new ApiError("screen_unavailable", `box ${id} is ${row.state}; the terminal needs a running box`);
+  if (!row.runtime_ref) throw new ApiError("transport", `box ${id} has no container the server can reach`);
+  return runtimeOf(row).shell(row.runtime_ref, { cols, rows });
 }

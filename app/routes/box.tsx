@@ -7,11 +7,12 @@ import { Shell } from "~/components/shell";
 import { BoxTerminal } from "~/components/terminal";
 import { Alert, CsrfInput, duration, when } from "~/components/ui";
 import { VncViewer, type ViewerStatus } from "~/components/vnc-viewer";
-import { type BoxJson, getBox, pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
+import { type BoxJson, getBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { giveBack, takeOver } from "~/models/takeover.server";
 import { recordEntry } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
+import { lifecycleIntent } from "~/utils/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";
 import { field, formAction } from "~/utils/form.server";
 import { type ScreenStatus, screenStatus } from "../../server/realtime";
@@ -88,20 +89,11 @@ export async function action({ request, params }: Route.ActionArgs) {
         }).catch((err) => console.error("[holm] trace clipboard failed:", err));
         return { clipboard: "Sent: paste it in the box with Ctrl+V." };
       }
-      case "pause":
-        await pauseBox(ctx.actor, id);
-        return { ok: "Paused." };
-      case "resume":
-        await resumeBox(ctx.actor, id);
-        return { ok: "Resumed." };
-      case "stop":
-        await stopBox(ctx.actor, id);
-        return { ok: "Stopped." };
-      case "remove":
-        await removeBox(ctx.actor, id);
-        return { ok: "Removed." };
-      default:
-        throw new ApiError("bad_request", "unknown action");
+      default: {
+        const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
+        if (!done) throw new ApiError("bad_request", "unknown action");
+        return done;
+      }
     }
   });
 }

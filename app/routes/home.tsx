@@ -6,10 +6,11 @@ import { BoxTable } from "~/components/box-table";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput } from "~/components/ui";
 import type { BoxJson } from "~/models/box.server";
-import { createBox, listBoxes, pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
+import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { FEATURES } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
+import { lifecycleIntent } from "~/utils/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";
 import { publicUrl } from "~/utils/env.server";
 import { field, formAction } from "~/utils/form.server";
@@ -57,20 +58,11 @@ export async function action({ request }: Route.ActionArgs) {
         const { body } = await createBox(ctx.actor, input, { queue: true });
         return { ok: `Launching ${body.id.slice(0, 16)}…` };
       }
-      case "pause":
-        await pauseBox(ctx.actor, id);
-        return { ok: "Paused." };
-      case "resume":
-        await resumeBox(ctx.actor, id);
-        return { ok: "Resumed." };
-      case "stop":
-        await stopBox(ctx.actor, id);
-        return { ok: "Stopped." };
-      case "remove":
-        await removeBox(ctx.actor, id);
-        return { ok: "Removed." };
-      default:
-        throw new ApiError("bad_request", "unknown action");
+      default: {
+        const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
+        if (!done) throw new ApiError("bad_request", "unknown action");
+        return done;
+      }
     }
   });
 }

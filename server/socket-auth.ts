@@ -1,0 +1,39 @@
+import type { Socket } from "socket.io";
+import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
+import { type Role, atLeast } from "~/models/roles";
+import { roleIn } from "~/models/workspace.server";
+import { ApiError, isApiError } from "~/utils/api-error.server";
+import type { Actor } from "~/utils/auth.server";
+
+export type SessionActor = Actor & { kind: "workspace"; userId: string };
+
+/**
+ * The person behind a socket.io handshake: the session cookie, and the workspace the client
+ * names (or the session's current one), which the person must belong to with at least `need`.
+ */
+export async function sessionActor(socket: Socket, need: Role = "viewer"): Promise<SessionActor> {
+  const token = readCookie(socket.handshake.headers.cookie, SESSION_COOKIE);
+  const found = token ? await validateSession(token) : undefined;
+  if (!found) throw new ApiError("unauthorized", "unauthorized");
+  const workspace = String(socket.handshake.auth?.workspace ?? found.session.workspace_id ?? "");
+  const role = await roleIn(workspace, found.user.id);
+  if (!role) throw new ApiError("denied", "not a member of that workspace");
+  if (!atLeast(role, need)) throw new ApiError("denied", `this needs the ${need} role; you are a ${role}`);
+  return { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id };
+}
+
+/** socket.io middleware: refuses the handshake with a readable reason, logs the unexpected. */
+export function requireSession(need: Role, then?: (socket: Socket, actor: SessionActor) => Promise<void>) {
+  return async (socket: Socket, next: (err?: Error) => void) => {
+    try {
+      const actor = await sessionActor(socket, need);
+      socket.data.actor = actor;
+      if (then) await then(socket, actor);
+      next();
+    } catch (err) {
+      if (isApiError(err)) return next(new Error(err.message));
+      console.error("[holm] socket handshake failed:", err);
+      next(new Error("internal"));
+    }
+  };
+}
