@@ -10,6 +10,7 @@ import {
   serial,
   setState,
   trace,
+  serverId,
 } from "./box.server";
 import { recordEvent } from "./event.server";
 import { traceStartedFresh } from "./trace.server";
@@ -100,8 +101,11 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const everRecorded = new Set(
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
   );
+  const me = serverId();
   for (const found of await rt.list()) {
     if (!found.boxId || known.has(found.boxId)) continue;
+    // Another server's box (another key) is not ours to take or to clean up.
+    if (found.labels["holm.server"] !== me) continue;
     if (everRecorded.has(found.boxId)) {
       await rt.remove(found.ref).catch((e) => console.error("[holm] adopt: cleanup:", e));
       continue;

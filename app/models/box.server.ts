@@ -8,6 +8,7 @@ import { ApiError, notFound } from "~/utils/api-error.server";
 import { type Actor, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
 import { env, publicUrl } from "~/utils/env.server";
+import { derive } from "~/utils/secret.server";
 import { agentSecret, allUp, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
 import { recordEntry } from "./trace.server";
@@ -216,9 +217,19 @@ export async function createBox(
   return { status: 200, body: toBoxJson(after) };
 }
 
+/**
+ * Which server launched a box: derived from the server key, so a restarted server with the same
+ * key knows its boxes, and two servers on one engine never take each other's (whose agent
+ * secrets they could not use anyway).
+ */
+export function serverId(): string {
+  return derive("server-id").slice(0, 16);
+}
+
 function labelsFor(row: BoxRow): Record<string, string> {
   const extra = env().HOLM_BOX_LABELS;
   const labels: Record<string, string> = {
+    "holm.server": serverId(),
     ...(extra ? Object.fromEntries(extra.split(",").map((kv) => kv.split("=") as [string, string])) : {}),
     "holm.spec_digest": row.spec_digest,
     "holm.spec": row.spec_json,

@@ -56,7 +56,20 @@ beforeEach(async () => {
   await page.navigate(`data:text/html;base64,${Buffer.from(TEST_PAGE).toString("base64")}`);
 });
 
-const state = () => page.evaluate<any>("window.st");
+/**
+ * The page's record once it stops changing: the agent answers when X has taken the input, and
+ * Chromium handles its event queue a moment later (much later on a loaded machine).
+ */
+async function state() {
+  let last = "";
+  for (let i = 0; i < 50; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = JSON.stringify(await page.evaluate("window.st"));
+    if (now === last) return JSON.parse(now);
+    last = now;
+  }
+  return JSON.parse(last);
+}
 
 describe("input reaches the page", () => {
   it("clicks, right-clicks, double-clicks and shift-clicks", async () => {

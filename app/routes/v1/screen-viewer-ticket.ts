@@ -14,8 +14,8 @@ const route = v1({
   POST: async (args) => {
     // A viewer may ask (for a view ticket): POST needs member by default.
     const actor = await requireActor(args.request, "viewer");
-    const body = await parseBody(args.request, TicketSchema);
     const box = await getBox(actor, param(args, "id"));
+    const body = await parseBody(args.request, TicketSchema);
     const screen = parseScreen(param(args, "screen"), box);
     const issued = issueTicket(actor, box, screen, body.mode);
     const socket = `${publicUrl().replace(/^http/, "ws")}/v1/boxes/${box.id}/screens/${screen}/viewer/socket`;
