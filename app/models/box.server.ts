@@ -241,7 +241,32 @@ function labelsFor(row: BoxRow): Record<string, string> {
   return labels;
 }
 
+// Desktops starting at once compete for the CPU; past a few, each takes longer than the ready
+// timeout allows. The rest wait their turn in `starting`.
+let starting = 0;
+const startQueue: (() => void)[] = [];
+async function startSlot(): Promise<() => void> {
+  if (starting >= env().HOLM_LAUNCH_CONCURRENCY) await new Promise<void>((r) => startQueue.push(r));
+  starting++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    starting--;
+    startQueue.shift()?.();
+  };
+}
+
 async function launch(row: BoxRow): Promise<void> {
+  const release = await startSlot();
+  try {
+    await launchNow(row);
+  } finally {
+    release();
+  }
+}
+
+async function launchNow(row: BoxRow): Promise<void> {
   const rt = runtimeOf(row);
   const spec = JSON.parse(row.spec_json) as NormalSpec;
   const placement = JSON.parse(row.placement_json) as NormalPlacement;

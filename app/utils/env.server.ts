@@ -24,6 +24,8 @@ const EnvSchema = z.object({
   HOLM_SERVER_REAP_SECS: z.coerce.number().int().min(1).max(86_400).default(30),
   /** How long a takeover outlives its person's last control connection. */
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
+  /** Boxes that may be starting at the same time; more wait in `starting`. */
+  HOLM_LAUNCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   HOLM_SERVER_JOBS: z.enum(["inline", "queue"]).default("inline"),
   HOLM_PUBLIC_URL: z.url().optional(),
   HOLM_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
