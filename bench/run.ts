@@ -2,6 +2,7 @@ import { benchAuth } from "./auth";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchDrive } from "./drive";
+import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
 import { benchViewerAttach } from "./viewer-attach";
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   drive: benchDrive,
   auth: benchAuth,
   trace: benchTrace,
+  scrub: benchScrub,
   viewer: benchViewer,
   "viewer-attach": benchViewerAttach,
 };

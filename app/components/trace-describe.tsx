@@ -1,0 +1,189 @@
+import type { TraceActor, TraceEntry } from "./trace-summary";
+
+// One line per trace entry, in the words of `holm trace`: "click at 640,81", "typed 12
+// characters", "ran ls /tmp → 0", "screen 0 changed", "handed to a person", "taken back".
+
+type Obj = Record<string, unknown>;
+
+const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
+
+function short(s: string, max = 80): string {
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function point(v: unknown): string | undefined {
+  const p = v as { x?: unknown; y?: unknown } | undefined;
+  return p && num(p.x) !== undefined && num(p.y) !== undefined ? `${p.x},${p.y}` : undefined;
+}
+
+function chords(v: unknown): string {
+  return Array.isArray(v) ? v.map(String).join(" ") : String(v ?? "");
+}
+
+function argvText(v: unknown): string {
+  return Array.isArray(v) ? short(v.map(String).join(" ")) : "a command";
+}
+
+/** What one batch step did. */
+export function describeStep(step: Obj | undefined): string {
+  if (!step) return "a step";
+  const type = str(step.type) ?? "step";
+  const at = point(step.at);
+  const button = str(step.button) && step.button !== "left" ? `${step.button} ` : "";
+  const what = (step.what ?? {}) as Obj;
+  switch (type) {
+    case "click":
+      return `${button}click${at ? ` at ${at}` : ""}`;
+    case "double_click":
+      return `${button}double click${at ? ` at ${at}` : ""}`;
+    case "move":
+      return `moved to ${point(step.to) ?? "a point"}`;
+    case "drag":
+      return `dragged from ${point(step.from) ?? "?"} to ${point(step.to) ?? "?"}`;
+    case "path":
+      return `moved along ${plural(Array.isArray(step.through) ? step.through.length : 0, "point")}`;
+    case "mouse_down":
+      return `${button}button down${at ? ` at ${at}` : ""}`;
+    case "mouse_up":
+      return `${button}button up${at ? ` at ${at}` : ""}`;
+    case "scroll": {
+      const parts = [num(step.dy) ? `${step.dy} down` : "", num(step.dx) ? `${step.dx} right` : ""].filter(Boolean).join(", ");
+      return `scrolled${parts ? ` ${parts}` : ""}${at ? ` at ${at}` : ""}`;
+    }
+    case "type":
+      return `typed ${plural(typeof step.text === "string" ? [...step.text].length : 0, "character")}`;
+    case "press":
+      return `pressed ${chords(step.chord)}${step.then ? ` then ${chords(step.then)}` : ""}`;
+    case "key_down":
+      return `held ${str(step.key) ?? "a key"} down`;
+    case "key_up":
+      return `let go of ${str(step.key) ?? "a key"}`;
+    case "wait":
+      return `waited ${num(step.ms) ?? 0} ms`;
+    case "wait_still":
+      return "waited for a still screen";
+    case "await_window":
+      return str(what.class) ? `waited for a ${what.class} window` : "waited for a window";
+    case "capture":
+      return "captured the screen";
+    case "cursor":
+      return "read the pointer position";
+    case "windows":
+      return "listed the windows";
+    case "on_window": {
+      const w = (step.what ?? {}) as Obj;
+      return `window ${str(step.window) ?? "?"}: ${str(w.do) ?? "?"}`;
+    }
+    case "launch":
+      return `launched ${str(step.app) ?? "an app"}`;
+    case "apps":
+      return "listed the apps";
+    case "record":
+      return `recording: ${str(what.do) ?? "?"}`;
+    case "clipboard":
+      return "chars" in step ? `set the clipboard (${plural(num(step.chars) ?? 0, "character")})` : "read the clipboard";
+    case "open_url": {
+      const url = str(step.url) ?? "";
+      const shown = url.startsWith("data:") ? "a data: URL" : short(url, 60);
+      return `opened ${shown}${step.target === "current" ? "" : " in a new tab"}`;
+    }
+    case "tabs":
+      return "listed the tabs";
+    case "on_tab":
+      return `${step.close ? "closed" : "switched to"} tab ${str(step.tab) ?? "?"}`;
+    case "exec":
+      return `ran ${argvText(what.argv)}`;
+    case "read_file":
+      return `read ${short(str(step.path) ?? "a file", 60)}`;
+    case "write_file":
+      return `wrote ${short(str(what.path) ?? "a file", 60)}${num(what.bytes) !== undefined ? ` (${plural(num(what.bytes)!, "byte")})` : ""}`;
+    case "list_files":
+      return `listed ${short(str(step.path) ?? "a folder", 60)}`;
+    case "grep":
+      return `searched files for ${short(JSON.stringify(str(what.pattern) ?? ""), 40)}`;
+    case "glob":
+      return `looked for ${short(str(what.pattern) ?? "files", 40)}`;
+    default:
+      return type.replace(/_/g, " ");
+  }
+}
+
+/** The entry in one line. */
+export function describeEntry(e: TraceEntry): string {
+  const d = (e.data ?? {}) as Obj;
+  const screen = e.screen ?? 0;
+  switch (e.event) {
+    case "box_created": {
+      const desktop = ((d.spec as Obj | undefined)?.desktop ?? {}) as Obj;
+      return num(desktop.width) && num(desktop.height) ? `created ${desktop.width}×${desktop.height}` : "created";
+    }
+    case "acted": {
+      const text = describeStep(d.step as Obj | undefined);
+      return d.ok === false ? `${text} — failed${str(d.code) ? ` (${d.code})` : ""}` : text;
+    }
+    case "frame":
+      return `screen ${screen} changed`;
+    case "refused": {
+      const steps = Array.isArray(d.steps) ? d.steps.length : 0;
+      return `refused a batch of ${plural(steps, "step")}${str(d.reason) ? `: ${short(d.reason as string, 100)}` : ""}`;
+    }
+    case "ran": {
+      const code = d.timed_out === true ? "timed out" : d.code === null || d.code === undefined ? "?" : String(d.code);
+      return `ran ${argvText(d.argv)} → ${code}`;
+    }
+    case "file_written":
+      return `file ${short(str(d.path) ?? "?", 80)} written`;
+    case "clipboard_set":
+      return `clipboard set (${plural(num(d.chars) ?? 0, "character")})`;
+    case "takeover_started":
+      return `screen ${screen} handed to a person${d.exclusive === false ? " (shared)" : ""}`;
+    case "takeover_ended":
+      return `screen ${screen} taken back${str(d.why) && d.why !== "given back" ? ` (${d.why})` : ""}`;
+    case "person_input":
+      if (d.kind === "click") return `a person clicked at ${num(d.x) ?? "?"},${num(d.y) ?? "?"}`;
+      if (d.kind === "keys") return `a person pressed ${plural(num(d.count) ?? 0, "key")}`;
+      if (d.kind === "clipboard") return `a person pasted ${plural(num(d.bytes) ?? 0, "byte")}`;
+      return "a person's input";
+    case "terminal":
+      return `terminal ${str(d.phase) ?? "used"}`;
+    case "ready":
+      return "ready";
+    case "paused":
+      return "paused";
+    case "resumed":
+      return "resumed";
+    case "stopped":
+      return "stopped";
+    case "gone":
+      return str(d.reason) && d.reason !== "removed" ? `removed (${short(d.reason as string, 80)})` : "removed";
+    case "adopted":
+      return "taken back by the server after a restart";
+    case "forked_from":
+      return `forked from ${str(d.box)?.slice(0, 16) ?? "a box"}…${num(d.up_to) !== undefined ? ` up to entry ${d.up_to}` : ""}`;
+    case "failed":
+      return `failed${str(d.why) ? `: ${short(d.why as string, 100)}` : ""}`;
+    default:
+      return e.event.replace(/_/g, " ");
+  }
+}
+
+/** 12:03:15 (UTC), the same on the server and in the browser. */
+export function clock(ms: number | null | undefined): string {
+  return ms ? new Date(ms).toISOString().slice(11, 19) : "";
+}
+
+const BADGE: Record<TraceActor, string> = {
+  agent: "bg-indigo-100 text-indigo-800",
+  person: "bg-amber-100 text-amber-900",
+  server: "bg-slate-200 text-slate-700",
+};
+
+export function ActorBadge({ actor }: { actor: TraceActor }) {
+  return (
+    <span className={`inline-flex w-14 shrink-0 justify-center rounded-full px-1.5 py-0.5 text-[11px] font-medium ${BADGE[actor] ?? BADGE.server}`}>
+      {actor}
+    </span>
+  );
+}

@@ -1,0 +1,57 @@
+import { z } from "zod";
+import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
+import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
+import type { Actor } from "~/utils/auth.server";
+import { requireWorkspace } from "~/utils/console.server";
+import { parseQuery } from "~/utils/route.server";
+
+// What the console's trace page fetches, by session (the /v1 twins take bearer tokens):
+//   GET /boxes/:id/trace/entries?after&limit   → {entries, next}, at most 500 a page
+//   GET /boxes/:id/trace/frames/:hash          → the frame's PNG, cached for good (content-addressed)
+// Both answer JSON errors (401 when signed out, not the log-in page).
+
+const EntriesQuerySchema = z.strictObject({
+  after: z.coerce.number().int().min(-1).default(-1),
+  limit: z.coerce.number().int().min(1).max(TRACE_PAGE_MAX).default(TRACE_PAGE_DEFAULT),
+});
+
+async function sessionActor(request: Request): Promise<Actor> {
+  try {
+    return (await requireWorkspace(request)).actor;
+  } catch (e) {
+    if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
+    throw e;
+  }
+}
+
+async function entries(request: Request, id: string): Promise<Response> {
+  const actor = await sessionActor(request);
+  const q = parseQuery(request, EntriesQuerySchema);
+  const box = await traceBox(actor, id);
+  const page = await readTrace(box.id, { after: q.after, limit: q.limit });
+  return Response.json(page, { headers: { "cache-control": "no-store" } });
+}
+
+async function frame(request: Request, id: string, given: string): Promise<Response> {
+  const actor = await sessionActor(request);
+  const box = await traceBox(actor, id);
+  const hash = frameHash(given);
+  const png = hash ? await readBoxFrame(box.id, hash) : undefined;
+  if (!hash || !png) throw notFound(`the trace of box ${box.id} has no frame ${given}`);
+  const etag = `"${hash}"`;
+  const headers = { "content-type": "image/png", "cache-control": "private, max-age=31536000, immutable", etag };
+  if (request.headers.get("if-none-match") === etag) return new Response(null, { status: 304, headers });
+  return new Response(new Uint8Array(png), { headers: { ...headers, "content-length": String(png.byteLength) } });
+}
+
+export async function loader({ request, params }: { request: Request; params: Record<string, string | undefined> }) {
+  try {
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      throw new ApiError("bad_request", `${request.method} is not allowed here; use GET`, { status: 405 });
+    }
+    const id = params.id ?? "";
+    return params.hash !== undefined ? await frame(request, id, params.hash) : await entries(request, id);
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

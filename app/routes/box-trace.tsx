@@ -1,0 +1,512 @@
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { Link, type ShouldRevalidateFunctionArgs, data, useFetcher } from "react-router";
+import type { Route } from "./+types/box-trace";
+import { Shell } from "~/components/shell";
+import { ActorBadge, clock, describeEntry } from "~/components/trace-describe";
+import { type FrameHandle, FrameView, framesToWant, useFrameCache } from "~/components/trace-frames";
+import { Filmstrip, STRIP_SIDE, Scrubber } from "~/components/trace-scrubber";
+import {
+  PAGE_SIZE,
+  type TraceEntry,
+  type TracePage,
+  type TraceSummary,
+  cloneSummary,
+  emptySummary,
+  foldEntries,
+  lastAtOrBefore,
+  pageAfter,
+  pageOf,
+  takeoverAt,
+} from "~/components/trace-summary";
+import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
+import { Alert, Button, CsrfInput } from "~/components/ui";
+import { forkBox } from "~/models/fork.server";
+import { TRACE_PAGE_MAX, readTrace, traceBox } from "~/models/trace.server";
+import { ApiError, isApiError } from "~/utils/api-error.server";
+import { requireCsrf, requireWorkspace } from "~/utils/console.server";
+import { field, formAction } from "~/utils/form.server";
+
+// The trace of one box in the console: a timeline of every entry, a slider and a filmstrip over
+// the recorded frames (takeover periods shaded), the frame at the selected entry, and "Fork from
+// here". Long traces come a page at a time; `?seq=` keeps the selected entry in the address.
+// Works for a removed box: its trace stays.
+
+export const meta: Route.MetaFunction = ({ data }) => [
+  { title: `Trace of ${data && "box" in data && data.box ? data.box.id.slice(0, 16) + "…" : "a box"} · holm` },
+];
+
+// The summary the loader sends (bounds, every frame, takeover periods), built by folding the
+// trace page by page. Kept per box, least recently used first; a trace only grows, so each load
+// folds just the new tail.
+const summaries = new Map<string, TraceSummary>();
+const building = new Map<string, Promise<unknown>>();
+const SUMMARIES_MAX = 64;
+
+async function build(boxId: string): Promise<TraceSummary> {
+  // Pruning and the memory store's cap drop a trace's head: start over when the first entry moved.
+  const head = await readTrace(boxId, { limit: 1 });
+  const first = head.entries[0]?.seq ?? null;
+  let s = summaries.get(boxId);
+  if (!s || s.first !== first) s = emptySummary();
+  let after = s.last ?? -1;
+  for (;;) {
+    const page = await readTrace(boxId, { after, limit: TRACE_PAGE_MAX });
+    foldEntries(s, page.entries);
+    if (page.next === null || page.entries.length === 0) break;
+    after = page.next;
+  }
+  summaries.delete(boxId);
+  summaries.set(boxId, s);
+  while (summaries.size > SUMMARIES_MAX) summaries.delete(summaries.keys().next().value as string);
+  return s;
+}
+
+/**
+ * The summary of a box's trace (the caller has checked that it may read it, with traceBox). One
+ * fold at a time per box; the answer is a copy, so later folds do not change it.
+ */
+async function traceSummary(boxId: string): Promise<TraceSummary> {
+  const prev = building.get(boxId) ?? Promise.resolve(undefined);
+  const p = prev.catch(() => undefined).then(() => build(boxId));
+  building.set(boxId, p);
+  try {
+    return cloneSummary(await p);
+  } finally {
+    if (building.get(boxId) === p) building.delete(boxId);
+  }
+}
+
+function wholeParam(raw: string | null): number | undefined {
+  return raw !== null && /^[0-9]{1,15}$/.test(raw) ? Number(raw) : undefined;
+}
+
+export async function loader({ request, params }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  let box;
+  try {
+    box = await traceBox(ctx.actor, params.id);
+  } catch (e) {
+    if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
+    throw e;
+  }
+  const summary = await traceSummary(box.id);
+  const url = new URL(request.url);
+  let seq: number | null = null;
+  let page: { index: number; entries: TraceEntry[] } | null = null;
+  if (summary.first !== null && summary.last !== null) {
+    const asked = wholeParam(url.searchParams.get("seq"));
+    seq = Math.min(summary.last, Math.max(summary.first, asked ?? summary.last));
+    const index = pageOf(seq, summary.first);
+    page = { index, entries: (await readTrace(box.id, { after: pageAfter(index, summary.first), limit: PAGE_SIZE })).entries };
+  }
+  const screen = Math.min(summary.screens - 1, wholeParam(url.searchParams.get("screen")) ?? 0);
+  return {
+    box: { id: box.id, removed: box.removed },
+    summary,
+    seq,
+    screen,
+    page,
+    csrf: ctx.csrf,
+    canFork: ctx.workspace.role !== "viewer",
+  };
+}
+
+export async function action({ request, params }: Route.ActionArgs) {
+  return formAction(async () => {
+    const ctx = await requireWorkspace(request, "member");
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    if (field(form, "intent") !== "fork") throw new ApiError("bad_request", "unknown action");
+    const upTo = wholeParam(field(form, "seq"));
+    if (upTo === undefined) throw new ApiError("bad_request", "choose an entry to fork from");
+    const { body } = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
+    return { forked: { id: body.box.id, up_to: upTo } };
+  });
+}
+
+/** Moving along the trace changes only the address's ?seq=; the page loads what it needs itself. */
+export function shouldRevalidate({ currentUrl, nextUrl, formMethod, defaultShouldRevalidate }: ShouldRevalidateFunctionArgs) {
+  if (formMethod && formMethod !== "GET") return false;
+  if (currentUrl.pathname === nextUrl.pathname) return false;
+  return defaultShouldRevalidate;
+}
+
+type LoaderData = Route.ComponentProps["loaderData"];
+
+export default function BoxTrace({ loaderData }: Route.ComponentProps) {
+  // A new box is a new page: no state carries over.
+  return <TracePage key={loaderData.box.id} {...loaderData} />;
+}
+
+const fmt = (n: number) => n.toLocaleString("en-US");
+const LIVE_EVERY_MS = 2000;
+/** While the slider moves, the rest of the page (timeline, filmstrip, address) follows this often. */
+const COMMIT_MS = 250;
+/** Frames either side of a resting slider whose bytes load in the background. */
+const PREFETCH_RING = 128;
+
+/** The hashes of the frames within `side` of frame `i`, nearest first. */
+function ring(frames: readonly { hash: string }[], i: number, side: number): string[] {
+  const out: string[] = [];
+  for (let d = 1; d <= side; d++) {
+    if (i + d < frames.length) out.push(frames[i + d]!.hash);
+    if (i - d >= 0) out.push(frames[i - d]!.hash);
+  }
+  return out;
+}
+
+function TracePage(props: LoaderData) {
+  const { box, csrf, canFork } = props;
+  const [summary, setSummary] = useState<TraceSummary>(props.summary);
+  // The selected entry as the page shows it (timeline, filmstrip, address); `scrub` runs ahead of
+  // it while the slider moves, and the frame follows `scrub` directly.
+  const [seq, setSeqState] = useState<number>(props.seq ?? 0);
+  const scrub = useRef(seq);
+  const [screen, setScreen] = useState(props.screen);
+  const empty = summary.first === null || summary.last === null;
+  const first = summary.first ?? 0;
+  const last = summary.last ?? 0;
+  const total = last - first + 1;
+
+  const entriesUrl = useCallback((after: number, limit: number) => `/boxes/${box.id}/trace/entries?after=${after}&limit=${limit}`, [box.id]);
+  const frameUrl = useCallback((hash: string) => `/boxes/${box.id}/trace/frames/${hash}`, [box.id]);
+  const [store] = useState(() => new EntryStore(entriesUrl, first, props.page ?? undefined));
+  const version = useStoreVersion(store);
+
+  const frames = useMemo(() => summary.frames.filter((f) => f.screen === screen), [summary.frames, screen]);
+  const hashes = useMemo(() => frames.map((f) => f.hash), [frames]);
+  const spans = useMemo(() => summary.takeovers.filter((t) => t.screen === screen), [summary.takeovers, screen]);
+  const fi = lastAtOrBefore(frames, seq);
+  const frame = fi >= 0 ? frames[fi] : undefined;
+  const width = summary.width ?? 1280;
+  const height = summary.height ?? 800;
+  const cache = useFrameCache(frameUrl);
+  const view = useRef<FrameHandle>(null);
+
+  // Where the slider is → the frame shown, and the frames to load: where it will be when they
+  // arrive (from how fast and how often it moves), then around it, then the filmstrip's. No
+  // React render on this path: the canvas is drawn directly.
+  const latest = useRef({ frames, cache });
+  latest.current = { frames, cache };
+  const motion = useRef({ prev: seq, dir: 1, step: 1, lead: 0, at: 0, every: 500, settle: 0, rested: false });
+  /** The filmstrip's frames (around the selected entry, not the moving slider): loaded last, with thumbnails. */
+  const strip = useRef<string[]>([]);
+  const follow = useCallback((at: number) => {
+    const { frames, cache } = latest.current;
+    const i = lastAtOrBefore(frames, at);
+    view.current?.show(i >= 0 ? frames[i]!.hash : undefined);
+    if (!cache || frames.length === 0) return;
+    const m = motion.current;
+    const d = at - m.prev;
+    const t = performance.now();
+    if (d !== 0) {
+      m.dir = Math.sign(d);
+      m.step = m.at ? m.step * 0.7 + Math.abs(d) * 0.3 : Math.abs(d);
+      // How many moves a load spans, from how often it moves.
+      m.every = m.every * 0.7 + Math.min(500, t - m.at) * 0.3;
+      m.lead = m.every < 250 ? cache.latencyMs / m.every : 0;
+      m.at = t;
+      // Moving: no background loads in the way of the frames it asks for.
+      if (m.rested) cache.prefetch([]);
+    }
+    m.prev = at;
+    cache.want([...framesToWant(frames, at, m), ...strip.current], strip.current);
+    // Once it stands still, the frame under it comes first, and the bytes of the frames around
+    // it load while the page is idle.
+    if (d === 0 && m.rested) return;
+    m.rested = false;
+    clearTimeout(m.settle);
+    m.settle = window.setTimeout(
+      () => {
+        const { frames, cache } = latest.current;
+        m.lead = 0;
+        m.every = 500;
+        m.rested = true;
+        if (!cache) return;
+        const here = scrub.current;
+        cache.want([...framesToWant(frames, here, m), ...strip.current], strip.current);
+        cache.prefetch(ring(frames, Math.max(0, lastAtOrBefore(frames, here)), PREFETCH_RING));
+      },
+      m.lead > 0 ? 120 : 300,
+    );
+  }, []);
+  useLayoutEffect(() => {
+    const c = Math.max(0, fi);
+    strip.current = hashes.slice(Math.max(0, c - STRIP_SIDE), c + STRIP_SIDE + 1);
+    follow(scrub.current);
+  }, [follow, hashes, cache, fi]);
+
+  // The page catches up with the slider at most every COMMIT_MS.
+  const commitTimer = useRef(0);
+  const committedAt = useRef(0);
+  const commit = useCallback(() => {
+    if (commitTimer.current) return;
+    const wait = Math.max(0, COMMIT_MS - (performance.now() - committedAt.current));
+    commitTimer.current = window.setTimeout(() => {
+      commitTimer.current = 0;
+      committedAt.current = performance.now();
+      setSeqState(scrub.current);
+    }, wait);
+  }, []);
+  useEffect(
+    () => () => {
+      clearTimeout(commitTimer.current);
+      clearTimeout(motion.current.settle);
+    },
+    [],
+  );
+  const bounds = useRef({ first, last });
+  bounds.current = { first, last };
+  /** Selects an entry (from the slider, keys, the timeline or the filmstrip). */
+  const select = useCallback(
+    (n: number) => {
+      const { first, last } = bounds.current;
+      scrub.current = Math.min(last, Math.max(first, Math.round(n)));
+      follow(scrub.current);
+      commit();
+    },
+    [follow, commit],
+  );
+
+  // ←/→ anywhere on the page step entry by entry (the slider does so itself when focused).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+      if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+      const target = e.target as HTMLElement | null;
+      if (target?.closest("input, textarea, select, [contenteditable=true]")) return;
+      e.preventDefault();
+      select(scrub.current + (e.key === "ArrowRight" ? 1 : -1));
+    };
+    document.addEventListener("keydown", onKey);
+    return () => document.removeEventListener("keydown", onKey);
+  }, [select]);
+
+  // The address keeps the selected entry, without a navigation per step.
+  useEffect(() => {
+    if (empty) return;
+    const t = setTimeout(() => {
+      const url = new URL(window.location.href);
+      // A navigation away may have changed the address before this page unmounts.
+      if (url.pathname !== `/boxes/${box.id}/trace`) return;
+      url.searchParams.set("seq", String(seq));
+      if (screen) url.searchParams.set("screen", String(screen));
+      else url.searchParams.delete("screen");
+      if (url.href !== window.location.href) window.history.replaceState(window.history.state, "", url);
+    }, 250);
+    return () => clearTimeout(t);
+  }, [seq, screen, empty, box.id]);
+
+  // A box that is still there keeps adding entries: fold them in, and follow them when at the end.
+  const summaryRef = useRef(summary);
+  summaryRef.current = summary;
+  useEffect(() => {
+    if (box.removed || summary.ended) return;
+    let stopped = false;
+    let busy = false;
+    const tick = async () => {
+      if (busy || document.hidden) return;
+      busy = true;
+      try {
+        const before = summaryRef.current.last;
+        let after = before ?? -1;
+        const got: TraceEntry[] = [];
+        for (let i = 0; i < 10; i++) {
+          const res = await fetch(entriesUrl(after, PAGE_SIZE), { credentials: "same-origin" });
+          if (!res.ok) return;
+          const page = (await res.json()) as TracePage;
+          got.push(...page.entries);
+          if (page.next === null || page.entries.length === 0) break;
+          after = page.next;
+        }
+        if (stopped || got.length === 0) return;
+        store.add(got);
+        const newest = got[got.length - 1]!.seq;
+        if (before === null || scrub.current === before) {
+          scrub.current = newest;
+          setSeqState(newest);
+        }
+        setSummary((prev) => foldEntries(cloneSummary(prev), got));
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void tick().catch(() => {}), LIVE_EVERY_MS);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, [box.removed, summary.ended, store, entriesUrl]);
+
+  const textFor = useCallback(
+    (n: number) => {
+      const e = store.get(n);
+      return `entry ${fmt(n - first + 1)} of ${fmt(total)}${e ? `, ${clock(e.at_ms)}` : ""}`;
+    },
+    // `version`: the entries' times arrive with their pages.
+    [store, first, total, version],
+  );
+  const entry = store.get(seq);
+  const held = takeoverAt(spans, screen, seq);
+  const frameLabel = frame
+    ? `The screen${summary.screens > 1 ? ` ${screen}` : ""} at entry ${frame.seq}, ${clock(frame.at_ms)}${takeoverAt(spans, screen, frame.seq) ? ", while a person had it" : ""}`
+    : "No frame recorded yet at this entry";
+
+  return (
+    <Shell>
+      <nav aria-label="Breadcrumb" className="text-sm text-slate-600">
+        <ol className="flex flex-wrap items-center gap-1">
+          <li>
+            <Link to="/" className="text-indigo-700 hover:underline">
+              Boxes
+            </Link>
+          </li>
+          <li aria-hidden>›</li>
+          <li>
+            <Link to={`/boxes/${box.id}`} className="font-mono text-xs text-indigo-700 hover:underline">
+              {box.id.slice(0, 16)}…
+            </Link>
+          </li>
+          <li aria-hidden>›</li>
+          <li aria-current="page">Trace</li>
+        </ol>
+      </nav>
+      <div className="mt-2 flex flex-wrap items-end justify-between gap-3">
+        <div>
+          <h1 className="text-2xl font-semibold tracking-tight">
+            Trace of <span className="font-mono text-xl">{box.id.slice(0, 16)}…</span>
+          </h1>
+          <p className="text-sm text-slate-600">
+            {empty ? "Nothing recorded yet." : `${fmt(total)} entries, ${fmt(summary.frames.length)} frames.`}{" "}
+            {box.removed ? (
+              <span className="rounded-full bg-slate-200 px-2 py-0.5 text-xs font-medium text-slate-700">removed — its trace stays</span>
+            ) : summary.ended ? null : (
+              <span className="text-emerald-700">● recording</span>
+            )}
+          </p>
+        </div>
+        <Link to={`/boxes/${box.id}`} className="text-sm font-medium text-indigo-700 hover:underline">
+          {box.removed ? "The box's page" : "Back to the box"}
+        </Link>
+      </div>
+
+      {empty ? (
+        <div className="mt-6 rounded-xl border border-slate-200 bg-white p-5 text-sm text-slate-600 shadow-sm">
+          This trace has no entries{box.removed ? "." : " yet. The page adds them as the box records them."}
+        </div>
+      ) : (
+        <div className="mt-6 grid gap-6 lg:grid-cols-[minmax(0,1fr)_26rem]">
+          <section aria-label="Frames" className="min-w-0 space-y-4 rounded-xl border border-slate-200 bg-white p-4 shadow-sm">
+            {summary.screens > 1 ? (
+              <div role="group" aria-label="Screen" className="flex flex-wrap gap-1">
+                {Array.from({ length: summary.screens }, (_, n) => (
+                  <button
+                    key={n}
+                    type="button"
+                    aria-pressed={n === screen}
+                    onClick={() => setScreen(n)}
+                    className={`rounded-md px-2.5 py-1 text-xs font-medium ${n === screen ? "bg-slate-900 text-white" : "text-slate-700 ring-1 ring-slate-300 hover:bg-slate-100"}`}
+                  >
+                    Screen {n}
+                  </button>
+                ))}
+              </div>
+            ) : null}
+            <FrameView cache={cache} handle={view} initial={frame?.hash} width={width} height={height} label={frameLabel} />
+            <div className="flex flex-wrap items-center justify-between gap-2 text-xs text-slate-600">
+              <span aria-live="off">
+                {frame ? (
+                  <>
+                    Frame {fmt(fi + 1)} of {fmt(frames.length)}, from entry {fmt(frame.seq)} at {clock(frame.at_ms)} UTC
+                  </>
+                ) : (
+                  "No frame at or before this entry"
+                )}
+              </span>
+              {frame ? (
+                <a href={frameUrl(frame.hash)} target="_blank" rel="noreferrer" className="font-medium text-indigo-700 hover:underline">
+                  Open the PNG
+                </a>
+              ) : null}
+            </div>
+            <Scrubber first={first} last={last} seq={seq} textFor={textFor} frames={frames} takeovers={spans} onScrub={select} />
+            <Filmstrip frames={frames} index={fi} takeovers={spans} cache={cache} onSeq={select} />
+            <SelectedEntry seq={seq} entry={entry} held={!!held} />
+            {canFork ? <ForkForm seq={seq} csrf={csrf} /> : null}
+          </section>
+          <section aria-label="Timeline" className="min-w-0">
+            <h2 className="mb-2 flex items-baseline justify-between text-sm font-semibold">
+              Timeline <span className="text-xs font-normal text-slate-500">times in UTC · ←/→ step</span>
+            </h2>
+            <Timeline
+              store={store}
+              version={version}
+              first={first}
+              last={last}
+              seq={seq}
+              frames={frames}
+              takeovers={spans}
+              frameUrl={frameUrl}
+              onSeq={select}
+            />
+          </section>
+        </div>
+      )}
+    </Shell>
+  );
+}
+
+function SelectedEntry({ seq, entry, held }: { seq: number; entry: TraceEntry | undefined; held: boolean }) {
+  return (
+    <div className="rounded-lg bg-slate-50 p-3 text-sm" data-testid="selected-entry">
+      {entry ? (
+        <>
+          <div className="flex flex-wrap items-center gap-2">
+            <span className="font-mono text-xs tabular-nums text-slate-500">#{entry.seq}</span>
+            <span className="font-mono text-xs tabular-nums text-slate-500">{clock(entry.at_ms)}</span>
+            <ActorBadge actor={entry.actor} />
+            <span className="min-w-0 font-medium">{describeEntry(entry)}</span>
+            {held ? <span className="rounded-full bg-amber-100 px-2 py-0.5 text-xs text-amber-900">a person had the screen</span> : null}
+          </div>
+          {entry.data ? (
+            <details className="mt-2">
+              <summary className="cursor-pointer text-xs text-slate-600">What was recorded</summary>
+              <pre className="mt-1 max-h-48 overflow-auto rounded bg-slate-900 p-2 text-xs text-slate-100">{JSON.stringify(entry.data, null, 2)}</pre>
+            </details>
+          ) : null}
+        </>
+      ) : (
+        <span className="text-slate-500">Loading entry {seq}…</span>
+      )}
+    </div>
+  );
+}
+
+function ForkForm({ seq, csrf }: { seq: number; csrf: string }) {
+  const fetcher = useFetcher<typeof action>();
+  const result = fetcher.data;
+  const busy = fetcher.state !== "idle";
+  return (
+    <div className="space-y-2 border-t border-slate-100 pt-4">
+      <fetcher.Form method="post" className="flex flex-wrap items-center gap-3">
+        <CsrfInput token={csrf} />
+        <input type="hidden" name="intent" value="fork" />
+        <input type="hidden" name="seq" value={seq} />
+        <Button type="submit" disabled={busy}>
+          {busy ? "Forking…" : "Fork from here"}
+        </Button>
+        <span className="text-xs text-slate-600">A new box that does the recorded steps again, up to entry {fmt(seq)}.</span>
+      </fetcher.Form>
+      {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+      {result && "forked" in result ? (
+        <Alert tone="success">
+          Forked up to entry {fmt(result.forked.up_to)}:{" "}
+          <Link to={`/boxes/${result.forked.id}`} className="font-mono font-medium underline" data-testid="fork-link">
+            {result.forked.id}
+          </Link>{" "}
+          starts and replays the steps.
+        </Alert>
+      ) : null}
+    </div>
+  );
+}
