@@ -27,6 +27,54 @@ export interface RfbFilterOptions {
    * key presses (a count per chunk, never which keys), cut text (its length only).
    */
   onInput?: (kind: RfbInput["kind"], detail: RfbInput["detail"]) => void;
+  /**
+   * Asked for every FramebufferUpdateRequest: true holds it back (the filter merges held requests
+   * into one, for `release()`), so a viewer that cannot keep up does not make the VNC server
+   * produce updates it would only queue. Both modes.
+   */
+  holdUpdates?: () => boolean;
+}
+
+/** One FramebufferUpdateRequest standing for several: their bounding box, incremental only if all were. */
+export class HeldUpdateRequests {
+  private incremental = true;
+  private x0 = 0;
+  private y0 = 0;
+  private x1 = 0;
+  private y1 = 0;
+  count = 0;
+
+  add(msg: Buffer) {
+    const inc = msg[1] !== 0;
+    const x = msg.readUInt16BE(2);
+    const y = msg.readUInt16BE(4);
+    const x1 = x + msg.readUInt16BE(6);
+    const y1 = y + msg.readUInt16BE(8);
+    if (this.count === 0) {
+      [this.incremental, this.x0, this.y0, this.x1, this.y1] = [inc, x, y, x1, y1];
+    } else {
+      this.incremental &&= inc;
+      this.x0 = Math.min(this.x0, x);
+      this.y0 = Math.min(this.y0, y);
+      this.x1 = Math.max(this.x1, x1);
+      this.y1 = Math.max(this.y1, y1);
+    }
+    this.count++;
+  }
+
+  /** The merged request, and empties the hold; undefined when nothing is held. */
+  take(): Buffer | undefined {
+    if (this.count === 0) return undefined;
+    const b = Buffer.alloc(10);
+    b[0] = MSG.FramebufferUpdateRequest;
+    b[1] = this.incremental ? 1 : 0;
+    b.writeUInt16BE(this.x0, 2);
+    b.writeUInt16BE(this.y0, 4);
+    b.writeUInt16BE(Math.min(0xffff, this.x1 - this.x0), 6);
+    b.writeUInt16BE(Math.min(0xffff, this.y1 - this.y0), 8);
+    this.count = 0;
+    return b;
+  }
 }
 
 /** Close codes the filter asks for. */
@@ -78,14 +126,31 @@ export class RfbClientFilter {
   private buttons = 0;
   private keyPresses = 0;
   private readonly onInput: RfbFilterOptions["onInput"];
+  private readonly holdUpdates: RfbFilterOptions["holdUpdates"];
+  private readonly held = new HeldUpdateRequests();
 
   constructor(opts: RfbFilterOptions) {
     this.mode = opts.mode;
     this.onInput = opts.onInput;
+    this.holdUpdates = opts.holdUpdates;
   }
 
   get closed() {
     return this.phase === "closed";
+  }
+
+  /** Update requests held back now. */
+  get holding(): number {
+    return this.held.count;
+  }
+
+  /**
+   * The held update requests as one message, when the bytes forwarded so far end on a message
+   * boundary (so it can be written to the server between two messages); undefined otherwise.
+   */
+  release(): Buffer | undefined {
+    if (this.phase !== "messages" || this.bodyLeft > 0) return undefined;
+    return this.held.take();
   }
 
   /**
@@ -214,8 +279,14 @@ export class RfbClientFilter {
         if (have < 4) return { need: 4 };
         return { total: 4 + 4 * u16(h, 2), pass: true };
       }
-      case MSG.FramebufferUpdateRequest:
+      case MSG.FramebufferUpdateRequest: {
+        if (have < 10) return { need: 10 };
+        if (this.holdUpdates?.()) {
+          this.held.add(h);
+          return { total: 10, pass: false };
+        }
         return { total: 10, pass: true };
+      }
       case MSG.KeyEvent: {
         if (have < 8) return { need: 8 };
         const down = h[1] !== 0;

@@ -19,13 +19,26 @@ import { registerUpgrade } from "./upgrade-router";
 // slow one never holds up the others or the agent. VNC → viewer bytes go out unchanged as binary
 // frames; viewer → VNC bytes go through the RFB filter (view mode drops input, both modes force
 // the shared flag).
+//
+// Back-pressure towards the viewer is NOT done by pausing the VNC socket: x11vnc is one thread
+// and blocks writing to a connection whose reader stopped, which freezes every other viewer of
+// the screen (measured: a viewer that stops reading stalled another for > 5 s). Instead the
+// relay always reads VNC, and holds the viewer's FramebufferUpdateRequests (merged into one)
+// while the viewer is behind, so x11vnc only produces what the viewer can take; a viewer that
+// still piles up more than HARD_LIMIT (it ignores flow control) is closed with 4408.
 
 export const VIEWER_SOCKET_PATH = /^\/v1\/boxes\/([^/]+)\/screens\/([^/]+)\/viewer\/socket$/;
 
 const SERVER: Actor = { kind: "server" };
-/** Stop reading VNC while this much is queued for a viewer; go on below LOW_WATER. */
+/** Hold the viewer's update requests while this much is queued for it; release below LOW_WATER. */
 const HIGH_WATER = 4 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
+/** Update requests sent on with no VNC bytes back yet before further ones are held. */
+const MAX_UNANSWERED = 4;
+/** A held request is sent on after this long even without an answer (a still screen answers nothing). */
+const RELEASE_MS = 100;
+/** Queued for a viewer beyond this, it is closed: it sends requests faster than it reads. */
+const HARD_LIMIT = 64 * 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 5000;
 const PING_MS = 30_000;
 
@@ -142,9 +155,11 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
 function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: ViewerMode) {
   const { box_id: boxId, screen, issuer } = claims;
   let ended = false;
-  let tcpPaused = false;
   let wsPaused = false;
   let alive = true;
+  /** Update requests sent on since VNC last sent anything. */
+  let unanswered = 0;
+  let releaseTimer: NodeJS.Timeout | undefined;
 
   const filter = new RfbClientFilter({
     mode,
@@ -155,13 +170,39 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
             void touchBox(boxId).catch(() => undefined);
           }
         : undefined,
+    holdUpdates: () => {
+      if (ws.bufferedAmount > HIGH_WATER || unanswered >= MAX_UNANSWERED) {
+        armRelease();
+        return true;
+      }
+      unanswered++;
+      return false;
+    },
   });
+
+  /** Sends the held update requests on, once the viewer has caught up (or `force` after a wait). */
+  const release = (force = false) => {
+    if (ended || !filter.holding || ws.bufferedAmount > LOW_WATER) return;
+    if (!force && unanswered >= MAX_UNANSWERED) return;
+    const msg = filter.release();
+    if (!msg) return;
+    unanswered++;
+    tcp.write(msg);
+  };
+  function armRelease() {
+    releaseTimer ??= setTimeout(() => {
+      releaseTimer = undefined;
+      release(true);
+      if (filter.holding && !ended) armRelease();
+    }, RELEASE_MS);
+  }
 
   const end = (code: number, reason: string) => {
     if (ended) return;
     ended = true;
     unregister();
     clearInterval(ping);
+    clearTimeout(releaseTimer);
     tcp.destroy();
     if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(code, reason);
   };
@@ -175,19 +216,15 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
     close: (code, reason) => end(code, reason),
   });
 
-  // VNC → viewer, unchanged. Back-pressure: stop reading VNC while the viewer is behind.
+  // VNC → viewer, unchanged, always read (see the top of the file).
   const sent = (err?: Error) => {
-    if (err || !tcpPaused || ws.bufferedAmount > LOW_WATER) return;
-    tcpPaused = false;
-    tcp.resume();
+    if (!err) release();
   };
   tcp.on("data", (chunk: Buffer) => {
     if (ended) return;
+    unanswered = 0;
     ws.send(chunk, { binary: true }, sent);
-    if (!tcpPaused && ws.bufferedAmount > HIGH_WATER) {
-      tcpPaused = true;
-      tcp.pause();
-    }
+    if (ws.bufferedAmount > HARD_LIMIT) end(VIEWER_CLOSE.tooSlow, "the viewer does not keep up with the updates it asks for");
   });
   tcp.on("error", () => undefined);
   tcp.on("close", () => {
@@ -209,6 +246,7 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
       });
     }
     if (close) end(close.code, close.reason);
+    else release();
   });
   ws.on("pong", () => (alive = true));
   ws.on("error", () => end(VIEWER_CLOSE.normal, "socket error"));

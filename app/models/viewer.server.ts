@@ -43,6 +43,8 @@ export const VIEWER_CLOSE = {
   normal: 4000,
   badTicket: 4401,
   noBox: 4404,
+  /** The viewer asked for updates faster than it read them. */
+  tooSlow: 4408,
   notReady: 4409,
   vncUnreachable: 4502,
 } as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MSG, RFB_CLOSE, RfbClientFilter, type RfbInput, type RfbMode } from "../../server/rfb-filter";
+import { HeldUpdateRequests, MSG, RFB_CLOSE, RfbClientFilter, type RfbInput, type RfbMode } from "../../server/rfb-filter";
 
 // Client→server RFB messages, built by hand from RFC 6143 and the extension specs.
 const b = (...bytes: number[]) => Buffer.from(bytes);
@@ -334,5 +334,48 @@ describe("input reports (control mode)", () => {
   it("view mode reports nothing", () => {
     const { inputs } = run("view", [handshake(8), m.pointer(1, 1, 1), m.key(true, 0x61), m.cut("x")]);
     expect(inputs).toEqual([]);
+  });
+});
+
+describe("holding update requests (flow control towards a slow viewer)", () => {
+  it("holds requests while asked to, merges them into one, and releases it on a message boundary", () => {
+    let hold = false;
+    const f = new RfbClientFilter({ mode: "view", holdUpdates: () => hold });
+    expect(f.push(handshake(8)).out).toEqual(handshake(8, 1));
+    expect(f.release()).toBeUndefined();
+    expect(f.push(m.fbur(1, 0, 0, 100, 100)).out).toEqual(m.fbur(1, 0, 0, 100, 100));
+    hold = true;
+    const burst = Buffer.concat([m.fbur(1, 10, 20, 30, 40), m.setEncodings([0]), m.fbur(1, 100, 5, 50, 10), m.pointer(1, 1, 1)]);
+    for (const chunks of [[burst], byteByByte(burst)]) {
+      const out = Buffer.concat(chunks.map((c) => f.push(c).out));
+      expect(out).toEqual(m.setEncodings([0]));
+      expect(f.holding).toBe(2);
+      // The bounding box of both, still incremental.
+      expect(f.release()).toEqual(m.fbur(1, 10, 5, 140, 55));
+      expect(f.holding).toBe(0);
+      expect(f.release()).toBeUndefined();
+    }
+  });
+
+  it("a held non-incremental request makes the merged one non-incremental", () => {
+    const h = new HeldUpdateRequests();
+    h.add(m.fbur(1, 0, 0, 10, 10));
+    h.add(m.fbur(0, 1270, 790, 10, 10));
+    expect(h.take()).toEqual(m.fbur(0, 0, 0, 1280, 800));
+    expect(h.take()).toBeUndefined();
+  });
+
+  it("does not release in the middle of a message body", () => {
+    let hold = true;
+    const f = new RfbClientFilter({ mode: "control", holdUpdates: () => hold });
+    f.push(handshake(8));
+    f.push(m.fbur(0, 0, 0, 1, 1));
+    const cut = m.cut("x".repeat(100));
+    expect(f.push(cut.subarray(0, 20)).out).toEqual(cut.subarray(0, 20));
+    expect(f.release()).toBeUndefined();
+    expect(f.holding).toBe(1);
+    hold = false;
+    expect(f.push(cut.subarray(20)).out).toEqual(cut.subarray(20));
+    expect(f.release()).toEqual(m.fbur(0, 0, 0, 1, 1));
   });
 });
