@@ -1,3 +1,4 @@
+import { CHROMIUM_ARGS, CHROMIUM_PATH, signUpAndKey } from "../tests/support/browser";
 import { type Page, chromium } from "playwright-core";
 import { type TestServer, json, removeTestBoxes, startServer } from "../tests/support/server";
 import { summarize } from "./stats";
@@ -36,34 +37,12 @@ window.__holmFirstFrame = new Promise((resolve) => {
   requestAnimationFrame(tick);
 });`;
 
-async function signUpAndKey(page: Page, server: TestServer): Promise<string> {
-  await page.goto(`${server.base}/signup`);
-  await page.getByLabel("Name", { exact: true }).fill("Bench");
-  await page.getByLabel("Email").fill("bench@example.com");
-  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
-  await page.getByLabel("Confirm password").fill("correct horse battery");
-  await page.getByLabel("Workspace name").fill("Bench");
-  await page.getByRole("button", { name: "Create account" }).click();
-  await page.getByRole("heading", { name: "Boxes", exact: true }).waitFor();
-  await page.goto(`${server.base}/keys`);
-  await page.getByLabel("Name", { exact: true }).fill("bench");
-  await page.getByRole("button", { name: "Create key" }).click();
-  return (await page.getByTestId("new-key").textContent())!.trim();
-}
 
 export async function benchViewerAttach() {
   const server = await startServer();
   const browser = await chromium.launch({
-    executablePath: process.env.HOLM_CHROMIUM ?? "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    executablePath: CHROMIUM_PATH,
+    args: CHROMIUM_ARGS,
   });
   try {
     const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });

@@ -1,4 +1,4 @@
-import zlib from "node:zlib";
+import { decodePng } from "../support/png";
 import { type Browser, type Page, expect, test } from "@playwright/test";
 import { Page as BoxPage } from "../support/cdp";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
@@ -55,68 +55,15 @@ const viewers = async () => json(await v1(`/v1/boxes/${boxId}/screens/0/viewers`
 
 // ------------------------------------------------------------------ pixels
 
-/** Decodes an 8-bit RGB or RGBA PNG (non-interlaced) into RGB bytes. */
-function decodePng(png: Buffer): { width: number; height: number; rgb: Buffer } {
-  let pos = 8;
-  let width = 0;
-  let height = 0;
-  let channels = 3;
-  const idat: Buffer[] = [];
-  while (pos < png.length) {
-    const len = png.readUInt32BE(pos);
-    const type = png.toString("latin1", pos + 4, pos + 8);
-    const body = png.subarray(pos + 8, pos + 8 + len);
-    if (type === "IHDR") {
-      width = body.readUInt32BE(0);
-      height = body.readUInt32BE(4);
-      if (body[8] !== 8 || body[12] !== 0) throw new Error("only 8-bit non-interlaced PNGs");
-      channels = body[9] === 6 ? 4 : body[9] === 2 ? 3 : 0;
-      if (!channels) throw new Error(`PNG colour type ${body[9]} not handled`);
-    } else if (type === "IDAT") idat.push(body);
-    pos += 12 + len;
-  }
-  const raw = zlib.inflateSync(Buffer.concat(idat));
-  const stride = width * channels;
-  const cur = Buffer.alloc(stride);
-  const prev = Buffer.alloc(stride);
-  const rgb = Buffer.alloc(width * height * 3);
-  for (let y = 0; y < height; y++) {
-    const f = raw[y * (stride + 1)]!;
-    const line = raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1));
-    for (let i = 0; i < stride; i++) {
-      const a = i >= channels ? cur[i - channels]! : 0;
-      const b = prev[i]!;
-      const c = i >= channels ? prev[i - channels]! : 0;
-      let v = line[i]!;
-      if (f === 1) v += a;
-      else if (f === 2) v += b;
-      else if (f === 3) v += (a + b) >> 1;
-      else if (f === 4) {
-        const p = a + b - c;
-        const pa = Math.abs(p - a);
-        const pb = Math.abs(p - b);
-        const pc = Math.abs(p - c);
-        v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-      }
-      cur[i] = v & 0xff;
-    }
-    for (let x = 0; x < width; x++) {
-      rgb[(y * width + x) * 3] = cur[x * channels]!;
-      rgb[(y * width + x) * 3 + 1] = cur[x * channels + 1]!;
-      rgb[(y * width + x) * 3 + 2] = cur[x * channels + 2]!;
-    }
-    cur.copy(prev);
-  }
-  return { width, height, rgb };
-}
 
 type Region = { x: number; y: number; w: number; h: number };
 
-function meanOfPng(img: { width: number; rgb: Buffer }, r: Region): number[] {
+function meanOfPng(img: ReturnType<typeof decodePng>, r: Region): number[] {
   const sum = [0, 0, 0];
   for (let y = r.y; y < r.y + r.h; y++) {
     for (let x = r.x; x < r.x + r.w; x++) {
-      for (let k = 0; k < 3; k++) sum[k]! += img.rgb[(y * img.width + x) * 3 + k]!;
+      const px = img.rgb(x, y);
+      for (let k = 0; k < 3; k++) sum[k]! += px[k]!;
     }
   }
   return sum.map((s) => s / (r.w * r.h));
