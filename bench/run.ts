@@ -6,6 +6,7 @@ import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
 import { benchViewerAttach } from "./viewer-attach";
+import { benchViewersLoad } from "./viewers-load";
 
 // `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
 // the box image (scripts/setup.sh does both).
@@ -19,6 +20,7 @@ const benches: Record<string, () => Promise<void>> = {
   scrub: benchScrub,
   viewer: benchViewer,
   "viewer-attach": benchViewerAttach,
+  "viewers-load": benchViewersLoad,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
