@@ -152,7 +152,8 @@ done
 
 for ((n = 0; n < screens; n++)); do
   d=$((99 + n))
-  spawn "x11vnc :$d" x11vnc -display ":$d" -rfbport $((5900 + n)) -nopw -forever -shared -quiet \
+  # Below the agent's input path in priority: many viewers must not slow the agent down.
+  spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -nopw -forever -shared -quiet \
     -noxdamage
   dir=/root/.config/holm/fluxbox-$n
   mkdir -p "$dir"
