@@ -302,6 +302,8 @@ const g = c.getContext("2d"); let n = 0;
   requestAnimationFrame(draw); })();
 </script></body></html>`;
 
+const order = (): ("direct" | "relay")[] => (Math.random() < 0.5 ? ["direct", "relay"] : ["relay", "direct"]);
+
 async function connectPair(server: TestServer, boxId: string, ip: string) {
   const direct = await RfbClient.overTcp(ip, 5900);
   await direct.handshake();
@@ -326,9 +328,12 @@ export async function benchViewer() {
     await page.navigate("about:blank");
     await new Promise((r) => setTimeout(r, 500));
     const latency = { direct: [] as number[], relay: [] as number[] };
-    const once = async (c: RfbClient) => {
+    // x11vnc answers on its own poll cycle: a random pause before each request keeps either side
+    // from locking onto one phase of it.
+    const once = async (c: RfbClient, w = width, h = height) => {
+      await new Promise((r) => setTimeout(r, Math.random() * 60));
       const t0 = now();
-      c.requestUpdate(false);
+      c.requestUpdate(false, 0, 0, w, h);
       const u = await c.nextUpdate();
       return u.firstByteAt - t0;
     };
@@ -337,14 +342,23 @@ export async function benchViewer() {
       await once(relay);
     }
     for (let i = 0; i < N; i++) {
-      // Alternate, so drift in the box's load falls on both sides alike.
-      latency.direct.push(await once(direct));
-      latency.relay.push(await once(relay));
+      // Both in each round, in a random order: drift in the box's load, and x11vnc's state after
+      // the other client's update, fall on both sides alike.
+      for (const side of order()) latency[side].push(await once(side === "direct" ? direct : relay));
     }
     const ld = summarize("full update request → first byte, direct TCP", latency.direct);
     const lr = summarize("full update request → first byte, relay (ws)", latency.relay);
     const lRatio = lr.median / ld.median;
     console.log(`  latency ratio relay/direct ${lRatio.toFixed(2)}× (target ≤ 1.1×: ${lRatio <= 1.1 ? "met" : "missed"}; +${(lr.median - ld.median).toFixed(2)} ms)`);
+
+    // The relay's own round trip: a 64×64 request, which x11vnc answers at once.
+    const small = { direct: [] as number[], relay: [] as number[] };
+    for (let i = 0; i < N; i++) {
+      for (const side of order()) small[side].push(await once(side === "direct" ? direct : relay, 64, 64));
+    }
+    const sd = summarize("64×64 update request → first byte, direct TCP", small.direct);
+    const sr = summarize("64×64 update request → first byte, relay (ws)", small.relay);
+    console.log(`  the relay adds ${(sr.median - sd.median).toFixed(2)} ms to a round trip (median)`);
 
     // Throughput on a changing screen: back-to-back full, non-incremental updates.
     await page.navigate(`data:text/html;base64,${Buffer.from(CHANGING).toString("base64")}`);
@@ -362,8 +376,7 @@ export async function benchViewer() {
     await burst(direct, 3);
     await burst(relay, 3);
     for (let i = 0; i < Math.max(6, Math.round(N / 5)); i++) {
-      rate.direct.push(await burst(direct, 5));
-      rate.relay.push(await burst(relay, 5));
+      for (const side of order()) rate[side].push(await burst(side === "direct" ? direct : relay, 5));
     }
     const td = summarize("full updates of a changing screen, direct TCP", rate.direct, "MB/s");
     const tr = summarize("full updates of a changing screen, relay (ws)", rate.relay, "MB/s");

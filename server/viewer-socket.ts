@@ -33,13 +33,20 @@ const SERVER: Actor = { kind: "server" };
 /** Hold the viewer's update requests while this much is queued for it; release below LOW_WATER. */
 const HIGH_WATER = 4 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
-/** Update requests sent on with no VNC bytes back yet before further ones are held. */
-const MAX_UNANSWERED = 4;
+/**
+ * One update request at a time reaches x11vnc from a viewer: a later one is held until VNC has
+ * answered and gone quiet for QUIET_MS (the update is through). x11vnc (one thread) stalls
+ * every client for seconds when it has several full updates to write to one connection at once.
+ */
+const MAX_UNANSWERED = 1;
+const QUIET_MS = 3;
 /** A held request is sent on after this long even without an answer (a still screen answers nothing). */
-const RELEASE_MS = 100;
+const RELEASE_MS = 50;
 /** Queued for a viewer beyond this, it is closed: it sends requests faster than it reads. */
 const HARD_LIMIT = 64 * 1024 * 1024;
 const CONNECT_TIMEOUT_MS = 5000;
+/** Reads from VNC of up to this much: full updates are megabytes, and fewer, larger frames cost less. */
+const READ_SIZE = 256 * 1024;
 const PING_MS = 30_000;
 
 let wss: WebSocketServer | undefined;
@@ -122,8 +129,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   }
   if (socket.destroyed) return;
 
-  const tcp = net.connect({ host: box.address, port: 5900 + screen });
-  tcp.setNoDelay(true);
+  const { tcp, onData } = connectVnc(box.address, 5900 + screen);
   const reached = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => {
       tcp.destroy();
@@ -148,17 +154,61 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
       ws.close(VIEWER_CLOSE.vncUnreachable, `the VNC server of box ${id} screen ${screen} does not answer`);
       return;
     }
-    relay(ws, tcp, claims, mode);
+    relay(ws, tcp, onData, claims, mode);
   });
 }
 
-function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: ViewerMode) {
+/**
+ * A TCP connection to VNC that reads into large buffers (a big read is handed on as it is, a
+ * small one copied out so the buffer is reused). Bytes that arrive before `onData` is given wait.
+ */
+function connectVnc(host: string, port: number) {
+  let buf = Buffer.allocUnsafe(READ_SIZE);
+  const early: Buffer[] = [];
+  let sink: ((chunk: Buffer) => void) | undefined;
+  const tcp = net.connect({
+    host,
+    port,
+    noDelay: true,
+    onread: {
+      buffer: () => buf,
+      callback: (n: number) => {
+        let chunk: Buffer;
+        if (n >= READ_SIZE / 2) {
+          chunk = buf.subarray(0, n);
+          buf = Buffer.allocUnsafe(READ_SIZE);
+        } else {
+          chunk = Buffer.from(buf.subarray(0, n));
+        }
+        if (sink) sink(chunk);
+        else early.push(chunk);
+        return true;
+      },
+    },
+  });
+  const onData = (fn: (chunk: Buffer) => void) => {
+    sink = fn;
+    for (const c of early.splice(0)) fn(c);
+  };
+  return { tcp, onData };
+}
+
+function relay(
+  ws: WebSocket,
+  tcp: net.Socket,
+  onData: (fn: (chunk: Buffer) => void) => void,
+  claims: TicketClaims,
+  mode: ViewerMode,
+) {
   const { box_id: boxId, screen, issuer } = claims;
   let ended = false;
   let wsPaused = false;
   let alive = true;
   /** Update requests sent on since VNC last sent anything. */
   let unanswered = 0;
+  /** When VNC last sent bytes, and since when requests are held. */
+  let lastDataAt = 0;
+  let heldSince = 0;
   let releaseTimer: NodeJS.Timeout | undefined;
 
   const filter = new RfbClientFilter({
@@ -171,7 +221,9 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
           }
         : undefined,
     holdUpdates: () => {
-      if (ws.bufferedAmount > HIGH_WATER || unanswered >= MAX_UNANSWERED) {
+      const quiet = performance.now() - lastDataAt >= QUIET_MS;
+      if (filter.holding || !quiet || ws.bufferedAmount > HIGH_WATER || unanswered >= MAX_UNANSWERED) {
+        if (!filter.holding) heldSince = performance.now();
         armRelease();
         return true;
       }
@@ -180,10 +232,15 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
     },
   });
 
-  /** Sends the held update requests on, once the viewer has caught up (or `force` after a wait). */
-  const release = (force = false) => {
+  /**
+   * Sends the held update requests on (merged into one) once VNC is quiet and the viewer has
+   * caught up, and either the last request was answered or RELEASE_MS have passed.
+   */
+  const release = () => {
     if (ended || !filter.holding || ws.bufferedAmount > LOW_WATER) return;
-    if (!force && unanswered >= MAX_UNANSWERED) return;
+    const t = performance.now();
+    if (t - lastDataAt < QUIET_MS) return;
+    if (unanswered >= MAX_UNANSWERED && t - heldSince < RELEASE_MS) return;
     const msg = filter.release();
     if (!msg) return;
     unanswered++;
@@ -192,9 +249,9 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
   function armRelease() {
     releaseTimer ??= setTimeout(() => {
       releaseTimer = undefined;
-      release(true);
+      release();
       if (filter.holding && !ended) armRelease();
-    }, RELEASE_MS);
+    }, QUIET_MS);
   }
 
   const end = (code: number, reason: string) => {
@@ -220,9 +277,10 @@ function relay(ws: WebSocket, tcp: net.Socket, claims: TicketClaims, mode: Viewe
   const sent = (err?: Error) => {
     if (!err) release();
   };
-  tcp.on("data", (chunk: Buffer) => {
+  onData((chunk) => {
     if (ended) return;
     unanswered = 0;
+    lastDataAt = performance.now();
     ws.send(chunk, { binary: true }, sent);
     if (ws.bufferedAmount > HARD_LIMIT) end(VIEWER_CLOSE.tooSlow, "the viewer does not keep up with the updates it asks for");
   });

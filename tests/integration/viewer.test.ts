@@ -308,6 +308,38 @@ describe("several viewers, counts and closing", () => {
     expect(await until(() => viewersOf(box.id), (v) => v.watching === 0)).toMatchObject({ watching: 0 });
   });
 
+  it("a viewer that stops reading holds up neither another viewer nor the agent", async () => {
+    const t = await viewerTicket(server, box.id, 0, { mode: "view" });
+    const slow = await RfbClient.overWebSocket(t.view_socket);
+    await slow.handshake();
+    const fast = (await connect(t.view_socket)).c;
+    // The slow viewer reads nothing more, and asks for full updates (4 MB each, raw) one by one,
+    // spaced so that x11vnc cannot merge them: far more than the socket buffers hold.
+    slow.ws.pause();
+    for (let i = 0; i < 40; i++) {
+      slow.requestUpdate(false);
+      await sleep(10);
+    }
+    const times: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const t0 = Date.now();
+      fast.requestUpdate(false);
+      await Promise.race([fast.nextUpdate(), sleep(4000).then(() => Promise.reject(new Error(`update ${i} stalled`)))]);
+      times.push(Date.now() - t0);
+    }
+    expect(Math.max(...times), times.join(",")).toBeLessThan(4000);
+    const f0 = Date.now();
+    const frame = await api(`/v1/boxes/${box.id}/screens/0/frame`);
+    expect(frame.status).toBe(200);
+    await frame.arrayBuffer();
+    await batch([{ type: "move", to: { x: 10, y: 10 } }]);
+    expect(Date.now() - f0).toBeLessThan(3000);
+    // Still connected, and it catches up once it reads again.
+    slow.ws.resume();
+    await slow.nextUpdate();
+    for (const c of [slow, fast]) c.close();
+  });
+
   it("removing the box closes its sockets with a 4xxx code", async () => {
     const t = await viewerTicket(server, other.id, 0);
     const a = (await connect(t.view_socket)).c;
