@@ -6,9 +6,9 @@ import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import WebSocket from "ws";
-import { batch, cleanup, freePort, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
+import { batch, cleanup, display, freePort, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
 
-const D = 159;
+const D = display(159);
 let agent: Agent;
 let cdpPort: number;
 let ws: WebSocket;

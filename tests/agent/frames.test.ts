@@ -2,12 +2,12 @@
 // and recording. Pixels are checked by decoding the PNG independently.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fs from "node:fs";
-import { batch, cleanup, decodePng, median, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
+import { batch, cleanup, display, decodePng, median, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
 import { Probe } from "./x-probe";
 import { Req } from "../../images/x11/agent/x11-wire";
 import { getInputFocus } from "../../images/x11/agent/x11-requests";
 
-const D = 153;
+const D = display(153);
 let agent: Agent;
 let probe: Probe;
 

@@ -29,6 +29,14 @@ export async function cleanup(): Promise<void> {
   await sleep(100);
 }
 
+/**
+ * A host display number for a test file: `n` shifted by HOLM_TEST_DISPLAY_OFFSET, so two
+ * checkouts can run their agent tests on one machine at once without sharing an X server.
+ */
+export function display(n: number): number {
+  return n + Number(process.env.HOLM_TEST_DISPLAY_OFFSET ?? 0);
+}
+
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function until<T>(fn: () => T | Promise<T>, what: string, ms = 5000, every = 25): Promise<NonNullable<T>> {

@@ -3,9 +3,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import http from "node:http";
 import { spawn, type ChildProcess } from "node:child_process";
-import { batch, cleanup, freePort, median, startAgent, startXvfb, track, until, type Agent } from "./harness";
+import { batch, cleanup, display, freePort, median, startAgent, startXvfb, track, until, type Agent } from "./harness";
 
-const D = 156; // screens 0 and 1 are :156 and :157
+const D = display(156); // screens 0 and 1 are :156 and :157
 let agent: Agent;
 let vncBase: number;
 let cdpBase: number;

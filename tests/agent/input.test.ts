@@ -1,9 +1,9 @@
 // Pointer and key input, checked by an independent X client (Probe) and xdotool.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { batch, cleanup, pointerAt, startAgent, startXvfb, type Agent } from "./harness";
+import { batch, cleanup, display, pointerAt, startAgent, startXvfb, type Agent } from "./harness";
 import { Probe, STATE_CONTROL, STATE_SHIFT } from "./x-probe";
 
-const D = 151;
+const D = display(151);
 let agent: Agent;
 let probe: Probe;
 

@@ -8,9 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import WebSocket from "ws";
-import { batch, cleanup, freePort, median, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
+import { batch, cleanup, display, freePort, median, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
 
-const D = 158;
+const D = display(158);
 let agent: Agent;
 let cdpPort: number;
 let site: http.Server;

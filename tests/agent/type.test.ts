@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { batch, cleanup, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
+import { batch, cleanup, display, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
 
-const D = 152;
+const D = display(152);
 let agent: Agent;
 let fallback: Agent;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-type-"));

@@ -1,8 +1,8 @@
 // Windows, clipboard and launching under fluxbox, checked with wmctrl, xdotool and xclip.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { batch, cleanup, startAgent, startFluxbox, startXterm, startXvfb, until, xrun, type Agent } from "./harness";
+import { batch, cleanup, display, startAgent, startFluxbox, startXterm, startXvfb, until, xrun, type Agent } from "./harness";
 
-const D = 154;
+const D = display(154);
 let agent: Agent;
 
 beforeAll(async () => {
