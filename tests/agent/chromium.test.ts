@@ -13,6 +13,9 @@ let agent: Agent;
 let cdpPort: number;
 let ws: WebSocket;
 let nextId = 1;
+let browserPid = 0;
+/** How many times the heavy typing tests repeat: a few in `npm test`, 20 in `npm run test:stress`. */
+const REPEAT = Number(process.env.HOLM_TEST_REPEAT ?? 2);
 
 const PAGE = `<!doctype html><html><body style="margin:0">
 <textarea id="t" style="position:fixed;inset:0;width:100vw;height:100vh;font-size:14px"></textarea>
@@ -52,7 +55,7 @@ beforeAll(async () => {
   cdpPort = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-chromium-"));
   fs.writeFileSync(path.join(dir, "page.html"), PAGE);
-  track(
+  const browser = track(
     spawn(
       "chromium",
       [
@@ -64,6 +67,7 @@ beforeAll(async () => {
       { env: { ...process.env, DISPLAY: `:${D}` }, stdio: "ignore", detached: true },
     ),
   );
+  browserPid = browser.pid!;
   agent = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_CDP_PORT_BASE: String(cdpPort) });
   const page = await until(async () => {
     const list = (await (await fetch(`http://127.0.0.1:${cdpPort}/json/list`)).json()) as Array<{ type: string; url: string; webSocketDebuggerUrl: string }>;
@@ -137,6 +141,62 @@ describe("chromium", () => {
       await new Promise((r2) => setTimeout(r2, 50));
     }
     expect(value).toBe(text);
+  });
+
+  /** The textarea's value once it has stopped changing for `quietMs`. */
+  async function settledValue(quietMs = 500, ms = 30_000): Promise<string> {
+    let value = "";
+    let stableSince = Date.now();
+    const deadline = Date.now() + ms;
+    while (Date.now() < deadline && Date.now() - stableSince < quietMs) {
+      const v = await evaluate<string>("document.getElementById('t').value");
+      if (v !== value) {
+        value = v;
+        stableSince = Date.now();
+      }
+      await new Promise((r2) => setTimeout(r2, 50));
+    }
+    return value;
+  }
+
+  const distinctCjk = (n: number, from: number): string =>
+    Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + from + i)).join("");
+
+  it(`types 2,000 distinct characters outside the layout, ${REPEAT} times, each character as asked`, { timeout: 600_000 }, async () => {
+    for (let round = 0; round < REPEAT; round++) {
+      await evaluate("document.getElementById('t').value = ''");
+      // Another block each round: every round remaps keycodes the last one used.
+      const text = distinctCjk(2000, (round % 4) * 2000);
+      // The textarea fills the window: a click gives it the focus whatever ran before.
+      const r = await batch(agent, 0, { actions: [{ type: "click", at: { x: 640, y: 400 } }, { type: "type", text }] });
+      expect(r.results[1], JSON.stringify(r.results[1])).toMatchObject({ ok: true, typed: 2000 });
+      const got = await until(async () => {
+        const v = await evaluate<string>("document.getElementById('t').value");
+        return [...v].length >= 2000 ? v : null;
+      }, `round ${round}: 2,000 characters in the page`, 30_000);
+      const [g, e] = [[...got], [...text]];
+      const wrong = g.flatMap((ch, i) => (ch !== e[i] ? [`${i}: ${ch} (+${ch.codePointAt(0)! - e[i].codePointAt(0)!})`] : []));
+      expect(wrong, `round ${round}: ${wrong.length} characters other than asked`).toEqual([]);
+      expect(await settledValue(300)).toBe(text);
+    }
+  });
+
+  it("waits for a browser that is not reading its events (stopped) before giving a keycode another character", async () => {
+    await evaluate("document.getElementById('t').value = ''");
+    const text = distinctCjk(400, 9000);
+    process.kill(browserPid, "SIGSTOP");
+    let settled = false;
+    let pending: Promise<any>;
+    try {
+      pending = batch(agent, 0, { actions: [{ type: "click", at: { x: 640, y: 400 } }, { type: "type", text }] }).finally(() => (settled = true));
+      await new Promise((r2) => setTimeout(r2, 1500));
+      expect(settled, "the batch answered while the browser could not have handled its keys").toBe(false);
+    } finally {
+      process.kill(browserPid, "SIGCONT");
+    }
+    const r = await pending!;
+    expect(r.results[1]).toMatchObject({ ok: true, typed: 400 });
+    expect(await settledValue()).toBe(text);
   });
 
   it("types through the xdotool fallback too", async () => {

@@ -20,15 +20,24 @@ afterAll(cleanup);
 
 /** Opens a fresh xterm whose shell copies what it is typed into `file`, and focuses it. */
 async function terminal(a: Agent, name: string): Promise<string> {
+  return (await xterm(a, name, true)).file;
+}
+
+/**
+ * `cooked`: the tty's line editing (BackSpace erases) and Return as \n, but a line reaches the
+ * file only when it ends, and one over 4,095 bytes loses characters. Otherwise every character
+ * reaches the file as xterm sends it (Return still arrives as \n). No echo: the screen stays calm.
+ */
+async function xterm(a: Agent, name: string, cooked = false): Promise<{ file: string; pid: number }> {
   const file = path.join(dir, `${name}.txt`);
   fs.writeFileSync(file, "");
-  // cooked mode: Return arrives as \n; no echo so the screen stays calm.
-  startXterm(D, ["-u8", "-geometry", "200x50+0+0", "-title", name, "-e", "sh", "-c", `stty -echo; exec cat > '${file}'`]);
+  const stty = cooked ? "-echo" : "-echo -icanon min 1";
+  const proc = startXterm(D, ["-u8", "-geometry", "200x50+0+0", "-title", name, "-e", "sh", "-c", `stty ${stty}; exec cat > '${file}'`]);
   await until(async () => (await batch(a, 0, { actions: [{ type: "windows" }] })).windows.find((w: { title: string }) => w.title === name), "xterm");
   // No window manager here: click into it to give it the focus.
   await batch(a, 0, { actions: [{ type: "click", at: { x: 300, y: 200 } }] });
   await new Promise((r) => setTimeout(r, 200));
-  return file;
+  return { file, pid: proc.pid! };
 }
 
 const TRICKY = `héllo $(rm -rf /) \`id\` "dq" 'sq' \\back ; | & > < * ? ~ ! # % ^ { } [ ] 中文字 😀👍🏽 ñ ü ß € ©\ttab\n`;
@@ -41,9 +50,19 @@ function thousand(): string {
   return cps.join("") + "\n";
 }
 
-async function typedInto(file: string, expected: string): Promise<string> {
+/** `n` distinct CJK characters (none is on Xvfb's layout), then a newline; `from` shifts the block. */
+function distinctCjk(n: number, from = 0): string {
+  let text = "";
+  for (let i = 0; i < n; i++) text += String.fromCodePoint(0x4e00 + from + i);
+  return text + "\n";
+}
+
+/** How many times the heavy typing tests repeat: a few in `npm test`, 20 in `npm run test:stress`. */
+const REPEAT = Number(process.env.HOLM_TEST_REPEAT ?? 2);
+
+async function typedInto(file: string, expected: string, ms = 10_000): Promise<string> {
   const want = Buffer.byteLength(expected);
-  await until(() => fs.statSync(file).size >= want, `${want} bytes in ${file}`, 10_000);
+  await until(() => fs.statSync(file).size >= want, `${want} bytes in ${file}`, ms);
   await new Promise((r) => setTimeout(r, 100));
   return fs.readFileSync(file, "utf8");
 }
@@ -68,6 +87,60 @@ describe("type through XTEST", () => {
     const r = await batch(agent, 0, { actions: [{ type: "type", text }] });
     expect(r.results[0].ok).toBe(true);
     expect(await typedInto(file, text)).toBe(text);
+  });
+
+  it(`types 2,000 distinct characters outside the layout, ${REPEAT} times, each character as asked`, async () => {
+    const { file } = await xterm(agent, "xtest-2000");
+    let expected = "";
+    for (let round = 0; round < REPEAT; round++) {
+      // Another block each round, so every round remaps keycodes that the last one used.
+      const text = distinctCjk(2000, (round % 4) * 2000);
+      const r = await batch(agent, 0, { actions: [{ type: "type", text }] });
+      expect(r.results[0], JSON.stringify(r.results[0])).toMatchObject({ ok: true, typed: 2001 });
+      expected += text;
+      const got = await typedInto(file, expected, 60_000);
+      expect(got.length, `round ${round}`).toBe(expected.length);
+      // On a mismatch, say where: the index and what came instead of what.
+      const [g, e] = [[...got], [...expected]];
+      const at = g.findIndex((ch, i) => ch !== e[i]);
+      expect(at, at >= 0 ? `round ${round}: character ${at} is ${g[at]}, not ${e[at]}` : "").toBe(-1);
+    }
+  });
+
+  it("waits for a client that is not reading its events before giving a keycode another character", async () => {
+    const { file, pid } = await xterm(agent, "xtest-stopped");
+    // A client that lags as much as it can: stopped. The agent may type what fits in the spare
+    // keycodes, but must not remap one until xterm has handled the keys that used it.
+    process.kill(pid, "SIGSTOP");
+    const text = distinctCjk(400);
+    const started = Date.now();
+    const pending = batch(agent, 0, { actions: [{ type: "type", text }] });
+    let settled = false;
+    void pending.finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(settled, "the batch answered while the client could not have handled its keys").toBe(false);
+    process.kill(pid, "SIGCONT");
+    const r = await pending;
+    expect(r.results[0]).toMatchObject({ ok: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(await typedInto(file, text)).toBe(text);
+  });
+
+  it("fails the step with `timeout`, never with other text, when the client does not take its keys in time", async () => {
+    const impatient = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_KEY_CONFIRM_MS: "800" });
+    const { file, pid } = await xterm(impatient, "xtest-hung");
+    process.kill(pid, "SIGSTOP");
+    const text = distinctCjk(400, 5000);
+    const r = await batch(impatient, 0, { actions: [{ type: "type", text }] });
+    process.kill(pid, "SIGCONT");
+    expect(r.results[0]).toMatchObject({ ok: false, code: "timeout" });
+    expect(r.results[0].message).toMatch(/did not go idle/);
+    // What was typed before the agent had to wait arrives exactly: a prefix of the text.
+    await new Promise((r) => setTimeout(r, 500));
+    await until(() => fs.readFileSync(file, "utf8").length > 0, "the first run in the file");
+    const got = fs.readFileSync(file, "utf8");
+    expect(text.startsWith(got), `got ${got.slice(0, 20)}…`).toBe(true);
+    expect([...got].length).toBeGreaterThan(20);
   });
 
   it("turns CRLF into one Return and refuses control characters with no key", async () => {

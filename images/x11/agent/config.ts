@@ -11,6 +11,8 @@ export interface AgentConfig {
   input: "xtest" | "xdotool";
   recordingsDir: string;
   home: string;
+  /** How long a client may take to show it handled keys before a keycode they used is remapped. */
+  keyConfirmMs: number;
 }
 
 function int(name: string, fallback: number, min: number, max: number): number {
@@ -34,5 +36,6 @@ export function loadConfig(): AgentConfig {
     input,
     recordingsDir: process.env.HOLM_RECORDINGS_DIR || "/tmp/holm-recordings",
     home: process.env.HOME || "/root",
+    keyConfirmMs: int("HOLM_KEY_CONFIRM_MS", 15_000, 100, 600_000),
   };
 }

@@ -9,7 +9,8 @@
 // keymap and only presses keys.
 import type { InputBackend, KeyToken } from "./input";
 import { syncConn } from "./input";
-import { textUnits, type Keyboard } from "./keyboard";
+import { textUnits, type KeyHooks, type Keyboard } from "./keyboard";
+import type { KeyDelivery } from "./key-delivery";
 import type { XConnection } from "./x11-wire";
 import { runToolOk } from "./proc";
 
@@ -17,12 +18,16 @@ const hex = (keysym: number): string => `0x${keysym.toString(16)}`;
 
 export class XdotoolInput implements InputBackend {
   readonly kind = "xdotool";
+  private readonly hooks: KeyHooks;
 
   constructor(
     private readonly display: string,
     private readonly conn: XConnection,
     readonly keyboard: Keyboard,
-  ) {}
+    private readonly delivery: KeyDelivery,
+  ) {
+    this.hooks = { confirm: () => delivery.confirm() };
+  }
 
   private async run(args: string[], timeoutMs = 10_000): Promise<void> {
     await runToolOk("xdotool", args, { display: this.display, timeoutMs });
@@ -36,33 +41,42 @@ export class XdotoolInput implements InputBackend {
     await this.run([down ? "mousedown" : "mouseup", String(button)]);
   }
 
+  /** Records a key event on `sym`'s keycode, for the keycode's next remap to wait on. */
+  private sent(sym: number, down: boolean): void {
+    const k = this.keyboard.lookup(sym);
+    if (k) this.keyboard.keyEvent(k.code, down);
+  }
+
   async keyDown(keysym: number): Promise<KeyToken> {
-    await this.keyboard.forEachRun([{ sym: keysym, ch: "" }], () => this.sync(), async () => {
-      await this.sync();
-      await this.run(["keydown", hex(keysym)]);
-    });
+    // The mapping is in place (a round trip later) before xdotool reads the keymap.
+    await this.keyboard.prepare([keysym], this.hooks);
+    this.delivery.note(await this.sync());
+    await this.run(["keydown", hex(keysym)]);
+    this.sent(keysym, true);
     return { keysym };
   }
 
   async keyUp(token: KeyToken): Promise<void> {
+    this.delivery.note(await this.sync());
     await this.run(["keyup", hex(token.keysym)]);
+    this.sent(token.keysym, false);
   }
 
   async typeText(text: string, delayMs: number): Promise<void> {
     const units = textUnits(text);
-    await this.keyboard.forEachRun(units, () => this.sync(), async (run) => {
-      await this.sync(); // the mapping is in place before xdotool reads the keymap
+    await this.keyboard.forEachRun(units, this.hooks, async (run) => {
+      this.delivery.note(await this.sync()); // also: the mapping is in place before xdotool reads the keymap
       const chunk = run.map((u) => u.ch).join("");
       await this.run(["type", "--delay", String(delayMs), "--", chunk], 30_000 + run.length * (delayMs + 20));
-      const now = Date.now();
       for (const u of run) {
-        const k = this.keyboard.lookup(u.sym);
-        if (k) this.keyboard.markTyped(k.code, now);
+        this.sent(u.sym, true);
+        this.sent(u.sym, false);
       }
+      this.delivery.note(await this.sync());
     });
   }
 
-  sync(): Promise<void> {
+  sync(): Promise<number> {
     return syncConn(this.conn);
   }
 }

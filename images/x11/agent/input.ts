@@ -2,7 +2,8 @@
 // one 36-byte request, no process spawn); xdotool through argv is the fallback.
 import type { XConnection } from "./x11-wire";
 import { EV_BUTTON_PRESS, EV_BUTTON_RELEASE, EV_KEY_PRESS, EV_KEY_RELEASE, EV_MOTION, fakeInput, getInputFocus } from "./x11-requests";
-import { textUnits, type Keyboard } from "./keyboard";
+import { textUnits, type KeyHooks, type Keyboard } from "./keyboard";
+import type { KeyDelivery } from "./key-delivery";
 import { KS } from "./keysyms";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
@@ -22,19 +23,26 @@ export interface InputBackend {
   keyUp(token: KeyToken): Promise<void>;
   /** Types `text`; newlines become Return and tabs Tab. */
   typeText(text: string, delayMs: number): Promise<void>;
-  /** Resolves once the X server has handled everything sent so far; throws on an X error. */
-  sync(): Promise<void>;
+  /**
+   * Resolves once the X server has handled everything sent so far, with the window that has
+   * the keyboard focus; throws on an X error.
+   */
+  sync(): Promise<number>;
 }
 
 export class XtestInput implements InputBackend {
   readonly kind = "xtest";
+  private readonly hooks: KeyHooks;
 
   constructor(
     private readonly conn: XConnection,
     private readonly xtest: number,
     private readonly root: number,
     readonly keyboard: Keyboard,
-  ) {}
+    private readonly delivery: KeyDelivery,
+  ) {
+    this.hooks = { confirm: () => delivery.confirm() };
+  }
 
   async move(x: number, y: number): Promise<void> {
     fakeInput(this.conn, this.xtest, EV_MOTION, 0, this.root, x, y);
@@ -44,48 +52,43 @@ export class XtestInput implements InputBackend {
     fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
   }
 
-  private async fresh(): Promise<void> {
-    if (this.keyboard.stale) await this.keyboard.load();
-  }
-
   private key(code: number, down: boolean): void {
     fakeInput(this.conn, this.xtest, down ? EV_KEY_PRESS : EV_KEY_RELEASE, code);
+    this.keyboard.keyEvent(code, down);
+  }
+
+  /** Notes who has the focus now: keys sent next go to that client, and are confirmed with it. */
+  private async aim(): Promise<void> {
+    this.delivery.note(await getInputFocus(this.conn));
   }
 
   async keyDown(keysym: number): Promise<KeyToken> {
-    await this.fresh();
-    const wait = this.keyboard.prepare([keysym]);
-    if (wait > 0) await this.settle(wait);
-    this.keyboard.commit([keysym]);
+    await this.keyboard.prepare([keysym], this.hooks);
     const k = this.keyboard.lookup(keysym);
     if (!k) throw new AgentError("failed", `no keycode for keysym 0x${keysym.toString(16)}`);
+    await this.aim();
     const shift = k.shift ? this.keyboard.lookup(KS.Shift_L) : undefined;
     if (shift) this.key(shift.code, true);
     this.key(k.code, true);
-    this.keyboard.markTyped(k.code, Date.now());
     return { keysym, code: k.code, shift: Boolean(shift) };
   }
 
   async keyUp(token: KeyToken): Promise<void> {
     if (token.code === undefined) return;
+    await this.aim();
     this.key(token.code, false);
     if (token.shift) {
       const shift = this.keyboard.lookup(KS.Shift_L);
       if (shift) this.key(shift.code, false);
     }
-    this.keyboard.markTyped(token.code, Date.now());
-  }
-
-  private async settle(ms: number): Promise<void> {
-    await this.sync();
-    await sleep(ms);
   }
 
   async typeText(text: string, delayMs: number): Promise<void> {
     const units = textUnits(text);
     const shift = () => this.keyboard.lookup(KS.Shift_L);
     let n = 0;
-    await this.keyboard.forEachRun(units, () => this.sync(), async (run) => {
+    await this.keyboard.forEachRun(units, this.hooks, async (run) => {
+      await this.aim();
       for (const u of run) {
         const k = this.keyboard.lookup(u.sym);
         if (!k) throw new AgentError("failed", `no keycode for keysym 0x${u.sym.toString(16)}`);
@@ -94,29 +97,30 @@ export class XtestInput implements InputBackend {
         this.key(k.code, true);
         this.key(k.code, false);
         if (sh) this.key(sh.code, false);
-        this.keyboard.markTyped(k.code, Date.now());
         if (delayMs > 0) {
-          await this.sync();
+          this.delivery.note(await this.sync());
           await sleep(delayMs);
         } else if (++n % 128 === 0) {
           // Bounded bursts: keeps the socket buffer small and the X server's queue moving.
-          await this.sync();
+          this.delivery.note(await this.sync());
         }
       }
-      await this.sync();
+      // The focus may have moved while typing (a Return that opened a window): both got keys.
+      this.delivery.note(await this.sync());
     });
   }
 
-  sync(): Promise<void> {
+  sync(): Promise<number> {
     return syncConn(this.conn);
   }
 }
 
-/** A round trip; throws the last X error any earlier reply-less request caused. */
-export async function syncConn(conn: XConnection): Promise<void> {
-  await getInputFocus(conn);
+/** A round trip, answering the focus window; throws the last X error any earlier reply-less request caused. */
+export async function syncConn(conn: XConnection): Promise<number> {
+  const focus = await getInputFocus(conn);
   if (conn.voidErrors.length > 0) {
     const errs = conn.voidErrors.splice(0);
     throw new AgentError("failed", errs[errs.length - 1].message);
   }
+  return focus;
 }

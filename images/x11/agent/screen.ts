@@ -1,11 +1,13 @@
 // One screen: its warm X connection (reconnected when it drops), its input backend, what it
 // holds down, and the lock a batch takes.
+import fs from "node:fs";
 import { XConnection } from "./x11-wire";
 import {
   EV_BUTTON_RELEASE, EV_KEY_RELEASE, EV_MAPPING_NOTIFY, fakeInput, getInputFocus, internAtom,
-  queryExtension, queryKeymap, queryPointer, xfixesQueryVersion, xtestVersion,
+  queryExtension, queryKeymap, queryPointer, xfixesQueryVersion, xresQueryVersion, xtestVersion,
 } from "./x11-requests";
-import { XtestInput, type InputBackend } from "./input";
+import { XtestInput, syncConn, type InputBackend } from "./input";
+import { KeyDelivery } from "./key-delivery";
 import { XdotoolInput } from "./input-xdotool";
 import { Keyboard } from "./keyboard";
 import { Holds } from "./holds";
@@ -83,23 +85,41 @@ export class Screen {
     }
     try {
       const { root, width, height } = conn.setup;
-      const [xtest, xfixes] = await Promise.all([queryExtension(conn, "XTEST"), queryExtension(conn, "XFIXES")]);
+      const [xtest, xfixes, xres] = await Promise.all([
+        queryExtension(conn, "XTEST"),
+        queryExtension(conn, "XFIXES"),
+        queryExtension(conn, "X-Resource"),
+      ]);
+      const atoms = new Map<string, Promise<number>>();
+      const atom = (name: string): Promise<number> => {
+        let a = atoms.get(name);
+        if (!a) {
+          a = internAtom(conn, name);
+          atoms.set(name, a);
+          a.catch(() => atoms.delete(name));
+        }
+        return a;
+      };
+      if (xres.present) await xresQueryVersion(conn, xres.major);
       const keyboard = new Keyboard(conn);
       await keyboard.load();
+      const delivery = new KeyDelivery({ conn, root, atom, xres: xres.present ? xres.major : null, sync: () => syncConn(conn), timeoutMs: this.config.keyConfirmMs,
+        serverPid: xServerPid(this.displayNumber),
+      });
       conn.onEvent = (ev) => {
         // MappingNotify, request Keyboard: someone changed the keymap (we do too, when remapping).
         if ((ev[0] & 0x7f) === EV_MAPPING_NOTIFY && ev[4] === 1) keyboard.stale = true;
+        else delivery.onEvent(ev);
       };
       let input: InputBackend;
       if (xtest.present && this.config.input === "xtest") {
         await xtestVersion(conn, xtest.major);
-        input = new XtestInput(conn, xtest.major, root, keyboard);
+        input = new XtestInput(conn, xtest.major, root, keyboard, delivery);
         await releaseStuck(conn, xtest.major);
       } else {
-        input = new XdotoolInput(this.display, conn, keyboard);
+        input = new XdotoolInput(this.display, conn, keyboard, delivery);
       }
       if (xfixes.present) await xfixesQueryVersion(conn, xfixes.major);
-      const atoms = new Map<string, Promise<number>>();
       const session: Session = {
         conn,
         input,
@@ -107,15 +127,7 @@ export class Screen {
         width,
         height,
         xfixes: xfixes.present ? xfixes.major : null,
-        atom(name) {
-          let a = atoms.get(name);
-          if (!a) {
-            a = internAtom(conn, name);
-            atoms.set(name, a);
-            a.catch(() => atoms.delete(name));
-          }
-          return a;
-        },
+        atom,
       };
       conn.onClose(() => {
         if (this.current === session) this.current = null;
@@ -144,6 +156,16 @@ export class Screen {
 
   close(): void {
     this.current?.conn.close();
+  }
+}
+
+/** The X server's PID, from the lock file it writes (/tmp/.X<n>-lock), or null. */
+function xServerPid(display: number): number | null {
+  try {
+    const pid = Number(fs.readFileSync(`/tmp/.X${display}-lock`, "latin1").trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
   }
 }
 

@@ -4,7 +4,7 @@ import type { Session } from "./screen";
 import {
   ATOM_WM_CLASS, ATOM_WM_NAME, CW_HEIGHT, CW_STACK_MODE, CW_WIDTH, CW_X, CW_Y, configureWindow,
   getGeometry, getInputFocus, getProperty, getWindowAttributes, mapWindow, propU32s, queryTree,
-  sendClientMessage, setInputFocus, translateCoordinates,
+  sendClientMessage, sendClientMessageTo, setInputFocus, translateCoordinates,
 } from "./x11-requests";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
@@ -184,28 +184,11 @@ export async function closeWindow(s: Session, w: WindowInfo): Promise<{ closed: 
     const [protocols, del] = await Promise.all([s.atom("WM_PROTOCOLS"), s.atom("WM_DELETE_WINDOW")]);
     const ev = [del, 0];
     // Sent to the window itself, as a window manager would.
-    sendClientMessageTo(s, id, protocols, ev);
+    sendClientMessageTo(s.conn, id, protocols, ev);
   }
   const after = await until(s, id, 2000, (x) => x === null);
   // A window may ask "save changes?" and stay: that is an answer, not an error.
   return { closed: after === null };
-}
-
-function sendClientMessageTo(s: Session, id: number, type: number, data: number[]): void {
-  // The same event as sendClientMessage, but to the window with no event mask.
-  const ev = Buffer.alloc(32);
-  ev[0] = 33;
-  ev[1] = 32;
-  ev.writeUInt32LE(id, 4);
-  ev.writeUInt32LE(type, 8);
-  for (let i = 0; i < data.length; i++) ev.writeUInt32LE(data[i] >>> 0, 12 + i * 4);
-  const req = Buffer.alloc(44);
-  req[0] = 25;
-  req.writeUInt16LE(11, 2);
-  req.writeUInt32LE(id, 4);
-  req.writeUInt32LE(0, 8);
-  ev.copy(req, 12);
-  s.conn.send(req);
 }
 
 export async function arrangeWindow(s: Session, w: WindowInfo, how: Arrange): Promise<WindowInfo> {

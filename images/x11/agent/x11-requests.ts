@@ -247,3 +247,48 @@ export async function xfixesGetCursorImage(c: XConnection, major: number): Promi
     argb: r.subarray(32, 32 + width * height * 4),
   };
 }
+
+// ---- Events and ClientMessages to one client
+
+export const EVENT_MASK_SUBSTRUCTURE_NOTIFY = 0x80000;
+export const EV_CLIENT_MESSAGE = 33;
+
+/** Sets this connection's event mask on `window` (ChangeWindowAttributes, CWEventMask). */
+export function selectEvents(c: XConnection, window: number, mask: number): void {
+  c.send(new Req(2).u32(window).u32(0x800).u32(mask).finish());
+}
+
+/**
+ * A ClientMessage sent to `window` with no event mask: the server hands it to the client that
+ * created the window (how WM_PROTOCOLS messages such as WM_DELETE_WINDOW and _NET_WM_PING go).
+ */
+export function sendClientMessageTo(c: XConnection, window: number, type: number, data: number[]): void {
+  const ev = Buffer.alloc(32);
+  ev[0] = EV_CLIENT_MESSAGE;
+  ev[1] = 32;
+  ev.writeUInt32LE(window, 4);
+  ev.writeUInt32LE(type, 8);
+  for (let i = 0; i < 5; i++) ev.writeUInt32LE((data[i] ?? 0) >>> 0, 12 + i * 4);
+  c.send(new Req(25, 0).u32(window).u32(0).bytes(ev).finish());
+}
+
+// ---- X-Resource
+
+/** QueryVersion: servers answer QueryClientIds only to clients that said which version they speak. */
+export async function xresQueryVersion(c: XConnection, major: number): Promise<void> {
+  await c.request(new Req(major, 0).u8(1).u8(2).pad(2).finish());
+}
+
+/** The PID of the local client that owns `xid` (QueryClientIds, LocalClientPIDMask), or null. */
+export async function xresClientPid(c: XConnection, major: number, xid: number): Promise<number | null> {
+  const r = await c.request(new Req(major, 4).u32(1).u32(xid).u32(2).finish());
+  const n = r.readUInt32LE(8);
+  let off = 32;
+  for (let i = 0; i < n && off + 12 <= r.length; i++) {
+    const mask = r.readUInt32LE(off + 4);
+    const words = r.readUInt32LE(off + 8);
+    if (mask === 2 && words >= 1 && off + 16 <= r.length) return r.readUInt32LE(off + 12);
+    off += 12 + words * 4;
+  }
+  return null;
+}
