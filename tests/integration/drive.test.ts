@@ -9,11 +9,19 @@ import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../
 const TEST_PAGE = `<!doctype html><html><body style="margin:0;font:16px sans-serif">
 <textarea id="t" style="position:absolute;left:20px;top:20px;width:500px;height:120px"></textarea>
 <button id="b" style="position:absolute;left:20px;top:170px;width:200px;height:60px">Click me</button>
-<div id="pad" style="position:absolute;left:20px;top:260px;width:600px;height:200px;background:#ddd"></div>
+<div id="pad" style="position:absolute;left:20px;top:260px;width:600px;height:200px;background:#ddd;user-select:none"></div>
 <div id="sc" style="position:absolute;left:700px;top:20px;width:300px;height:300px;overflow:auto">
   <div style="height:6000px;width:300px;background:linear-gradient(#fff,#000)"></div></div>
 <script>
-window.st = { clicks: 0, dbl: 0, right: 0, downs: [], ups: [], moves: 0, keys: {}, shiftClicks: 0 };
+window.st = { clicks: 0, dbl: 0, right: 0, downs: [], ups: [], moves: 0, keys: {}, shiftClicks: 0, dnd: 0 };
+// A drawing pad: a drag on it must neither select the page's text nor start dragging a
+// selection (an HTML drag-and-drop takes the release for itself: the page then sees no mouseup).
+document.addEventListener("dragstart", (e) => { st.dnd++; e.preventDefault(); });
+// What arrived, in order, for a failure message: D (down), U (up), and moves between.
+st.seq = []; let mv = 0;
+addEventListener("mousedown", (e) => { st.seq.push("m" + mv, "D" + e.clientX + "," + e.clientY); mv = 0; }, true);
+addEventListener("mouseup", (e) => { st.seq.push("m" + mv, "U" + e.clientX + "," + e.clientY); mv = 0; }, true);
+addEventListener("mousemove", () => { mv++; }, true);
 b.addEventListener("click", (e) => { st.clicks++; if (e.shiftKey) st.shiftClicks++; });
 b.addEventListener("dblclick", () => st.dbl++);
 b.addEventListener("contextmenu", (e) => { e.preventDefault(); st.right++; });
@@ -26,6 +34,8 @@ document.addEventListener("keyup", (e) => { st.keys[e.key] = "up"; });
 
 let server: TestServer;
 let box: any;
+/** Drags in the many-drags test: 50 in `npm test` and in `npm run test:stress`. */
+const DRAGS = Number(process.env.HOLM_TEST_DRAGS ?? 50);
 let page: Page;
 
 const batch = (body: unknown, screen = 0, headers: Record<string, string> = {}) =>
@@ -121,13 +131,37 @@ describe("input reaches the page", () => {
       });
     }
     const st = await state();
-    expect(st.downs).toHaveLength(3);
-    expect(st.ups.length).toBeGreaterThanOrEqual(3);
+    expect(st.downs, JSON.stringify(st)).toHaveLength(3);
+    expect(st.ups.length, JSON.stringify(st)).toBeGreaterThanOrEqual(3);
     expect(st.moves).toBeGreaterThan(3);
     const [dx] = st.downs[0];
     const [ux, uy] = st.ups[st.ups.length - 1];
     expect(ux - dx).toBeGreaterThanOrEqual(390);
     expect(uy - st.downs[0][1]).toBeGreaterThanOrEqual(45);
+  });
+
+  it(`drags ${DRAGS} times, every press and release arriving where asked`, async () => {
+    const c = await page.centre("#pad");
+    const motions = ["instant", "smooth", "human"];
+    for (let i = 0; i < DRAGS; i += 10) {
+      const actions = Array.from({ length: Math.min(10, DRAGS - i) }, (_, k) => {
+        const n = i + k;
+        // Each drag elsewhere, so a press never lands where the last release did.
+        const y = c.y - 80 + (n % 8) * 20;
+        return { type: "drag", from: { x: c.x - 250, y }, to: { x: c.x + 250 - (n % 5) * 10, y: y + 5 }, motion: motions[n % 3], seed: n };
+      });
+      await okBatch({ actions });
+    }
+    const st = await state();
+    expect(st.dnd, "no drag-and-drop started").toBe(0);
+    expect(st.downs.length, JSON.stringify(st.seq)).toBe(DRAGS);
+    expect(st.ups.length, JSON.stringify(st.seq)).toBe(DRAGS);
+    // Page coordinates are screen coordinates less the window's offset: compare within the page.
+    const [x0, y0] = st.downs[0];
+    for (let n = 0; n < DRAGS; n++) {
+      expect(st.downs[n].slice(0, 2), `press ${n}`).toEqual([x0, y0 + (n % 8) * 20]);
+      expect(st.ups[n].slice(0, 2), `release ${n}`).toEqual([x0 + 500 - (n % 5) * 10, y0 + (n % 8) * 20 + 5]);
+    }
   });
 
   it("the same seed makes the same human path", async () => {

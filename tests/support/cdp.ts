@@ -50,13 +50,22 @@ export class Page {
     return res.result?.result?.value as T;
   }
 
+  /**
+   * Navigates and waits until the new document (not the one it replaces, which is "complete"
+   * too) has loaded and painted twice: Chromium may drop input sent before a new page paints.
+   */
   async navigate(url: string) {
     await this.send("Page.enable");
-    await this.send("Page.navigate", { url });
-    for (let i = 0; i < 100; i++) {
-      if ((await this.evaluate("document.readyState")) === "complete") return;
-      await new Promise((r) => setTimeout(r, 50));
+    const { result } = await this.send("Page.navigate", { url });
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const tree = await this.send("Page.getFrameTree");
+      const loaded = tree.result?.frameTree?.frame?.loaderId === result?.loaderId;
+      if (loaded && (await this.evaluate("document.readyState").catch(() => "")) === "complete") break;
+      if (Date.now() > deadline) throw new Error(`${url.slice(0, 60)} did not load within 30 s`);
+      await new Promise((r) => setTimeout(r, 20));
     }
+    await this.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))");
   }
 
   /** Screen coordinates of an element's centre (page chrome above the viewport included). */

@@ -9,13 +9,12 @@
 // 1. _NET_WM_PING (EWMH; Chromium, GTK, Qt, Firefox), when the client speaks it: the ping is a
 //    ClientMessage the server queues behind the key events it already delivered to that client,
 //    and the pong comes back once the client's event loop has reached it.
-// 2. Then, and for every client: the X server and the client's event-loop thread (the main
-//    thread of the process X-Resource names) are both seen asleep, neither switched in between
-//    two looks. The server sleeps only with no request left to handle and every reply and event
+// 2. Then, and for every client: the X server and every thread of the client's process (the
+//    one X-Resource names) are seen asleep, none switched in between two looks. The server sleeps only with no request left to handle and every reply and event
 //    written out, so the client is not waiting on a reply; an event loop asleep with nothing to
 //    read has handled its queue. Step 2 is what covers Chromium reloading its keymap after the
-//    pong (it holds key events back until the reload is done: measured, 300 characters typed
-//    with the final keymap of a run).
+//    pong (it holds key events back until a worker thread has compiled the new keymap: measured,
+//    300 characters typed with the final keymap of a run when only its main thread was watched).
 import type { XConnection } from "./x11-wire";
 import {
   ATOM_ATOM, EVENT_MASK_SUBSTRUCTURE_NOTIFY, EV_CLIENT_MESSAGE, getProperty, propU32s, queryPointer, queryTree,

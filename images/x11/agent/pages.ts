@@ -106,6 +106,18 @@ type Frame = { url?: string; unreachableUrl?: string; loaderId?: string };
  * Waits until the navigation has committed (`committed` says so of the main frame) and the new
  * document is at least `interactive`, or until `deadline`. Returns the last readyState seen.
  */
+/**
+ * Waits (up to a second) until the document has produced two animation frames: until a new
+ * document first paints, Chromium may drop input sent to it, so a click right after open_url
+ * would be lost.
+ */
+async function painted(ws: CdpSocket, deadline: number): Promise<void> {
+  const expression = "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))";
+  await ws
+    .send("Runtime.evaluate", { expression, awaitPromise: true, returnByValue: true }, Math.max(1, Math.min(1000, deadline - Date.now())))
+    .catch(() => undefined);
+}
+
 async function waitReady(ws: CdpSocket, deadline: number, committed: (f: Frame) => boolean): Promise<{ state: string; frame: Frame }> {
   let state = "loading";
   let frame: Frame = {};
@@ -128,7 +140,10 @@ async function waitReady(ws: CdpSocket, deadline: number, committed: (f: Frame) 
       frame = tree.frameTree.frame;
       if (committed(frame) && r) {
         state = String(r.result.value ?? "loading");
-        if (READY.has(state)) return { state, frame };
+        if (READY.has(state)) {
+          await painted(ws, deadline);
+          return { state, frame };
+        }
       }
     } catch (err) {
       // A busy renderer misses the deadline; anything else (the tab closed) is an answer.
