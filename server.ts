@@ -10,7 +10,8 @@ import type { ServerBuild } from "react-router";
 // never imported here, so the process holds exactly one copy of it.
 
 type Holm = {
-  config(): { host: string; port: number; storage: string };
+  config(): { host: string; port: number; storage: string; publicUrl?: string };
+  edge: express.RequestHandler;
   boot(): Promise<void>;
   attach(server: import("node:http").Server): void;
   shutdown(): Promise<void>;
@@ -30,8 +31,6 @@ if (production) {
   const serverBuild = (await import(path.join(root, "build/server/index.js"))) as ServerBuild;
   build = serverBuild;
   holm = (serverBuild.entry.module as unknown as { holm: Holm }).holm;
-  app.use("/assets", express.static(path.join(root, "build/client/assets"), { immutable: true, maxAge: "1y" }));
-  app.use(express.static(path.join(root, "build/client"), { maxAge: "1h", index: false }));
 } else {
   const vite = await import("vite");
   const devServer = await vite.createServer({ server: { middlewareMode: true, hmr: { server } }, appType: "custom" });
@@ -42,6 +41,13 @@ if (production) {
   holm = ((await load()).entry.module as unknown as { holm: Holm }).holm;
 }
 
+// Before anything answers: the Host, Origin and body rules of server/http-edge.ts (ADR 0005).
+app.use(holm.edge);
+if (production) {
+  app.use("/assets", express.static(path.join(root, "build/client/assets"), { immutable: true, maxAge: "1y" }));
+  app.use(express.static(path.join(root, "build/client"), { maxAge: "1h", index: false }));
+}
+
 let config: ReturnType<Holm["config"]>;
 try {
   config = holm.config();
@@ -50,31 +56,17 @@ try {
   process.exit(2);
 }
 
-// Console forms must come from the console: a cross-site POST carries another Origin. /v1 takes
-// bearer tokens, not cookies, so it is not exposed to this.
-app.use((req, res, next) => {
-  if (req.method === "GET" || req.method === "HEAD" || req.path.startsWith("/v1/")) return next();
-  const origin = req.headers.origin;
-  if (origin && origin !== "null") {
-    let host: string | undefined;
-    try {
-      host = new URL(origin).host;
-    } catch {
-      host = undefined;
-    }
-    if (host !== req.headers.host) {
-      res.status(403).type("text/plain").send("cross-site form submission refused");
-      return;
-    }
-  }
-  next();
-});
+// Behind a proxy (HOLM_PUBLIC_URL set), the scheme and host people use come from the proxy on
+// loopback as X-Forwarded-Proto/-Host, so the request URL, the cookie's Secure flag and React
+// Router's own check of an action's Origin see https://public-host. Nobody else is believed.
+if (config.publicUrl) app.set("trust proxy", "loopback");
 
 await holm.boot();
 holm.attach(server);
 app.all(
   "/{*splat}",
-  // The peer address, for per-address limits (log-in); never a client-supplied header.
+  // The peer address, for per-address log-in limits and open mode's loopback rule; never a
+  // client-supplied header.
   createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.socket.remoteAddress ?? "unknown" }) }),
 );
 

@@ -20,7 +20,11 @@ export async function benchAuth() {
     summarize("log-in (form POST, scrypt included)", logins);
 
     const box = await json(
-      await fetch(`${server.base}/v1/boxes`, { method: "POST", headers: { authorization: `Bearer ${key.secret}` }, body: "{}" }),
+      await fetch(`${server.base}/v1/boxes`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+        body: "{}",
+      }),
     );
     const time = async (auth: string) => {
       const out: number[] = [];

@@ -3,6 +3,7 @@ import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
+import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
 import { attachUpgradeRouter } from "./upgrade-router";
@@ -15,8 +16,11 @@ export const holm = {
   /** Validates the environment; throws a readable error listing each bad variable. */
   config() {
     const e = env();
-    return { host: e.HOLM_SERVER_ADDR.host, port: e.HOLM_SERVER_ADDR.port, storage: e.HOLM_STORAGE_BACKEND };
+    return { host: e.HOLM_SERVER_ADDR.host, port: e.HOLM_SERVER_ADDR.port, storage: e.HOLM_STORAGE_BACKEND, publicUrl: e.HOLM_PUBLIC_URL };
   },
+
+  /** Middleware for every HTTP request, before static files and routes: Host, Origin, bodies. */
+  edge: httpEdge,
 
   async boot() {
     await openDb();

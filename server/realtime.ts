@@ -4,6 +4,7 @@ import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server
 import { type Takeover, takeoverChanges, takeoverOf } from "~/models/takeover.server";
 import { getUser } from "~/models/user.server";
 import { onViewersChange, viewers } from "~/models/viewer.server";
+import { allowSocketIoRequest } from "./http-edge";
 import { type SessionActor, requireSession } from "./socket-auth";
 import { attachTerminal } from "./terminal";
 
@@ -46,6 +47,9 @@ export function attachSocketIo(server: HttpServer): IoServer {
     serveClient: false,
     // Upgrades for other paths belong to the raw upgrade router; do not let engine.io close them.
     destroyUpgrade: false,
+    // Same-origin only, and only under a Host this server answers to (server/http-edge.ts):
+    // a cookie-authenticated socket must not open from another site's page.
+    allowRequest: allowSocketIoRequest,
   });
   const boxes = io.of("/boxes");
   boxes.use(requireSession("viewer"));

@@ -5,7 +5,7 @@ import type { BoxTable } from "../../db/schema";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { type Actor, ownerOf } from "~/utils/auth.server";
+import { type Actor, issuerOf, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
 import { env, publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
@@ -100,6 +100,12 @@ export function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
     if (chains.get(id) === next) chains.delete(id);
   }).catch(() => {});
   return next;
+}
+
+/** Who a lifecycle entry names: a person (session), an agent (key), or the server; and `by`. */
+function changedBy(actor: Actor): { who: "agent" | "person" | "server"; by: string } {
+  if (actor.kind === "server") return { who: "server", by: "server" };
+  return { who: actor.via === "session" ? "person" : "agent", by: issuerOf(actor) };
 }
 
 /** A lifecycle entry in the box's trace; a store failure is logged, never fatal to the operation. */
@@ -369,7 +375,8 @@ export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
     if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
     await runtimeOf(cur).pause(cur.runtime_ref!);
     await setState(cur, "paused", null);
-    await trace(id, "paused");
+    const { who, by } = changedBy(actor);
+    await trace(id, "paused", { by }, who);
     await recordEvent("box.paused", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -392,7 +399,8 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
     await setState(cur, "ready", null, { last_used_ms: Date.now() });
-    await trace(id, "resumed");
+    const { who, by } = changedBy(actor);
+    await trace(id, "resumed", { by }, who);
     await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -413,7 +421,8 @@ export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
     await rt.stop(cur.runtime_ref!);
     addresses.delete(id);
     await setState(cur, "stopped", null);
-    await trace(id, "stopped");
+    const { who, by } = changedBy(actor);
+    await trace(id, "stopped", { by }, who);
     await recordEvent("box.stopped", { owner: cur.owner, box_id: id, runtime: cur.runtime });
     return toBoxJson(cur);
   });
@@ -421,11 +430,11 @@ export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
 
 export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {
   const row = await visibleRow(actor, id);
-  return removeRow(row, "removed");
+  return removeRow(row, "removed", actor);
 }
 
-/** Removes the container and keeps the record (its history outlives it). */
-export async function removeRow(row: BoxRow, reason: string): Promise<BoxJson> {
+/** Removes the container and keeps the record (its history outlives it); `actor` asked for it. */
+export async function removeRow(row: BoxRow, reason: string, actor: Actor = { kind: "server" }): Promise<BoxJson> {
   // Marked first, outside the chain, so a launch in progress sees it and stops.
   const at = Date.now();
   await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
@@ -434,7 +443,8 @@ export async function removeRow(row: BoxRow, reason: string): Promise<BoxJson> {
     if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
     addresses.delete(row.id);
     await setState(cur, "gone", reason, { removed_at_ms: at });
-    await trace(cur.id, "gone", { reason });
+    const { who, by } = changedBy(actor);
+    await trace(cur.id, "gone", { reason, by }, who);
     await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
     return toBoxJson(cur);
   });

@@ -7,6 +7,7 @@ import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
 import { getConsole, startSessionHeaders } from "~/utils/console.server";
 import { field, formAction } from "~/utils/form.server";
+import { safeNext } from "~/utils/next-path.server";
 import { RateLimiter } from "~/utils/rate-limit.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];
@@ -14,10 +15,6 @@ export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];
 // Per address and per account: a guesser is slowed whichever it varies.
 const byAddress = new RateLimiter(20, 60_000);
 const byAccount = new RateLimiter(8, 15 * 60_000);
-
-function safeNext(next: string | null): string {
-  return next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
-}
 
 export async function loader({ request }: Route.LoaderArgs) {
   if (await getConsole(request)) throw redirect(safeNext(new URL(request.url).searchParams.get("next")));
@@ -30,15 +27,14 @@ export async function action({ request, context }: Route.ActionArgs) {
     const form = await request.formData();
     const email = normalizeEmail(field(form, "email"));
     const address = (context as { remoteAddress?: string }).remoteAddress ?? "unknown";
-    const wait = Math.max(byAddress.blocked(address), byAccount.blocked(email));
+    // Each attempt is counted before the password is checked, so parallel guesses cannot slip
+    // past the limit; a success gives its attempt back, so people logging in often are never
+    // locked out.
+    const wait = Math.max(byAddress.hit(address), byAccount.hit(email));
     if (wait) throw new ApiError("denied", `too many failed attempts; try again in ${wait} s`);
     const user = await checkCredentials(email, field(form, "password"));
-    if (!user) {
-      // Only failures count, so people logging in often are never locked out.
-      byAddress.hit(address);
-      byAccount.hit(email);
-      throw new ApiError("unauthorized", "the email or password is not right");
-    }
+    if (!user) throw new ApiError("unauthorized", "the email or password is not right");
+    byAddress.refund(address);
     byAccount.reset(email);
     const first = (await workspacesOf(user.id))[0];
     const { token, session } = await createSession(user.id, first?.id ?? null);

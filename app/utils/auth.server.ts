@@ -1,13 +1,20 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { checkKey } from "~/models/key.server";
 import type { Role } from "~/models/roles";
+import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
+import { userCount } from "~/models/user.server";
+import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "./api-error.server";
+import { CSRF_HEADER, csrfMatches } from "./csrf.server";
 import { env } from "./env.server";
+import { isLoopback, peerOf } from "./peer.server";
 
 /** Who is calling: the server token, or a workspace through a key or a person's session. */
 export type Actor =
   | { kind: "server" }
   | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string };
+
+type WorkspaceActor = Extract<Actor, { kind: "workspace" }>;
 
 /** The workspace that owns what this actor creates; undefined for the server token. */
 export function ownerOf(actor: Actor): string | undefined {
@@ -42,33 +49,77 @@ function defaultRole(request: Request): Role {
   return request.method === "GET" || request.method === "HEAD" ? "viewer" : "member";
 }
 
+const SEND_KEY = "send Authorization: Bearer <a holm_sk_ key from the console's Keys page, or HOLM_SERVER_TOKEN>";
+
+let accountsSeen = false;
+
+/** Whether anyone has signed up; once true it stays true (open mode never comes back). */
+async function accountsExist(): Promise<boolean> {
+  accountsSeen ||= (await userCount()) > 0;
+  return accountsSeen;
+}
+
 /**
- * Resolves the caller of a /v1 route. The server token acts for everything; a `holm_sk_` key
- * acts as its workspace with the member role. With no HOLM_SERVER_TOKEN and no key, a caller
- * that reaches the server (it binds loopback by default) is the server actor.
+ * The person behind a console session cookie on /v1, in the session's current workspace with
+ * their role there. A change (any method but GET and HEAD) needs the session's CSRF token in the
+ * x-holm-csrf header: the cookie alone rides along on requests other pages make.
+ */
+async function sessionActor(request: Request): Promise<WorkspaceActor | undefined> {
+  const token = readCookie(request.headers.get("cookie"), SESSION_COOKIE);
+  const found = token ? await validateSession(token) : undefined;
+  if (!found) return undefined;
+  if (request.method !== "GET" && request.method !== "HEAD" && !csrfMatches(request.headers.get(CSRF_HEADER), found.session.id)) {
+    throw new ApiError(
+      "denied",
+      `a change through /v1 with a console session needs the ${CSRF_HEADER} header (the page's csrf token); from a script, ${SEND_KEY}`,
+      { status: 403 },
+    );
+  }
+  const workspaces = await workspacesOf(found.user.id);
+  const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
+  if (!workspace) throw new ApiError("denied", "you belong to no workspace yet; make one in the console", { status: 403 });
+  return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id };
+}
+
+/**
+ * Resolves the caller of a /v1 route (docs/decisions/0005):
+ *   - `Authorization: Bearer holm_sk_…`: the key's workspace, role member;
+ *   - `Authorization: Bearer <HOLM_SERVER_TOKEN>`: the server, for everything;
+ *   - no Authorization, a console session cookie: that person, in their current workspace with
+ *     their role (CSRF-checked);
+ *   - nothing, on a server with no token (open mode): the server, but only for a loopback peer
+ *     and only until the first account exists.
+ * Anything else is 401 `unauthorized`.
  */
 export async function requireActor(request: Request, need: Role = defaultRole(request)): Promise<Actor> {
   const token = env().HOLM_SERVER_TOKEN;
   const given = bearer(request);
-  let actor: Actor;
+  let actor: WorkspaceActor | undefined;
   if (given?.startsWith("holm_sk_")) {
     const check = await checkKey(given);
     if (!check.ok) {
       throw unauthorized(check.why === "unknown" ? "the API key is not valid" : `the API key is ${check.why}`);
     }
     actor = { kind: "workspace", workspaceId: check.key.workspace_id, role: "member", via: "key", keyId: check.key.id };
-  } else if (!token) {
-    if (given !== undefined || request.headers.has("authorization")) {
+  } else if (given !== undefined || request.headers.has("authorization")) {
+    if (!token) {
       // A token that this server does not have is a mistake worth reporting.
       throw unauthorized("this server has no token; send a holm_sk_ key or no Authorization header");
     }
-    return { kind: "server" };
-  } else if (!given) {
-    throw unauthorized("this server needs Authorization: Bearer <token or holm_sk_ key>");
-  } else if (safeEqual(given, token)) {
+    if (!given || !safeEqual(given, token)) throw unauthorized(`the bearer token is not valid; ${SEND_KEY}`);
     return { kind: "server" };
   } else {
-    throw unauthorized("the bearer token is not valid");
+    actor = await sessionActor(request);
+    if (!actor) {
+      if (token) throw unauthorized(`this server needs credentials: ${SEND_KEY}`);
+      if (!isLoopback(peerOf(request))) {
+        throw unauthorized(`with no HOLM_SERVER_TOKEN, /v1 answers without credentials only to loopback peers; ${SEND_KEY}`);
+      }
+      if (await accountsExist()) {
+        throw unauthorized(`this server has accounts, so open mode is over (it ends at the first sign-up); ${SEND_KEY}`);
+      }
+      return { kind: "server" };
+    }
   }
   if (RANK[actor.role] < RANK[need]) {
     throw new ApiError("denied", `this needs the ${need} role; the caller is a ${actor.role}`);

@@ -1,4 +1,3 @@
-import { createHmac } from "node:crypto";
 import { redirect } from "react-router";
 import {
   SESSION_COOKIE,
@@ -13,8 +12,10 @@ import type { Role } from "~/models/roles";
 import { type Workspace, workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "./api-error.server";
 import type { Actor } from "./auth.server";
-import { safeEqual } from "./auth.server";
-import { serverKey } from "./secret.server";
+import { csrfFor, csrfMatches } from "./csrf.server";
+import { env } from "./env.server";
+
+export { csrfFor };
 
 // The console's side of authentication: the session cookie, the current workspace, CSRF.
 
@@ -26,12 +27,12 @@ export interface ConsoleContext {
   csrf: string;
 }
 
+/**
+ * Whether the session cookie gets `Secure`: the request came over https, or people reach the
+ * server through HOLM_PUBLIC_URL over https (TLS ended by a proxy in front).
+ */
 export function isSecure(request: Request): boolean {
-  return new URL(request.url).protocol === "https:";
-}
-
-export function csrfFor(sessionId: string): string {
-  return createHmac("sha256", serverKey()).update(`csrf:${sessionId}`).digest("base64url");
+  return new URL(request.url).protocol === "https:" || env().HOLM_PUBLIC_URL?.startsWith("https:") === true;
 }
 
 export async function getConsole(request: Request): Promise<ConsoleContext | undefined> {
@@ -77,7 +78,7 @@ export async function requireWorkspace(
 /** Every console form carries the session's CSRF token; a missing or wrong one is refused. */
 export function requireCsrf(form: FormData, ctx: ConsoleContext) {
   const given = form.get("csrf");
-  if (typeof given !== "string" || !safeEqual(given, ctx.csrf)) {
+  if (typeof given !== "string" || !csrfMatches(given, ctx.session.id)) {
     throw new ApiError("denied", "this form is stale or did not come from the console; reload the page");
   }
 }

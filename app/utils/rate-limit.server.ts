@@ -31,6 +31,12 @@ export class RateLimiter {
     return Math.ceil((w.resetAt - now) / 1000);
   }
 
+  /** Takes back one counted attempt (one that turned out fine). */
+  refund(key: string) {
+    const w = this.windows.get(key);
+    if (w && w.count > 0) w.count--;
+  }
+
   reset(key: string) {
     this.windows.delete(key);
   }

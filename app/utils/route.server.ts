@@ -1,8 +1,9 @@
 import type { z } from "zod";
-import { ApiError, badRequest, errorResponse } from "./api-error.server";
+import { ApiError, badRequest, errorResponse, isApiError } from "./api-error.server";
+import { rememberPeer } from "./peer.server";
 
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
-type Args = { request: Request; params: Record<string, string | undefined> };
+type Args = { request: Request; params: Record<string, string | undefined>; context?: unknown };
 type Handler = (args: Args) => Promise<unknown> | unknown;
 
 /**
@@ -12,6 +13,8 @@ type Handler = (args: Args) => Promise<unknown> | unknown;
 export function v1(handlers: Partial<Record<Method, Handler>>) {
   const methods = Object.keys(handlers) as Method[];
   const run = async (args: Args): Promise<Response> => {
+    // The peer address (from server.ts's load context), for open mode's loopback rule.
+    rememberPeer(args.request, (args.context as { remoteAddress?: string } | undefined)?.remoteAddress);
     const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
     const handler = handlers[method];
     try {
@@ -32,13 +35,19 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
   return { loader: run, action: run, methods };
 }
 
-const MAX_BODY_BYTES = 96 * 1024 * 1024;
+/** Reads a body as text. The HTTP edge (server/http-edge.ts) caps it; a cut body is an error here. */
+export async function readText(request: Request): Promise<string> {
+  try {
+    return await request.text();
+  } catch (e) {
+    if (isApiError(e)) throw e;
+    throw badRequest("the body could not be read to its end");
+  }
+}
 
 /** Reads and validates a JSON body. An empty body reads as `{}`. */
 export async function parseBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-  const length = Number(request.headers.get("content-length") ?? 0);
-  if (length > MAX_BODY_BYTES) throw badRequest(`the body is larger than ${MAX_BODY_BYTES} bytes`);
-  return parseJsonText(await request.text(), schema);
+  return parseJsonText(await readText(request), schema);
 }
 
 /** Validates a body already read as text (when the text itself is needed, as for idempotency). */

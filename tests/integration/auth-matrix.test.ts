@@ -13,10 +13,12 @@ let server: TestServer;
 
 let boxA: string;
 const creds: Record<string, string | undefined> = {};
+/** Console sessions on /v1: the cookie, and the CSRF header a console page would send. */
+const sessions: Record<string, { cookie: string; csrf?: string }> = {};
 
 beforeAll(async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
-  const { form, page, csrfIn, signUp, createKey } = consoleClient(server);
+  const { form, page, csrfIn, signUp, createKey, invite } = consoleClient(server);
   const ada = await signUp("ada@example.com", "A"); // first account: administers the server
   await form(ada, "/settings", { intent: "signups", open: "true", csrf: csrfIn(await page(ada, "/settings")) });
   const bob = await signUp("bob@example.com", "B");
@@ -24,6 +26,10 @@ beforeAll(async () => {
   const revoked = await createKey(ada, "revoked");
   const expired = await createKey(ada, "expired");
   const other = await createKey(bob, "other");
+  const vic = await signUp("vic@example.com", "", "correct horse battery", await invite(ada, "vic@example.com", "viewer"));
+  const login = await form(undefined, "/login", { email: "ada@example.com", password: "correct horse battery", next: "/" });
+  const ended = { cookie: login.headers.get("set-cookie")!.split(";")[0]! };
+  expect((await form(ended, "/logout", { csrf: csrfIn(await page(ended, "/keys")) })).status).toBe(302);
 
   const res = await fetch(`${server.base}/v1/boxes`, {
     method: "POST",
@@ -53,6 +59,11 @@ beforeAll(async () => {
   creds.expired_key = `Bearer ${expired.secret}`;
   creds.other_workspace_key = `Bearer ${other.secret}`;
   creds.good_key = `Bearer ${good.secret}`;
+
+  sessions.logged_out_session = { cookie: ended.cookie, csrf: "x" };
+  sessions.session_without_csrf = { cookie: ada.cookie };
+  sessions.viewer_session = { cookie: vic.cookie, csrf: csrfIn(await page(vic, "/keys")) };
+  sessions.other_workspace_session = { cookie: bob.cookie, csrf: csrfIn(await page(bob, "/keys")) };
 });
 
 afterAll(async () => {
@@ -81,9 +92,11 @@ function concrete(p: string) {
     .replace(":hash", "0".repeat(40));
 }
 
-function call(method: string, url: string, auth: string | undefined) {
+function call(method: string, url: string, auth: string | undefined, session?: { cookie: string; csrf?: string }) {
   const headers: Record<string, string> = { "x-holm-confirm-delete": "true" };
   if (auth) headers.authorization = auth;
+  if (session) headers.cookie = session.cookie;
+  if (session?.csrf) headers["x-holm-csrf"] = session.csrf;
   let body: string | undefined;
   if (method !== "GET" && method !== "DELETE") {
     headers["content-type"] = "application/json";
@@ -148,6 +161,52 @@ describe("auth matrix", () => {
       }
     }
     console.log(`[auth matrix] ${table.length} routes, ${checked} route×method×credential checks, ${leaks.length} leaks`);
+    expect(leaks).toEqual([]);
+    expect(checked).toBeGreaterThan(100);
+  });
+
+  it("a console session on /v1 is that person: refused when logged out, without CSRF, as a viewer, or in another workspace", async () => {
+    const table = await routeTable();
+    let checked = 0;
+    const leaks: string[] = [];
+    for (const { path: p, methods } of table) {
+      if (p === "v1/health") continue;
+      for (const method of methods) {
+        const url = concrete(p);
+        for (const [name, session] of Object.entries(sessions)) {
+          const change = method !== "GET";
+          // Ada's own session and her viewer's may read what is hers; only changes are checked.
+          if ((name === "session_without_csrf" || name === "viewer_session") && !change) continue;
+          const res = await call(method, url, undefined, session);
+          const text = await res.text();
+          const where = `${method} ${p} with ${name}: ${res.status} ${text.slice(0, 200)}`;
+          checked++;
+          // A change that goes through, or an answer that shows our box, is a leak.
+          if (res.ok && (change || text.includes(boxA))) leaks.push(where);
+          const body = JSON.parse(text);
+          if (name === "logged_out_session") {
+            expect(res.status, where).toBe(401);
+            expect(body.code, where).toBe("unauthorized");
+          } else if (name === "session_without_csrf") {
+            expect(res.status, where).toBe(403);
+            expect(body.code, where).toBe("denied");
+          } else if (name === "viewer_session") {
+            // A viewer may ask for a (view) ticket; the matrix's body is never valid.
+            expect(res.status, where).toBe(p.endsWith("viewer/ticket") ? 400 : 409);
+          } else if (p.includes(":id")) {
+            expect(res.status, where).toBe(404);
+          } else if (p.startsWith("v1/jobs/")) {
+            expect(res.status, where).toBe(409);
+          } else if (!change) {
+            // Another workspace reads its own (empty) lists.
+            expect(res.status, where).toBe(200);
+          } else {
+            expect(res.status, where).toBe(400);
+          }
+        }
+      }
+    }
+    console.log(`[auth matrix] sessions: ${checked} route×method×session checks, ${leaks.length} leaks`);
     expect(leaks).toEqual([]);
     expect(checked).toBeGreaterThan(100);
   });

@@ -18,8 +18,10 @@ export function consoleClient(server: TestServer) {
   const page = async (p: Person, url: string) => (await fetch(`${server.base}${url}`, { headers: { cookie: p.cookie }, redirect: "manual" })).text();
   const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)![1]!;
 
-  async function signUp(email: string, workspace: string, password = "correct horse battery"): Promise<Person> {
-    const res = await form(undefined, "/signup", { name: email.split("@")[0]!, email, password, confirm: password, workspace });
+  /** Signs up with a new workspace, or into an invitation's workspace when `invite` is its token. */
+  async function signUp(email: string, workspace: string, password = "correct horse battery", invite?: string): Promise<Person> {
+    const fields = { name: email.split("@")[0]!, email, password, confirm: password, ...(invite ? { invite } : { workspace }) };
+    const res = await form(undefined, "/signup", fields);
     const cookie = res.headers.get("set-cookie")?.split(";")[0];
     expect(cookie, `signup of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
     return { cookie: cookie! };
@@ -34,5 +36,12 @@ export function consoleClient(server: TestServer) {
     return { secret, id };
   }
 
-  return { form, page, csrfIn, signUp, createKey };
+  /** Invites `email` with `role` into the person's current workspace; returns the invitation token. */
+  async function invite(p: Person, email: string, role: string): Promise<string> {
+    const csrf = csrfIn(await page(p, "/members"));
+    const html = await (await form(p, "/members", { intent: "invite", email, role, csrf })).text();
+    return /\/invite\/([A-Za-z0-9_-]+)/.exec(html)![1]!;
+  }
+
+  return { form, page, csrfIn, signUp, createKey, invite };
 }

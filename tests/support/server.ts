@@ -28,21 +28,28 @@ export async function freePort(): Promise<number> {
 
 export interface TestServer {
   base: string;
+  /** The server token; "" for a server in open mode (started with `HOLM_SERVER_TOKEN: ""`). */
   token: string;
+  /** The server process, for checks from outside (its memory in /proc). */
+  pid: number;
   stateDir: string;
   env: Record<string, string>;
   logs: () => string;
-  /** fetch against the server with the token. */
+  /** fetch against the server with the token (none in open mode). */
   api: (p: string, init?: RequestInit & { json?: unknown }) => Promise<Response>;
   stop: (signal?: NodeJS.Signals) => Promise<void>;
   /** Starts a new process with the same settings (same port, state dir, secret). */
   restart: () => Promise<TestServer>;
 }
 
+/**
+ * Starts build/server.js. With a server token by default; `HOLM_SERVER_TOKEN: ""` starts it in
+ * open mode (no token), and `HOLM_SERVER_ADDR` may name another address to listen on.
+ */
 export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer): Promise<TestServer> {
   const port = reuse ? Number(new URL(reuse.base).port) : await freePort();
   const stateDir = reuse?.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
-  const token = reuse?.token ?? randomBytes(24).toString("hex");
+  const token = reuse?.token ?? (extra.HOLM_SERVER_TOKEN === "" ? "" : randomBytes(24).toString("hex"));
   const env: Record<string, string> = reuse?.env ?? {
     NODE_ENV: "production",
     HOLM_SERVER_ADDR: `127.0.0.1:${port}`,
@@ -61,7 +68,7 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const base = `http://127.0.0.1:${port}`;
+  const base = `http://${env.HOLM_SERVER_ADDR}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}):\n${out}`);
@@ -77,12 +84,13 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
   const server: TestServer = {
     base,
     token,
+    pid: child.pid!,
     stateDir,
     env,
     logs: () => out,
     api: (p, init = {}) => {
       const headers = new Headers(init.headers);
-      if (!headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
+      if (token && !headers.has("authorization")) headers.set("authorization", `Bearer ${token}`);
       let body = init.body;
       if (init.json !== undefined) {
         headers.set("content-type", "application/json");

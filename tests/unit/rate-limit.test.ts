@@ -21,4 +21,16 @@ describe("rate limiter", () => {
     rl.reset("a");
     expect(rl.blocked("a")).toBe(0);
   });
+
+  it("counts an attempt before it is checked, and gives back one that turned out fine", () => {
+    const rl = new RateLimiter(2, 60_000);
+    const t = 1_000_000;
+    expect(rl.hit("a", t)).toBe(0);
+    expect(rl.hit("a", t)).toBe(0);
+    // A third attempt in flight is over the limit before any password is checked.
+    expect(rl.hit("a", t)).toBeGreaterThan(0);
+    rl.refund("a");
+    rl.refund("a");
+    expect(rl.hit("a", t)).toBe(0);
+  });
 });

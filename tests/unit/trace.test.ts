@@ -379,6 +379,8 @@ describe("trace store: local durability", () => {
 describe("trace routes", () => {
   it("reads a removed box's trace and its frames; hides other workspaces' boxes", async () => {
     delete process.env.HOLM_SERVER_TOKEN;
+    // Open mode: the routes act as the server for a loopback peer (no accounts exist here).
+    const context = { remoteAddress: "127.0.0.1" };
     const { trace, dbm } = await load("memory");
     const traceRoute = await import("~/routes/v1/box-trace");
     const frameRoute = await import("~/routes/v1/box-trace-frame");
@@ -392,7 +394,7 @@ describe("trace routes", () => {
       { actor: "agent", event: "acted" },
     ]);
     const get = (p: string, params: Record<string, string>, init?: RequestInit) =>
-      traceRoute.loader({ request: new Request(`http://holm.test${p}`, init), params });
+      traceRoute.loader({ request: new Request(`http://holm.test${p}`, init), params, context });
 
     const res = await get(`/v1/boxes/${box}/trace?after=0&limit=1`, { id: box });
     expect(res.status).toBe(200);
@@ -410,6 +412,7 @@ describe("trace routes", () => {
     const png = await frameRoute.loader({
       request: new Request(`http://holm.test/v1/boxes/${box}/trace/frames/${f.hash}`),
       params: { id: box, hash: f.hash },
+      context,
     });
     expect(png.status).toBe(200);
     expect(png.headers.get("content-type")).toBe("image/png");
@@ -420,6 +423,7 @@ describe("trace routes", () => {
     const notHers = await frameRoute.loader({
       request: new Request(`http://holm.test/v1/boxes/${other}/trace/frames/${f.hash}`),
       params: { id: other, hash: f.hash },
+      context,
     });
     expect(notHers.status).toBe(404);
     expect(await notHers.json()).toMatchObject({ code: "not_found" });
@@ -432,7 +436,7 @@ describe("trace routes", () => {
     expect(await trace.traceBox(ws, own)).toMatchObject({ id: own, removed: false });
     expect(await trace.traceBox({ kind: "server" }, box)).toMatchObject({ id: box, removed: true });
 
-    const pruned = await pruneRoute.loader({ request: new Request("http://holm.test/v1/jobs/prune"), params: {} });
+    const pruned = await pruneRoute.loader({ request: new Request("http://holm.test/v1/jobs/prune"), params: {}, context });
     expect(await pruned.json()).toEqual({ frames: 0, entries: 0, boxes: 0 });
   });
 });

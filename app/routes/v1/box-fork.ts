@@ -3,7 +3,7 @@ import { withIdempotency } from "~/models/idempotency.server";
 import { traceBox } from "~/models/trace.server";
 import { requireActor } from "~/utils/auth.server";
 import { env } from "~/utils/env.server";
-import { param, parseJsonText, v1 } from "~/utils/route.server";
+import { param, parseJsonText, readText, v1 } from "~/utils/route.server";
 
 const route = v1({
   POST: async (args) => {
@@ -11,7 +11,7 @@ const route = v1({
     const id = param(args, "id");
     // The source must be visible before the body is read: another workspace learns nothing.
     await traceBox(actor, id);
-    const text = await args.request.text();
+    const text = await readText(args.request);
     const input = parseJsonText(text, ForkSchema);
     const scope = `fork:${actor.kind === "server" ? "server" : actor.workspaceId}:${id}`;
     return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, () =>

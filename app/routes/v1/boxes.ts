@@ -3,7 +3,7 @@ import { withIdempotency } from "~/models/idempotency.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { requireActor } from "~/utils/auth.server";
 import { env } from "~/utils/env.server";
-import { parseJsonText, v1 } from "~/utils/route.server";
+import { parseJsonText, readText, v1 } from "~/utils/route.server";
 
 const route = v1({
   GET: async ({ request }) => {
@@ -12,7 +12,7 @@ const route = v1({
   },
   POST: async ({ request }) => {
     const actor = await requireActor(request);
-    const text = await request.text();
+    const text = await readText(request);
     const input = parseJsonText(text, CreateBoxSchema);
     const scope = `boxes:${actor.kind === "server" ? "server" : actor.workspaceId}`;
     return withIdempotency(scope, request.headers.get("idempotency-key"), text, () =>

@@ -2,13 +2,13 @@ import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.serve
 import { withIdempotency } from "~/models/idempotency.server";
 import { requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/utils/auth.server";
-import { param, parseJsonText, v1 } from "~/utils/route.server";
+import { param, parseJsonText, readText, v1 } from "~/utils/route.server";
 import { z } from "zod";
 
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
-    const text = await args.request.text();
+    const text = await readText(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"), args.request.signal);
     const { input, steps } = validateBatch(parseJsonText(text, z.unknown()));
     const scope = `actions:${actor.kind === "server" ? "server" : actor.workspaceId}:${t.box.id}:${t.screen}`;

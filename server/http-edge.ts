@@ -1,0 +1,207 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { ApiError } from "~/utils/api-error.server";
+import { env } from "~/utils/env.server";
+
+// The HTTP edge: what every request, page, /v1 call and socket passes before any route sees it
+// (docs/decisions/0005). A browser is the threat here: any page the user visits can send it
+// simple requests to 127.0.0.1, and a rebound DNS name can read the answers. So:
+//   - Host must be a name this server answers to (DNS rebinding): 421.
+//   - /v1 (every method) and console changes refuse a cross-site or same-site Origin,
+//     `Origin: null` and `Sec-Fetch-Site: cross-site|same-site`: 403 `denied`. No CORS is granted.
+//   - /v1 bodies must be application/json (a form or text/plain POST needs no preflight): 415.
+//   - Bodies are capped while they stream: 413, never buffered whole.
+
+const MiB = 1024 * 1024;
+/** /v1 bodies: batches and file writes carry base64 files. */
+export const V1_BODY_LIMIT = 96 * MiB;
+/** Console forms (log-in, sign-up, settings, box actions). */
+export const CONSOLE_BODY_LIMIT = 1 * MiB;
+
+const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
+const SAFE_METHODS = new Set(["GET", "HEAD"]);
+
+interface HostPort {
+  name: string;
+  port: number | undefined;
+}
+
+/** A Host header as `name` (lowercase, IPv6 in brackets) and port; undefined when malformed. */
+export function parseHost(value: string | undefined): HostPort | undefined {
+  if (!value) return undefined;
+  const m = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::(\d{1,5}))?$/i.exec(value);
+  if (!m) return undefined;
+  return { name: m[1]!.toLowerCase(), port: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** An address as it appears in a Host header: IPv4 as is, IPv6 in brackets, v4-mapped unwrapped. */
+function asHostName(address: string): string {
+  const a = address.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
+  return a.includes(":") ? `[${a}]` : a;
+}
+
+function defaultPort(protocol: string): number {
+  return protocol === "https:" ? 443 : 80;
+}
+
+let parsedPublic: { from: string | undefined; url: URL | undefined } | undefined;
+
+function publicUrl(): URL | undefined {
+  const configured = env().HOLM_PUBLIC_URL;
+  if (!parsedPublic || parsedPublic.from !== configured) parsedPublic = { from: configured, url: configured ? new URL(configured) : undefined };
+  return parsedPublic.url;
+}
+
+/**
+ * Whether a Host header names this server: HOLM_PUBLIC_URL's host, or, with the port the
+ * connection came in on, a loopback name, the configured listen host or the local address the
+ * connection reached (an IP literal: a rebinding attack always uses a name).
+ */
+export function hostAllowed(host: string | undefined, local: { address?: string; port?: number }): boolean {
+  const h = parseHost(host);
+  if (!h) return false;
+  const pub = publicUrl();
+  if (pub && h.name === pub.hostname.toLowerCase() && (h.port ?? defaultPort(pub.protocol)) === Number(pub.port || defaultPort(pub.protocol))) {
+    return true;
+  }
+  if ((h.port ?? 80) !== local.port) return false;
+  if (LOOPBACK_NAMES.has(h.name)) return true;
+  if (h.name === asHostName(env().HOLM_SERVER_ADDR.host)) return true;
+  return local.address !== undefined && h.name === asHostName(local.address);
+}
+
+/** Whether an Origin header is this server's own origin (as reached, or HOLM_PUBLIC_URL's). */
+export function originAllowed(origin: string, host: string | undefined): boolean {
+  if (origin === "null") return false;
+  let o: URL;
+  try {
+    o = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (o.protocol !== "http:" && o.protocol !== "https:") return false;
+  const pub = publicUrl();
+  if (pub && o.origin === pub.origin) return true;
+  const h = parseHost(host);
+  if (!h) return false;
+  const port = Number(o.port || defaultPort(o.protocol));
+  return asHostName(o.hostname.replace(/^\[|\]$/g, "")) === h.name && port === (h.port ?? defaultPort(o.protocol));
+}
+
+/** Why a request is not from this server's own pages, or undefined when it may be. */
+export function crossSiteReason(headers: IncomingMessage["headers"]): string | undefined {
+  const site = headers["sec-fetch-site"];
+  if (site === "cross-site" || site === "same-site") return `a ${site} request (Sec-Fetch-Site) is refused; this server grants no cross-origin access`;
+  const origin = headers.origin;
+  if (origin !== undefined && !originAllowed(origin, headers.host)) {
+    return origin === "null"
+      ? "a request from an opaque origin (Origin: null) is refused"
+      : `a request from ${origin} is refused; this server grants no cross-origin access`;
+  }
+  return undefined;
+}
+
+function hostRefusal(host: string | undefined): ApiError {
+  const name = host === undefined ? "no Host header" : `Host ${JSON.stringify(host.slice(0, 200))}`;
+  return new ApiError("bad_request", `this server does not answer to ${name}; use its address or HOLM_PUBLIC_URL`, { status: 421 });
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+function isJson(req: IncomingMessage): boolean {
+  const type = req.headers["content-type"];
+  return type !== undefined && type.split(";")[0]!.trim().toLowerCase() === "application/json";
+}
+
+/** How long a refused upload may go on being read (and dropped) so the client sees the answer. */
+const LINGER_MS = 2000;
+
+/**
+ * Answers with the error body. When the request's body is left unread (`unread`), the connection
+ * ends after the answer: first our side (FIN), then, after LINGER_MS, for good. Closing at once
+ * would reset a connection the client is still writing to, and it would lose the answer.
+ */
+function send(res: ServerResponse, err: ApiError, unread?: IncomingMessage) {
+  if (res.headersSent) {
+    if (unread) lingerClose(unread);
+    return;
+  }
+  res.statusCode = err.status;
+  res.setHeader("content-type", "application/json");
+  res.setHeader("cache-control", "no-store");
+  if (unread) res.once("finish", () => lingerClose(unread));
+  res.end(JSON.stringify(err.toJSON()));
+}
+
+function lingerClose(req: IncomingMessage) {
+  const socket = req.socket;
+  if (socket.destroyed) return;
+  socket.end();
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
+function tooLarge(limit: number): ApiError {
+  return new ApiError("bad_request", `the body is larger than ${limit} bytes`, { status: 413 });
+}
+
+/**
+ * Counts a body without a declared length as it streams; past the limit, the reader (the route)
+ * gets an error at once, so it never acts on a cut body, and the client gets 413.
+ */
+function capStreamingBody(req: IncomingMessage, res: ServerResponse, limit: number) {
+  let seen = 0;
+  const count = (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen <= limit) return;
+    req.off("data", count);
+    const err = tooLarge(limit);
+    // The route's body stream listens for "error" on the request; fail it before any more
+    // data or its end can reach it. (Destroying the request would also drop the answer.)
+    if (req.listenerCount("error") > 0) req.emit("error", err);
+    req.pause();
+    send(res, err, req);
+  };
+  req.on("data", count);
+}
+
+/** Express-style middleware for every HTTP request (server.ts installs it before anything else). */
+export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) {
+  if (!hostAllowed(req.headers.host, { address: req.socket.localAddress, port: req.socket.localPort })) {
+    return send(res, hostRefusal(req.headers.host), hasBody(req) ? req : undefined);
+  }
+  const path = (req.url ?? "/").split("?")[0]!;
+  const v1 = path === "/v1" || path.startsWith("/v1/");
+  if (v1 || !SAFE_METHODS.has(req.method ?? "GET")) {
+    const why = crossSiteReason(req.headers);
+    if (why) return send(res, new ApiError("denied", why, { status: 403 }), hasBody(req) ? req : undefined);
+  }
+  if (hasBody(req)) {
+    if (v1 && !isJson(req)) {
+      return send(res, new ApiError("bad_request", "send the body as JSON with content-type: application/json", { status: 415 }), req);
+    }
+    const limit = v1 ? V1_BODY_LIMIT : CONSOLE_BODY_LIMIT;
+    const declared = req.headers["content-length"];
+    if (declared !== undefined && !(Number(declared) <= limit)) return send(res, tooLarge(limit), req);
+    if (declared === undefined) capStreamingBody(req, res, limit);
+  }
+  next();
+}
+
+/**
+ * Why a socket upgrade or socket.io request is refused, or undefined: a foreign Host always;
+ * a foreign Origin when `checkOrigin` (socket.io, which authenticates by cookie).
+ */
+export function socketRefusal(req: IncomingMessage, checkOrigin: boolean): ApiError | undefined {
+  if (!hostAllowed(req.headers.host, { address: req.socket.localAddress, port: req.socket.localPort })) return hostRefusal(req.headers.host);
+  if (!checkOrigin) return undefined;
+  const why = crossSiteReason(req.headers);
+  return why ? new ApiError("denied", why, { status: 403 }) : undefined;
+}
+
+/** socket.io's `allowRequest`: the same Host and Origin rules as the console's pages. */
+export function allowSocketIoRequest(req: IncomingMessage, callback: (err: string | null | undefined, ok: boolean) => void) {
+  const refused = socketRefusal(req, true);
+  callback(refused ? refused.message : null, !refused);
+}
