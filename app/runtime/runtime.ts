@@ -26,8 +26,11 @@ export interface BoxLaunch {
   image: string;
   labels: Record<string, string>;
   env: Record<string, string>;
-  memory?: string;
+  /** Memory limit, such as "2g"; swap is not added on top. */
+  memory: string;
   cpus?: string;
+  /** The most processes and threads the box may hold. */
+  pids: number;
   /** false: the box sits on an internal network with no route out. */
   network: boolean;
   /** true: files live on a named volume that outlives the container. */
@@ -60,6 +63,8 @@ export interface Runtime {
   readonly name: string;
   /** Builds the image unless a matching one exists. `log` gets progress lines. */
   ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
+  /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
+  prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;
   start(ref: string): Promise<void>;
   stop(ref: string): Promise<void>;
