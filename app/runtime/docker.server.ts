@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
-import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
-import { ensureX11Image } from "./image-builder.server";
+import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
+import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
@@ -34,6 +34,10 @@ export class DockerRuntime implements Runtime {
 
   ensureImage(req: ImageRequest, log: (line: string) => void = () => {}): Promise<BuiltImage> {
     return ensureX11Image(this.docker, req, log);
+  }
+
+  imageStatus(req: ImageRequest): Promise<ImageStatus> {
+    return x11ImageStatus(this.docker, req);
   }
 
   prepare(): Promise<void> {

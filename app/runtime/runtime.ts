@@ -21,6 +21,13 @@ export interface BuiltImage {
   built: boolean;
 }
 
+export interface ImageStatus {
+  /** Full reference, as `ensureImage` would return it. */
+  image: string;
+  /** True when it exists or is being built: asking for it starts no new build. */
+  present: boolean;
+}
+
 export interface BoxLaunch {
   boxId: string;
   image: string;
@@ -63,6 +70,8 @@ export interface Runtime {
   readonly name: string;
   /** Builds the image unless a matching one exists. `log` gets progress lines. */
   ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
+  /** Whether `ensureImage(req)` would have to build, without building. */
+  imageStatus(req: ImageRequest): Promise<ImageStatus>;
   /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;

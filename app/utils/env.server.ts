@@ -50,6 +50,10 @@ const EnvSchema = z.object({
   HOLM_BOX_MEMORY_MAX: SizeSchema.default("8g"),
   /** Processes and threads one box may hold: a fork bomb stops there. An idle box holds ~130. */
   HOLM_BOX_PIDS: z.coerce.number().int().min(256).max(65_536).default(1024),
+  /** Live boxes (not removed, not failed) one workspace may hold. The server token has no limit. */
+  HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
+  /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */
+  HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
 }).refine((e) => parseBytes(e.HOLM_BOX_MEMORY) <= parseBytes(e.HOLM_BOX_MEMORY_MAX), {
   path: ["HOLM_BOX_MEMORY"],
   message: "must not be more than HOLM_BOX_MEMORY_MAX",
