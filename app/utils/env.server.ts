@@ -19,7 +19,8 @@ const AddrSchema = z
 const SizeSchema = z
   .string()
   .regex(SIZE_RE, 'a size such as "2g" or "512m"')
-  .refine((v) => parseBytes(v) >= parseBytes(MIN_BOX_MEMORY), `at least ${MIN_BOX_MEMORY}: the desktop needs that much`);
+  // zod runs every check even after the regex failed: a bad size must not reach parseBytes.
+  .refine((v) => !SIZE_RE.test(v) || parseBytes(v) >= parseBytes(MIN_BOX_MEMORY), `at least ${MIN_BOX_MEMORY}: the desktop needs that much`);
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
@@ -54,7 +55,11 @@ const EnvSchema = z.object({
   HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
   /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */
   HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
-}).refine((e) => parseBytes(e.HOLM_BOX_MEMORY) <= parseBytes(e.HOLM_BOX_MEMORY_MAX), {
+}).refine((e) => {
+  const [mem, max] = [e.HOLM_BOX_MEMORY, e.HOLM_BOX_MEMORY_MAX];
+  // A malformed size has its own message already.
+  return !SIZE_RE.test(mem) || !SIZE_RE.test(max) || parseBytes(mem) <= parseBytes(max);
+}, {
   path: ["HOLM_BOX_MEMORY"],
   message: "must not be more than HOLM_BOX_MEMORY_MAX",
 });
