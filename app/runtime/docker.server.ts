@@ -97,10 +97,12 @@ export class DockerRuntime implements Runtime {
       StopTimeout: 5,
       HostConfig: {
         NetworkMode: network,
-        // A box needs no capability: X, the window manager, x11vnc, Chromium (--no-sandbox),
-        // D-Bus, PulseAudio, the agent, exec and the terminal all run without one (ADR 0006).
-        // Above all NET_RAW is gone, so no process in a box can forge frames on the bridge.
+        // X, the window manager, x11vnc, Chromium (--no-sandbox), D-Bus, PulseAudio, the agent,
+        // exec and the terminal run with no capability; xterm (a catalog app) exits unless it may
+        // setgroups() for its pty, hence SETGID, the one kept (ADR 0006). Above all NET_RAW is
+        // gone, so no process in a box can forge frames on the bridge.
         CapDrop: ["ALL"],
+        CapAdd: ["SETGID"],
         SecurityOpt: ["no-new-privileges"],
         PidsLimit: launch.pids,
         Memory: parseBytes(launch.memory),
