@@ -120,6 +120,13 @@ export interface TraceFrameTable {
   last_ref_ms: number;
 }
 
+/** A new image a workspace made the server build (the build limit counts these). */
+export interface ImageBuildTable {
+  owner: string;
+  image: string;
+  at_ms: number;
+}
+
 export interface Database {
   box: BoxTable;
   event: EventTable;
@@ -133,6 +140,7 @@ export interface Database {
   trace: TraceTable;
   trace_entry: TraceEntryTable;
   trace_frame: TraceFrameTable;
+  image_build: ImageBuildTable;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

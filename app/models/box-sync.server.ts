@@ -97,6 +97,9 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     console.error("[holm] adopt: the docker runtime does not answer; boxes come back when it does");
     return { adopted, known: rows.length };
   }
+  // The host's networks and firewall rules for boxes, checked at every start: a host whose rules
+  // were flushed gets them back before any box is used. Creating a box checks them again.
+  await rt.prepare().catch((err) => console.error("[holm] the box networks or their firewall rules are not in place:", err));
   // Removed records stay in the store; a container for one of them is a leftover to clean up.
   const everRecorded = new Set(
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),

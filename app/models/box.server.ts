@@ -11,12 +11,14 @@ import { env, publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { agentSecret, allUp, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
+import { insertBoxWithinLimits } from "./quota.server";
 import { recordEntry } from "./trace.server";
 import {
   type NormalPlacement,
   type NormalSpec,
   type Placement,
   type Spec,
+  boxMemory,
   imageRequest,
   normalizePlacement,
   normalizeSpec,
@@ -177,11 +179,15 @@ export async function createBox(
 ): Promise<{ status: number; body: BoxJson }> {
   const spec = normalizeSpec(input.spec);
   const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
-  if (!runtime(placement.runtime)) throw notFound(`no runtime named ${placement.runtime}`);
+  const rt = runtime(placement.runtime);
+  if (!rt) throw notFound(`no runtime named ${placement.runtime}`);
+  const owner = ownerOf(actor) ?? null;
+  // Only workspaces have a build limit, so only they need to know whether this one builds.
+  const image = owner ? await imageStatusOf(rt, spec) : undefined;
   const now = Date.now();
   const row: BoxRow = {
     id: `box_${randomBytes(16).toString("hex")}`,
-    owner: ownerOf(actor) ?? null,
+    owner,
     runtime: placement.runtime,
     runtime_ref: null,
     spec_digest: specDigest(spec),
@@ -201,7 +207,7 @@ export async function createBox(
     last_used_ms: now,
     removed_at_ms: null,
   };
-  await db().insertInto("box").values(row).execute();
+  await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.
   await trace(row.id, "box_created", { spec, placement }, actor.kind === "workspace" && actor.via === "session" ? "person" : "agent");
   boxChanges.emit("change", toBoxJson(row));
@@ -221,6 +227,15 @@ export async function createBox(
     });
   }
   return { status: 200, body: toBoxJson(after) };
+}
+
+async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
+  try {
+    return await rt.imageStatus(imageRequest(spec));
+  } catch (err) {
+    console.error("[holm] image status:", err);
+    throw new ApiError("unavailable", `the ${rt.name} runtime cannot tell whether the box image exists: ${(err as Error).message}`);
+  }
 }
 
 /**
@@ -297,7 +312,8 @@ async function launchNow(row: BoxRow): Promise<void> {
         HOLM_AGENT_SECRET: agentSecret(row.id),
         HOLM_FEATURES: spec.desktop.features.join(","),
       },
-      memory: placement.memory,
+      memory: boxMemory(placement),
+      pids: env().HOLM_BOX_PIDS,
       cpus: placement.cpus,
       network: spec.policy.network,
       persistent: placement.persistent,

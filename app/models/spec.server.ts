@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { FEATURES, type Feature, type ImageRequest } from "~/runtime/runtime";
-import { unsupported } from "~/utils/api-error.server";
+import { badRequest, unsupported } from "~/utils/api-error.server";
+import { env } from "~/utils/env.server";
+import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "~/utils/size";
 
 export const DEFAULT_FEATURES: Feature[] = ["accessibility", "dock", "video", "wide_fonts"];
 export const DEFAULT_WIDTH = 1280;
@@ -37,10 +39,7 @@ const Lifetime = z.number().int().min(60, "must be at least 60 seconds").max(MAX
 
 export const PlacementSchema = z.strictObject({
   runtime: z.string().min(1).max(64).optional(),
-  memory: z
-    .string()
-    .regex(/^[1-9][0-9]*(\.[0-9]+)?[kKmMgG]?$/, 'a size such as "2g" or "512m"')
-    .optional(),
+  memory: z.string().regex(SIZE_RE, 'a size such as "2g" or "512m"').optional(),
   cpus: z
     .string()
     .regex(/^([0-9]+(\.[0-9]+)?)$/, 'a number such as "2" or "0.5"')
@@ -125,11 +124,28 @@ export function normalizePlacement(placement: Placement = {}, defaultRuntime: st
     expires_after_secs: placement.expires_after_secs ?? DEFAULT_LIFETIME_SECS,
     persistent: placement.persistent ?? false,
   };
-  if (placement.memory) out.memory = placement.memory.toLowerCase();
+  if (placement.memory) out.memory = checkMemory(placement.memory.toLowerCase());
   if (placement.cpus) out.cpus = placement.cpus;
   if (placement.idle_timeout_secs) out.idle_timeout_secs = placement.idle_timeout_secs;
   if (placement.profile) out.profile = placement.profile;
   return out;
+}
+
+/** A placement's memory within what this server allows (the floor keeps "2" from meaning 2 bytes). */
+function checkMemory(memory: string): string {
+  const max = env().HOLM_BOX_MEMORY_MAX;
+  if (parseBytes(memory) > parseBytes(max)) {
+    throw badRequest(`placement.memory ${memory} is more than this server allows a box (${max}, HOLM_BOX_MEMORY_MAX)`);
+  }
+  if (parseBytes(memory) < parseBytes(MIN_BOX_MEMORY)) {
+    throw badRequest(`placement.memory ${memory} is less than the ${MIN_BOX_MEMORY} a desktop needs`);
+  }
+  return memory;
+}
+
+/** The memory limit a box launches with: its placement's, else the server's default. */
+export function boxMemory(placement: Pick<NormalPlacement, "memory">): string {
+  return placement.memory ?? env().HOLM_BOX_MEMORY;
 }
 
 /** Stable JSON: keys sorted at every depth, so equal specs hash equally. */

@@ -1,44 +1,16 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { promisify } from "node:util";
 import Docker from "dockerode";
-import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
-import { ensureX11Image } from "./image-builder.server";
+import { parseBytes } from "~/utils/size";
+import { guardBridges } from "./firewall.server";
+import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
+import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
 const BOX_LABEL = "holm.box";
 
-function parseBytes(size: string): number {
-  const m = /^([0-9]+(?:\.[0-9]+)?)([kmg]?)$/i.exec(size);
-  if (!m) throw new Error(`not a size: ${size}`);
-  const unit = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as "" | "k" | "m" | "g"];
-  return Math.round(Number(m[1]) * unit);
-}
-
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number }).statusCode;
-}
-
-const run = promisify(execFile);
-
-/**
- * Boxes must not open connections to the host itself: Docker's isolation covers forwarding, not
- * the host's own addresses (even an `internal` network keeps a route to its gateway). Replies to
- * connections the server opens are still let in.
- */
-async function guardHost(bridge: string) {
-  const rule = ["INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"];
-  try {
-    await run("iptables", ["-w", "-C", ...rule]);
-  } catch {
-    try {
-      await run("iptables", ["-w", "-I", ...rule]);
-    } catch (err) {
-      console.error(`[holm] could not keep boxes on ${bridge} away from the host:`, err);
-      throw new Error(`iptables refused the rule that keeps boxes away from the host (${bridge})`);
-    }
-  }
 }
 
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
@@ -64,22 +36,33 @@ export class DockerRuntime implements Runtime {
     return ensureX11Image(this.docker, req, log);
   }
 
+  imageStatus(req: ImageRequest): Promise<ImageStatus> {
+    return x11ImageStatus(this.docker, req);
+  }
+
+  prepare(): Promise<void> {
+    return this.ensureNetworks();
+  }
+
   /**
    * Two bridges, both without inter-container traffic so boxes cannot reach each other; the
    * closed one is `internal`, so its boxes have no route out while the host still reaches them.
+   * The host's rules for them (firewall.server.ts) are checked each time the server starts.
    */
   ensureNetworks(): Promise<void> {
     this.networks ??= (async () => {
       const existing = await this.docker.listNetworks();
       const names = new Set(existing.map((n) => n.Name));
+      const bridges: string[] = [];
       for (const [name, internal] of [
         [NETWORK_OPEN, false],
         [NETWORK_CLOSED, true],
       ] as const) {
         if (!names.has(name)) await this.createNetwork(name, internal);
         const net = await this.docker.getNetwork(name).inspect();
-        await guardHost(net.Options?.["com.docker.network.bridge.name"] ?? `br-${String(net.Id).slice(0, 12)}`);
+        bridges.push(net.Options?.["com.docker.network.bridge.name"] ?? `br-${String(net.Id).slice(0, 12)}`);
       }
+      await guardBridges(bridges);
     })().catch((err) => {
       this.networks = undefined;
       throw err;
@@ -94,6 +77,8 @@ export class DockerRuntime implements Runtime {
         Driver: "bridge",
         Internal: internal,
         Labels: { "holm.network": "1" },
+        // Boxes get no IPv6 (firewall.server.ts drops it on these bridges as well).
+        EnableIPv6: false,
         Options: { "com.docker.network.bridge.enable_icc": "false" },
       });
     } catch (err) {
@@ -112,9 +97,21 @@ export class DockerRuntime implements Runtime {
       StopTimeout: 5,
       HostConfig: {
         NetworkMode: network,
-        Memory: launch.memory ? parseBytes(launch.memory) : undefined,
+        // X, the window manager, x11vnc, Chromium (--no-sandbox), D-Bus, PulseAudio, the agent,
+        // exec and the terminal run with no capability; xterm (a catalog app) exits unless it may
+        // setgroups() for its pty, hence SETGID, the one kept (ADR 0006). Above all NET_RAW is
+        // gone, so no process in a box can forge frames on the bridge.
+        CapDrop: ["ALL"],
+        CapAdd: ["SETGID"],
+        SecurityOpt: ["no-new-privileges"],
+        PidsLimit: launch.pids,
+        Memory: parseBytes(launch.memory),
+        // Equal to Memory: no swap on top of the limit.
+        MemorySwap: parseBytes(launch.memory),
         NanoCpus: launch.cpus ? Math.round(Number(launch.cpus) * 1e9) : undefined,
         ShmSize: 256 * 1024 ** 2,
+        // Docker sets these already on networks without IPv6; said here so no engine default matters.
+        Sysctls: { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" },
         Mounts: launch.persistent
           ? [{ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" }]
           : undefined,

@@ -12,7 +12,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type Dockerode from "dockerode";
 import tar from "tar-fs";
-import { FEATURES, type BuiltImage, type Feature, type ImageRequest } from "./runtime";
+import { FEATURES, type BuiltImage, type Feature, type ImageRequest, type ImageStatus } from "./runtime";
 
 export type BuildLog = (line: string) => void;
 
@@ -423,6 +423,15 @@ async function buildFromContext(
   } finally {
     await rm(ctx, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether `ensureX11Image(req)` would start a build: false when the image exists or a build of
+ * it is already under way (joining that costs nothing more).
+ */
+export async function x11ImageStatus(docker: Dockerode, req: ImageRequest): Promise<ImageStatus> {
+  const { tag } = planX11(req);
+  return { image: tag, present: inFlight.has(tag) || (await imageExists(docker, tag)) };
 }
 
 /**

@@ -21,13 +21,23 @@ export interface BuiltImage {
   built: boolean;
 }
 
+export interface ImageStatus {
+  /** Full reference, as `ensureImage` would return it. */
+  image: string;
+  /** True when it exists or is being built: asking for it starts no new build. */
+  present: boolean;
+}
+
 export interface BoxLaunch {
   boxId: string;
   image: string;
   labels: Record<string, string>;
   env: Record<string, string>;
-  memory?: string;
+  /** Memory limit, such as "2g"; swap is not added on top. */
+  memory: string;
   cpus?: string;
+  /** The most processes and threads the box may hold. */
+  pids: number;
   /** false: the box sits on an internal network with no route out. */
   network: boolean;
   /** true: files live on a named volume that outlives the container. */
@@ -60,6 +70,10 @@ export interface Runtime {
   readonly name: string;
   /** Builds the image unless a matching one exists. `log` gets progress lines. */
   ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
+  /** Whether `ensureImage(req)` would have to build, without building. */
+  imageStatus(req: ImageRequest): Promise<ImageStatus>;
+  /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
+  prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;
   start(ref: string): Promise<void>;
   stop(ref: string): Promise<void>;

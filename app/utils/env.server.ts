@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "./size";
 
 // Validated once at boot so a bad setting stops the server with a clear message instead
 // of surfacing as a strange failure later.
@@ -14,6 +15,12 @@ const AddrSchema = z
     return { host, port };
   })
   .refine((a) => a.port >= 0 && a.port <= 65535, "port out of range");
+
+const SizeSchema = z
+  .string()
+  .regex(SIZE_RE, 'a size such as "2g" or "512m"')
+  // zod runs every check even after the regex failed: a bad size must not reach parseBytes.
+  .refine((v) => !SIZE_RE.test(v) || parseBytes(v) >= parseBytes(MIN_BOX_MEMORY), `at least ${MIN_BOX_MEMORY}: the desktop needs that much`);
 
 const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
@@ -38,6 +45,23 @@ const EnvSchema = z.object({
     .optional(),
   /** Where the box image sources and the agent bundle are; the repo root by default. */
   HOLM_ROOT: z.string().default(process.cwd()),
+  /** Memory of a box whose placement names none (swap included: a box gets no swap beyond it). */
+  HOLM_BOX_MEMORY: SizeSchema.default("2g"),
+  /** The most `placement.memory` may ask for. */
+  HOLM_BOX_MEMORY_MAX: SizeSchema.default("8g"),
+  /** Processes and threads one box may hold: a fork bomb stops there. An idle box holds ~130. */
+  HOLM_BOX_PIDS: z.coerce.number().int().min(256).max(65_536).default(1024),
+  /** Live boxes (not removed, not failed) one workspace may hold. The server token has no limit. */
+  HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
+  /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */
+  HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
+}).refine((e) => {
+  const [mem, max] = [e.HOLM_BOX_MEMORY, e.HOLM_BOX_MEMORY_MAX];
+  // A malformed size has its own message already.
+  return !SIZE_RE.test(mem) || !SIZE_RE.test(max) || parseBytes(mem) <= parseBytes(max);
+}, {
+  path: ["HOLM_BOX_MEMORY"],
+  message: "must not be more than HOLM_BOX_MEMORY_MAX",
 });
 
 export type Env = z.infer<typeof EnvSchema>;

@@ -2,12 +2,14 @@ import type { Migration, MigrationProvider } from "kysely/migration";
 import { boxes } from "./0001-boxes";
 import { accounts } from "./0002-accounts";
 import { trace } from "./0003-trace";
+import { imageBuilds } from "./0004-image-builds";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
   "0001-boxes": boxes,
   "0002-accounts": accounts,
   "0003-trace": trace,
+  "0004-image-builds": imageBuilds,
 };
 
 export const migrationProvider: MigrationProvider = {

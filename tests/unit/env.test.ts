@@ -28,6 +28,33 @@ describe("environment", () => {
     }
   });
 
+  it("has box limits by default and refuses ones a box cannot run with", () => {
+    const e = parseEnv({});
+    expect(e.HOLM_BOX_MEMORY).toBe("2g");
+    expect(e.HOLM_BOX_MEMORY_MAX).toBe("8g");
+    expect(e.HOLM_BOX_PIDS).toBe(1024);
+    expect(e.HOLM_WORKSPACE_BOXES).toBe(10);
+    expect(e.HOLM_WORKSPACE_IMAGE_BUILDS).toBe(3);
+    expect(parseEnv({ HOLM_BOX_MEMORY: "1.5g", HOLM_WORKSPACE_IMAGE_BUILDS: "0" }).HOLM_BOX_MEMORY).toBe("1.5g");
+    const bad: Record<string, string>[] = [
+      { HOLM_BOX_MEMORY: "2" }, // two bytes
+      { HOLM_BOX_MEMORY: "lots" },
+      { HOLM_BOX_MEMORY: "16g" }, // more than the default maximum
+      { HOLM_BOX_MEMORY_MAX: "1g" }, // less than the default memory
+      { HOLM_BOX_PIDS: "10" },
+      { HOLM_WORKSPACE_BOXES: "-1" },
+    ];
+    for (const source of bad) {
+      const name = Object.keys(source)[0]!;
+      expect(() => parseEnv(source), JSON.stringify(source)).toThrow(/HOLM_BOX_MEMORY|HOLM_BOX_PIDS|HOLM_WORKSPACE_BOXES/);
+      try {
+        parseEnv(source);
+      } catch (e) {
+        expect((e as Error).message).toMatch(name === "HOLM_BOX_MEMORY_MAX" ? /HOLM_BOX_MEMORY:.*HOLM_BOX_MEMORY_MAX/ : new RegExp(name));
+      }
+    }
+  });
+
   it("treats empty variables as unset", () => {
     expect(parseEnv({ HOLM_SERVER_TOKEN: "" }).HOLM_SERVER_TOKEN).toBeUndefined();
   });

@@ -91,6 +91,16 @@ describe("create-box body", () => {
     expect(refusal(() => parse({ placement: { cpus: "0" } })).code).toBe("bad_request");
     expect(parse({ placement: { memory: "2g", cpus: "1.5" } }).placement).toEqual({ memory: "2g", cpus: "1.5" });
   });
+
+  it("keeps placement.memory between the desktop's floor and the server's maximum (HOLM_BOX_MEMORY_MAX, 8g)", () => {
+    expect(normalizePlacement({ memory: "8G" }, "docker").memory).toBe("8g");
+    expect(normalizePlacement({ memory: "256m" }, "docker").memory).toBe("256m");
+    for (const memory of ["9g", "255m", "2"]) {
+      const e = refusal(() => normalizePlacement({ memory }, "docker"));
+      expect(e.code).toBe("bad_request");
+      expect(e.message).toContain("placement.memory");
+    }
+  });
 });
 
 describe("spec digest", () => {
