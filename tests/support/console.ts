@@ -7,6 +7,11 @@ export interface Person {
   cookie: string;
 }
 
+export interface Member extends Person {
+  email: string;
+  id: string;
+}
+
 export function consoleClient(server: TestServer) {
   const form = (p: Person | undefined, url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
     fetch(`${server.base}${url}`, {
@@ -34,5 +39,34 @@ export function consoleClient(server: TestServer) {
     return { secret, id };
   }
 
-  return { form, page, csrfIn, signUp, createKey };
+  /** An admin invites `email` with `role`; the person signs up through the link. */
+  async function invite(admin: Person, email: string, role: string): Promise<Member> {
+    const csrf = csrfIn(await page(admin, "/members"));
+    const html = await (await form(admin, "/members", { intent: "invite", email, role, csrf })).text();
+    const token = /\/invite\/([A-Za-z0-9_-]+)/.exec(html)?.[1];
+    expect(token, `invitation of ${email}: ${html.slice(0, 300)}`).toBeTruthy();
+    const password = "correct horse battery";
+    const res = await form(undefined, "/signup", { name: email.split("@")[0]!, email, password, confirm: password, invite: token! });
+    const cookie = res.headers.get("set-cookie")?.split(";")[0];
+    expect(cookie, `signup of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
+    return { cookie: cookie!, email, id: await userId(admin, email) };
+  }
+
+  /** The user id of a member, read from the members page. */
+  async function userId(admin: Person, email: string): Promise<string> {
+    const html = await page(admin, "/members");
+    const m = new RegExp(`${email.replace(/[.]/g, "\\.")}</td>[\\s\\S]*?name="user" value="([^"]+)"`).exec(html);
+    expect(m, `no member ${email} on the members page`).toBeTruthy();
+    return m![1]!;
+  }
+
+  /** Another session of the same person: a fresh log-in. */
+  async function logIn(email: string, password = "correct horse battery"): Promise<Person> {
+    const res = await form(undefined, "/login", { email, password, next: "/" });
+    const cookie = res.headers.get("set-cookie")?.split(";")[0];
+    expect(cookie, `log-in of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
+    return { cookie: cookie! };
+  }
+
+  return { form, page, csrfIn, signUp, createKey, invite, userId, logIn };
 }
