@@ -5,6 +5,7 @@ import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
+import { attachRevocation } from "./revocation";
 import { attachUpgradeRouter } from "./upgrade-router";
 import { registerViewerSocket } from "./viewer-socket";
 
@@ -29,6 +30,7 @@ export const holm = {
     registerViewerSocket();
     attachUpgradeRouter(server);
     io = attachSocketIo(server);
+    attachRevocation(io);
   },
 
   async shutdown() {

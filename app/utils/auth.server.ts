@@ -4,10 +4,14 @@ import type { Role } from "~/models/roles";
 import { ApiError } from "./api-error.server";
 import { env } from "./env.server";
 
-/** Who is calling: the server token, or a workspace through a key or a person's session. */
+/**
+ * Who is calling: the server token, or a workspace through a key or a person's session. A
+ * session actor carries its session's id (never sent anywhere), so what it opens (viewer
+ * tickets, sockets) ends when that session does.
+ */
 export type Actor =
   | { kind: "server" }
-  | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string };
+  | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string; sessionId?: string };
 
 /** The workspace that owns what this actor creates; undefined for the server token. */
 export function ownerOf(actor: Actor): string | undefined {

@@ -173,7 +173,7 @@ describe("a person's takeover is hands off for the agent", () => {
     expect(await holder()).toBeNull();
   });
 
-  it("the person's control socket is not closed by their own takeover; a demoted holder's is", async () => {
+  it("the person's control socket is not closed by their own takeover; a demoted holder's is, and the screen comes back", async () => {
     const t = await personTicket(mia, "control");
     expect(t.status).toBe(200);
     const drive = (await openViewer(t.url)) as Closing;
@@ -184,8 +184,28 @@ describe("a person's takeover is hands off for the agent", () => {
     expect((await c.form(ada, "/members", { intent: "role", user: mia.id, role: "viewer", csrf })).status).toBeLessThan(400);
     const closed = await closedWithin(drive, 1500);
     expect(closed, "the demoted holder still drives").toBeDefined();
+    // And the screen is the agent's again at once, not after the grace period.
+    await sleep(300);
+    expect(await holder()).toBeNull();
+    expect((await asKey(`${screen()}/actions`, "POST", { actions: [{ type: "move", to: { x: 6, y: 6 } }] })).status).toBe(200);
     // Promoted again for whatever follows.
     const csrf2 = c.csrfIn(await c.page(ada, "/members"));
     await c.form(ada, "/members", { intent: "role", user: mia.id, role: "member", csrf: csrf2 });
+  });
+
+  it("a removed box ends its tickets and its sockets", async () => {
+    const watch = await personTicket(mia, "view");
+    const s = (await openViewer(watch.url)) as Closing;
+    expect(typeof s).toBe("object");
+    const later = await personTicket(mia, "control");
+    expect(later.status).toBe(200);
+    const res = await fetch(`${server.base}/v1/boxes/${boxId}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${key}`, "x-holm-confirm-delete": "true" },
+    });
+    expect(res.status).toBe(200);
+    expect((await closedWithin(s, 5000))?.code).toBe(4404);
+    expect(await openViewer(later.url)).toBe(404);
+    expect(await openViewer(watch.url)).toBe(404);
   });
 });
