@@ -6,6 +6,7 @@ import { env } from "~/utils/env.server";
 import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
+import { attachRevocation } from "./revocation";
 import { attachUpgradeRouter } from "./upgrade-router";
 import { registerViewerSocket } from "./viewer-socket";
 
@@ -33,6 +34,7 @@ export const holm = {
     registerViewerSocket();
     attachUpgradeRouter(server);
     io = attachSocketIo(server);
+    attachRevocation(io);
   },
 
   async shutdown() {

@@ -1,11 +1,12 @@
 import type { Socket } from "socket.io";
+import { principalSeq } from "~/models/principal-changes.server";
 import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { type Role, atLeast } from "~/models/roles";
 import { roleIn } from "~/models/workspace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import type { Actor } from "~/utils/auth.server";
 
-export type SessionActor = Actor & { kind: "workspace"; userId: string };
+export type SessionActor = Actor & { kind: "workspace"; userId: string; sessionId: string };
 
 /**
  * The person behind a socket.io handshake: the session cookie, and the workspace the client
@@ -19,13 +20,15 @@ export async function sessionActor(socket: Socket, need: Role = "viewer"): Promi
   const role = await roleIn(workspace, found.user.id);
   if (!role) throw new ApiError("denied", "not a member of that workspace");
   if (!atLeast(role, need)) throw new ApiError("denied", `this needs the ${need} role; you are a ${role}`);
-  return { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id };
+  return { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id, sessionId: found.session.id };
 }
 
 /** socket.io middleware: refuses the handshake with a readable reason, logs the unexpected. */
 export function requireSession(need: Role, then?: (socket: Socket, actor: SessionActor) => Promise<void>) {
   return async (socket: Socket, next: (err?: Error) => void) => {
     try {
+      // Seen again at connection (server/revocation.ts): a change during this check is not missed.
+      socket.data.accessSeq = principalSeq();
       const actor = await sessionActor(socket, need);
       socket.data.actor = actor;
       if (then) await then(socket, actor);

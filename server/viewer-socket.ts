@@ -10,6 +10,7 @@ import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import type { Actor } from "~/utils/auth.server";
 import { RfbClientFilter } from "./rfb-filter";
 import { registerUpgrade } from "./upgrade-router";
+import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
 
 // GET /v1/boxes/{id}/screens/{screen}/viewer/socket?ticket=…&mode=view|control
 //
@@ -117,8 +118,10 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   const aborted = new AbortController();
   socket.once("close", () => aborted.abort());
   let box: RunningBox;
+  let owner: string | null = null;
   try {
     const found = await getBox(SERVER, id);
+    owner = found.owner ?? null;
     if (screen >= found.screens) throw notFound(`box ${id} has no screen ${screen}`);
     // A paused box would make requireRunningBox wait; a viewer should hear at once.
     if (found.state !== "ready") throw new ApiError("denied", `box ${id} is ${found.state}`, { retryable: true });
@@ -128,6 +131,9 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     return refuse(socket, boxStatus(e), err);
   }
   if (socket.destroyed) return;
+  // A signed ticket is not enough: its issuer must still reach the box, and control be theirs.
+  let access: ViewerAccess = await viewerAccess(claims, owner, mode);
+  if (!access.ok) return refuse(socket, access.status, access.err);
 
   const { tcp, onData } = connectVnc(box.address, 5900 + screen);
   const reached = await new Promise<boolean>((resolve) => {
@@ -144,6 +150,14 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
       resolve(false);
     });
   });
+  // Checked again if access changed or someone took the screen while VNC connected; from the
+  // last check to registering (in relay) nothing awaits, so the revocation listener misses none.
+  while (access.ok && !stillCurrent(access, claims, mode)) access = await viewerAccess(claims, owner, mode);
+  if (!access.ok) {
+    tcp.destroy();
+    return refuse(socket, access.status, access.err);
+  }
+  const granted = access;
   if (socket.destroyed) {
     tcp.destroy();
     return;
@@ -154,7 +168,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
       ws.close(VIEWER_CLOSE.vncUnreachable, `the VNC server of box ${id} screen ${screen} does not answer`);
       return;
     }
-    relay(ws, tcp, onData, claims, mode);
+    relay(ws, tcp, onData, claims, mode, granted);
   });
 }
 
@@ -199,6 +213,7 @@ function relay(
   onData: (fn: (chunk: Buffer) => void) => void,
   claims: TicketClaims,
   mode: ViewerMode,
+  access: { owner: string | null; sessionId?: string; untilMs?: number },
 ) {
   const { box_id: boxId, screen, issuer } = claims;
   let ended = false;
@@ -269,6 +284,9 @@ function relay(
     screen,
     mode,
     issuer,
+    owner: access.owner,
+    sessionId: access.sessionId,
+    untilMs: access.untilMs,
     openedAtMs: Date.now(),
     close: (code, reason) => end(code, reason),
   });

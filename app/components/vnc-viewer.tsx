@@ -22,6 +22,8 @@ export type ViewerStatus =
 
 /** Close codes of the viewer socket (server/viewer-socket.ts, VIEWER_CLOSE). */
 const CLOSE_NORMAL = 4000;
+/** Control is not ours any more (someone took the screen, or our role changed): watch instead. */
+const CLOSE_DENIED = 4403;
 const CLOSE_NO_BOX = 4404;
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 10_000];
 
@@ -162,8 +164,8 @@ export function VncViewer({
           rfbMode = undefined;
           const why = closed;
           if (why?.code === CLOSE_NO_BOX) return end(why.reason || "the box was removed");
-          if (why?.code === CLOSE_NORMAL && mode === "control") {
-            // The screen was given back: watch again, at once.
+          if ((why?.code === CLOSE_NORMAL || why?.code === CLOSE_DENIED) && mode === "control") {
+            // The screen was given back, or control is no longer ours: watch again, at once.
             wanted.current = "view";
             callbacks.current.onControlEnded?.();
             attempt = 0;

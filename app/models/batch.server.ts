@@ -5,7 +5,8 @@ import { BatchSchema, LATER_STEPS, type Step, StepSchema } from "./action-schema
 import { CATALOG, catalogApp } from "./catalog.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
-import { assertAgentMayDrive } from "./takeover.server";
+import { assertMayRunSteps } from "./takeover.server";
+import type { Actor } from "~/utils/auth.server";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 
@@ -99,6 +100,7 @@ export interface BatchTimings {
 }
 
 export async function runBatch(
+  actor: Actor,
   t: ScreenTarget,
   input: BatchInput,
   steps: Step[],
@@ -108,7 +110,7 @@ export async function runBatch(
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
   const guard = () => {
     try {
-      assertAgentMayDrive(t.box.id, t.screen, steps);
+      assertMayRunSteps(actor, t.box.id, t.screen, steps);
     } catch (err) {
       void recordRefusal(t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
         console.error("[holm] recording a refusal failed:", e),

@@ -129,7 +129,7 @@ async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: S
     const screen = entry.screen ?? 0;
     let ok = false;
     try {
-      const out = await runBatch({ box: running, screen }, { actions: [step] }, [step]);
+      const out = await runBatch(actor, { box: running, screen }, { actions: [step] }, [step]);
       ok = out.results[0]?.ok === true;
     } catch (err) {
       console.error(`[holm] fork ${box.id}: replay of seq ${entry.seq} failed:`, (err as Error).message);

@@ -3,6 +3,7 @@ import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/enco
 import { randomBytes } from "node:crypto";
 import { badRequest, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { principalChanged } from "./principal-changes.server";
 
 // API keys `holm_sk_…`: shown once, stored as SHA-256, checked through a short cache so a
 // request pays a map lookup, not a query. Revoking goes through the cache, so it bites at once.
@@ -98,6 +99,18 @@ export async function revokeKey(workspaceId: string, id: string): Promise<void> 
   if (Number(res.numUpdatedRows) === 0) throw notFound("no such active key in this workspace");
   // Drop every cached entry of this key, so the very next request is refused.
   for (const [hash, c] of cache) if (c.key?.id === id) cache.delete(hash);
+  // And its open sockets close.
+  principalChanged({ kind: "key", keyId: id });
+}
+
+/** A key as the store has it now, by id (no cache): for checking a ticket's issuer at connect. */
+export async function keyById(id: string): Promise<ApiKey | undefined> {
+  const row = await db()
+    .selectFrom("api_key")
+    .select(["id", "prefix", "name", "workspace_id", "created_by", "created_at_ms", "expires_at_ms", "last_used_ms", "revoked_at_ms"])
+    .where("id", "=", id)
+    .executeTakeFirst();
+  return row ? toKey(row as ApiKey) : undefined;
 }
 
 export type KeyCheck = { ok: true; key: ApiKey } | { ok: false; why: "unknown" | "revoked" | "expired" };

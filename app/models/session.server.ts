@@ -2,6 +2,7 @@ import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
 import { db } from "~/utils/db.server";
+import { principalChanged } from "./principal-changes.server";
 import { type User, getUser } from "./user.server";
 
 // Sessions as the Lucia guide builds them: a random token in the cookie, only its SHA-256 in
@@ -55,6 +56,21 @@ export async function validateSession(token: string): Promise<{ session: Session
 
 export async function invalidateSession(id: string): Promise<void> {
   await db().deleteFrom("session").where("id", "=", id).execute();
+  // Its sockets (viewer, terminal, box list) close too.
+  principalChanged({ kind: "sessions", sessionIds: [id] });
+}
+
+/** A session as the store has it now, by id (expired ones are none): for checking open sockets. */
+export async function liveSession(id: string, now = Date.now()): Promise<Session | undefined> {
+  const row = await db().selectFrom("session").selectAll().where("id", "=", id).executeTakeFirst();
+  if (!row || now >= Number(row.expires_at_ms)) return undefined;
+  return { id: row.id, user_id: row.user_id, workspace_id: row.workspace_id, expires_at_ms: Number(row.expires_at_ms) };
+}
+
+/** The live sessions of a person (few): for finding the one a viewer ticket was minted in. */
+export async function liveSessionIdsOf(userId: string, now = Date.now()): Promise<string[]> {
+  const rows = await db().selectFrom("session").select("id").where("user_id", "=", userId).where("expires_at_ms", ">", now).execute();
+  return rows.map((r) => r.id);
 }
 
 export async function setSessionWorkspace(id: string, workspaceId: string): Promise<void> {

@@ -4,15 +4,27 @@ import { type Actor, issuerOf } from "~/utils/auth.server";
 import { env, publicUrl } from "~/utils/env.server";
 import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";
-import { type BoxJson, boxChanges, requireRunningBox } from "./box.server";
+import { type BoxJson, boxChanges, getBox, requireRunningBox } from "./box.server";
+import { principalAccess } from "./access.server";
 import { recordEvent } from "./event.server";
+import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
+import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordEntry } from "./trace.server";
 import { VIEWER_CLOSE, closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
 
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.
+//
+// Hands off (docs/security-control.md): while a screen is held exclusively, nothing but its
+// holder changes it. The agent (an API key, the server token) gets 409 `denied`, retryable, for
+// every write that reaches the screen: input, exec and file writes (box-wide: they reach every
+// screen), setting the clipboard, windows, lifecycle, control tickets and control sockets; its
+// open control sockets are closed. Reads go on (frames, the clipboard, files, trace, watching).
+// A person's takeover ends by that person, an owner or admin of the workspace, or the grace
+// timer; never by a key or the server token. One the agent asked for through /v1 is the agent's
+// to end.
 
 export interface Takeover {
   boxId: string;
@@ -48,24 +60,87 @@ function graceMs(): number {
   return env().HOLM_TAKEOVER_GRACE_SECS * 1000;
 }
 
-/** Refuses agent input on a screen a person holds exclusively; reads still pass. */
-export function assertAgentMayDrive(boxId: string, screen: number, steps: Pick<Step, "type">[]) {
-  const t = takeoverOf(boxId, screen);
-  if (!t?.exclusive) return;
-  const input = steps.findIndex((s) => INPUT_STEPS.has(s.type));
-  if (input === -1) return;
-  throw new ApiError(
-    "denied",
-    `a person has control of screen ${screen} (actions[${input}] is input); wait until it is given back`,
-    { retryable: true },
-  );
+/**
+ * Whether `issuer` may change a screen `t` holds. A person's exclusive takeover is that
+ * person's alone. One the agent asked for through /v1 hands the screen to the people of the
+ * console: any person drives, no key or server token does (the agent asked to wait).
+ */
+export function mayDrive(t: Takeover | undefined, issuer: string): boolean {
+  if (!t?.exclusive) return true;
+  if (t.by.startsWith("user:")) return issuer === t.by;
+  return issuer.startsWith("user:");
 }
 
-/** Same check for a single input route (window focus, arrange, close). */
-export function assertAgentMayInput(boxId: string, screen: number) {
-  if (takeoverOf(boxId, screen)?.exclusive) {
-    throw new ApiError("denied", `a person has control of screen ${screen}; wait until it is given back`, { retryable: true });
+/** Steps that reach beyond their screen: refused while any screen of the box is held. */
+const BOX_STEPS: ReadonlySet<Step["type"]> = new Set(["exec", "write_file"]);
+/** Whether a step changes its screen: input, and the clipboard step when it sets text. */
+const changesScreen = (s: Step) => INPUT_STEPS.has(s.type) || (s.type === "clipboard" && s.text !== undefined);
+
+const refused = (message: string) => new ApiError("denied", message, { retryable: true });
+
+/** The takeover on `boxId` that keeps `issuer` off it: of `screen`, or of any screen (box-wide). */
+function heldAgainst(issuer: string, boxId: string, screen?: number): Takeover | undefined {
+  if (screen !== undefined) {
+    const t = takeoverOf(boxId, screen);
+    return mayDrive(t, issuer) ? undefined : t;
   }
+  for (const t of held.values()) if (t.boxId === boxId && !mayDrive(t, issuer)) return t;
+  return undefined;
+}
+
+/** Why control of the screen is not `issuer`'s now, or undefined when it is (tickets, sockets). */
+export function controlRefusal(issuer: string, boxId: string, screen: number): string | undefined {
+  const t = heldAgainst(issuer, boxId, screen);
+  return t ? `a person has control of screen ${screen}; you may watch, and control once it is given back` : undefined;
+}
+
+/** Refuses a write to one screen (input routes, the clipboard) while someone else holds it. */
+export function assertMayDrive(actor: Actor, boxId: string, screen: number, what: string) {
+  if (heldAgainst(issuerOf(actor), boxId, screen)) {
+    throw refused(`a person has control of screen ${screen}; ${what} waits until it is given back`);
+  }
+}
+
+/** Refuses a box-wide write (exec, files, apps, lifecycle) while someone else holds any screen. */
+export function assertMayWriteBox(actor: Actor, boxId: string, what: string) {
+  const t = heldAgainst(issuerOf(actor), boxId);
+  if (t) {
+    throw refused(
+      `a person has control of screen ${t.screen} of this box; ${what} reaches every screen, so it waits until the screen is given back`,
+    );
+  }
+}
+
+/**
+ * For the agent's lifecycle routes (pause, stop, remove): the box must be one the actor sees
+ * (so a refusal tells a stranger nothing), and no screen of it held against the actor.
+ */
+export async function assertMayChangeBox(actor: Actor, boxId: string, what: string) {
+  await getBox(actor, boxId);
+  assertMayWriteBox(actor, boxId, what);
+}
+
+/** Refuses a batch with any step that would change a screen someone else holds; reads pass. */
+export function assertMayRunSteps(actor: Actor, boxId: string, screen: number, steps: readonly Step[]) {
+  const issuer = issuerOf(actor);
+  steps.forEach((s, i) => {
+    const t = BOX_STEPS.has(s.type) ? heldAgainst(issuer, boxId) : changesScreen(s) ? heldAgainst(issuer, boxId, screen) : undefined;
+    if (!t) return;
+    const where = t.screen === screen ? `screen ${screen}` : `screen ${t.screen} of this box (${s.type} reaches every screen)`;
+    throw refused(`a person has control of ${where} (actions[${i}] is ${s.type}); wait until it is given back`);
+  });
+}
+
+/** Refuses ending a person's takeover to anyone but that person or an owner/admin person. */
+function assertMayEnd(actor: Actor, t: Takeover) {
+  if (!t.by.startsWith("user:")) return;
+  if (issuerOf(actor) === t.by) return;
+  if (actor.kind === "workspace" && actor.userId && atLeast(actor.role, "admin")) return;
+  throw new ApiError(
+    "denied",
+    `a person took screen ${t.screen}; only they or an owner or admin of the workspace can give it back ` +
+      `(it also comes back by itself ${env().HOLM_TAKEOVER_GRACE_SECS} s after they leave)`,
+  );
 }
 
 /**
@@ -113,6 +188,10 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       retryable: true,
     });
   }
+  if (cur && cur.by !== by && cur.by.startsWith("user:") && !by.startsWith("user:")) {
+    // A shared takeover is still the person's: the agent may not make it its own.
+    throw new ApiError("denied", `a person has screen ${t.screen} (shared); the agent cannot take it from them`, { retryable: true });
+  }
   const takeover: Takeover = {
     boxId: t.box.id,
     owner: t.box.owner,
@@ -122,6 +201,16 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
     since_ms: cur?.since_ms ?? Date.now(),
   };
   held.set(k, takeover);
+  if (takeover.exclusive) {
+    // Control sockets of anyone who may not drive now (the agent's) end at once, before any
+    // await: from here on the viewer socket refuses them new ones.
+    closeViewers(t.box.id, t.screen, {
+      mode: "control",
+      which: (c) => !mayDrive(takeover, c.issuer),
+      code: VIEWER_CLOSE.denied,
+      reason: "a person took control of this screen",
+    });
+  }
   disarmGrace(t.box.id, t.screen);
   if (!keptAlive(takeover, viewers(t.box.id, t.screen).drivers)) armGrace(takeover);
   let released: unknown = { released: [], released_keys: [] };
@@ -166,7 +255,8 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
 }
 
-async function end(t: Takeover, why: string, box?: ScreenTarget["box"]) {
+/** Ends a takeover; `endedBy` is who gave it back by hand (the trace and the event say so). */
+async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy?: string) {
   const k = keyOf(t.boxId, t.screen);
   if (held.get(k) !== t) return;
   held.delete(k);
@@ -175,7 +265,8 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"]) {
   guardRefresh.delete(k);
   clearInterval(samplers.get(k));
   samplers.delete(k);
-  await recordEntry(t.boxId, { actor: "server", event: "takeover_ended", screen: t.screen, data: { by: t.by, why } }).catch(
+  const data = { by: t.by, why, ...(endedBy ? { ended_by: endedBy } : {}) };
+  await recordEntry(t.boxId, { actor: "server", event: "takeover_ended", screen: t.screen, data }).catch(
     (err) => console.error("[holm] trace takeover_ended failed:", err),
   );
   if (t.exclusive) {
@@ -192,15 +283,16 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"]) {
     owner: t.owner,
     box_id: t.boxId,
     runtime: "docker",
-    data: { screen: t.screen, by: t.by, why },
+    data: { screen: t.screen, ...data },
   });
   takeoverChanges.emit("change", { ...t, taken_over: false, why });
 }
 
-export async function giveBack(t: ScreenTarget): Promise<{ given_back: boolean; screen: number }> {
+export async function giveBack(actor: Actor, t: ScreenTarget): Promise<{ given_back: boolean; screen: number }> {
   const cur = takeoverOf(t.box.id, t.screen);
   if (!cur) return { given_back: false, screen: t.screen };
-  await end(cur, "given back", t.box);
+  assertMayEnd(actor, cur);
+  await end(cur, "given back", t.box, issuerOf(actor));
   return { given_back: true, screen: t.screen };
 }
 
@@ -231,5 +323,17 @@ boxChanges.on("change", (box: BoxJson) => {
   if (box.state === "ready" || box.state === "paused") return;
   for (const t of [...held.values()]) {
     if (t.boxId === box.id) void end(t, `the box is ${box.state}`).catch(() => {});
+  }
+});
+
+// A holder who may no longer drive (removed from the workspace, or made a viewer) gives the
+// screen back at once, rather than after the grace period.
+onPrincipalChange((change) => {
+  if (change.kind !== "member") return;
+  for (const t of [...held.values()]) {
+    if (t.by !== `user:${change.userId}` || t.owner !== change.workspaceId) continue;
+    void principalAccess(t.by, t.owner, "member")
+      .then((a) => (a.ok ? undefined : end(t, `the person may no longer control it (${a.why})`)))
+      .catch((err) => console.error("[holm] giving back a screen after an access change failed:", err));
   }
 });

@@ -7,7 +7,11 @@ import { derive } from "~/utils/secret.server";
 // WebSocket). A ticket is `base64url(payload JSON) "." base64url(HMAC-SHA256(payload part))`,
 // keyed with derive("viewer-ticket"), so it needs no storage and survives a restart of the server
 // with the same key. It binds one box, one screen, the highest mode its holder may use, who it
-// was issued to, when it expires (15 minutes) and a random nonce.
+// was issued to, when it expires (15 minutes) and a random nonce; one a person minted in the
+// console also names that session by a tag (a MAC of its id, never the id), so the ticket dies
+// with the session. Signing proves only that the server issued it: the viewer socket checks, at
+// connect and whenever access changes, that the issuer may still reach the box
+// (app/models/access.server.ts).
 
 export type ViewerMode = "view" | "control";
 
@@ -22,6 +26,8 @@ export interface TicketClaims {
   issuer: string;
   expires_at_ms: number;
   nonce: string;
+  /** The tag of the console session it was minted in, when a person minted it there. */
+  session_tag?: string;
 }
 
 export interface IssuedTicket {
@@ -38,12 +44,18 @@ interface Payload {
   i: string;
   e: number;
   n: string;
+  a?: string;
 }
 
 const SHAPE = /^[A-Za-z0-9_-]{16,1024}\.[A-Za-z0-9_-]{43}$/;
 
 function mac(payloadPart: string): Buffer {
   return createHmac("sha256", derive("viewer-ticket")).update(payloadPart).digest();
+}
+
+/** The tag a ticket carries for the session it was minted in: names it without revealing its id. */
+export function sessionTag(sessionId: string): string {
+  return createHmac("sha256", derive("viewer-ticket")).update(`session:${sessionId}`).digest("base64url").slice(0, 22);
 }
 
 /** The highest viewer mode an actor may have: people with the viewer role only watch. */
@@ -61,6 +73,7 @@ export function signTicket(claims: Omit<TicketClaims, "nonce"> & { nonce?: strin
     i: claims.issuer,
     e: claims.expires_at_ms,
     n: claims.nonce ?? randomBytes(16).toString("base64url"),
+    ...(claims.session_tag ? { a: claims.session_tag } : {}),
   };
   const part = Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
   return `${part}.${mac(part).toString("base64url")}`;
@@ -68,23 +81,28 @@ export function signTicket(claims: Omit<TicketClaims, "nonce"> & { nonce?: strin
 
 /**
  * Issues a ticket for one screen of a box the caller may already see (the route checks that).
- * Without `wantMode` the ticket carries the highest mode the actor may use; asking for more than
- * that is refused.
+ * Without `wantMode` the ticket carries the highest mode the actor may use now; asking for more
+ * than that is refused. `controlBlocked` is why control is not the caller's now (a person holds
+ * the screen): asking for control then answers 409 `denied` (retryable), asking for nothing
+ * gets a view ticket.
  */
 export function issueTicket(
   actor: Actor,
   box: { id: string },
   screen: number,
   wantMode?: ViewerMode,
-  now = Date.now(),
+  opts: { controlBlocked?: string; now?: number } = {},
 ): IssuedTicket {
+  const now = opts.now ?? Date.now();
   const allowed = allowedMode(actor);
   if (wantMode === "control" && allowed !== "control") {
     throw new ApiError("denied", "a viewer may watch this screen but not control it; ask for mode view");
   }
-  const mode = wantMode ?? allowed;
+  if (wantMode === "control" && opts.controlBlocked) throw new ApiError("denied", opts.controlBlocked, { retryable: true });
+  const mode = wantMode ?? (opts.controlBlocked ? "view" : allowed);
   const expires_at_ms = now + TICKET_TTL_MS;
-  const ticket = signTicket({ box_id: box.id, screen, mode, issuer: issuerOf(actor), expires_at_ms });
+  const session_tag = actor.kind === "workspace" && actor.sessionId ? sessionTag(actor.sessionId) : undefined;
+  const ticket = signTicket({ box_id: box.id, screen, mode, issuer: issuerOf(actor), expires_at_ms, session_tag });
   return { ticket, expires_at_ms, mode };
 }
 
@@ -120,7 +138,8 @@ export function verifyTicket(token: string, boxId: string, screen: number, mode:
     (p.m !== "v" && p.m !== "c") ||
     typeof p.i !== "string" ||
     !Number.isFinite(p.e) ||
-    typeof p.n !== "string"
+    typeof p.n !== "string" ||
+    (p.a !== undefined && typeof p.a !== "string")
   ) {
     throw refused("the ticket cannot be read");
   }
@@ -131,6 +150,7 @@ export function verifyTicket(token: string, boxId: string, screen: number, mode:
     issuer: p.i,
     expires_at_ms: p.e,
     nonce: p.n,
+    ...(p.a !== undefined ? { session_tag: p.a } : {}),
   };
   if (now >= claims.expires_at_ms) throw refused("the ticket has expired; ask for a new one");
   if (claims.expires_at_ms - now > TICKET_TTL_MS + 60_000) throw refused("the ticket's lifetime is longer than this server allows");

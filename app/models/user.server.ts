@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { dummyHash, hashPassword, verifyPassword } from "~/utils/password.server";
+import { principalChanged } from "./principal-changes.server";
 
 export interface User {
   id: string;
@@ -69,6 +70,7 @@ export async function changePassword(userId: string, current: string, next: stri
   if (next.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
   await db().updateTable("user").set({ password_hash: await hashPassword(next) }).where("id", "=", userId).execute();
   await db().deleteFrom("session").where("user_id", "=", userId).execute();
+  principalChanged({ kind: "sessions", userId });
 }
 
 export async function getSetting(key: string): Promise<string | undefined> {

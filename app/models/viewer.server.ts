@@ -11,6 +11,12 @@ export interface ViewerConnection {
   mode: ViewerMode;
   /** From the ticket: `server`, `user:<id>` or `key:<id>`. */
   issuer: string;
+  /** The workspace that owns the box, and the console session the ticket was minted in: what
+   * the issuer's access is checked against again when it changes (server/revocation.ts). */
+  owner?: string | null;
+  sessionId?: string;
+  /** When the issuer's access ends by itself (a key's expiry): the connection closes then. */
+  untilMs?: number;
   openedAtMs: number;
   /** Ends the connection with a WebSocket close code (4xxx) and reason. */
   close(code: number, reason: string): void;
@@ -41,7 +47,10 @@ export interface ViewerInput {
 /** Close codes of the viewer socket. */
 export const VIEWER_CLOSE = {
   normal: 4000,
+  /** The ticket's issuer lost its access (key revoked or expired, member removed, signed out). */
   badTicket: 4401,
+  /** Control is no longer this connection's: a person took the screen, or the role changed. */
+  denied: 4403,
   noBox: 4404,
   /** The viewer asked for updates faster than it read them. */
   tooSlow: 4408,
@@ -73,7 +82,16 @@ export function registerViewer(conn: ViewerConnection): () => void {
   if (!set) live.set(k, (set = new Set()));
   set.add(conn);
   changed(conn.boxId, conn.screen);
+  // setTimeout takes at most 2^31-1 ms (24.8 days): an expiry further off than that is not
+  // timed (a connection open that long still closes when the key is revoked).
+  const wait = conn.untilMs === undefined ? undefined : Math.max(0, conn.untilMs - Date.now());
+  const expiry =
+    wait === undefined || wait > 2 ** 31 - 1
+      ? undefined
+      : setTimeout(() => conn.close(VIEWER_CLOSE.badTicket, "the API key that opened this has expired"), wait);
+  expiry?.unref();
   return () => {
+    clearTimeout(expiry);
     const cur = live.get(k);
     if (!cur?.delete(conn)) return;
     if (cur.size === 0) live.delete(k);
@@ -97,14 +115,19 @@ export function reportViewerInput(input: ViewerInput) {
   events.emit("input", input);
 }
 
+/** Every open viewer connection (a copy: closing one while iterating is safe). */
+export function openViewers(): ViewerConnection[] {
+  return [...live.values()].flatMap((set) => [...set]);
+}
+
 /**
  * Closes the viewer connections of a box (one screen, or all), optionally only those in one
- * mode (a takeover ending closes the drivers). Returns how many were closed.
+ * mode (a takeover ending closes the drivers) and those `which` picks. Returns how many closed.
  */
 export function closeViewers(
   boxId: string,
   screen?: number,
-  opts: { mode?: ViewerMode; code?: number; reason?: string } = {},
+  opts: { mode?: ViewerMode; code?: number; reason?: string; which?: (c: ViewerConnection) => boolean } = {},
 ): number {
   let n = 0;
   for (const [k, set] of [...live]) {
@@ -112,6 +135,7 @@ export function closeViewers(
     for (const c of [...set]) {
       if (screen !== undefined && c.screen !== screen) continue;
       if (opts.mode && c.mode !== opts.mode) continue;
+      if (opts.which && !opts.which(c)) continue;
       c.close(opts.code ?? VIEWER_CLOSE.normal, opts.reason ?? "closed by the server");
       n++;
     }

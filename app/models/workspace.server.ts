@@ -3,6 +3,7 @@ import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/enco
 import { randomBytes } from "node:crypto";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { principalChanged } from "./principal-changes.server";
 import { normalizeEmail } from "./user.server";
 
 import { type Role, atLeast } from "./roles";
@@ -95,6 +96,7 @@ export async function changeRole(workspaceId: string, actorRole: Role, userId: s
     throw new ApiError("denied", "a workspace keeps at least one owner");
   }
   await db().updateTable("membership").set({ role }).where("workspace_id", "=", workspaceId).where("user_id", "=", userId).execute();
+  principalChanged({ kind: "member", workspaceId, userId });
 }
 
 export async function removeMember(workspaceId: string, actorRole: Role, userId: string): Promise<void> {
@@ -105,6 +107,7 @@ export async function removeMember(workspaceId: string, actorRole: Role, userId:
     throw new ApiError("denied", "a workspace keeps at least one owner");
   }
   await db().deleteFrom("membership").where("workspace_id", "=", workspaceId).where("user_id", "=", userId).execute();
+  principalChanged({ kind: "member", workspaceId, userId });
 }
 
 const hashToken = (token: string) => encodeHexLowerCase(sha256(new TextEncoder().encode(token)));

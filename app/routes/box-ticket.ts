@@ -1,8 +1,10 @@
 import type { Route } from "./+types/box-ticket";
 import { getBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
+import { controlRefusal } from "~/models/takeover.server";
 import { type ViewerMode, issueTicket } from "~/models/ticket.server";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { issuerOf } from "~/utils/auth.server";
 import { requireWorkspace } from "~/utils/console.server";
 
 // GET /boxes/:id/ticket?screen=n&mode=view|control — a fresh viewer ticket for the console's
@@ -23,7 +25,8 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     if (modeRaw !== "view" && modeRaw !== "control") throw new ApiError("bad_request", "mode must be view or control");
     const box = await getBox(ctx.actor, params.id);
     const screen = parseScreen(url.searchParams.get("screen") ?? "0", box);
-    const issued = issueTicket(ctx.actor, box, screen, modeRaw as ViewerMode);
+    const controlBlocked = controlRefusal(issuerOf(ctx.actor), box.id, screen);
+    const issued = issueTicket(ctx.actor, box, screen, modeRaw as ViewerMode, { controlBlocked });
     const path =
       `/v1/boxes/${box.id}/screens/${screen}/viewer/socket` +
       `?ticket=${encodeURIComponent(issued.ticket)}&mode=${issued.mode}`;

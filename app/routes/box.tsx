@@ -9,7 +9,7 @@ import { Alert, CsrfInput, duration, when } from "~/components/ui";
 import { VncViewer, type ViewerStatus } from "~/components/vnc-viewer";
 import { type BoxJson, getBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
-import { giveBack, takeOver } from "~/models/takeover.server";
+import { assertMayDrive, giveBack, takeOver } from "~/models/takeover.server";
 import { recordEntry } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import { lifecycleIntent } from "~/utils/box-actions.server";
@@ -72,7 +72,7 @@ export async function action({ request, params }: Route.ActionArgs) {
         return { ok: t.exclusive ? "You have control. The agent's input waits until you give it back." : "You have control, shared with the agent." };
       }
       case "giveback": {
-        const r = await giveBack(await screenOf());
+        const r = await giveBack(ctx.actor, await screenOf());
         return { ok: r.given_back ? "Given back to the agent." : "Nobody had control of this screen." };
       }
       case "clipboard": {
@@ -80,6 +80,7 @@ export async function action({ request, params }: Route.ActionArgs) {
         const text = field(form, "text");
         if (text.length > 1_000_000) throw new ApiError("bad_request", "the text is longer than 1,000,000 characters");
         const t = await screenOf();
+        assertMayDrive(ctx.actor, t.box.id, t.screen, "sending text to its clipboard");
         await callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, { text, selection: "clipboard" });
         await recordEntry(t.box.id, {
           actor: "person",

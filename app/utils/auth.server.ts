@@ -9,10 +9,14 @@ import { CSRF_HEADER, csrfMatches } from "./csrf.server";
 import { env } from "./env.server";
 import { isLoopback, peerOf } from "./peer.server";
 
-/** Who is calling: the server token, or a workspace through a key or a person's session. */
+/**
+ * Who is calling: the server token, or a workspace through a key or a person's session. A
+ * session actor carries its session's id (never sent anywhere), so what it opens (viewer
+ * tickets, sockets) ends when that session does.
+ */
 export type Actor =
   | { kind: "server" }
-  | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string };
+  | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string; sessionId?: string };
 
 type WorkspaceActor = Extract<Actor, { kind: "workspace" }>;
 

@@ -71,6 +71,7 @@ export async function requireWorkspace(
     role: ctx.workspace.role,
     via: "session",
     userId: ctx.user.id,
+    sessionId: ctx.session.id,
   };
   return { ...ctx, workspace: ctx.workspace, actor };
 }

@@ -2,26 +2,39 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { v1Routes } from "../../app/routes";
-import { consoleClient } from "../support/console";
+import { type Member, type Person, consoleClient } from "../support/console";
 import { ROOT, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type Closing, closedWithin, openIo, openViewer } from "../support/sockets";
 
 // Every /v1 route × every credential that must not work, built from the router's own list so
-// a new route cannot be forgotten. People and keys are made through the console, as a person
-// would; only the expiry of one key is moved into the past directly in the store.
+// a new route cannot be forgotten; then every socket (viewer, terminal, box list) × every
+// principal that lost its access, at connect and while open. People and keys are made through
+// the console, as a person would; only the expiry of one key is moved directly in the store.
 
 let server: TestServer;
+let c: ReturnType<typeof consoleClient>;
 
 let boxA: string;
+let workspaceA: string;
 const creds: Record<string, string | undefined> = {};
 /** Console sessions on /v1: the cookie, and the CSRF header a console page would send. */
 const sessions: Record<string, { cookie: string; csrf?: string }> = {};
+let ada: Person;
+let bob: Person;
+/** Tickets minted while their issuer was still good, used after it no longer is. */
+const minted: Record<string, string> = {};
+/** A socket opened with the `expired` key before its expiry passed. */
+let expiring: Closing | number;
+let expiresAtMs = 0;
 
 beforeAll(async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
-  const { form, page, csrfIn, signUp, createKey, invite } = consoleClient(server);
-  const ada = await signUp("ada@example.com", "A"); // first account: administers the server
+  c = consoleClient(server);
+  const { form, page, csrfIn, signUp, createKey } = c;
+  const invite = c.inviteToken;
+  ada = await signUp("ada@example.com", "A"); // first account: administers the server
   await form(ada, "/settings", { intent: "signups", open: "true", csrf: csrfIn(await page(ada, "/settings")) });
-  const bob = await signUp("bob@example.com", "B");
+  bob = await signUp("bob@example.com", "B");
   const good = await createKey(ada, "good");
   const revoked = await createKey(ada, "revoked");
   const expired = await createKey(ada, "expired");
@@ -39,16 +52,23 @@ beforeAll(async () => {
   const box = await json(res);
   expect(res.status, JSON.stringify(box)).toBe(200);
   boxA = box.id;
+  workspaceA = box.owner;
 
-  // Used once, so the key cache holds them as valid: revocation must still bite at once.
-  for (const k of [revoked, expired]) {
+  // Used once, so the key cache holds them as valid: revocation must still bite at once. Each
+  // mints a viewer ticket while it is good, for the socket checks below.
+  for (const [name, k] of [["revoked", revoked], ["expired", expired]] as const) {
     expect((await fetch(`${server.base}/v1/boxes`, { headers: { authorization: `Bearer ${k.secret}` } })).status).toBe(200);
+    minted[`${name}_key`] = (await keyTicket(k.secret, "control")).control_socket;
   }
+  // The expired key expires a few seconds from now, with a socket open: the socket must end
+  // when the key does, with no event to tell it.
+  expiresAtMs = Date.now() + 3000;
+  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  db.prepare("update api_key set expires_at_ms = ? where id = ?").run(expiresAtMs, expired.id);
+  db.close();
+  expiring = await openViewer(minted.expired_key!);
   const csrf = csrfIn(await page(ada, "/keys"));
   expect((await form(ada, "/keys?index", { intent: "revoke", id: revoked.id, csrf })).status).toBe(200);
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
-  db.prepare("update api_key set expires_at_ms = ? where id = ?").run(Date.now() - 1000, expired.id);
-  db.close();
   // The expired key was cached as valid a moment ago; its expiry is checked on each use, but the
   // row change reaches the cache only after its short TTL.
   await new Promise((r) => setTimeout(r, 5500));
@@ -215,5 +235,244 @@ describe("auth matrix", () => {
     const res = await call("GET", `/v1/boxes/${boxA}`, creds.good_key);
     expect(res.status).toBe(200);
     expect((await json(res)).owner).toMatch(/^ws_/);
+  });
+});
+
+// ------------------------------------------------------------------ sockets
+
+const ws = (p: string) => `${server.base.replace(/^http/, "ws")}${p}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function keyTicket(secret: string, mode: "view" | "control") {
+  const res = await fetch(`${server.base}/v1/boxes/${boxA}/screens/0/viewer/ticket`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${secret}`, "content-type": "application/json" },
+    body: JSON.stringify({ mode }),
+  });
+  const out = await json(res);
+  expect(res.status, JSON.stringify(out)).toBe(200);
+  return out as { view_socket: string; control_socket: string };
+}
+
+/** The console's ticket for a person: the socket URL, or the status it was refused with. */
+async function personTicket(p: Person, mode: "view" | "control", box = boxA): Promise<string | number> {
+  const res = await fetch(`${server.base}/boxes/${box}/ticket?screen=0&mode=${mode}`, { headers: { cookie: p.cookie } });
+  if (!res.ok) return res.status;
+  return ws((await json(res)).path);
+}
+
+/** Every socket a person can hold on boxA: watch, drive, terminal, box list. */
+async function openAll(p: Person) {
+  const view = await openViewer((await personTicket(p, "view")) as string);
+  const control = await openViewer((await personTicket(p, "control")) as string);
+  const terminal = await openIo(server, "/terminal", p.cookie, { box: boxA });
+  const boxes = await openIo(server, "/boxes", p.cookie, {});
+  for (const [name, s] of Object.entries({ view, control, terminal, boxes })) {
+    expect(typeof s, `${name} did not open: ${String(s)}`).toBe("object");
+  }
+  return { view, control, terminal, boxes } as Record<"view" | "control" | "terminal" | "boxes", Closing>;
+}
+
+/** Tickets minted now, to be tried after the principal lost its access. */
+async function mintAll(p: Person) {
+  return { view: (await personTicket(p, "view")) as string, control: (await personTicket(p, "control")) as string };
+}
+
+interface Outcome {
+  leaks: string[];
+  checked: number;
+}
+
+/**
+ * After `act`, each open socket in `mustClose` is closed by the server within 1 s of the action's
+ * answer, each in `mayStay` still answers; and each later connection in `refuse` is refused.
+ */
+async function expectCut(
+  label: string,
+  act: () => Promise<Response>,
+  sockets: { mustClose: Record<string, Closing>; mayStay?: Record<string, Closing> },
+  out: Outcome,
+) {
+  const res = await act();
+  const doneAt = Date.now();
+  expect(res.status, `${label}: the action answered ${res.status}`).toBeLessThan(400);
+  for (const [name, s] of Object.entries(sockets.mustClose)) {
+    out.checked++;
+    const closed = await closedWithin(s, 1500);
+    if (!closed || closed.at - doneAt > 1000) {
+      out.leaks.push(`${label}: open ${name} socket ${closed ? `closed after ${closed.at - doneAt} ms` : "still open"}`);
+    }
+  }
+  await sleep(300);
+  for (const [name, s] of Object.entries(sockets.mayStay ?? {})) {
+    out.checked++;
+    expect(await s.alive(), `${label}: ${name} (still allowed) should stay open`).toBe(true);
+  }
+}
+
+/** A later connection must be refused: a viewer upgrade answers 401/403, socket.io an error. */
+async function expectRefused(label: string, tries: Record<string, Promise<Closing | number | string>>, out: Outcome) {
+  for (const [name, p] of Object.entries(tries)) {
+    out.checked++;
+    const got = await p;
+    if (typeof got === "object") {
+      out.leaks.push(`${label}: ${name} opened`);
+      got.close();
+    }
+  }
+}
+
+describe("socket auth matrix: viewer, terminal, box list × lost access, at connect and while open", () => {
+  const out: Outcome = { leaks: [], checked: 0 };
+
+  it("revoked key: its viewer sockets close at once and its tickets stop opening", async () => {
+    const { createKey, form, page, csrfIn } = c;
+    const k = await createKey(ada, "revoke-live");
+    const t = await keyTicket(k.secret, "control");
+    const view = (await openViewer(t.view_socket)) as Closing;
+    const control = (await openViewer(t.control_socket)) as Closing;
+    expect(typeof view).toBe("object");
+    expect(typeof control).toBe("object");
+    const csrf = csrfIn(await page(ada, "/keys"));
+    await expectCut("revoked key", () => form(ada, "/keys?index", { intent: "revoke", id: k.id, csrf }), { mustClose: { view, control } }, out);
+    await expectRefused(
+      "revoked key",
+      { view: openViewer(t.view_socket), control: openViewer(t.control_socket), "key revoked before": openViewer(minted.revoked_key!) },
+      out,
+    );
+    // A key never opens the console's socket.io namespaces: they take a session cookie only.
+    await expectRefused(
+      "key on socket.io",
+      {
+        terminal: openIo(server, "/terminal", undefined, { box: boxA, token: k.secret }),
+        boxes: openIo(server, "/boxes", undefined, { workspace: workspaceA, token: k.secret }),
+      },
+      out,
+    );
+  });
+
+  it("expired key: the socket it opened ends when the key expires; its ticket no longer opens", async () => {
+    expect(typeof expiring, "the socket opened before expiry").toBe("object");
+    const s = expiring as Closing;
+    const closed = await closedWithin(s, Math.max(0, expiresAtMs - Date.now()) + 1500);
+    out.checked++;
+    if (!closed || closed.at - expiresAtMs > 1000) out.leaks.push(`expired key: open socket ${closed ? `closed ${closed.at - expiresAtMs} ms after expiry` : "still open"}`);
+    await expectRefused("expired key", { control: openViewer(minted.expired_key!) }, out);
+  });
+
+  it("removed member: every socket closes; no new one opens", async () => {
+    const rex = await c.invite(ada, "rex@example.com", "member");
+    const open = await openAll(rex);
+    const later = await mintAll(rex);
+    const csrf = c.csrfIn(await c.page(ada, "/members"));
+    await expectCut("removed member", () => c.form(ada, "/members", { intent: "remove", user: rex.id, csrf }), { mustClose: open }, out);
+    await expectRefused(
+      "removed member",
+      {
+        view: openViewer(later.view),
+        control: openViewer(later.control),
+        terminal: openIo(server, "/terminal", rex.cookie, { box: boxA, workspace: workspaceA }),
+        boxes: openIo(server, "/boxes", rex.cookie, { workspace: workspaceA }),
+      },
+      out,
+    );
+    expect(await personTicket(rex, "view")).not.toEqual(expect.any(String));
+  });
+
+  it("demoted member (member → viewer): control and terminal close; watching and the box list go on", async () => {
+    const dan = await c.invite(ada, "dan@example.com", "member");
+    const open = await openAll(dan);
+    const later = await mintAll(dan);
+    const csrf = c.csrfIn(await c.page(ada, "/members"));
+    await expectCut(
+      "demoted member",
+      () => c.form(ada, "/members", { intent: "role", user: dan.id, role: "viewer", csrf }),
+      { mustClose: { control: open.control, terminal: open.terminal }, mayStay: { view: open.view, boxes: open.boxes } },
+      out,
+    );
+    await expectRefused(
+      "demoted member",
+      { control: openViewer(later.control), terminal: openIo(server, "/terminal", dan.cookie, { box: boxA }) },
+      out,
+    );
+    // Watching is still theirs.
+    const v = await openViewer(later.view);
+    expect(typeof v).toBe("object");
+    (v as Closing).close();
+    open.view.close();
+    open.boxes.close();
+  });
+
+  it("logged out: that session's sockets close; the person's other session keeps its own", async () => {
+    const lou = await c.invite(ada, "lou@example.com", "member");
+    const other = await c.logIn("lou@example.com");
+    const open = await openAll(lou);
+    const later = await mintAll(lou);
+    const kept = await openAll(other);
+    const csrf = c.csrfIn(await c.page(lou, "/"));
+    await expectCut("logged out", () => c.form(lou, "/logout", { csrf }), { mustClose: open, mayStay: kept }, out);
+    await expectRefused(
+      "logged out",
+      {
+        view: openViewer(later.view),
+        control: openViewer(later.control),
+        terminal: openIo(server, "/terminal", lou.cookie, { box: boxA }),
+        boxes: openIo(server, "/boxes", lou.cookie, {}),
+      },
+      out,
+    );
+    for (const s of Object.values(kept)) s.close();
+  });
+
+  it("password changed: every session's sockets close", async () => {
+    const pat = await c.invite(ada, "pat@example.com", "member");
+    const second = await c.logIn("pat@example.com");
+    const open = await openAll(pat);
+    const open2 = await openAll(second);
+    const later = await mintAll(second);
+    const csrf = c.csrfIn(await c.page(pat, "/settings"));
+    const change = () =>
+      c.form(pat, "/settings", { intent: "password", current: "correct horse battery", next: "another long passphrase", confirm: "another long passphrase", csrf });
+    const mustClose = Object.fromEntries([...Object.entries(open), ...Object.entries(open2).map(([k, v]) => [`${k} (2nd session)`, v])]);
+    await expectCut("password changed", change, { mustClose }, out);
+    await expectRefused("password changed", { view: openViewer(later.view), control: openViewer(later.control) }, out);
+  });
+
+  it("another workspace: no ticket, no socket, and no box event of ours", async () => {
+    const bobKey = creds.other_workspace_key!;
+    const res = await fetch(`${server.base}/v1/boxes/${boxA}/screens/0/viewer/ticket`, {
+      method: "POST",
+      headers: { authorization: bobKey, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(res.status).toBe(404);
+    expect(await personTicket(bob, "view")).toBe(404);
+    await expectRefused(
+      "other workspace",
+      {
+        terminal: openIo(server, "/terminal", bob.cookie, { box: boxA }),
+        "terminal naming our workspace": openIo(server, "/terminal", bob.cookie, { box: boxA, workspace: workspaceA }),
+        "box list of our workspace": openIo(server, "/boxes", bob.cookie, { workspace: workspaceA }),
+      },
+      out,
+    );
+    // Bob's own box list stays quiet while our box changes.
+    const own = (await openIo(server, "/boxes", bob.cookie, {})) as Closing & { events: { name: string; args: unknown[] }[] };
+    expect(typeof own).toBe("object");
+    const key = creds.good_key!;
+    for (const step of ["pause", "resume"]) {
+      const r = await fetch(`${server.base}/v1/boxes/${boxA}/${step}`, { method: "POST", headers: { authorization: key } });
+      expect(r.status).toBe(200);
+    }
+    await sleep(500);
+    out.checked++;
+    if (JSON.stringify(own.events.slice(1)).includes(boxA) || JSON.stringify(own.events).includes(boxA)) out.leaks.push("other workspace: box list got our box");
+    own.close();
+  });
+
+  it("0 leaks", () => {
+    console.log(`[auth matrix] sockets: ${out.checked} socket×principal checks, ${out.leaks.length} leaks`);
+    expect(out.leaks).toEqual([]);
+    expect(out.checked).toBeGreaterThan(30);
   });
 });

@@ -172,7 +172,7 @@ describe("after the first account", () => {
   beforeAll(async () => {
     ada = await c.signUp("ada@example.com", "Research");
     key = (await c.createKey(ada, "agent")).secret;
-    const token = await c.invite(ada, "vic@example.com", "viewer");
+    const token = await c.inviteToken(ada, "vic@example.com", "viewer");
     vic = await c.signUp("vic@example.com", "", "correct horse battery", token);
     const res = await fetch(`${server.base}/v1/boxes`, {
       method: "POST",

@@ -7,6 +7,11 @@ export interface Person {
   cookie: string;
 }
 
+export interface Member extends Person {
+  email: string;
+  id: string;
+}
+
 export function consoleClient(server: TestServer) {
   const form = (p: Person | undefined, url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
     fetch(`${server.base}${url}`, {
@@ -37,11 +42,39 @@ export function consoleClient(server: TestServer) {
   }
 
   /** Invites `email` with `role` into the person's current workspace; returns the invitation token. */
-  async function invite(p: Person, email: string, role: string): Promise<string> {
+  async function inviteToken(p: Person, email: string, role: string): Promise<string> {
     const csrf = csrfIn(await page(p, "/members"));
     const html = await (await form(p, "/members", { intent: "invite", email, role, csrf })).text();
     return /\/invite\/([A-Za-z0-9_-]+)/.exec(html)![1]!;
   }
+  /** An admin invites `email` with `role`; the person signs up through the link. */
+  async function invite(admin: Person, email: string, role: string): Promise<Member> {
+    const csrf = csrfIn(await page(admin, "/members"));
+    const html = await (await form(admin, "/members", { intent: "invite", email, role, csrf })).text();
+    const token = /\/invite\/([A-Za-z0-9_-]+)/.exec(html)?.[1];
+    expect(token, `invitation of ${email}: ${html.slice(0, 300)}`).toBeTruthy();
+    const password = "correct horse battery";
+    const res = await form(undefined, "/signup", { name: email.split("@")[0]!, email, password, confirm: password, invite: token! });
+    const cookie = res.headers.get("set-cookie")?.split(";")[0];
+    expect(cookie, `signup of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
+    return { cookie: cookie!, email, id: await userId(admin, email) };
+  }
 
-  return { form, page, csrfIn, signUp, createKey, invite };
+  /** The user id of a member, read from the members page. */
+  async function userId(admin: Person, email: string): Promise<string> {
+    const html = await page(admin, "/members");
+    const m = new RegExp(`${email.replace(/[.]/g, "\\.")}</td>[\\s\\S]*?name="user" value="([^"]+)"`).exec(html);
+    expect(m, `no member ${email} on the members page`).toBeTruthy();
+    return m![1]!;
+  }
+
+  /** Another session of the same person: a fresh log-in. */
+  async function logIn(email: string, password = "correct horse battery"): Promise<Person> {
+    const res = await form(undefined, "/login", { email, password, next: "/" });
+    const cookie = res.headers.get("set-cookie")?.split(";")[0];
+    expect(cookie, `log-in of ${email} answered ${res.status}`).toMatch(/^holm_session=/);
+    return { cookie: cookie! };
+  }
+
+  return { form, page, csrfIn, signUp, createKey, invite, inviteToken, userId, logIn };
 }

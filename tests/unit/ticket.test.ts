@@ -30,7 +30,7 @@ describe("issuing", () => {
   it("gives the server and every role but viewer a control ticket, valid 15 minutes", () => {
     const now = 1_700_000_000_000;
     for (const actor of [server, ws("owner"), ws("admin"), ws("member")]) {
-      const issued = t.issueTicket(actor, { id: BOX }, 0, undefined, now);
+      const issued = t.issueTicket(actor, { id: BOX }, 0, undefined, { now });
       expect(issued.mode).toBe("control");
       expect(issued.expires_at_ms).toBe(now + 15 * 60_000);
       expect(issued.ticket).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
@@ -64,6 +64,32 @@ describe("issuing", () => {
   });
 });
 
+describe("sessions and takeovers", () => {
+  it("names the console session by a tag, never its id", () => {
+    const sessionId = "a".repeat(64);
+    const person = ws("member", { via: "session", userId: "usr_1", sessionId } as never);
+    const issued = t.issueTicket(person, { id: BOX }, 0);
+    const claims = t.verifyTicket(issued.ticket, BOX, 0, "control");
+    expect(claims.session_tag).toBe(t.sessionTag(sessionId));
+    expect(Buffer.from(issued.ticket.split(".")[0]!, "base64url").toString()).not.toContain(sessionId);
+    expect(t.sessionTag("b".repeat(64))).not.toBe(claims.session_tag);
+    // A key's ticket has no session.
+    expect(t.verifyTicket(t.issueTicket(ws("member", { keyId: "key_1" }), { id: BOX }, 0).ticket, BOX, 0, "view").session_tag).toBeUndefined();
+  });
+
+  it("while a person holds the screen: control answers 409 denied (retryable); no mode gets view", () => {
+    const why = "a person has control of screen 0";
+    expect(catchErr(() => t.issueTicket(server, { id: BOX }, 0, "control", { controlBlocked: why }))).toMatchObject({
+      code: "denied",
+      status: 409,
+      retryable: true,
+      message: why,
+    });
+    expect(t.issueTicket(server, { id: BOX }, 0, undefined, { controlBlocked: why }).mode).toBe("view");
+    expect(t.issueTicket(server, { id: BOX }, 0, "view", { controlBlocked: why }).mode).toBe("view");
+  });
+});
+
 describe("refusing", () => {
   const good = () => t.issueTicket(server, { id: BOX }, 0).ticket;
 
@@ -81,7 +107,7 @@ describe("refusing", () => {
   it("expired: denied (at the expiry instant too)", () => {
     const past = t.signTicket({ box_id: BOX, screen: 0, mode: "control", issuer: "server", expires_at_ms: Date.now() - 1 });
     expect(catchErr(() => t.verifyTicket(past, BOX, 0, "view"))).toMatchObject({ code: "denied", status: 401 });
-    const issued = t.issueTicket(server, { id: BOX }, 0, undefined, 1000);
+    const issued = t.issueTicket(server, { id: BOX }, 0, undefined, { now: 1000 });
     expect(() => t.verifyTicket(issued.ticket, BOX, 0, "view", issued.expires_at_ms - 1)).not.toThrow();
     expect(catchErr(() => t.verifyTicket(issued.ticket, BOX, 0, "view", issued.expires_at_ms)).message).toMatch(/expired/);
   });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { installApps } from "~/models/batch.server";
 import { requireRunningBox } from "~/models/box.server";
+import { assertMayWriteBox } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, v1 } from "~/utils/route.server";
 
@@ -11,6 +12,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, AppsSchema);
+    assertMayWriteBox(actor, box.id, "installing apps");
     return installApps(box, body.apps);
   },
 });

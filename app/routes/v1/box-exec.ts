@@ -2,6 +2,7 @@ import { ExecSchema } from "~/models/action-schema.server";
 import { requireRunningBox } from "~/models/box.server";
 import { recordRan } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
+import { assertMayWriteBox } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, v1 } from "~/utils/route.server";
 
@@ -10,6 +11,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, ExecSchema);
+    assertMayWriteBox(actor, box.id, "exec");
     const out = await callAgent<Record<string, unknown>>(box, "POST", "/exec", body, (body.timeout_ms ?? 60_000) + 15_000);
     await recordRan(box.id, body.argv, out);
     return out;

@@ -3,6 +3,7 @@ import { WriteFileSchema } from "~/models/action-schema.server";
 import { requireRunningBox } from "~/models/box.server";
 import { recordFileWritten } from "~/models/recorder.server";
 import { callAgent, query } from "~/models/screen.server";
+import { assertMayWriteBox } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
 
@@ -19,6 +20,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, WriteFileSchema);
+    assertMayWriteBox(actor, box.id, "writing a file");
     const out = await callAgent(box, "PUT", "/files", body, 120_000);
     await recordFileWritten(box.id, body.path, Math.floor((body.contents_base64.length * 3) / 4));
     return out;

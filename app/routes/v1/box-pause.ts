@@ -1,9 +1,14 @@
 import { pauseBox } from "~/models/box.server";
+import { assertMayChangeBox } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
 
 const route = v1({
-  POST: async (args) => pauseBox(await requireActor(args.request), param(args, "id")),
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    await assertMayChangeBox(actor, param(args, "id"), "pausing the box");
+    return pauseBox(actor, param(args, "id"));
+  },
 });
 
 export const loader = route.loader;

@@ -1,9 +1,14 @@
 import { stopBox } from "~/models/box.server";
+import { assertMayChangeBox } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
 
 const route = v1({
-  POST: async (args) => stopBox(await requireActor(args.request), param(args, "id")),
+  POST: async (args) => {
+    const actor = await requireActor(args.request);
+    await assertMayChangeBox(actor, param(args, "id"), "stopping the box");
+    return stopBox(actor, param(args, "id"));
+  },
 });
 
 export const loader = route.loader;

@@ -1,4 +1,5 @@
 import { getBox, removeBox } from "~/models/box.server";
+import { assertMayChangeBox } from "~/models/takeover.server";
 import { ApiError } from "~/utils/api-error.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
@@ -10,6 +11,7 @@ const route = v1({
     if (args.request.headers.get("x-holm-confirm-delete") !== "true") {
       throw new ApiError("bad_request", "removing a box needs the header x-holm-confirm-delete: true");
     }
+    await assertMayChangeBox(actor, param(args, "id"), "removing the box");
     return removeBox(actor, param(args, "id"));
   },
 });

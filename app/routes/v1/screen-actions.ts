@@ -14,7 +14,7 @@ const route = v1({
     const scope = `actions:${actor.kind === "server" ? "server" : actor.workspaceId}:${t.box.id}:${t.screen}`;
     return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => {
       const timings: BatchTimings = { box: 0, trace: 0 };
-      const body = await runBatch(t, input, steps, timings);
+      const body = await runBatch(actor, t, input, steps, timings);
       // How long the box took and what recording cost: agents and the bench read this.
       const headers = { "server-timing": `box;dur=${timings.box.toFixed(2)}, trace;dur=${timings.trace.toFixed(2)}` };
       return { status: 200, body, headers };

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { recordClipboardSet } from "~/models/recorder.server";
 import { callAgent, query, requireScreen } from "~/models/screen.server";
+import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
 
@@ -10,7 +11,8 @@ const ClipboardSetSchema = z.strictObject({ text: z.string().max(1_000_000), sel
 
 const route = v1({
   GET: async (args) => {
-    const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
+    const actor = await requireActor(args.request);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const q = parseQuery(args.request, ClipboardQuerySchema);
     return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`);
   },
@@ -18,6 +20,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const body = await parseBody(args.request, ClipboardSetSchema);
+    assertMayDrive(actor, t.box.id, t.screen, "setting the clipboard");
     const out = await callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
     await recordClipboardSet(t.box.id, t.screen, body.selection ?? "clipboard", body.text.length);
     return out;

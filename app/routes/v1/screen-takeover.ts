@@ -16,7 +16,7 @@ const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request, "member");
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
-    return giveBack(t);
+    return giveBack(actor, t);
   },
 });
 

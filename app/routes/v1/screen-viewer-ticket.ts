@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { getBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
+import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
-import { requireActor } from "~/utils/auth.server";
+import { issuerOf, requireActor } from "~/utils/auth.server";
 import { publicUrl } from "~/utils/env.server";
 import { param, parseBody, v1 } from "~/utils/route.server";
 
@@ -17,7 +18,9 @@ const route = v1({
     const box = await getBox(actor, param(args, "id"));
     const body = await parseBody(args.request, TicketSchema);
     const screen = parseScreen(param(args, "screen"), box);
-    const issued = issueTicket(actor, box, screen, body.mode);
+    // While a person holds the screen, control is theirs: asking for it answers 409, asking for
+    // nothing gets a view ticket.
+    const issued = issueTicket(actor, box, screen, body.mode, { controlBlocked: controlRefusal(issuerOf(actor), box.id, screen) });
     const socket = `${publicUrl().replace(/^http/, "ws")}/v1/boxes/${box.id}/screens/${screen}/viewer/socket`;
     const ticket = encodeURIComponent(issued.ticket);
     return {

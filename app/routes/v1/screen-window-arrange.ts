@@ -1,6 +1,6 @@
 import { ArrangeSchema } from "~/models/action-schema.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertAgentMayInput } from "~/models/takeover.server";
+import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseBody, v1 } from "~/utils/route.server";
 
@@ -8,7 +8,7 @@ const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
-    assertAgentMayInput(t.box.id, t.screen);
+    assertMayDrive(actor, t.box.id, t.screen, "arranging a window");
     const body = await parseBody(args.request, ArrangeSchema);
     const w = encodeURIComponent(param(args, "window"));
     return callAgent(t.box, "POST", `/screens/${t.screen}/windows/${w}/arrange`, body);

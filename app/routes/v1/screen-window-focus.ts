@@ -1,12 +1,13 @@
 import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertAgentMayInput } from "~/models/takeover.server";
+import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, v1 } from "~/utils/route.server";
 
 const route = v1({
   POST: async (args) => {
-    const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
-    assertAgentMayInput(t.box.id, t.screen);
+    const actor = await requireActor(args.request);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    assertMayDrive(actor, t.box.id, t.screen, "focusing a window");
     return callAgent(t.box, "POST", `/screens/${t.screen}/windows/${encodeURIComponent(param(args, "window"))}/focus`);
   },
 });

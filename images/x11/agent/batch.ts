@@ -43,13 +43,21 @@ export function parseBatch(body: unknown): { batch: ReturnType<typeof BatchSchem
   return { batch: b.data, steps };
 }
 
-/** Steps that send input to the screen: refused while the input guard is up. */
+/**
+ * Steps refused while this screen's guard is up (a person holds it): input, and setting the
+ * clipboard. The server refuses them too; this stops a batch that was already running when the
+ * person took over.
+ */
 const INPUT_STEPS = new Set([
   "move", "click", "double_click", "drag", "path", "mouse_down", "mouse_up", "scroll",
   "type", "press", "key_down", "key_up", "on_window", "launch", "open_url", "on_tab",
 ]);
+const changesScreen = (s: Step) => INPUT_STEPS.has(s.type) || (s.type === "clipboard" && s.text !== undefined);
+/** Steps that reach every screen (a command can drive any display): refused while any guard is up. */
+const BOX_STEPS = new Set(["exec", "write_file"]);
 
-export async function runBatch(screen: Screen, body: unknown): Promise<BatchResult> {
+/** `anyGuarded` says whether a person holds any screen of the box (for box-wide steps). */
+export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => boolean = () => false): Promise<BatchResult> {
   const { batch, steps } = parseBatch(body);
   return screen.lock.run(async () => {
     const started = Date.now();
@@ -58,8 +66,11 @@ export async function runBatch(screen: Screen, body: unknown): Promise<BatchResu
     screen.holds.beginBatch();
     for (let i = 0; i < steps.length; i++) {
       try {
-        if (INPUT_STEPS.has(steps[i].type) && Date.now() < screen.guardedUntil) {
+        if (changesScreen(steps[i]) && Date.now() < screen.guardedUntil) {
           throw new AgentError("denied", "a person has control of this screen");
+        }
+        if (BOX_STEPS.has(steps[i].type) && anyGuarded()) {
+          throw new AgentError("denied", "a person has control of a screen of this box");
         }
         const data = await runStep(screen, steps[i]);
         results.push({ ok: true, ...data });

@@ -99,7 +99,8 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
 
   add("GET", "/health", async () => health(screens), false);
 
-  add("POST", "/screens/:n/batch", async ({ params, body }) => runBatch(screenOf(params), await body()));
+  const anyGuarded = () => screens.some((s) => Date.now() < s.guardedUntil);
+  add("POST", "/screens/:n/batch", async ({ params, body }) => runBatch(screenOf(params), await body(), anyGuarded));
 
   add("GET", "/screens/:n/frame", async ({ params, url }) => {
     const q = url.searchParams;

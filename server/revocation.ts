@@ -1,0 +1,68 @@
+import type { Server as IoServer, Socket } from "socket.io";
+import { principalAccess } from "~/models/access.server";
+import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
+import type { Role } from "~/models/roles";
+import { VIEWER_CLOSE, type ViewerConnection, openViewers } from "~/models/viewer.server";
+import type { SessionActor } from "./socket-auth";
+
+// Revocation is live: when a key is revoked, a member removed or given another role, or sessions
+// end (log-out, password change), every open socket that principal opened is checked against the
+// store again, and closed when its access is gone: viewer sockets (by the ticket's issuer and
+// session), the terminal and the box list (by the session cookie they opened with). The check is
+// a query or two, so a socket closes well within a second of the change.
+
+/** What each socket.io namespace needs, as its handshake checked it. */
+const NEEDS: Record<string, Role> = { "/boxes": "viewer", "/terminal": "member" };
+
+// A check that fails (the store does not answer) closes: access that cannot be confirmed is not
+// assumed. The console reconnects, and is checked afresh.
+const unconfirmed = "your access could not be confirmed; reconnect";
+
+async function recheckViewer(c: ViewerConnection) {
+  const access = await principalAccess(c.issuer, c.owner ?? null, c.mode === "control" ? "member" : "viewer", c.sessionId).catch(
+    (err) => {
+      console.error("[holm] checking a viewer's access failed:", err);
+      return { ok: false, status: 401, why: unconfirmed } as const;
+    },
+  );
+  if (access.ok) return;
+  // 4401: the principal is gone; 4403: it may still watch, but not drive (the console
+  // reconnects to watch).
+  c.close(access.status === 403 ? VIEWER_CLOSE.denied : VIEWER_CLOSE.badTicket, access.why);
+}
+
+async function recheckSocket(socket: Socket, need: Role) {
+  const actor = socket.data.actor as SessionActor | undefined;
+  if (!actor || !socket.connected) return;
+  const access = await principalAccess(`user:${actor.userId}`, actor.workspaceId, need, actor.sessionId).catch((err) => {
+    console.error("[holm] checking a socket's access failed:", err);
+    return { ok: false, status: 401, why: unconfirmed } as const;
+  });
+  if (access.ok || !socket.connected) return;
+  // The terminal's page shows why its session ended; then the connection goes.
+  if (socket.nsp.name === "/terminal") socket.emit("exit", { code: null, why: access.why });
+  socket.disconnect(true);
+}
+
+export function attachRevocation(io: IoServer) {
+  // A socket whose handshake check overlapped an access change is checked once more when it joins
+  // (the listener below did not see it yet). Viewer sockets do the same in viewer-socket.ts.
+  for (const [name, need] of Object.entries(NEEDS)) {
+    io.of(name).on("connection", (socket) => {
+      if (socket.data.accessSeq !== principalSeq()) void recheckSocket(socket, need);
+    });
+  }
+  onPrincipalChange((change) => {
+    const checks: Promise<void>[] = [];
+    for (const c of openViewers()) {
+      if (concerns(change, c.issuer, c.sessionId)) checks.push(recheckViewer(c));
+    }
+    for (const [name, need] of Object.entries(NEEDS)) {
+      for (const socket of io.of(name).sockets.values()) {
+        const actor = socket.data.actor as SessionActor | undefined;
+        if (actor && concerns(change, `user:${actor.userId}`, actor.sessionId)) checks.push(recheckSocket(socket, need));
+      }
+    }
+    void Promise.all(checks);
+  });
+}
