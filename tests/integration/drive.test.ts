@@ -17,6 +17,9 @@ window.st = { clicks: 0, dbl: 0, right: 0, downs: [], ups: [], moves: 0, keys: {
 // A drawing pad: a drag on it must neither select the page's text nor start dragging a
 // selection (an HTML drag-and-drop takes the release for itself: the page then sees no mouseup).
 document.addEventListener("dragstart", (e) => { st.dnd++; e.preventDefault(); });
+// Notches, positive down: Chromium merges wheel events in a burst, not their ticks (120 each).
+st.ticks = 0;
+sc.addEventListener("wheel", (e) => { st.ticks -= e.wheelDeltaY / 120; }, { passive: true });
 // What arrived, in order, for a failure message: D (down), U (up), and moves between.
 st.seq = []; let mv = 0;
 addEventListener("mousedown", (e) => { st.seq.push("m" + mv, "D" + e.clientX + "," + e.clientY); mv = 0; }, true);
@@ -66,19 +69,28 @@ beforeEach(async () => {
   await page.navigate(`data:text/html;base64,${Buffer.from(TEST_PAGE).toString("base64")}`);
 });
 
-/**
- * The page's record once it stops changing: the agent answers when X has taken the input, and
- * Chromium handles its event queue a moment later (much later on a loaded machine).
- */
-async function state() {
-  let last = "";
-  for (let i = 0; i < 50; i++) {
-    await new Promise((r) => setTimeout(r, 100));
-    const now = JSON.stringify(await page.evaluate("window.st"));
-    if (now === last) return JSON.parse(now);
-    last = now;
+/** `read()` once `ok` holds of it, polled for at most 15 s (then its last value). */
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const v = await read();
+    if (ok(v) || Date.now() > deadline) return v;
+    await new Promise((r) => setTimeout(r, 50));
   }
-  return JSON.parse(last);
+}
+
+/**
+ * The page's record once `done` holds (at most 15 s, then as it is, for the assertion to show):
+ * the agent answers when X has taken the input, and Chromium handles its event queue a moment
+ * later (much later on a loaded machine), so a test waits for what it checks.
+ */
+async function state(done: (st: any) => boolean): Promise<any> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const st = await page.evaluate<any>("window.st");
+    if (done(st) || Date.now() > deadline) return st;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 describe("input reaches the page", () => {
@@ -94,7 +106,7 @@ describe("input reaches the page", () => {
     });
     expect(out.stopped_at).toBeNull();
     expect(out.results).toHaveLength(4);
-    const st = await state();
+    const st = await state((s) => s.clicks >= 4 && s.dbl >= 1 && s.right >= 1 && s.keys.Shift === "up");
     expect(st.clicks).toBe(4); // one, two from the double click, and the shift click
     expect(st.dbl).toBe(1);
     expect(st.right).toBe(1);
@@ -117,6 +129,17 @@ describe("input reaches the page", () => {
     expect(await page.evaluate("document.querySelector('#t').value")).toBe(text);
   });
 
+  it("types 2,000 distinct characters outside the layout into the page, each as asked", async () => {
+    const text = Array.from({ length: 2000 }, (_, i) => String.fromCodePoint(0x4e00 + 3000 + i)).join("");
+    const out = await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }, { type: "type", text }] });
+    expect(out.results[1]).toMatchObject({ ok: true, typed: 2000 });
+    const got = [...(await until(() => page.evaluate<string>("document.querySelector('#t').value"), (v) => [...v].length >= 2000))];
+    const want = [...text];
+    const wrong = got.flatMap((ch, i) => (ch !== want[i] ? [i] : []));
+    expect(wrong, `${wrong.length} characters other than asked, first at ${wrong[0]}`).toEqual([]);
+    expect(got.length).toBe(2000);
+  });
+
   it("presses chords: select all and delete", async () => {
     await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }, { type: "type", text: "doomed" }] });
     await okBatch({ actions: [{ type: "press", chord: "ctrl+a", then: ["BackSpace"] }] });
@@ -130,7 +153,7 @@ describe("input reaches the page", () => {
         actions: [{ type: "drag", from: { x: c.x - 200, y: c.y }, to: { x: c.x + 200, y: c.y + 50 }, motion, seed: 7 }],
       });
     }
-    const st = await state();
+    const st = await state((s) => s.downs.length >= 3 && s.ups.length >= 3);
     expect(st.downs, JSON.stringify(st)).toHaveLength(3);
     expect(st.ups.length, JSON.stringify(st)).toBeGreaterThanOrEqual(3);
     expect(st.moves).toBeGreaterThan(3);
@@ -152,7 +175,7 @@ describe("input reaches the page", () => {
       });
       await okBatch({ actions });
     }
-    const st = await state();
+    const st = await state((s) => s.downs.length >= DRAGS && s.ups.length >= DRAGS);
     expect(st.dnd, "no drag-and-drop started").toBe(0);
     expect(st.downs.length, JSON.stringify(st.seq)).toBe(DRAGS);
     expect(st.ups.length, JSON.stringify(st.seq)).toBe(DRAGS);
@@ -177,21 +200,20 @@ describe("input reaches the page", () => {
 
   it("scrolls by notches, positive down", async () => {
     const at = await page.centre("#sc");
-    // Chromium animates wheel scrolling: read the position once it stops moving.
-    const settled = async () => {
-      let last = -1;
-      for (;;) {
-        await new Promise((r) => setTimeout(r, 150));
-        const now = await page.evaluate<number>("document.querySelector('#sc').scrollTop");
-        if (now === last) return now;
-        last = now;
-      }
+    // The page counts the notches; then the (animated) scroll moves the box: its position once
+    // it has not moved for 300 ms.
+    let last = { top: -1, since: 0 };
+    const scrollTop = async () => {
+      const top = await page.evaluate<number>("document.querySelector('#sc').scrollTop");
+      if (top !== last.top) last = { top, since: Date.now() };
+      return { top, still: Date.now() - last.since >= 300 };
     };
     await okBatch({ actions: [{ type: "scroll", at, dy: 5 }] });
-    const down = await settled();
-    expect(down).toBeGreaterThan(0);
+    expect((await state((s) => s.ticks >= 5)).ticks).toBe(5);
+    const down = (await until(scrollTop, (v) => v.top > 0 && v.still)).top;
     await okBatch({ actions: [{ type: "scroll", at, dy: -2 }] });
-    const up = await settled();
+    expect((await state((s) => s.ticks <= 3)).ticks).toBe(3);
+    const up = (await until(scrollTop, (v) => v.top < down && v.still)).top;
     expect(up).toBeLessThan(down);
     expect(up).toBeGreaterThan(0);
   });
@@ -202,7 +224,7 @@ describe("held keys and buttons", () => {
     const out = await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }, { type: "key_down", key: "shift" }] });
     expect(out.released_keys.join(",").toLowerCase()).toContain("shift");
     expect(out.holding_keys).toEqual([]);
-    expect((await state()).keys.Shift).toBe("up");
+    expect((await state((s) => s.keys.Shift === "up")).keys.Shift).toBe("up");
   });
 
   it("keeps a key held for hold_ms across batches, then releases it by itself", async () => {
@@ -210,22 +232,30 @@ describe("held keys and buttons", () => {
     const out = await okBatch({ actions: [{ type: "key_down", key: "shift", hold_ms: 1500 }] });
     expect(out.holding_keys).toHaveLength(1);
     expect(out.holding_keys[0].release_at_ms).toBeGreaterThan(Date.now());
-    expect((await state()).keys.Shift).toBe("down");
-    await new Promise((r) => setTimeout(r, 2200));
-    expect((await state()).keys.Shift).toBe("up");
+    expect((await state((s) => s.keys.Shift === "down")).keys.Shift).toBe("down");
+    // Let go by the agent's own timer, about 1.5 s after the press: nothing else sends it.
+    expect((await state((s) => s.keys.Shift === "up")).keys.Shift).toBe("up");
+    expect(Date.now()).toBeGreaterThanOrEqual(out.holding_keys[0].release_at_ms);
   });
 
   it("a held mouse button is released at the end of the batch", async () => {
     const c = await page.centre("#pad");
     const out = await okBatch({ actions: [{ type: "mouse_down", at: c }, { type: "move", to: { x: c.x + 50, y: c.y } }] });
     expect(out.released.length).toBe(1);
-    const st = await state();
+    const st = await state((s) => s.downs.length >= 1 && s.ups.length >= 1);
     expect(st.downs).toHaveLength(1);
     expect(st.ups).toHaveLength(1);
   });
 });
 
 describe("frames", () => {
+  // Nothing on the screen may change by itself here: no element has the focus (a caret blinks),
+  // and the dock has no clock (images/x11/tint2/tint2rc).
+  beforeEach(async () => {
+    await page.evaluate("document.activeElement && document.activeElement.blur(), true");
+    await okBatch({ actions: [{ type: "move", to: { x: 5, y: 5 } }, { type: "wait_still", settle_ms: 300, within_ms: 10_000 }] });
+  });
+
   it("answers unchanged for an unchanged screen and a new frame after a change", async () => {
     const first = await okBatch({ actions: [{ type: "move", to: { x: 5, y: 5 } }], want: ["frame", "cursor"] });
     expect(first.frame.png_base64).toBeTruthy();
@@ -312,7 +342,7 @@ describe("batches, screens and refusals", () => {
     const a = await json(await batch(body, 0, { "idempotency-key": "click-once" }));
     const b = await json(await batch(body, 0, { "idempotency-key": "click-once" }));
     expect(b).toEqual(a);
-    expect((await state()).clicks).toBe(1);
+    expect((await state((s) => s.clicks >= 1)).clicks).toBe(1);
   });
 });
 

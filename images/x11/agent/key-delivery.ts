@@ -1,5 +1,5 @@
 // Proof that the clients our keys went to have taken them, so a remapped keycode can be given a
-// new keysym without changing what an earlier press of it means (docs/decisions/0005).
+// new keysym without changing what an earlier press of it means (docs/decisions/0008).
 //
 // A client translates a keycode to a character with the keymap it holds when it handles the
 // KeyPress; after a MappingNotify it fetches the server's *current* map (Xlib even marks its map

@@ -2,7 +2,7 @@
 // to keysyms the layout lacks (emoji, CJK, …). A remapped keycode keeps its keysym until it is
 // needed for another one, and it gets another one only once every client that received a press
 // or release of it has handled that event (KeyDelivery): a client that reads its queue late
-// still translates each key with the mapping it was typed with (docs/decisions/0005).
+// still translates each key with the mapping it was typed with (docs/decisions/0008).
 import type { XConnection } from "./x11-wire";
 import { changeKeyboardMapping, getKeyboardMapping, getModifierMapping } from "./x11-requests";
 import { AgentError } from "./errors";
