@@ -127,7 +127,6 @@ describe("chromium", () => {
     text = Array.from(text).slice(0, 1000).join("");
     const r = await batch(agent, 0, { actions: [{ type: "type", text }] });
     expect(r.results[0]).toMatchObject({ ok: true, typed: 1000 });
-    expect(r.took_ms).toBeLessThan(1000);
     // Wait until the textarea stops growing, then compare.
     let value = "";
     let stableSince = Date.now();

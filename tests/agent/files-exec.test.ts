@@ -36,7 +36,8 @@ describe("exec", () => {
     const t = Date.now();
     const r = await agent.call("POST", "/exec", { argv: ["sh", "-c", `sleep 30 & echo $! > ${pidFile}; sleep 30`], timeout_ms: 400 });
     expect(r.body.timed_out).toBe(true);
-    expect(Date.now() - t).toBeLessThan(3000);
+    // Killed at its timeout, not after its 30 s (a loaded machine adds seconds, not tens).
+    expect(Date.now() - t).toBeLessThan(15_000);
     const bg = Number(fs.readFileSync(pidFile, "utf8"));
     await until(() => {
       try {

