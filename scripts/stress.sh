@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-${HOLM_STRESS_ROUNDS:-5}}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "stress: ROUNDS must be a positive whole number, got '$rounds'" >&2; exit 2; }
 
-bash scripts/setup.sh >/dev/null || { echo "stress: setup failed (run bash scripts/setup.sh to see why)" >&2; exit 1; }
+bash scripts/setup.sh >/dev/null 2>&1 || { echo "stress: setup failed (run bash scripts/setup.sh to see why)" >&2; exit 1; }
 if ! command -v stress-ng >/dev/null; then
   echo "== installing stress-ng (Debian)"
   DEBIAN_FRONTEND=noninteractive apt-get install -qy stress-ng >/dev/null 2>&1 ||
@@ -25,6 +25,7 @@ export HOLM_TEST_RUN="stress-$(date +%s)-$$"
 export HOLM_TEST_REPEAT=${HOLM_TEST_REPEAT:-20}
 export HOLM_TEST_DRAGS=${HOLM_TEST_DRAGS:-50}
 STRESS_DIR=${STRESS_DIR:-$(mktemp -d /tmp/holm-stress-XXXXXX)}
+mkdir -p "$STRESS_DIR"
 hog=()
 
 cleanup() {
