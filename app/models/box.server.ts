@@ -9,7 +9,7 @@ import { type Actor, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
 import { env, publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
-import { agentSecret, allUp, probeHealth } from "./agent.server";
+import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
 import { recordEntry } from "./trace.server";
 import {
@@ -288,9 +288,9 @@ async function launchNow(row: BoxRow): Promise<void> {
         HOLM_SCREENS: String(row.screens),
         HOLM_WIDTH: String(row.width),
         HOLM_HEIGHT: String(row.height),
-        HOLM_AGENT_SECRET: agentSecret(row.id),
         HOLM_FEATURES: spec.desktop.features.join(","),
       },
+      secrets: boxSecretFiles(row.id),
       memory: placement.memory,
       cpus: placement.cpus,
       network: spec.policy.network,

@@ -82,6 +82,7 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
       `/screens/${screen}/frame${have ? `?have=${have}` : ""}`,
       undefined,
       10_000,
+      "bulk",
     );
     if (frame.unchanged || !frame.png_base64) return;
     lastHash.set(key, frame.hash);

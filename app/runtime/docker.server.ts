@@ -2,7 +2,8 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import Docker from "dockerode";
-import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
+import { pack } from "tar-stream";
+import type { BoxLaunch, BuiltImage, ImageRequest, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { ensureX11Image } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
@@ -39,6 +40,30 @@ async function guardHost(bridge: string) {
       throw new Error(`iptables refused the rule that keeps boxes away from the host (${bridge})`);
     }
   }
+}
+
+/**
+ * A tar of the secret files (root, 0600; folders 0700), unpacked into the container before it
+ * starts: unlike its environment, a file is not handed to every process and `docker exec`.
+ */
+async function secretsTar(files: SecretFile[]): Promise<Buffer> {
+  const p = pack();
+  const dirs = new Set<string>();
+  for (const f of files) {
+    const parts = f.path.replace(/^\/+/, "").split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      // Only folders of our own: /etc itself keeps its mode.
+      if (dirs.has(dir) || i === 1) continue;
+      dirs.add(dir);
+      p.entry({ name: `${dir}/`, type: "directory", mode: 0o700, uid: 0, gid: 0 });
+    }
+    p.entry({ name: parts.join("/"), mode: 0o600, uid: 0, gid: 0 }, f.data);
+  }
+  p.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of p) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
@@ -122,6 +147,12 @@ export class DockerRuntime implements Runtime {
         PortBindings: {},
       },
     });
+    try {
+      if (launch.secrets.length) await container.putArchive(await secretsTar(launch.secrets), { path: "/" });
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => undefined);
+      throw err;
+    }
     return { ref: container.id };
   }
 

@@ -21,11 +21,21 @@ export interface BuiltImage {
   built: boolean;
 }
 
+/** A file put into a box before it starts (root-owned, mode 0600, its folder 0700). */
+export interface SecretFile {
+  /** Absolute path in the box. */
+  path: string;
+  data: Buffer;
+}
+
 export interface BoxLaunch {
   boxId: string;
   image: string;
   labels: Record<string, string>;
+  /** Seen by every process in the box and every `docker exec`: never a secret. */
   env: Record<string, string>;
+  /** The box's secrets, as files (images/README.md): never in `env`. */
+  secrets: SecretFile[];
   memory?: string;
   cpus?: string;
   /** false: the box sits on an internal network with no route out. */

@@ -3,7 +3,8 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VNC_PROBE, attackPage, parseProbe, probeVncFromHost, readAttackTitle } from "../support/attacks";
-import { agentSecretOf } from "../support/box-auth";
+import { RfbClient } from "../../bench/viewer";
+import { agentFetchAs, agentSecretOf, vncPasswordOf, vncResponder } from "../support/box-auth";
 import { boxIp } from "../support/cdp";
 import { ROOT, type TestServer, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -68,6 +69,17 @@ describe("VNC in a box needs the password only the server has", () => {
     expectNoVncSession(await probeVncFromHost([`${ip}:5900`]), 1);
   });
 
+  it("with the box's password (derived from the server key) the session opens: the password is the only lock", async () => {
+    const c = await RfbClient.overTcp(ip, 5900);
+    const init = await c.handshake(1, vncResponder(server, box.id));
+    expect(init.width).toBe(1280);
+    c.close();
+    // The password of another box does not open this one.
+    const wrong = await RfbClient.overTcp(ip, 5900);
+    await expect(wrong.handshake(1, vncResponder(server, "box_someotherbox"))).rejects.toThrow(/security result|closed/);
+    wrong.close();
+  });
+
   it("a web page in the box's Chromium gets no VNC session over WebSockets, and no DevTools session", async () => {
     // The page is even handed the browser's DevTools URL (which it could not read itself).
     const version = await execIn(box.id, ["sh", "-c", `node -e 'fetch("http://127.0.0.1:9222/json/version").then((r) => r.json()).then((j) => console.log(j.webSocketDebuggerUrl))' 2>/dev/null`]);
@@ -121,8 +133,15 @@ describe("DevTools in a box has no open bridge", () => {
     expect(JSON.parse(inBox.out.trim().split("\n").pop()!)).toEqual(["no answer", "no answer"]);
   });
 
+  it("the agent's DevTools relay answers the server's signed requests", async () => {
+    const res = await agentFetchAs(server, box.id, ip, "/screens/0/cdp/json/version");
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ Browser: expect.stringMatching(/Chrome/) });
+  });
+
   it("the agent's DevTools route refuses a request without a valid signature", async () => {
-    for (const headers of [{}, { authorization: `Bearer ${agentSecretOf(server, box.id)}` }]) {
+    const variants: Record<string, string>[] = [{}, { authorization: `Bearer ${agentSecretOf(server, box.id)}` }];
+    for (const headers of variants) {
       const res = await fetch(`http://${ip}:7070/screens/0/cdp/json/version`, { headers });
       expect(res.status).toBe(401);
     }
@@ -191,6 +210,7 @@ describe("secrets stay out of what runs in the box", () => {
 
   it("Chromium, fluxbox, x11vnc, PID 1, a docker exec and an exec'd command carry neither the agent secret nor the VNC password", async () => {
     const secret = agentSecretOf(server, box.id);
+    const vnc = vncPasswordOf(server, box.id);
     const chromium = await environOf("chromium");
     const fluxbox = await environOf("fluxbox");
     const x11vnc = await environOf("x11vnc");
@@ -204,6 +224,7 @@ describe("secrets stay out of what runs in the box", () => {
     const cmdlines = (await execIn(box.id, ["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])).out;
     for (const text of [...chromium, ...fluxbox, ...x11vnc, pid1, dockerExec, exec.stdout, cmdlines]) {
       expect(text).not.toContain(secret);
+      expect(text).not.toContain(vnc);
       expect(text).not.toContain("HOLM_AGENT_SECRET");
     }
   });

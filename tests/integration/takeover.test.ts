@@ -28,7 +28,7 @@ beforeAll(async () => {
   server = await startServer({ HOLM_TAKEOVER_GRACE_SECS: "3" });
   box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
-  page = await Page.open(box.id);
+  page = await Page.open(server, box.id);
 });
 
 afterAll(async () => {

@@ -61,7 +61,7 @@ async function formRun(id: string) {
     json: { actions: [{ type: "open_url", url: FORM_URL, target: "current" }, { type: "wait", ms: 300 }] },
   });
   expect(res.status).toBe(200);
-  const p2 = await Page.open(id);
+  const p2 = await Page.open(server, id);
   const name = await p2.centre("#name");
   const city = await p2.centre("#city");
   const go = await p2.centre("#go");
@@ -193,7 +193,7 @@ describe("trace", () => {
     const firstType = entries.find((e) => e.event === "acted" && e.data.step.type === "type");
     const res = await json(await server.api(`/v1/boxes/${source.id}/fork`, { method: "POST", json: { up_to: firstType.seq } }));
     expect(res.replay.attempted).toBe(entries.filter((e) => e.event === "acted" && e.seq <= firstType.seq).length);
-    const page = await Page.open(res.box.id);
+    const page = await Page.open(server, res.box.id);
     expect(await page.evaluate("document.querySelector('#name').value")).toBe("Ada Lovelace");
     expect(await page.evaluate("document.querySelector('#city').value")).toBe("");
     page.close();

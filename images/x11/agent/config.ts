@@ -1,4 +1,8 @@
 // Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
+import fs from "node:fs";
+
+/** Where the server puts the box's agent secret before the container starts (root, 0600). */
+export const SECRET_FILE = "/etc/holm/agent.secret";
 export interface AgentConfig {
   screens: number;
   secret: string;
@@ -21,11 +25,27 @@ function int(name: string, fallback: number, min: number, max: number): number {
   return n;
 }
 
+/**
+ * The secret from HOLM_AGENT_SECRET (tests run the agent that way) or else from the secret file.
+ * The variable is removed from this process's environment at once, so nothing the agent starts
+ * can inherit it.
+ */
+function loadSecret(): string {
+  const fromEnv = process.env.HOLM_AGENT_SECRET;
+  delete process.env.HOLM_AGENT_SECRET;
+  if (fromEnv) return fromEnv;
+  try {
+    return fs.readFileSync(process.env.HOLM_AGENT_SECRET_FILE || SECRET_FILE, "utf8").trim();
+  } catch {
+    return "";
+  }
+}
+
 export function loadConfig(): AgentConfig {
   const input = process.env.HOLM_AGENT_INPUT === "xdotool" ? "xdotool" : "xtest";
   return {
     screens: int("HOLM_SCREENS", 1, 1, 8),
-    secret: process.env.HOLM_AGENT_SECRET ?? "",
+    secret: loadSecret(),
     host: process.env.HOLM_AGENT_HOST || "0.0.0.0",
     port: int("HOLM_AGENT_PORT", 7070, 0, 65535),
     displayBase: int("HOLM_DISPLAY_BASE", 99, 0, 60000),
