@@ -193,6 +193,21 @@ describe("the server↔agent channel", () => {
     expect(await replay(moved)).toMatch(/^HTTP\/1\.1 401/);
   });
 
+  it("an answer larger than the cap is a clear 502, not an unbounded buffer in the server", async () => {
+    // 16 MiB of NUL on each stream is within the agent's output limit; as JSON (\u0000 each) it
+    // is ~192 MiB, past the server's 128 MiB cap for bulk answers.
+    const res = await api(`/v1/boxes/${box.id}/exec`, {
+      method: "POST",
+      json: { argv: ["sh", "-c", "head -c 16777216 /dev/zero; head -c 16777216 /dev/zero >&2"], timeout_ms: 60_000 },
+    });
+    const out = await json(res);
+    expect(res.status, JSON.stringify(out).slice(0, 300)).toBe(502);
+    expect(out).toMatchObject({ code: "transport", retryable: false, message: expect.stringMatching(/larger than \d+ bytes/) });
+    // The server and the box go on.
+    const ok = await api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "still here"] } });
+    expect((await json(ok)).stdout).toBe("still here\n");
+  });
+
   it("the agent's health answer says nothing about secrets", async () => {
     const res = await fetch(`http://${ip}:7070/health`);
     const text = await res.text();

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -114,7 +115,8 @@ describe("trace", () => {
   it("records box_created, one acted entry per step, and frames only when the screen changed", async () => {
     source = await launch();
     const frame = await formRun(source.id);
-    lastFrame = frame.hash;
+    // The trace names a frame by the server's SHA-256 of its PNG, not by the box's change token.
+    lastFrame = createHash("sha256").update(Buffer.from(frame.png_base64, "base64")).digest("hex");
     // The same still screen asked for twice adds no frame entry.
     for (let i = 0; i < 2; i++) {
       await server.api(`/v1/boxes/${source.id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "cursor" }], want: ["frame"] } });
