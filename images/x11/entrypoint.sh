@@ -159,10 +159,10 @@ for ((n = 0; n < screens; n++)); do
   d=$((99 + n))
   # Below the agent's input path in priority: many viewers must not slow the agent down.
   # -rfbauth: VNC authentication only (libvncserver's WebSocket upgrade on this port asks for it
-  # too); -noipv6: IPv4 is all the server uses; -noremote/-novncconnect: no control of x11vnc
-  # through X properties (remote-control commands, reverse connections to any host).
+  # too). Not -noremote/-novncconnect (an X client already owns the display anyway): with them,
+  # one drag in three lost its motion and button release in Chromium (tests/integration/drive).
   spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -rfbauth "$vnc_passwd" -forever -shared \
-    -quiet -noxdamage -noipv6 -noremote -novncconnect
+    -quiet -noxdamage
   dir=/root/.config/holm/fluxbox-$n
   mkdir -p "$dir"
   for f in /opt/holm/fluxbox/*; do
