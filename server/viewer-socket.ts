@@ -12,7 +12,7 @@ import type { Actor } from "~/utils/auth.server";
 import { vncChallengeResponse } from "~/utils/vnc-auth.server";
 import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
 import { registerUpgrade } from "./upgrade-router";
-import { ByteReader, ViewerGreetingError, VncLoginError, greetViewer, vncLogin } from "./vnc-handshake";
+import { ByteReader, ViewerGreetingError, greetViewer, loginToVnc } from "./vnc-handshake";
 
 // GET /v1/boxes/{id}/screens/{screen}/viewer/socket?ticket=…&mode=view|control
 //
@@ -156,7 +156,10 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     return;
   }
   // The login runs while the viewer upgrades and is greeted.
-  const login = reached ? loginToVnc(tcp, onData, box.id) : undefined;
+  const password = vncPassword(box.id);
+  const login = reached
+    ? loginToVnc(tcp, onData, (challenge) => vncChallengeResponse(password, challenge), CONNECT_TIMEOUT_MS)
+    : undefined;
   // Awaited once the viewer is greeted; a failure before that is not an unhandled rejection.
   login?.catch(() => undefined);
   wss!.handleUpgrade(req, socket, head, (ws) => {
@@ -167,29 +170,6 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     }
     relay(ws, tcp, onData, claims, mode, login);
   });
-}
-
-/**
- * Logs in to x11vnc as soon as it answers, with the box's VNC password. Resolves with whatever
- * VNC sent past the handshake (normally nothing: it waits for ClientInit).
- */
-function loginToVnc(tcp: net.Socket, onData: (fn: (chunk: Buffer) => void) => void, boxId: string): Promise<Buffer> {
-  const reader = new ByteReader();
-  onData((c) => reader.push(c));
-  const closed = () => reader.fail(new VncLoginError("the VNC server closed the connection during the handshake"));
-  tcp.once("close", closed);
-  const timer = setTimeout(() => reader.fail(new VncLoginError("the VNC server did not finish the handshake in time")), CONNECT_TIMEOUT_MS);
-  const password = vncPassword(boxId);
-  return vncLogin(
-    (n) => reader.read(n),
-    (b) => tcp.write(b),
-    (challenge) => vncChallengeResponse(password, challenge),
-  )
-    .then(() => reader.rest())
-    .finally(() => {
-      clearTimeout(timer);
-      tcp.off("close", closed);
-    });
 }
 
 /**

@@ -2,6 +2,7 @@
 // logs in to x11vnc with VNC authentication and the box's password; towards the viewer it offers
 // security type None, since the ticket already was the viewer's credential. Viewers (noVNC, the
 // console) never see the password, and nothing in a box gets a session without it.
+import type { Socket } from "node:net";
 
 /** Bytes read by count, fed from a socket as they arrive. */
 export class ByteReader {
@@ -89,6 +90,30 @@ export async function vncLogin(
     const why = v8 ? await reasonFrom(read).catch(() => "") : "";
     throw new VncLoginError(`the VNC server refused the box's password${why ? `: ${why}` : ""}`);
   }
+}
+
+/**
+ * Logs in to x11vnc on `tcp` as soon as it answers (`onData` hands over its bytes until the
+ * login is done). Resolves with whatever VNC sent past the handshake (normally nothing: it
+ * waits for ClientInit).
+ */
+export function loginToVnc(
+  tcp: Socket,
+  onData: (fn: (chunk: Buffer) => void) => void,
+  respond: (challenge: Buffer) => Buffer,
+  timeoutMs: number,
+): Promise<Buffer> {
+  const reader = new ByteReader();
+  onData((c) => reader.push(c));
+  const closed = () => reader.fail(new VncLoginError("the VNC server closed the connection during the handshake"));
+  tcp.once("close", closed);
+  const timer = setTimeout(() => reader.fail(new VncLoginError("the VNC server did not finish the handshake in time")), timeoutMs);
+  return vncLogin((n) => reader.read(n), (b) => tcp.write(b), respond)
+    .then(() => reader.rest())
+    .finally(() => {
+      clearTimeout(timer);
+      tcp.off("close", closed);
+    });
 }
 
 export class ViewerGreetingError extends Error {
