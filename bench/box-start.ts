@@ -35,7 +35,7 @@ async function httpAnswers(url: string, headers: Record<string, string> = {}): P
 
 const SECRET = "bench-agent-secret";
 
-/** The secret files a box needs before it starts (images/README.md), as the server writes them. */
+/** The secret files a box needs to boot (images/README.md), as the server writes them. */
 async function secretFiles(): Promise<Buffer> {
   const p = pack();
   p.entry({ name: "etc/holm/", type: "directory", mode: 0o700 });
@@ -56,8 +56,10 @@ async function rawStart(image: string): Promise<number> {
     Labels: { "holm.test": "bench" },
     HostConfig: { NetworkMode: "holm", ShmSize: 256 * 1024 ** 2 },
   });
-  await c.putArchive(await secretFiles(), { path: "/" });
+  const files = await secretFiles();
   await c.start();
+  // As the server does it: the secrets go in while the box boots.
+  const put = c.putArchive(files, { path: "/" });
   const ip = (await c.inspect()).NetworkSettings.Networks.holm!.IPAddress;
   let x = false;
   let vnc = false;
@@ -72,6 +74,7 @@ async function rawStart(image: string): Promise<number> {
     if (!cdp) cdp = await httpAnswers(`http://${ip}:7070/screens/0/cdp/json/version`, { authorization: sign(SECRET, "GET", "/screens/0/cdp/json/version") });
     if (!(x && vnc && cdp)) await new Promise((r) => setTimeout(r, 20));
   }
+  await put;
   const took = now() - t0;
   await c.remove({ force: true });
   return took;

@@ -10,7 +10,7 @@ import { vncPasswdFile, vncPasswordFrom } from "~/utils/vnc-auth.server";
 
 export const AGENT_PORT = 7070;
 
-/** Where the box's secrets go, written into the container before it starts (images/README.md). */
+/** Where the box's secrets go, written into the container as it boots (images/README.md). */
 export const AGENT_SECRET_PATH = "/etc/holm/agent.secret";
 export const VNC_PASSWD_PATH = "/etc/holm/vnc.passwd";
 
@@ -43,7 +43,7 @@ export function vncPassword(boxId: string): string {
   return vncPasswordFrom(Buffer.from(derive(`vnc:${boxId}`), "base64url"));
 }
 
-/** The files a box needs before it starts: its agent secret and x11vnc's password file. */
+/** The files a box needs to boot: its agent secret and x11vnc's password file. */
 export function boxSecretFiles(boxId: string): { path: string; data: Buffer }[] {
   return [
     { path: AGENT_SECRET_PATH, data: Buffer.from(`${agentSecret(boxId)}\n`) },

@@ -290,7 +290,6 @@ async function launchNow(row: BoxRow): Promise<void> {
         HOLM_HEIGHT: String(row.height),
         HOLM_FEATURES: spec.desktop.features.join(","),
       },
-      secrets: boxSecretFiles(row.id),
       memory: placement.memory,
       cpus: placement.cpus,
       network: spec.policy.network,
@@ -299,7 +298,9 @@ async function launchNow(row: BoxRow): Promise<void> {
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
     Object.assign(row, { runtime_ref: ref, image });
     await rt.start(ref);
-    await waitReady(rt, row);
+    // The secrets go in while the desktop boots (off the path to ready): x11vnc waits for its
+    // password file, the agent answers 401 until its secret is there, and ready needs both.
+    await Promise.all([rt.putSecrets(ref, boxSecretFiles(row.id)), waitReady(rt, row)]);
     if (!(await stillWanted())) {
       await rt.remove(ref);
       return;

@@ -43,8 +43,8 @@ async function guardHost(bridge: string) {
 }
 
 /**
- * A tar of the secret files (root, 0600; folders 0700), unpacked into the container before it
- * starts: unlike its environment, a file is not handed to every process and `docker exec`.
+ * A tar of the secret files (root, 0600; folders 0700), unpacked into the container: unlike its
+ * environment, a file is not handed to every process and `docker exec`.
  */
 async function secretsTar(files: SecretFile[]): Promise<Buffer> {
   const p = pack();
@@ -147,13 +147,11 @@ export class DockerRuntime implements Runtime {
         PortBindings: {},
       },
     });
-    try {
-      if (launch.secrets.length) await container.putArchive(await secretsTar(launch.secrets), { path: "/" });
-    } catch (err) {
-      await container.remove({ force: true }).catch(() => undefined);
-      throw err;
-    }
     return { ref: container.id };
+  }
+
+  async putSecrets(ref: string, files: SecretFile[]): Promise<void> {
+    await this.docker.getContainer(ref).putArchive(await secretsTar(files), { path: "/" });
   }
 
   async start(ref: string): Promise<void> {

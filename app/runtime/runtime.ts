@@ -21,7 +21,7 @@ export interface BuiltImage {
   built: boolean;
 }
 
-/** A file put into a box before it starts (root-owned, mode 0600, its folder 0700). */
+/** A file put into a box (root-owned, mode 0600, its folder 0700). */
 export interface SecretFile {
   /** Absolute path in the box. */
   path: string;
@@ -32,10 +32,8 @@ export interface BoxLaunch {
   boxId: string;
   image: string;
   labels: Record<string, string>;
-  /** Seen by every process in the box and every `docker exec`: never a secret. */
+  /** Seen by every process in the box and every `docker exec`: never a secret (`putSecrets`). */
   env: Record<string, string>;
-  /** The box's secrets, as files (images/README.md): never in `env`. */
-  secrets: SecretFile[];
   memory?: string;
   cpus?: string;
   /** false: the box sits on an internal network with no route out. */
@@ -72,6 +70,11 @@ export interface Runtime {
   ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;
   start(ref: string): Promise<void>;
+  /**
+   * Writes the box's secrets as files (images/README.md), never through its environment. The
+   * box waits for them as it boots, so this can run alongside the start.
+   */
+  putSecrets(ref: string, files: SecretFile[]): Promise<void>;
   stop(ref: string): Promise<void>;
   pause(ref: string): Promise<void>;
   unpause(ref: string): Promise<void>;

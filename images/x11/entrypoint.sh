@@ -8,9 +8,9 @@
 # The contract (env, ports, displays) is images/README.md.
 set -uo pipefail
 
-# Secrets come as files (/etc/holm, written by the server before the container starts), never in
-# the environment, which every process here and every `docker exec` would inherit. A variable
-# passed anyway is dropped so no child gets it.
+# Secrets come as files (/etc/holm, written by the server while the box boots), never in the
+# environment, which every process here and every `docker exec` would inherit. A variable passed
+# anyway is dropped so no child gets it.
 unset HOLM_AGENT_SECRET HOLM_VNC_PASSWORD
 readonly vnc_passwd=/etc/holm/vnc.passwd
 
@@ -103,8 +103,6 @@ shutdown() {
 trap 'log "TERM received, stopping"; shutdown; exit 0' TERM INT
 
 [[ $screens =~ ^[1-8]$ ]] || die "HOLM_SCREENS must be 1-8, got '$screens'"
-# No password file, no VNC: an x11vnc without one would let any process or page in the box drive it.
-[[ -s $vnc_passwd ]] || die "no VNC password file at $vnc_passwd (the server writes it before the box starts)"
 [[ $width =~ ^[0-9]{3,5}$ && $height =~ ^[0-9]{3,5}$ ]] ||
   die "HOLM_WIDTH and HOLM_HEIGHT must be whole pixels, got '$width' x '$height'"
 
@@ -154,6 +152,15 @@ log "agent launched"
 for ((n = 0; n < screens; n++)); do
   wait_for "X :$((99 + n))" 10 "${xvfb_pid[n]}" xdpyinfo -display ":$((99 + n))"
 done
+
+# No password file, no VNC: an x11vnc without one would let any process or page in the box drive
+# it. The server writes the file (8 bytes) as the box boots; it is there long before X is.
+for ((i = 0; i < 500; i++)); do
+  [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] && break
+  sleep 0.02
+done
+[[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] || die "no VNC password file at $vnc_passwd after 10 s"
+log "VNC password file present"
 
 for ((n = 0; n < screens; n++)); do
   d=$((99 + n))

@@ -1,8 +1,11 @@
 // Signed requests (images/README.md): what the agent takes and what it refuses, the DevTools
 // relay against a stand-in DevTools server, and what a signature costs. No display needed.
 import { createHash, createHmac } from "node:crypto";
+import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocketServer } from "ws";
 import WebSocket from "ws";
@@ -105,6 +108,29 @@ describe("signed requests", () => {
     const before = forged({ target, t: fresh.spawnedAt - 2500, secret: fresh.secret });
     expect((await fetch(fresh.url + target, { headers: { authorization: before } })).status).toBe(401);
     expect((await fresh.call("GET", target)).status).toBe(200);
+  });
+
+  it("takes its secret from the file the server writes as the box boots, and signs nothing before", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-secret-"));
+    const file = path.join(dir, "agent.secret");
+    const boxed = await startAgent({ HOLM_DISPLAY_BASE: "9992", HOLM_AGENT_SECRET: "", HOLM_AGENT_SECRET_FILE: file });
+    const target = "/files/list?path=/tmp";
+    const secret = "secret-from-the-file";
+    const call = () => fetch(boxed.url + target, { headers: { authorization: sign(secret, "GET", target) } });
+    expect((await call()).status).toBe(401);
+    fs.writeFileSync(file, "secret-from-the"); // half written: not taken
+    expect((await call()).status).toBe(401);
+    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+    expect((await call()).status).toBe(200);
+    // Nothing it runs sees the variable or the file's path.
+    const env = await fetch(boxed.url + "/exec", {
+      method: "POST",
+      headers: { authorization: sign(secret, "POST", "/exec", '{"argv":["env"]}'), "content-type": "application/json" },
+      body: '{"argv":["env"]}',
+    }).then((r) => r.json());
+    expect(env.stdout).toContain("PATH=");
+    expect(env.stdout).not.toContain("HOLM_AGENT_SECRET");
+    expect(env.stdout).not.toContain(secret);
   });
 
   it("leaves /health open, and it tells nothing secret", async () => {

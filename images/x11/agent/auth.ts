@@ -34,18 +34,23 @@ export class Verifier {
   /** nonce → the time after which its request is stale anyway (insertion order ≈ time order). */
   private readonly seen = new Map<string, number>();
 
+  private readonly secret: () => string;
+
   constructor(
-    private readonly secret: string,
+    secret: string | (() => string),
     private readonly startedAt = Date.now(),
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.secret = typeof secret === "string" ? () => secret : secret;
+  }
 
   /**
    * Checks the head of a request. The body's hash is only claimed here: the caller hashes the
    * body it reads and compares (`bodyMatches`) before acting on it.
    */
   check(method: string, target: string, header: string | undefined): Verdict {
-    if (!this.secret) return { ok: false, why: "this agent has no secret" };
+    const secret = this.secret();
+    if (!secret) return { ok: false, why: "this agent has no secret yet" };
     const m = HEADER_RE.exec(header ?? "");
     if (!m) return { ok: false, why: `missing or malformed ${SCHEME} authorization` };
     const [, t, n, b, s] = m as unknown as [string, string, string, string, string];
@@ -53,7 +58,7 @@ export class Verifier {
     const now = this.now();
     // Checked before the HMAC (cheap), but the answer says no more than "refused".
     if (Math.abs(now - at) > MAX_SKEW_MS || at < this.startedAt - START_SLACK_MS) return { ok: false, why: "stale or future timestamp" };
-    const want = crypto.createHmac("sha256", this.secret).update(canonical(method, target, t, n, b)).digest();
+    const want = crypto.createHmac("sha256", secret).update(canonical(method, target, t, n, b)).digest();
     const got = Buffer.from(s, "base64url");
     if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) return { ok: false, why: "bad signature" };
     // Only a request the server signed gets this far, so only the server can fill the cache.

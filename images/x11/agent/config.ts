@@ -1,11 +1,12 @@
 // Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
 import fs from "node:fs";
 
-/** Where the server puts the box's agent secret before the container starts (root, 0600). */
+/** Where the server puts the box's agent secret as the box boots (root, 0600). */
 export const SECRET_FILE = "/etc/holm/agent.secret";
 export interface AgentConfig {
   screens: number;
-  secret: string;
+  /** The agent secret, or "" while the server has not written it yet (every signed route is 401 then). */
+  secret: () => string;
   host: string;
   port: number;
   displayBase: number;
@@ -26,26 +27,34 @@ function int(name: string, fallback: number, min: number, max: number): number {
 }
 
 /**
- * The secret from HOLM_AGENT_SECRET (tests run the agent that way) or else from the secret file.
- * The variable is removed from this process's environment at once, so nothing the agent starts
- * can inherit it.
+ * The secret from HOLM_AGENT_SECRET (tests run the agent that way) or else from the secret file,
+ * which the server writes while the box boots: read until it is there whole (it ends with a
+ * newline), then kept. The variable is removed from this process's environment at once, so
+ * nothing the agent starts can inherit it.
  */
-function loadSecret(): string {
+function secretSource(): () => string {
   const fromEnv = process.env.HOLM_AGENT_SECRET;
   delete process.env.HOLM_AGENT_SECRET;
-  if (fromEnv) return fromEnv;
-  try {
-    return fs.readFileSync(process.env.HOLM_AGENT_SECRET_FILE || SECRET_FILE, "utf8").trim();
-  } catch {
-    return "";
-  }
+  if (fromEnv) return () => fromEnv;
+  const file = process.env.HOLM_AGENT_SECRET_FILE || SECRET_FILE;
+  let secret = "";
+  return () => {
+    if (secret) return secret;
+    try {
+      const text = fs.readFileSync(file, "utf8");
+      if (text.endsWith("\n") && text.trim()) secret = text.trim();
+    } catch {
+      // not written yet
+    }
+    return secret;
+  };
 }
 
 export function loadConfig(): AgentConfig {
   const input = process.env.HOLM_AGENT_INPUT === "xdotool" ? "xdotool" : "xtest";
   return {
     screens: int("HOLM_SCREENS", 1, 1, 8),
-    secret: loadSecret(),
+    secret: secretSource(),
     host: process.env.HOLM_AGENT_HOST || "0.0.0.0",
     port: int("HOLM_AGENT_PORT", 7070, 0, 65535),
     displayBase: int("HOLM_DISPLAY_BASE", 99, 0, 60000),
