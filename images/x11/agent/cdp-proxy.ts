@@ -2,7 +2,7 @@
 // WebSocket, each request signed like every other agent call, relayed to 127.0.0.1:(9222+n).
 // Chromium listens on loopback only and there is no other bridge: nothing in or outside the box
 // reaches DevTools without the box's secret (a root process in the box excepted, see
-// docs/security-box.md). Chromium answers 500 to a Host that is not an IP or localhost and 403 to
+// docs/security.md). Chromium answers 500 to a Host that is not an IP or localhost and 403 to
 // a WebSocket with an Origin, so the relay sends `Host: 127.0.0.1:<port>` and never an Origin.
 // Bodies are relayed as they are: DevTools URLs in them name 127.0.0.1:(9222+n), and a client
 // maps `ws://127.0.0.1:<port>/X` to `/screens/{n}/cdp/X` itself (images/README.md).
