@@ -1,4 +1,7 @@
 import net from "node:net";
+import { pack } from "tar-stream";
+import { vncPasswdFile } from "../app/utils/vnc-auth.server";
+import { sign } from "../images/x11/agent/auth";
 import { docker, json, removeTestBoxes, startServer } from "../tests/support/server";
 import { now, summarize } from "./stats";
 
@@ -21,13 +24,27 @@ function tcpAnswers(host: string, port: number, expect?: RegExp): Promise<boolea
   });
 }
 
-async function httpAnswers(url: string): Promise<boolean> {
+async function httpAnswers(url: string, headers: Record<string, string> = {}): Promise<boolean> {
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(500), headers: { host: "localhost" } });
+    const res = await fetch(url, { signal: AbortSignal.timeout(500), headers });
     return res.ok;
   } catch {
     return false;
   }
+}
+
+const SECRET = "bench-agent-secret";
+
+/** The secret files a box needs to boot (images/README.md), as the server writes them. */
+async function secretFiles(): Promise<Buffer> {
+  const p = pack();
+  p.entry({ name: "etc/holm/", type: "directory", mode: 0o700 });
+  p.entry({ name: "etc/holm/agent.secret", mode: 0o600 }, `${SECRET}\n`);
+  p.entry({ name: "etc/holm/vnc.passwd", mode: 0o600 }, vncPasswdFile("bench-pw"));
+  p.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of p) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** docker run of the box image, until X (xdpyinfo via the agent's health), VNC and CDP answer. */
@@ -35,11 +52,14 @@ async function rawStart(image: string): Promise<number> {
   const t0 = now();
   const c = await docker.createContainer({
     Image: image,
-    Env: ["HOLM_SCREENS=1", "HOLM_WIDTH=1280", "HOLM_HEIGHT=800", "HOLM_AGENT_SECRET=bench", "HOLM_BOX_ID=box_bench", "HOLM_FEATURES=accessibility,dock,video,wide_fonts"],
+    Env: ["HOLM_SCREENS=1", "HOLM_WIDTH=1280", "HOLM_HEIGHT=800", "HOLM_BOX_ID=box_bench", "HOLM_FEATURES=accessibility,dock,video,wide_fonts"],
     Labels: { "holm.test": "bench" },
     HostConfig: { NetworkMode: "holm", ShmSize: 256 * 1024 ** 2 },
   });
+  const files = await secretFiles();
   await c.start();
+  // As the server does it: the secrets go in while the box boots.
+  const put = c.putArchive(files, { path: "/" });
   const ip = (await c.inspect()).NetworkSettings.Networks.holm!.IPAddress;
   let x = false;
   let vnc = false;
@@ -50,9 +70,11 @@ async function rawStart(image: string): Promise<number> {
       x = !!h?.screens?.[0]?.x;
     }
     if (!vnc) vnc = await tcpAnswers(ip, 5900, /^RFB/);
-    if (!cdp) cdp = await httpAnswers(`http://${ip}:9322/json/version`);
+    // DevTools through the agent's relay, signed (nothing else reaches it).
+    if (!cdp) cdp = await httpAnswers(`http://${ip}:7070/screens/0/cdp/json/version`, { authorization: sign(SECRET, "GET", "/screens/0/cdp/json/version") });
     if (!(x && vnc && cdp)) await new Promise((r) => setTimeout(r, 20));
   }
+  await put;
   const took = now() - t0;
   await c.remove({ force: true });
   return took;

@@ -17,7 +17,7 @@ export async function benchDrive() {
   const server = await startServer();
   try {
     const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
-    const page = await Page.open(box.id);
+    const page = await Page.open(server, box.id);
     await page.navigate(`data:text/html;base64,${Buffer.from(PAGE).toString("base64")}`);
     const click = { type: "click", at: { x: 640, y: 200 } };
     const batch = (body: unknown) =>

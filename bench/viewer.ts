@@ -1,5 +1,6 @@
 import net from "node:net";
 import WebSocket from "ws";
+import { vncResponder } from "../tests/support/box-auth";
 import { Page, boxIp } from "../tests/support/cdp";
 import { type TestServer, json, removeTestBoxes, startServer } from "../tests/support/server";
 import { now, summarize } from "./stats";
@@ -161,16 +162,26 @@ export class RfbClient {
     return client;
   }
 
-  /** ProtocolVersion 3.8, security None, ClientInit (shared as given), ServerInit, raw only. */
-  async handshake(shared = 1): Promise<ServerInit> {
+  /**
+   * ProtocolVersion 3.8, security None (the relay's) or, with `respond`, VNC authentication (a
+   * box's x11vnc, reached directly: tests/support/box-auth.ts `vncResponder`), ClientInit
+   * (shared as given), ServerInit, raw only.
+   */
+  async handshake(shared = 1, respond?: (challenge: Buffer) => Buffer): Promise<ServerInit> {
     const version = (await this.q.read(12)).toString("latin1");
     if (!version.startsWith("RFB 003.")) throw new Error(`not RFB: ${JSON.stringify(version)}`);
     this.t.send(Buffer.from("RFB 003.008\n", "latin1"));
     const n = (await this.q.read(1))[0]!;
     if (n === 0) throw new Error(`server refused: ${(await this.q.read((await this.q.read(4)).readUInt32BE(0))).toString()}`);
     const types = [...(await this.q.read(n))];
-    if (!types.includes(1)) throw new Error(`no security type None in ${types}`);
-    this.t.send(Buffer.from([1]));
+    if (respond) {
+      if (!types.includes(2)) throw new Error(`no VNC authentication in ${types}`);
+      this.t.send(Buffer.from([2]));
+      this.t.send(respond(await this.q.read(16)));
+    } else {
+      if (!types.includes(1)) throw new Error(`no security type None in ${types}`);
+      this.t.send(Buffer.from([1]));
+    }
     const result = (await this.q.read(4)).readUInt32BE(0);
     if (result !== 0) throw new Error(`security result ${result}`);
     this.t.send(Buffer.from([shared]));
@@ -305,8 +316,9 @@ const g = c.getContext("2d"); let n = 0;
 const order = (): ("direct" | "relay")[] => (Math.random() < 0.5 ? ["direct", "relay"] : ["relay", "direct"]);
 
 async function connectPair(server: TestServer, boxId: string, ip: string) {
+  // Straight to x11vnc, which asks for the box's password as it does of the relay.
   const direct = await RfbClient.overTcp(ip, 5900);
-  await direct.handshake();
+  await direct.handshake(1, vncResponder(server, boxId));
   const t = await viewerTicket(server, boxId, 0, { mode: "view" });
   const relay = await RfbClient.overWebSocket(t.view_socket);
   await relay.handshake();
@@ -319,7 +331,7 @@ export async function benchViewer() {
     const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
     if (box.state !== "ready") throw new Error(`box did not start: ${JSON.stringify(box)}`);
     const ip = await boxIp(box.id);
-    const page = await Page.open(box.id);
+    const page = await Page.open(server, box.id);
     const { direct, relay } = await connectPair(server, box.id, ip);
     const { width, height } = relay.init;
     console.log(`screen ${width}×${height}, ${relay.init.bpp} bpp, raw encoding`);

@@ -18,7 +18,7 @@ export async function benchViewersLoad() {
   let stop = false;
   try {
     const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
-    const page = await Page.open(box.id);
+    const page = await Page.open(server, box.id);
     await page.navigate(`data:text/html;base64,${Buffer.from(CHANGING).toString("base64")}`);
     page.close();
     const click = () =>

@@ -5,8 +5,9 @@
 //     QEMU key events), and close on a message type it cannot frame;
 //   - in both modes force ClientInit's shared flag to 1, so no viewer disconnects the others;
 //   - in `control` mode pass everything and report coarse input activity (never key values).
-// Pure: bytes in, bytes out. Assumes security type None (x11vnc runs `-nopw`); a 3.7/3.8 client
-// that picks VNC authentication is framed too (its 16-byte response passes), anything else closes.
+// Pure: bytes in, bytes out. The viewer relay greets the viewer itself (server/vnc-handshake.ts)
+// and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
+// None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
 export type RfbMode = "view" | "control";
 
@@ -33,6 +34,8 @@ export interface RfbFilterOptions {
    * produce updates it would only queue. Both modes.
    */
   holdUpdates?: () => boolean;
+  /** The handshake up to the security result was done elsewhere: the first byte is ClientInit. */
+  greeted?: boolean;
 }
 
 /** One FramebufferUpdateRequest standing for several: their bounding box, incremental only if all were. */
@@ -133,6 +136,10 @@ export class RfbClientFilter {
     this.mode = opts.mode;
     this.onInput = opts.onInput;
     this.holdUpdates = opts.holdUpdates;
+    if (opts.greeted) {
+      this.phase = "init";
+      this.version = 8;
+    }
   }
 
   get closed() {

@@ -3,23 +3,28 @@ import { STATUS_CODES } from "node:http";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocket, WebSocketServer } from "ws";
+import { vncPassword } from "~/models/agent.server";
 import { type RunningBox, getBox, requireRunningBox, touchBox } from "~/models/box.server";
 import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
 import { VIEWER_CLOSE, registerViewer, reportViewerInput } from "~/models/viewer.server";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import type { Actor } from "~/utils/auth.server";
-import { RfbClientFilter } from "./rfb-filter";
+import { vncChallengeResponse } from "~/utils/vnc-auth.server";
+import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
 import { registerUpgrade } from "./upgrade-router";
 import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
+import { ByteReader, ViewerGreetingError, greetViewer, loginToVnc } from "./vnc-handshake";
 
 // GET /v1/boxes/{id}/screens/{screen}/viewer/socket?ticket=…&mode=view|control
 //
 // A raw WebSocket to the screen's VNC server (x11vnc on ADDRESS:5900+screen), for noVNC. The
 // ticket is the credential (no bearer token); it is checked, with the box, before the upgrade is
 // accepted, and a refusal is a plain HTTP answer. Every viewer gets its own VNC connection, so a
-// slow one never holds up the others or the agent. VNC → viewer bytes go out unchanged as binary
-// frames; viewer → VNC bytes go through the RFB filter (view mode drops input, both modes force
-// the shared flag).
+// slow one never holds up the others or the agent. The relay logs in to x11vnc with the box's
+// VNC password (which viewers never see) while it greets the viewer with security type None
+// (server/vnc-handshake.ts); from ClientInit on, VNC → viewer bytes go out unchanged as binary
+// frames and viewer → VNC bytes go through the RFB filter (view mode drops input, both modes
+// force the shared flag).
 //
 // Back-pressure towards the viewer is NOT done by pausing the VNC socket: x11vnc is one thread
 // and blocks writing to a connection whose reader stopped, which freezes every other viewer of
@@ -49,6 +54,8 @@ const CONNECT_TIMEOUT_MS = 5000;
 /** Reads from VNC of up to this much: full updates are megabytes, and fewer, larger frames cost less. */
 const READ_SIZE = 256 * 1024;
 const PING_MS = 30_000;
+/** Viewer bytes held while the login to VNC finishes (ClientInit and a few messages at most). */
+const HELD_MAX = 1024 * 1024;
 
 let wss: WebSocketServer | undefined;
 
@@ -162,13 +169,20 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     tcp.destroy();
     return;
   }
+  // The login runs while the viewer upgrades and is greeted.
+  const password = vncPassword(box.id);
+  const login = reached
+    ? loginToVnc(tcp, onData, (challenge) => vncChallengeResponse(password, challenge), CONNECT_TIMEOUT_MS)
+    : undefined;
+  // Awaited once the viewer is greeted; a failure before that is not an unhandled rejection.
+  login?.catch(() => undefined);
   wss!.handleUpgrade(req, socket, head, (ws) => {
-    if (!reached) {
+    if (!login) {
       tcp.destroy();
       ws.close(VIEWER_CLOSE.vncUnreachable, `the VNC server of box ${id} screen ${screen} does not answer`);
       return;
     }
-    relay(ws, tcp, onData, claims, mode, granted);
+    relay(ws, tcp, onData, claims, mode, granted, login);
   });
 }
 
@@ -214,6 +228,7 @@ function relay(
   claims: TicketClaims,
   mode: ViewerMode,
   access: { owner: string | null; sessionId?: string; untilMs?: number },
+  login: Promise<Buffer>,
 ) {
   const { box_id: boxId, screen, issuer } = claims;
   let ended = false;
@@ -225,9 +240,12 @@ function relay(
   let lastDataAt = 0;
   let heldSince = 0;
   let releaseTimer: NodeJS.Timeout | undefined;
+  /** The viewer's bytes until it is greeted (server/vnc-handshake.ts). */
+  const greeting = new ByteReader();
 
   const filter = new RfbClientFilter({
     mode,
+    greeted: true,
     onInput:
       mode === "control"
         ? (kind, detail) => {
@@ -272,6 +290,7 @@ function relay(
   const end = (code: number, reason: string) => {
     if (ended) return;
     ended = true;
+    greeting.fail(new Error("the viewer socket closed"));
     unregister();
     clearInterval(ping);
     clearTimeout(releaseTimer);
@@ -291,17 +310,17 @@ function relay(
     close: (code, reason) => end(code, reason),
   });
 
-  // VNC → viewer, unchanged, always read (see the top of the file).
+  // VNC → viewer, unchanged, always read (see the top of the file); from ServerInit on.
   const sent = (err?: Error) => {
     if (!err) release();
   };
-  onData((chunk) => {
+  const fromVnc = (chunk: Buffer) => {
     if (ended) return;
     unanswered = 0;
     lastDataAt = performance.now();
     ws.send(chunk, { binary: true }, sent);
     if (ws.bufferedAmount > HARD_LIMIT) end(VIEWER_CLOSE.tooSlow, "the viewer does not keep up with the updates it asks for");
-  });
+  };
   tcp.on("error", () => undefined);
   tcp.on("close", () => {
     if (ended) return;
@@ -309,9 +328,7 @@ function relay(
   });
 
   // viewer → VNC, through the filter. Back-pressure: stop reading the viewer while VNC is behind.
-  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
-    if (ended) return;
-    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+  const toVnc = (bytes: Buffer) => {
     const { out, close } = filter.push(bytes);
     if (out.length && !tcp.write(out) && !wsPaused) {
       wsPaused = true;
@@ -323,7 +340,47 @@ function relay(
     }
     if (close) end(close.code, close.reason);
     else release();
+  };
+
+  // Until both handshakes are done, viewer bytes go to the greeting, then wait for the login.
+  let held: Buffer[] | undefined = [];
+  let heldBytes = 0;
+  let greeted = false;
+  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
+    if (ended) return;
+    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    if (!greeted) return greeting.push(bytes);
+    if (held) {
+      held.push(bytes);
+      heldBytes += bytes.length;
+      if (heldBytes > HELD_MAX) end(RFB_CLOSE.protocol, "the viewer sent too much before the session began");
+      return;
+    }
+    toVnc(bytes);
   });
+  void (async () => {
+    try {
+      await greetViewer((n) => greeting.read(n), (b) => ws.send(b, { binary: true }));
+    } catch (e) {
+      const kind = e instanceof ViewerGreetingError ? e.kind : "protocol";
+      return end(RFB_CLOSE[kind], (e as Error).message.slice(0, 120));
+    }
+    greeted = true;
+    held!.unshift(greeting.rest());
+    let early: Buffer;
+    try {
+      early = await login;
+    } catch (e) {
+      console.error(`[holm] VNC login to ${boxId} screen ${screen} failed:`, (e as Error).message);
+      return end(VIEWER_CLOSE.vncUnreachable, "the box's VNC server did not take the server's login");
+    }
+    if (ended) return;
+    onData(fromVnc);
+    if (early.length) fromVnc(early);
+    const pending = Buffer.concat(held!);
+    held = undefined;
+    if (pending.length) toVnc(pending);
+  })();
   ws.on("pong", () => (alive = true));
   ws.on("error", () => end(VIEWER_CLOSE.normal, "socket error"));
   ws.on("close", () => end(VIEWER_CLOSE.normal, "viewer closed"));

@@ -124,7 +124,7 @@ export async function runBatch(
     // Checked again once the screen is ours: a person may have taken it while we queued.
     guard();
     const t0 = performance.now();
-    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS).finally(
+    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS, "bulk").finally(
       () => (timings.box = performance.now() - t0),
     );
   });
@@ -152,13 +152,13 @@ export async function installApps(box: ScreenTarget["box"], names: string[]) {
       argv: ["apt-get", "update", "-q"],
       env,
       timeout_ms: 300_000,
-    }, 320_000);
+    }, 320_000, "bulk");
     if (update.code !== 0) throw new ApiError("failed", `apt-get update failed: ${update.stderr.slice(-500)}`);
     const install = await callAgent<{ code: number; stderr: string }>(box, "POST", "/exec", {
       argv: ["apt-get", "install", "-qy", "--no-install-recommends", ...packages],
       env,
       timeout_ms: 600_000,
-    }, 620_000);
+    }, 620_000, "bulk");
     if (install.code !== 0) throw new ApiError("failed", `apt-get install failed: ${install.stderr.slice(-500)}`);
   }
   return { installed: names, apps: await catalogStatus({ box }) };

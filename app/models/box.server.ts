@@ -9,7 +9,7 @@ import { type Actor, issuerOf, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
 import { env, publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
-import { agentSecret, allUp, probeHealth } from "./agent.server";
+import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import { recordEntry } from "./trace.server";
@@ -309,7 +309,6 @@ async function launchNow(row: BoxRow): Promise<void> {
         HOLM_SCREENS: String(row.screens),
         HOLM_WIDTH: String(row.width),
         HOLM_HEIGHT: String(row.height),
-        HOLM_AGENT_SECRET: agentSecret(row.id),
         HOLM_FEATURES: spec.desktop.features.join(","),
       },
       memory: boxMemory(placement),
@@ -321,7 +320,9 @@ async function launchNow(row: BoxRow): Promise<void> {
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
     Object.assign(row, { runtime_ref: ref, image });
     await rt.start(ref);
-    await waitReady(rt, row);
+    // The secrets go in while the desktop boots (off the path to ready): x11vnc waits for its
+    // password file, the agent answers 401 until its secret is there, and ready needs both.
+    await Promise.all([rt.putSecrets(ref, boxSecretFiles(row.id)), waitReady(rt, row)]);
     if (!(await stillWanted())) {
       await rt.remove(ref);
       return;

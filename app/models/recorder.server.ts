@@ -8,6 +8,8 @@ import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, reco
 // `frame` entry when a screen changed. Frames are sampled after the answer has gone out, so
 // recording costs a batch almost nothing; while a person holds a screen it is sampled about once
 // a second. Bytes of written files and clipboard text are never stored, only that they happened.
+// The hash a box reports with a frame is only its change token (the next `have`); the trace names
+// the frame by the server's own hash of the bytes (trace-types.server.ts).
 
 /** A step as the trace keeps it: enough to replay it, without file or clipboard contents. */
 export function traceableStep(step: Step): Record<string, unknown> {
@@ -47,7 +49,7 @@ export async function recordBatch(
   if (frame?.hash && frame.png_base64) {
     lastHash.set(key, frame.hash);
     const png = Buffer.from(frame.png_base64, "base64");
-    void recordFrameIfChanged(box.id, screen, "agent", { hash: frame.hash, png }).catch((err) =>
+    void recordFrameIfChanged(box.id, screen, "agent", { png }).catch((err) =>
       console.error(`[holm] recording a frame of ${key} failed:`, err),
     );
   } else if (steps.some((s) => INPUT_STEPS.has(s.type))) {
@@ -82,10 +84,11 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
       `/screens/${screen}/frame${have ? `?have=${have}` : ""}`,
       undefined,
       10_000,
+      "bulk",
     );
     if (frame.unchanged || !frame.png_base64) return;
     lastHash.set(key, frame.hash);
-    await recordFrameIfChanged(box.id, screen, actor, { hash: frame.hash, png: Buffer.from(frame.png_base64, "base64") });
+    await recordFrameIfChanged(box.id, screen, actor, { png: Buffer.from(frame.png_base64, "base64") });
   })()
     .catch((err) => console.error(`[holm] frame sample of ${key} failed:`, (err as Error).message))
     .finally(() => pending.delete(key));

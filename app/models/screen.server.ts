@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Actor } from "~/utils/auth.server";
 import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/route.server";
-import { agentFetch } from "./agent.server";
+import { AGENT_ANSWER_MAX, AGENT_BULK_MAX, agentFetch, readCapped } from "./agent.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
@@ -31,21 +31,26 @@ export async function requireScreen(actor: Actor, id: string, screenRaw: string,
 
 const AgentErrorSchema = z.object({ code: z.string(), message: z.string() });
 
-/** Calls the agent and returns its JSON, or throws the agent's refusal as an ApiError. */
+/**
+ * Calls the agent and returns its JSON, or throws the agent's refusal as an ApiError. Answers
+ * are read up to `maxBytes` (AGENT_ANSWER_MAX; `"bulk"` for calls that carry files, frames or
+ * command output).
+ */
 export async function callAgent<T = Record<string, unknown>>(
   box: RunningBox,
   method: string,
   path: string,
   body?: unknown,
   timeoutMs = 60_000,
+  maxBytes: number | "bulk" = AGENT_ANSWER_MAX,
 ): Promise<T> {
   const res = await agentFetch(box.id, box.address, path, {
     method,
     timeoutMs,
     headers: body === undefined ? undefined : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
   });
-  const text = await res.text();
+  const text = (await readCapped(res, maxBytes === "bulk" ? AGENT_BULK_MAX : maxBytes)).toString("utf8");
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -82,5 +87,5 @@ export async function frame(t: ScreenTarget, raw: Record<string, string>) {
   const q = validate(FrameQuerySchema, raw, "query");
   const region = [q.x, q.y, q.width, q.height].filter((v) => v !== undefined).length;
   if (region !== 0 && region !== 4) throw badRequest("a region needs all of x, y, width and height");
-  return callAgent(t.box, "GET", `/screens/${t.screen}/frame${query(q)}`);
+  return callAgent(t.box, "GET", `/screens/${t.screen}/frame${query(q)}`, undefined, 60_000, "bulk");
 }

@@ -17,7 +17,7 @@ import { VIEWER_CLOSE, closeViewers, onViewerInput, onViewersChange, viewers } f
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.
 //
-// Hands off (docs/security-control.md): while a screen is held exclusively, nothing but its
+// Hands off (docs/security.md): while a screen is held exclusively, nothing but its
 // holder changes it. The agent (an API key, the server token) gets 409 `denied`, retryable, for
 // every write that reaches the screen: input, exec and file writes (box-wide: they reach every
 // screen), setting the clipboard, windows, lifecycle, control tickets and control sockets; its

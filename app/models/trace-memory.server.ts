@@ -1,5 +1,6 @@
 import {
   type FrameInput,
+  type StoredFrame,
   type Prepared,
   type PruneOptions,
   type PruneResult,
@@ -96,7 +97,7 @@ export class MemoryTraceStore implements TraceStore {
     return out;
   }
 
-  private holdFrame(t: MemTrace, frame: FrameInput, at: number) {
+  private holdFrame(t: MemTrace, frame: StoredFrame, at: number) {
     const had = t.frames.delete(frame.hash);
     t.frames.set(frame.hash, at);
     if (!had) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { db } from "~/utils/db.server";
 
 // The trace's shared vocabulary: the types, limits and entry helpers both stores use. The
@@ -16,10 +17,24 @@ export interface TraceEntry {
   data?: Record<string, unknown>;
 }
 
-/** A frame as the in-box agent gives it: a hex content hash (sha1 of raw pixels) and the PNG. */
+/**
+ * A frame to record: its PNG bytes only. The store names it by the SHA-256 of those bytes,
+ * computed here: a hash a box reports is never trusted, or one box could plant a picture under
+ * the hash another box's screen will have (frames are shared by content across boxes).
+ */
 export interface FrameInput {
+  png: Buffer;
+}
+
+/** A frame as stored: its bytes and the server's hash of them (lowercase hex). */
+export interface StoredFrame {
   hash: string;
   png: Buffer;
+}
+
+/** The name of a frame's bytes in the store. */
+export function frameHashOf(png: Uint8Array): string {
+  return createHash("sha256").update(png).digest("hex");
 }
 
 export interface TraceEntryInput {
@@ -99,7 +114,7 @@ export interface Prepared {
   event: string;
   screen?: number;
   at_ms?: number;
-  frame?: FrameInput;
+  frame?: StoredFrame;
   data_json?: string;
 }
 
@@ -116,10 +131,8 @@ export function prepare(e: TraceEntryInput): Prepared {
   if (e.screen !== undefined) p.screen = e.screen;
   if (e.at_ms !== undefined) p.at_ms = Math.floor(e.at_ms);
   if (e.frame) {
-    const hash = frameHash(e.frame.hash);
-    if (!hash) throw new Error(`trace: a frame hash must be 16 to 128 hex digits`);
     if (!(e.frame.png instanceof Uint8Array) || e.frame.png.length === 0) throw new Error("trace: a frame needs PNG bytes");
-    p.frame = { hash, png: e.frame.png };
+    p.frame = { hash: frameHashOf(e.frame.png), png: e.frame.png };
   }
   if (e.data !== undefined) p.data_json = JSON.stringify(e.data);
   return p;

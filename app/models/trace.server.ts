@@ -45,6 +45,7 @@ export {
   TRACE_PAGE_DEFAULT,
   TRACE_PAGE_MAX,
   frameHash,
+  frameHashOf,
 } from "./trace-types.server";
 export { LocalTraceStore, MemoryTraceStore };
 
@@ -75,8 +76,9 @@ export function recordEntries(boxId: string, entries: TraceEntryInput[]): Promis
 }
 
 /**
- * Records a `frame` entry when `frame.hash` differs from the last frame recorded for this box
- * and screen; a still screen adds nothing (undefined). The actor is the one holding the screen.
+ * Records a `frame` entry when the frame's bytes (by the server's SHA-256 of them) differ from
+ * the last frame recorded for this box and screen; a still screen adds nothing (undefined). The
+ * actor is the one holding the screen.
  */
 export function recordFrameIfChanged(
   boxId: string,

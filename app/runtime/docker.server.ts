@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
+import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
-import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, Shell } from "./runtime";
+import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
@@ -11,6 +12,30 @@ const BOX_LABEL = "holm.box";
 
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number }).statusCode;
+}
+
+/**
+ * A tar of the secret files (root, 0600; folders 0700), unpacked into the container: unlike its
+ * environment, a file is not handed to every process and `docker exec`.
+ */
+async function secretsTar(files: SecretFile[]): Promise<Buffer> {
+  const p = pack();
+  const dirs = new Set<string>();
+  for (const f of files) {
+    const parts = f.path.replace(/^\/+/, "").split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join("/");
+      // Only folders of our own: /etc itself keeps its mode.
+      if (dirs.has(dir) || i === 1) continue;
+      dirs.add(dir);
+      p.entry({ name: `${dir}/`, type: "directory", mode: 0o700, uid: 0, gid: 0 });
+    }
+    p.entry({ name: parts.join("/"), mode: 0o600, uid: 0, gid: 0 }, f.data);
+  }
+  p.finalize();
+  const chunks: Buffer[] = [];
+  for await (const c of p) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
 }
 
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
@@ -120,6 +145,10 @@ export class DockerRuntime implements Runtime {
       },
     });
     return { ref: container.id };
+  }
+
+  async putSecrets(ref: string, files: SecretFile[]): Promise<void> {
+    await this.docker.getContainer(ref).putArchive(await secretsTar(files), { path: "/" });
   }
 
   async start(ref: string): Promise<void> {

@@ -28,7 +28,6 @@ const CORE_PACKAGES = [
   "wmctrl",
   "imagemagick",
   "xclip",
-  "socat",
   "xterm",
   "x11-utils",
   "procps",

@@ -28,10 +28,18 @@ export interface ImageStatus {
   present: boolean;
 }
 
+/** A file put into a box (root-owned, mode 0600, its folder 0700). */
+export interface SecretFile {
+  /** Absolute path in the box. */
+  path: string;
+  data: Buffer;
+}
+
 export interface BoxLaunch {
   boxId: string;
   image: string;
   labels: Record<string, string>;
+  /** Seen by every process in the box and every `docker exec`: never a secret (`putSecrets`). */
   env: Record<string, string>;
   /** Memory limit, such as "2g"; swap is not added on top. */
   memory: string;
@@ -76,6 +84,11 @@ export interface Runtime {
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;
   start(ref: string): Promise<void>;
+  /**
+   * Writes the box's secrets as files (images/README.md), never through its environment. The
+   * box waits for them as it boots, so this can run alongside the start.
+   */
+  putSecrets(ref: string, files: SecretFile[]): Promise<void>;
   stop(ref: string): Promise<void>;
   pause(ref: string): Promise<void>;
   unpause(ref: string): Promise<void>;

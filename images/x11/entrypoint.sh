@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# PID 1 of a box. Starts, for every screen n, Xvfb on :$((99+n)), fluxbox, x11vnc on 5900+n,
-# Chromium with CDP on 127.0.0.1:9222+n and a socat bridge on 0.0.0.0:9322+n; then the agent.
+# PID 1 of a box. Starts, for every screen n, Xvfb on :$((99+n)), fluxbox, x11vnc on 5900+n
+# (VNC authentication with the password the server put in /etc/holm/vnc.passwd) and Chromium with
+# CDP on 127.0.0.1:9222+n only (the agent relays it to the server, signed); then the agent.
 # Screens start side by side, one stage at a time, so N screens take about as long as one.
 # Every long-lived process is a direct child so that `wait -n` sees it die: the box then stops
 # with a non-zero status instead of living on half broken.
 # The contract (env, ports, displays) is images/README.md.
 set -uo pipefail
+
+# Secrets come as files (/etc/holm, written by the server while the box boots), never in the
+# environment, which every process here and every `docker exec` would inherit. A variable passed
+# anyway is dropped so no child gets it.
+unset HOLM_AGENT_SECRET HOLM_VNC_PASSWORD
+readonly vnc_passwd=/etc/holm/vnc.passwd
 
 readonly t0=${EPOCHREALTIME/./}
 
@@ -39,8 +46,7 @@ spawn() {
   part[$!]=$name
 }
 
-# For the chatty parts (fluxbox's "Failed to read" pairs, Chromium's D-Bus errors, socat's refused
-# connections before Chromium listens): their output goes to /var/log/holm/FILE.log, and stdout
+# For the chatty parts (fluxbox's "Failed to read" pairs, Chromium's D-Bus errors): their output goes to /var/log/holm/FILE.log, and stdout
 # keeps this script's timeline. A part that dies is still logged here.
 spawn_quiet() {
   local name=$1 file=$2
@@ -127,11 +133,8 @@ for ((n = 0; n < screens; n++)); do
   # -noreset: without it X resets when its last client leaves, and a readiness probe is one.
   spawn "Xvfb :$d" Xvfb ":$d" -screen 0 "${width}x${height}x24" -nolisten tcp -noreset
   xvfb_pid[n]=$!
-  # Nothing listens on 9222+n yet; socat connects per client, so it can start first.
-  spawn_quiet "socat :$((9322 + n))" "socat-$n" socat "TCP-LISTEN:$((9322 + n)),fork,reuseaddr,bind=0.0.0.0" \
-    "TCP:127.0.0.1:$((9222 + n))"
 done
-log "Xvfb and socat launched"
+log "Xvfb launched"
 
 # One session bus for every screen; children inherit its address.
 eval "$(dbus-launch --sh-syntax)" || die "dbus-launch failed"
@@ -150,11 +153,23 @@ for ((n = 0; n < screens; n++)); do
   wait_for "X :$((99 + n))" 10 "${xvfb_pid[n]}" xdpyinfo -display ":$((99 + n))"
 done
 
+# No password file, no VNC: an x11vnc without one would let any process or page in the box drive
+# it. The server writes the file (8 bytes) as the box boots; it is there long before X is.
+for ((i = 0; i < 500; i++)); do
+  [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] && break
+  sleep 0.02
+done
+[[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] || die "no VNC password file at $vnc_passwd after 10 s"
+log "VNC password file present"
+
 for ((n = 0; n < screens; n++)); do
   d=$((99 + n))
   # Below the agent's input path in priority: many viewers must not slow the agent down.
-  spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -nopw -forever -shared -quiet \
-    -noxdamage
+  # -rfbauth: VNC authentication only (libvncserver's WebSocket upgrade on this port asks for it
+  # too). Not -noremote/-novncconnect (an X client already owns the display anyway): with them,
+  # one drag in three lost its motion and button release in Chromium (tests/integration/drive).
+  spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -rfbauth "$vnc_passwd" -forever -shared \
+    -quiet -noxdamage
   dir=/root/.config/holm/fluxbox-$n
   mkdir -p "$dir"
   for f in /opt/holm/fluxbox/*; do

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
+import { sign } from "../../images/x11/agent/auth";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const children: ChildProcess[] = [];
@@ -123,6 +124,8 @@ export const AGENT_NODE = process.env.HOLM_AGENT_NODE || process.execPath;
 export interface Agent {
   url: string;
   secret: string;
+  /** When the agent process was spawned (before it started listening). */
+  spawnedAt: number;
   proc: ChildProcess;
   log: () => string;
   call<T = any>(method: string, p: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: T; ms: number }>;
@@ -133,6 +136,7 @@ export async function startAgent(env: Record<string, string>): Promise<Agent> {
   const secret = `test-${Math.random().toString(36).slice(2)}`;
   const logFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "holm-agent-log-")), "agent.log");
   const fd = fs.openSync(logFile, "w");
+  const spawnedAt = Date.now();
   const proc = spawn(AGENT_NODE, [agentBundle()], {
     env: { ...process.env, HOLM_AGENT_PORT: String(port), HOLM_AGENT_HOST: "127.0.0.1", HOLM_AGENT_SECRET: secret, ...env },
     stdio: ["ignore", fd, fd],
@@ -140,12 +144,14 @@ export async function startAgent(env: Record<string, string>): Promise<Agent> {
   });
   track(proc);
   const url = `http://127.0.0.1:${port}`;
+  // Every call is signed as the server signs it (images/README.md); `headers` may override.
   const call: Agent["call"] = async (method, p, body, headers) => {
     const t = performance.now();
+    const sent = body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body);
     const res = await fetch(url + p, {
       method,
-      headers: { authorization: `Bearer ${secret}`, "content-type": "application/json", ...headers },
-      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      headers: { authorization: sign(secret, method, p, sent), "content-type": "application/json", ...headers },
+      body: sent,
     });
     const text = await res.text();
     const ms = performance.now() - t;
@@ -158,7 +164,7 @@ export async function startAgent(env: Record<string, string>): Promise<Agent> {
     return { status: res.status, body: parsed as any, ms };
   };
   await until(async () => (await fetch(`${url}/health`)).status > 0, "agent to listen", 10_000, 50);
-  return { url, secret, proc, call, log: () => fs.readFileSync(logFile, "utf8") };
+  return { url, secret, spawnedAt, proc, call, log: () => fs.readFileSync(logFile, "utf8") };
 }
 
 export function pointerAt(display: number): { x: number; y: number } {

@@ -77,8 +77,13 @@ describe("health", () => {
 });
 
 describe("auth", () => {
-  it("refuses a missing or wrong bearer token with 401 JSON", async () => {
-    const variants: Record<string, string>[] = [{}, { authorization: "Bearer nope" }, { authorization: `Basic ${agent.secret}` }];
+  it("refuses an unsigned request, even with the secret as a bearer token, with 401 JSON (auth.test.ts has the rest)", async () => {
+    const variants: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer nope" },
+      { authorization: `Bearer ${agent.secret}` },
+      { authorization: `Basic ${agent.secret}` },
+    ];
     for (const headers of variants) {
       const res = await fetch(`${agent.url}/screens/0/cursor`, { headers });
       expect(res.status).toBe(401);

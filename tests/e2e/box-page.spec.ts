@@ -119,7 +119,7 @@ test("a member sees the live screen, takes over, clicks, types, pastes, gives ba
   const url = `data:text/html;base64,${Buffer.from(BOX_PAGE).toString("base64")}`;
   const opened = await asKey(`/v1/boxes/${boxId}/screens/0/actions`, { actions: [{ type: "open_url", url, target: "current" }] });
   expect(opened.status, await opened.clone().text()).toBe(200);
-  cdp = await BoxPage.open(boxId);
+  cdp = await BoxPage.open(server, boxId);
   await expect.poll(() => cdp!.evaluate("typeof window.clicks"), { timeout: 20_000 }).toBe("number");
 
   // The box page, reached from the list.

@@ -56,7 +56,7 @@ beforeAll(async () => {
   const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2 } } } });
   box = await json(res);
   expect(box.state, JSON.stringify(box)).toBe("ready");
-  page = await Page.open(box.id);
+  page = await Page.open(server, box.id);
 });
 
 afterAll(async () => {

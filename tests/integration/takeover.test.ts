@@ -42,7 +42,7 @@ beforeAll(async () => {
   // Two screens: what is box-wide (exec, files) is refused while either is held.
   box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2 } } } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
-  page = await Page.open(box.id);
+  page = await Page.open(server, box.id);
 });
 
 afterAll(async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -61,7 +62,7 @@ async function formRun(id: string) {
     json: { actions: [{ type: "open_url", url: FORM_URL, target: "current" }, { type: "wait", ms: 300 }] },
   });
   expect(res.status).toBe(200);
-  const p2 = await Page.open(id);
+  const p2 = await Page.open(server, id);
   const name = await p2.centre("#name");
   const city = await p2.centre("#city");
   const go = await p2.centre("#go");
@@ -114,7 +115,8 @@ describe("trace", () => {
   it("records box_created, one acted entry per step, and frames only when the screen changed", async () => {
     source = await launch();
     const frame = await formRun(source.id);
-    lastFrame = frame.hash;
+    // The trace names a frame by the server's SHA-256 of its PNG, not by the box's change token.
+    lastFrame = createHash("sha256").update(Buffer.from(frame.png_base64, "base64")).digest("hex");
     // The same still screen asked for twice adds no frame entry.
     for (let i = 0; i < 2; i++) {
       await server.api(`/v1/boxes/${source.id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "cursor" }], want: ["frame"] } });
@@ -193,7 +195,7 @@ describe("trace", () => {
     const firstType = entries.find((e) => e.event === "acted" && e.data.step.type === "type");
     const res = await json(await server.api(`/v1/boxes/${source.id}/fork`, { method: "POST", json: { up_to: firstType.seq } }));
     expect(res.replay.attempted).toBe(entries.filter((e) => e.event === "acted" && e.seq <= firstType.seq).length);
-    const page = await Page.open(res.box.id);
+    const page = await Page.open(server, res.box.id);
     expect(await page.evaluate("document.querySelector('#name').value")).toBe("Ada Lovelace");
     expect(await page.evaluate("document.querySelector('#city').value")).toBe("");
     page.close();

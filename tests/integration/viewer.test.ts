@@ -41,7 +41,7 @@ async function createBox(spec: unknown) {
 beforeAll(async () => {
   server = await startServer({ HOLM_SECRET_KEY: KEY });
   [box, other] = await Promise.all([createBox({ desktop: { screens: 2 } }), createBox({})]);
-  page = await Page.open(box.id);
+  page = await Page.open(server, box.id);
 });
 
 afterAll(async () => {

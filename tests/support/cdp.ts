@@ -1,8 +1,10 @@
 import WebSocket from "ws";
-import { docker } from "./server";
+import { agentAuthorization, agentFetchAs } from "./box-auth";
+import { type TestServer, docker } from "./server";
 
-// Reads a box's page from the outside through Chromium's DevTools bridge (port 9322+screen), so
-// tests check what the page saw instead of trusting an action's result.
+// Reads a box's page from the outside through the agent's DevTools relay (/screens/N/cdp/…,
+// signed as the server signs: images/README.md), so tests check what the page saw instead of
+// trusting an action's result.
 
 export async function boxIp(boxId: string): Promise<string> {
   const info = await docker.getContainer(`holm-${boxId}`).inspect();
@@ -22,13 +24,16 @@ export class Page {
     });
   }
 
-  static async open(boxId: string, screen = 0): Promise<Page> {
+  static async open(server: Pick<TestServer, "env" | "stateDir">, boxId: string, screen = 0): Promise<Page> {
     const ip = await boxIp(boxId);
-    const list = (await (await fetch(`http://${ip}:${9322 + screen}/json/list`)).json()) as any[];
+    const res = await agentFetchAs(server, boxId, ip, `/screens/${screen}/cdp/json/list`);
+    if (res.status !== 200) throw new Error(`DevTools relay: ${res.status} ${await res.text()}`);
+    const list = (await res.json()) as any[];
     const target = list.find((t) => t.type === "page");
     if (!target) throw new Error("no page target");
-    const url = String(target.webSocketDebuggerUrl).replace(/ws:\/\/[^/]+/, `ws://${ip}:${9322 + screen}`);
-    const ws = new WebSocket(url);
+    // Chromium names itself at 127.0.0.1:(9222+n); the relay serves that path under /screens/n/cdp.
+    const path = `/screens/${screen}/cdp${new URL(String(target.webSocketDebuggerUrl)).pathname}`;
+    const ws = new WebSocket(`ws://${ip}:7070${path}`, { headers: { authorization: agentAuthorization(server, boxId, "GET", path) } });
     await new Promise((resolve, reject) => {
       ws.once("open", resolve);
       ws.once("error", reject);

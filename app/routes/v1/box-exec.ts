@@ -12,7 +12,7 @@ const route = v1({
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, ExecSchema);
     assertMayWriteBox(actor, box.id, "exec");
-    const out = await callAgent<Record<string, unknown>>(box, "POST", "/exec", body, (body.timeout_ms ?? 60_000) + 15_000);
+    const out = await callAgent<Record<string, unknown>>(box, "POST", "/exec", body, (body.timeout_ms ?? 60_000) + 15_000, "bulk");
     await recordRan(box.id, body.argv, out);
     return out;
   },

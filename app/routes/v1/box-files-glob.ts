@@ -15,7 +15,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const q = parseQuery(args.request, GlobQuerySchema);
-    return callAgent(box, "GET", `/files/glob${query(q)}`, undefined, 120_000);
+    return callAgent(box, "GET", `/files/glob${query(q)}`, undefined, 120_000, "bulk");
   },
 });
 

@@ -9,7 +9,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, GrepSchema);
-    return callAgent(box, "POST", "/files/grep", body, 120_000);
+    return callAgent(box, "POST", "/files/grep", body, 120_000, "bulk");
   },
 });
 

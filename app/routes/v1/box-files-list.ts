@@ -11,7 +11,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const q = parseQuery(args.request, ListQuerySchema);
-    return callAgent(box, "GET", `/files/list${query(q)}`);
+    return callAgent(box, "GET", `/files/list${query(q)}`, undefined, 60_000, "bulk");
   },
 });
 

@@ -14,7 +14,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const q = parseQuery(args.request, PathQuerySchema);
-    return callAgent(box, "GET", `/files${query(q)}`, undefined, 120_000);
+    return callAgent(box, "GET", `/files${query(q)}`, undefined, 120_000, "bulk");
   },
   PUT: async (args) => {
     const actor = await requireActor(args.request);

@@ -14,7 +14,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const q = parseQuery(args.request, ClipboardQuerySchema);
-    return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`);
+    return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`, undefined, 60_000, "bulk");
   },
   PUT: async (args) => {
     const actor = await requireActor(args.request);

@@ -1,7 +1,12 @@
 // Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
+import fs from "node:fs";
+
+/** Where the server puts the box's agent secret as the box boots (root, 0600). */
+export const SECRET_FILE = "/etc/holm/agent.secret";
 export interface AgentConfig {
   screens: number;
-  secret: string;
+  /** The agent secret, or "" while the server has not written it yet (every signed route is 401 then). */
+  secret: () => string;
   host: string;
   port: number;
   displayBase: number;
@@ -23,11 +28,35 @@ function int(name: string, fallback: number, min: number, max: number): number {
   return n;
 }
 
+/**
+ * The secret from HOLM_AGENT_SECRET (tests run the agent that way) or else from the secret file,
+ * which the server writes while the box boots: read until it is there whole (it ends with a
+ * newline), then kept. The variable is removed from this process's environment at once, so
+ * nothing the agent starts can inherit it.
+ */
+function secretSource(): () => string {
+  const fromEnv = process.env.HOLM_AGENT_SECRET;
+  delete process.env.HOLM_AGENT_SECRET;
+  if (fromEnv) return () => fromEnv;
+  const file = process.env.HOLM_AGENT_SECRET_FILE || SECRET_FILE;
+  let secret = "";
+  return () => {
+    if (secret) return secret;
+    try {
+      const text = fs.readFileSync(file, "utf8");
+      if (text.endsWith("\n") && text.trim()) secret = text.trim();
+    } catch {
+      // not written yet
+    }
+    return secret;
+  };
+}
+
 export function loadConfig(): AgentConfig {
   const input = process.env.HOLM_AGENT_INPUT === "xdotool" ? "xdotool" : "xtest";
   return {
     screens: int("HOLM_SCREENS", 1, 1, 8),
-    secret: process.env.HOLM_AGENT_SECRET ?? "",
+    secret: secretSource(),
     host: process.env.HOLM_AGENT_HOST || "0.0.0.0",
     port: int("HOLM_AGENT_PORT", 7070, 0, 65535),
     displayBase: int("HOLM_DISPLAY_BASE", 99, 0, 60000),

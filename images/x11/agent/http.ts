@@ -2,6 +2,7 @@
 // the server's error table gives that code. Nothing thrown in a handler reaches the process.
 import http from "node:http";
 import crypto from "node:crypto";
+import type { Duplex } from "node:stream";
 import type { Screen } from "./screen";
 import type { AgentConfig } from "./config";
 import { AgentError, HTTP_STATUS, describeError } from "./errors";
@@ -10,6 +11,8 @@ import { runStep } from "./steps";
 import { StepSchema, ClipboardPut, ArrangeSchema, CaptureWhat, describeIssues, type Step } from "./schema";
 import { captureFrame } from "./frames";
 import { health } from "./health";
+import { EMPTY_BODY_SHA256, Verifier, bodyMatches } from "./auth";
+import { cdpTarget, proxyCdpHttp, proxyCdpUpgrade, refuseUpgrade } from "./cdp-proxy";
 
 /** Room for a 64 MB file as base64 (~86 MB) plus JSON. */
 const MAX_BODY = 100 * 1024 * 1024;
@@ -19,6 +22,7 @@ interface Ctx {
   req: http.IncomingMessage;
   url: URL;
   params: Params;
+  /** The JSON body (read and checked against its signature before the handler runs). */
   body: () => Promise<unknown>;
 }
 type Handler = (ctx: Ctx) => Promise<unknown>;
@@ -29,9 +33,11 @@ interface Route {
   handler: Handler;
 }
 
-function readBody(req: http.IncomingMessage): Promise<unknown> {
+/** The whole body and its SHA-256 (hex), hashed as it streams in. */
+function readRaw(req: http.IncomingMessage): Promise<{ data: Buffer; sha256: string }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    const hash = crypto.createHash("sha256");
     let size = 0;
     req.on("data", (c: Buffer) => {
       size += c.length;
@@ -40,34 +46,27 @@ function readBody(req: http.IncomingMessage): Promise<unknown> {
         req.destroy();
         return;
       }
+      hash.update(c);
       chunks.push(c);
     });
     req.on("error", reject);
-    req.on("end", () => {
-      if (size === 0) return resolve({});
-      try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString("utf8")));
-      } catch {
-        reject(new AgentError("bad_request", "body is not valid JSON"));
-      }
-    });
+    req.on("end", () => resolve({ data: Buffer.concat(chunks), sha256: hash.digest("hex") }));
   });
+}
+
+function parseJson(data: Buffer): unknown {
+  if (data.length === 0) return {};
+  try {
+    return JSON.parse(data.toString("utf8"));
+  } catch {
+    throw new AgentError("bad_request", "body is not valid JSON");
+  }
 }
 
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const data = Buffer.from(JSON.stringify(body));
   res.writeHead(status, { "content-type": "application/json", "content-length": data.length, "cache-control": "no-store" });
   res.end(data);
-}
-
-function authorised(req: http.IncomingMessage, secret: string): boolean {
-  if (!secret) return false;
-  const m = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "");
-  if (!m) return false;
-  // Equal-length digests make the comparison constant-time whatever the token's length.
-  const a = crypto.createHash("sha256").update(m[1].trim()).digest();
-  const b = crypto.createHash("sha256").update(secret).digest();
-  return crypto.timingSafeEqual(a, b);
 }
 
 function step(raw: Record<string, unknown>): Step {
@@ -201,10 +200,42 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     return params;
   };
 
+  const verifier = new Verifier(config.secret);
+  const unauthorised = (res: http.ServerResponse, why: string): void =>
+    send(res, 401, { code: "unauthorized", message: `the request is not signed by the server: ${why}` });
+
+  /**
+   * Reads the body of a signed request and checks it against the hash the signature covers;
+   * undefined (and a 401 sent) when the head or the body does not pass.
+   */
+  async function signedBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<Buffer | undefined> {
+    const v = verifier.check(req.method ?? "", req.url ?? "", req.headers.authorization);
+    if (!v.ok) {
+      req.resume();
+      unauthorised(res, v.why);
+      return undefined;
+    }
+    const { data, sha256 } = await readRaw(req);
+    if (!bodyMatches(sha256, v.bodySha256)) {
+      unauthorised(res, "the body is not the one signed");
+      return undefined;
+    }
+    return data;
+  }
+
   const server = http.createServer((req, res) => {
     void (async () => {
       try {
         const url = new URL(req.url ?? "/", "http://agent");
+        const cdp = cdpTarget(req.url ?? "");
+        if (cdp) {
+          const s = screens[cdp.screen];
+          const body = await signedBody(req, res);
+          if (!body) return;
+          if (!s) throw new AgentError("not_found", `no screen ${cdp.screen}; this box has ${screens.length}`);
+          proxyCdpHttp(config.cdpPortBase + s.index, cdp.path, req, body, res);
+          return;
+        }
         const parts = url.pathname.split("/").filter(Boolean);
         const candidates = routes.map((r) => ({ r, params: match(r, parts) })).filter((x) => x.params !== null);
         const hit = candidates.find((x) => x.r.method === req.method);
@@ -213,15 +244,16 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
           if (candidates.length) throw new AgentError("bad_request", `${req.method} is not allowed on ${url.pathname}`);
           throw new AgentError("not_found", `no route ${req.method} ${url.pathname}`);
         }
-        if (hit.r.auth && !authorised(req, config.secret)) {
+        let body: () => Promise<unknown> = async () => ({});
+        if (hit.r.auth) {
+          const data = await signedBody(req, res);
+          if (!data) return;
+          const parsed = parseJson(data);
+          body = async () => parsed;
+        } else {
           req.resume();
-          send(res, 401, { code: "unauthorized", message: "missing or wrong bearer token" });
-          return;
         }
-        let bodyPromise: Promise<unknown> | null = null;
-        const body = (): Promise<unknown> => (bodyPromise ??= readBody(req));
         const out = await hit.r.handler({ req, url, params: hit.params as Params, body });
-        if (!bodyPromise) req.resume();
         if (hit.r.parts[0] === "health") {
           send(res, (out as { ok: boolean }).ok ? 200 : 503, out);
           return;
@@ -234,6 +266,18 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
         else res.destroy();
       }
     })();
+  });
+  // WebSockets: DevTools only, signed like any request (the handshake has no body).
+  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => undefined);
+    const cdp = cdpTarget(req.url ?? "");
+    if (!cdp) return refuseUpgrade(socket, 404, `no WebSocket at ${String(req.url).slice(0, 100)}`);
+    const v = verifier.check(req.method ?? "", req.url ?? "", req.headers.authorization);
+    if (!v.ok) return refuseUpgrade(socket, 401, `the request is not signed by the server: ${v.why}`);
+    if (!bodyMatches(EMPTY_BODY_SHA256, v.bodySha256)) return refuseUpgrade(socket, 401, "a WebSocket handshake has no body to sign");
+    const s = screens[cdp.screen];
+    if (!s) return refuseUpgrade(socket, 404, `no screen ${cdp.screen}; this box has ${screens.length}`);
+    proxyCdpUpgrade(config.cdpPortBase + s.index, cdp.path, req, socket, head);
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 70_000;

@@ -11,7 +11,7 @@ process.on("uncaughtException", (err) => log("uncaught exception", { error: err.
 process.on("unhandledRejection", (err) => log("unhandled rejection", { error: err instanceof Error ? err.stack : String(err) }));
 
 const config = loadConfig();
-if (!config.secret) log("HOLM_AGENT_SECRET is empty: every route but /health will answer 401");
+if (!config.secret()) log("no agent secret yet (HOLM_AGENT_SECRET or the secret file): signed routes answer 401 until it is there");
 const screens = Array.from({ length: config.screens }, (_, i) => new Screen(i, config));
 
 // Connect early, and keep trying until each display answers: connecting lets go of any key or

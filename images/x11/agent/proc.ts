@@ -4,12 +4,14 @@ import { spawn } from "node:child_process";
 import { AgentError } from "./errors";
 
 /**
- * The environment for anything the agent starts: its own, on `display`, without the agent's
- * bearer secret (commands come from the AI agent driving the box; they have no use for it).
+ * The environment for anything the agent starts: its own, on `display`. The agent's secret never
+ * is in it (loadConfig takes it out of process.env first); this drops it again in case a caller
+ * passes it in `extra` (commands come from the AI agent driving the box; they have no use for it).
  */
 export function childEnv(display: string | undefined, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
   delete env.HOLM_AGENT_SECRET;
+  delete env.HOLM_AGENT_SECRET_FILE;
   if (display) env.DISPLAY = display;
   return env;
 }
