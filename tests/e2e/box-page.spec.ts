@@ -2,6 +2,7 @@ import { decodePng } from "../support/png";
 import { type Browser, type Page, expect, test } from "@playwright/test";
 import { Page as BoxPage } from "../support/cdp";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
+import { signUp } from "../support/browser";
 
 // The console's box page against a real box: the live screen matches the box's own frame, a
 // person takes over and clicks and types into the box through the canvas, sends text to its
@@ -34,15 +35,6 @@ test.afterAll(async () => {
 });
 
 test.describe.configure({ mode: "serial" });
-
-async function signUp(page: Page, name: string, email: string, workspace?: string) {
-  await page.getByLabel("Name", { exact: true }).fill(name);
-  if (await page.getByLabel("Email").isEditable()) await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
-  await page.getByLabel("Confirm password").fill("correct horse battery");
-  if (workspace) await page.getByLabel("Workspace name").fill(workspace);
-  await page.getByRole("button", { name: "Create account" }).click();
-}
 
 const v1 = (path: string, init: RequestInit & { json?: unknown } = {}) => server.api(path, init);
 const asKey = (path: string, body?: unknown, method = body === undefined ? "GET" : "POST") =>

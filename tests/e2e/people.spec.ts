@@ -1,5 +1,6 @@
 import { type Browser, type Page, expect, test } from "@playwright/test";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { signUp } from "../support/browser";
 
 // A new person on a fresh server: sign up, make a workspace, make a key and use it like curl,
 // launch a box from the console and watch it start live, remove it; then a viewer who can
@@ -15,15 +16,6 @@ test.afterAll(async () => {
   await server?.stop();
   await removeTestBoxes();
 });
-
-async function signUp(page: Page, name: string, email: string, workspace?: string) {
-  await page.getByLabel("Name", { exact: true }).fill(name);
-  if (await page.getByLabel("Email").isEditable()) await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
-  await page.getByLabel("Confirm password").fill("correct horse battery");
-  if (workspace) await page.getByLabel("Workspace name").fill(workspace);
-  await page.getByRole("button", { name: "Create account" }).click();
-}
 
 function rowFor(page: Page, boxId: string) {
   return page.getByRole("row").filter({ hasText: boxId.slice(0, 16) });

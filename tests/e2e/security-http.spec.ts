@@ -1,5 +1,6 @@
 import { type Page, expect, test } from "@playwright/test";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { signUp } from "../support/browser";
 
 // The exploit from issue 10, as a person found it: on a server in open mode (no token, the
 // default), a viewer's own console tab ran fetch('/v1/boxes/<id>', {method: 'DELETE', …}) and
@@ -16,15 +17,6 @@ test.afterAll(async () => {
   await server?.stop();
   await removeTestBoxes();
 });
-
-async function signUp(page: Page, name: string, email: string, workspace?: string) {
-  await page.getByLabel("Name", { exact: true }).fill(name);
-  if (await page.getByLabel("Email").isEditable()) await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
-  await page.getByLabel("Confirm password").fill("correct horse battery");
-  if (workspace) await page.getByLabel("Workspace name").fill(workspace);
-  await page.getByRole("button", { name: "Create account" }).click();
-}
 
 /** What the page's own script gets from a fetch to /v1. */
 function fetchFrom(page: Page, url: string, init: { method: string; headers: Record<string, string> }) {

@@ -221,7 +221,8 @@ describe("resource limits", () => {
     await new Promise((r) => setTimeout(r, 2000));
     const peak = Number(cgroupFile(a.info.Id, "pids.current"));
     expect(peak).toBeGreaterThan(400);
-    expect(peak).toBeLessThanOrEqual(512);
+    // A `docker exec` joins the cgroup past pids.max (a fork cannot): the test's own reader counts.
+    expect(peak).toBeLessThanOrEqual(512 + 2);
     const health: number[] = [];
     const other: number[] = [];
     for (let i = 0; i < 5; i++) {

@@ -14,15 +14,23 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
+/**
+ * Fills the sign-up form on the page it is on and sends it (the email field is read-only when
+ * an invitation names it; the workspace field is there for the first person only).
+ */
+export async function signUp(page: Page, name: string, email: string, workspace?: string) {
+  await page.getByLabel("Name", { exact: true }).fill(name);
+  if (await page.getByLabel("Email").isEditable()) await page.getByLabel("Email").fill(email);
+  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
+  await page.getByLabel("Confirm password").fill("correct horse battery");
+  if (workspace) await page.getByLabel("Workspace name").fill(workspace);
+  await page.getByRole("button", { name: "Create account" }).click();
+}
+
 /** Signs the first person up on a fresh server through the page and creates a key. */
 export async function signUpAndKey(page: Page, server: TestServer, name = "Bench"): Promise<string> {
   await page.goto(`${server.base}/signup`);
-  await page.getByLabel("Name", { exact: true }).fill(name);
-  await page.getByLabel("Email").fill(`${name.toLowerCase()}@example.com`);
-  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
-  await page.getByLabel("Confirm password").fill("correct horse battery");
-  await page.getByLabel("Workspace name").fill(name);
-  await page.getByRole("button", { name: "Create account" }).click();
+  await signUp(page, name, `${name.toLowerCase()}@example.com`, name);
   await page.getByRole("heading", { name: "Boxes", exact: true }).waitFor();
   await page.goto(`${server.base}/keys`);
   await page.getByLabel("Name", { exact: true }).fill(name.toLowerCase());

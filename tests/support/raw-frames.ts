@@ -90,6 +90,19 @@ export function ipv6Udp(opts: {
  * The argv that makes a process in the box put `frame` on its eth0 through a packet socket.
  * Only tools every box has: bash, coreutils' base64 and socat.
  */
+/**
+ * Sends `frame` as it is on the box's eth0 through a packet socket (perl is in every Debian image;
+ * socat is not in the box image). Without CAP_NET_RAW the socket call fails: "Operation not permitted".
+ */
 export function sendFrameArgv(frame: Buffer): string[] {
-  return ["bash", "-c", `echo ${frame.toString("base64")} | base64 -d | socat -u - INTERFACE:eth0`];
+  const script = [
+    "use Socket;",
+    `my $frame = pack("H*", "${frame.toString("hex")}");`,
+    'socket(my $s, 17, SOCK_RAW, 0) or die "socket: $!\n";',
+    'open(my $f, "<", "/sys/class/net/eth0/ifindex") or die "ifindex: $!\n"; my $i = <$f>; chomp $i;',
+    // struct sockaddr_ll: family, protocol, ifindex, hatype, pkttype, halen, address.
+    'my $to = pack("S n i S C C a8", 17, 0, $i, 0, 0, 6, substr($frame, 0, 6));',
+    'send($s, $frame, 0, $to) or die "send: $!\n";',
+  ].join(" ");
+  return ["perl", "-e", script];
 }
