@@ -26,7 +26,13 @@ export class XdotoolInput implements InputBackend {
     readonly keyboard: Keyboard,
     private readonly delivery: KeyDelivery,
   ) {
-    this.hooks = { confirm: () => delivery.confirm() };
+    this.hooks = {
+      confirm: () => delivery.confirm(),
+      remapped: async () => {
+        delivery.note(await this.sync());
+        await delivery.confirm();
+      },
+    };
   }
 
   private async run(args: string[], timeoutMs = 10_000): Promise<void> {

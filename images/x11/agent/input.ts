@@ -41,7 +41,13 @@ export class XtestInput implements InputBackend {
     readonly keyboard: Keyboard,
     private readonly delivery: KeyDelivery,
   ) {
-    this.hooks = { confirm: () => delivery.confirm() };
+    this.hooks = {
+      confirm: () => delivery.confirm(),
+      remapped: async () => {
+        delivery.note(await this.sync());
+        await delivery.confirm();
+      },
+    };
   }
 
   async move(x: number, y: number): Promise<void> {

@@ -62,6 +62,11 @@ const XK_a = 0x61;
 export interface KeyHooks {
   /** Resolves once every key event sent so far has been handled by the client that got it. */
   confirm(): Promise<void>;
+  /**
+   * Resolves once the client with the focus has taken in a keymap change just sent (Chromium
+   * reloads its keymap in the background and translates keys with the old one until then).
+   */
+  remapped(): Promise<void>;
 }
 
 interface Plan {
@@ -211,8 +216,11 @@ export class Keyboard {
     return { assign, confirm: assign.some(([code]) => this.assigned.has(code) && this.unconfirmed(code)) };
   }
 
-  /** Takes the keycodes of `plan` and sends the new mappings, as few requests as the keymap allows. */
-  private apply(plan: Plan): void {
+  /**
+   * Takes the keycodes of `plan` and sends the new mappings, as few requests as the keymap
+   * allows; true when a mapping was sent.
+   */
+  private apply(plan: Plan): boolean {
     for (const [code, sym] of plan.assign) {
       // Whatever the keycode meant before (a previous remap, or an XF86 key) it no longer does.
       for (const [s, k] of this.symToCode) if (k.code === code) this.symToCode.delete(s);
@@ -220,7 +228,7 @@ export class Keyboard {
       this.symToCode.set(sym, { code, shift: false });
     }
     const changed = plan.assign.filter(([code, sym]) => this.committed.get(code) !== sym).sort((a, b) => a[0] - b[0]);
-    if (changed.length === 0) return;
+    if (changed.length === 0) return false;
     const m = this.mirror!;
     for (const [code, sym] of changed) {
       const at = (code - m.min) * m.per;
@@ -243,12 +251,14 @@ export class Keyboard {
       changeKeyboardMapping(this.conn, lo, m.per, syms);
       i = j;
     }
+    return true;
   }
 
   /**
    * Makes every keysym in `syms` typeable, remapping spare keycodes for those the layout lacks.
    * A keycode whose last press or release may not have been handled yet is remapped only after
-   * `hooks.confirm` says it has been.
+   * `hooks.confirm` says it has been; after a remap, `hooks.remapped` waits for the focused client
+   * to have taken the new keymap in.
    */
   async prepare(syms: Iterable<number>, hooks: KeyHooks): Promise<void> {
     if (this.stale) await this.load();
@@ -258,7 +268,8 @@ export class Keyboard {
       await hooks.confirm();
       this.confirmedUpTo = Math.max(this.confirmedUpTo, upTo);
     }
-    this.apply(plan);
+    // Keys typed on a keycode just remapped must not reach a client still holding the old map.
+    if (this.apply(plan)) await hooks.remapped();
   }
 
   /**
