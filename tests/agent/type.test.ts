@@ -88,7 +88,7 @@ describe("type through XTEST", () => {
     expect(await typedInto(file, text)).toBe(text);
   });
 
-  it(`types 2,000 distinct characters outside the layout, ${REPEAT} times, each character as asked`, async () => {
+  it(`types 2,000 distinct characters outside the layout, ${REPEAT} times, each character as asked`, { timeout: 600_000 }, async () => {
     const { file } = await xterm(agent, "xtest-2000");
     let expected = "";
     for (let round = 0; round < REPEAT; round++) {
