@@ -47,6 +47,10 @@ export class XdotoolInput implements InputBackend {
     await this.run([down ? "mousedown" : "mouseup", String(button)]);
   }
 
+  async doubleClick(button: number, gapMs: number): Promise<void> {
+    await this.run(["mousedown", String(button), "mouseup", String(button), "sleep", String(gapMs / 1000), "mousedown", String(button), "mouseup", String(button)]);
+  }
+
   /** Records a key event on `sym`'s keycode, for the keycode's next remap to wait on. */
   private sent(sym: number, down: boolean): void {
     const k = this.keyboard.lookup(sym);

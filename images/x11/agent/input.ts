@@ -19,6 +19,8 @@ export interface InputBackend {
   readonly kind: "xtest" | "xdotool";
   move(x: number, y: number): Promise<void>;
   button(button: number, down: boolean): Promise<void>;
+  /** Two clicks `gapMs` apart, as the X server times them (not as this process gets scheduled). */
+  doubleClick(button: number, gapMs: number): Promise<void>;
   keyDown(keysym: number): Promise<KeyToken>;
   keyUp(token: KeyToken): Promise<void>;
   /** Types `text`; newlines become Return and tabs Tab. */
@@ -56,6 +58,15 @@ export class XtestInput implements InputBackend {
 
   async button(button: number, down: boolean): Promise<void> {
     fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
+  }
+
+  async doubleClick(button: number, gapMs: number): Promise<void> {
+    // All four at once: XTEST's delay makes the server space the second click, so a loaded
+    // machine that schedules this process late cannot stretch it past a double-click interval.
+    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button);
+    fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
+    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, gapMs);
+    fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
   }
 
   private key(code: number, down: boolean): void {

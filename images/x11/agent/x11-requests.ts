@@ -204,8 +204,9 @@ export function mapWindow(c: XConnection, window: number): void {
 
 // ---- XTEST
 
-export function fakeInput(c: XConnection, xtestMajor: number, type: number, detail: number, root = 0, x = 0, y = 0): void {
-  const req = new Req(xtestMajor, 2, 36).u8(type).u8(detail).pad(2).u32(0).u32(root).pad(8).i16(x).i16(y).pad(7).u8(0);
+/** `delayMs`: the server generates the event that long after the previous one it handled for us. */
+export function fakeInput(c: XConnection, xtestMajor: number, type: number, detail: number, root = 0, x = 0, y = 0, delayMs = 0): void {
+  const req = new Req(xtestMajor, 2, 36).u8(type).u8(detail).pad(2).u32(delayMs).u32(root).pad(8).i16(x).i16(y).pad(7).u8(0);
   c.send(req.finish());
 }
 
