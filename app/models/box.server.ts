@@ -390,7 +390,13 @@ export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
     const cur = (await loadRow(id))!;
     if (cur.state === "paused") return toBoxJson(cur);
     if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
-    await runtimeOf(cur).pause(cur.runtime_ref!);
+    try {
+      await runtimeOf(cur).pause(cur.runtime_ref!);
+    } catch (err) {
+      if (!/unable to freeze/i.test(String((err as Error).message))) throw err;
+      console.error(`[holm] box ${id} would not freeze:`, (err as Error).message);
+      throw new ApiError("unavailable", `box ${id} is busy starting processes and could not be paused; try again`);
+    }
     await setState(cur, "paused", null);
     const { who, by } = changedBy(actor);
     await trace(id, "paused", { by }, who);

@@ -9,6 +9,8 @@ import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
 const BOX_LABEL = "holm.box";
+/** How many times a pause is tried while the box will not freeze (cgroup v1; see pause). */
+const PAUSE_ATTEMPTS = 6;
 
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number }).statusCode;
@@ -168,7 +170,20 @@ export class DockerRuntime implements Runtime {
   }
 
   async pause(ref: string): Promise<void> {
-    await this.docker.getContainer(ref).pause();
+    const container = this.docker.getContainer(ref);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await container.pause();
+        return;
+      } catch (err) {
+        // On cgroup v1, runc gives up ("unable to freeze") while processes keep appearing in the
+        // box (Chromium starting a renderer, a docker exec joining), and thaws it again. A moment
+        // later the freeze takes; seen in about 1 pause in 4 right after a box started.
+        if (!/unable to freeze/i.test(String((err as Error).message)) || attempt >= PAUSE_ATTEMPTS) throw err;
+        if ((await container.inspect()).State?.Paused) return;
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+      }
+    }
   }
 
   async unpause(ref: string): Promise<void> {

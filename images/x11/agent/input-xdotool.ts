@@ -26,13 +26,7 @@ export class XdotoolInput implements InputBackend {
     readonly keyboard: Keyboard,
     private readonly delivery: KeyDelivery,
   ) {
-    this.hooks = {
-      confirm: () => delivery.confirm(),
-      remapped: async () => {
-        delivery.note(await this.sync());
-        await delivery.confirm();
-      },
-    };
+    this.hooks = delivery.hooks(() => this.sync());
   }
 
   private async run(args: string[], timeoutMs = 10_000): Promise<void> {

@@ -43,13 +43,7 @@ export class XtestInput implements InputBackend {
     readonly keyboard: Keyboard,
     private readonly delivery: KeyDelivery,
   ) {
-    this.hooks = {
-      confirm: () => delivery.confirm(),
-      remapped: async () => {
-        delivery.note(await this.sync());
-        await delivery.confirm();
-      },
-    };
+    this.hooks = delivery.hooks(() => this.sync());
   }
 
   async move(x: number, y: number): Promise<void> {

@@ -22,6 +22,7 @@ import {
 } from "./x11-requests";
 import { threadsSnapshot } from "./proc-idle";
 import { AgentError } from "./errors";
+import type { KeyHooks } from "./keyboard";
 import { sleep } from "./util";
 
 /** Between the two looks at the server and the client. */
@@ -65,6 +66,20 @@ export class KeyDelivery {
   /** Keys are about to go, or just went, to whoever has `focus` (from GetInputFocus). */
   note(focus: number): void {
     if (focus !== NONE) this.pending.add(focus);
+  }
+
+  /**
+   * The keyboard's hooks for an input backend whose `sync` answers the focus window: after a
+   * remap, the focused client is noted and confirmed too, so it has taken the new keymap in.
+   */
+  hooks(sync: () => Promise<number>): KeyHooks {
+    return {
+      confirm: () => this.confirm(),
+      remapped: async () => {
+        this.note(await sync());
+        await this.confirm();
+      },
+    };
   }
 
   get outstanding(): number {
