@@ -1,8 +1,6 @@
 import { createHash } from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { storeModules } from "../support/store-modules";
 
 // Issue 10: frames are stored by content, and one box must not be able to plant a frame that
 // shows in another box's trace. The attack goes through the real recording path: a box's agent
@@ -11,35 +9,14 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 
 type Recorder = typeof import("~/models/recorder.server");
 type Trace = typeof import("~/models/trace.server");
-type DbModule = typeof import("~/utils/db.server");
-
-const saved = { backend: process.env.HOLM_STORAGE_BACKEND, dir: process.env.HOLM_STATE_DIR };
-const dirs: string[] = [];
-let openDbModule: DbModule | undefined;
+const stores = storeModules("frames");
 
 async function load(backend: "memory" | "local") {
-  await openDbModule?.closeDb();
-  vi.resetModules();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-frames-"));
-  dirs.push(dir);
-  process.env.HOLM_STORAGE_BACKEND = backend;
-  process.env.HOLM_STATE_DIR = dir;
-  const dbm: DbModule = await import("~/utils/db.server");
-  await dbm.openDb();
-  openDbModule = dbm;
+  await stores.openStore(backend);
   const recorder: Recorder = await import("~/models/recorder.server");
   const trace: Trace = await import("~/models/trace.server");
   return { recorder, trace };
 }
-
-afterAll(async () => {
-  await openDbModule?.closeDb();
-  if (saved.backend === undefined) delete process.env.HOLM_STORAGE_BACKEND;
-  else process.env.HOLM_STORAGE_BACKEND = saved.backend;
-  if (saved.dir === undefined) delete process.env.HOLM_STATE_DIR;
-  else process.env.HOLM_STATE_DIR = saved.dir;
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
 
 let n = 0;
 const boxId = () => `box_${(0xb0000000 + ++n).toString(16)}${process.pid.toString(16).padStart(8, "0")}`;

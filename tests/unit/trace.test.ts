@@ -1,48 +1,23 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
+import { storeModules } from "../support/store-modules";
 
-// Both trace stores. The env module caches on first use, so each store gets a fresh module
-// graph (vi.resetModules) with HOLM_STORAGE_BACKEND and HOLM_STATE_DIR set before the import.
+// Both trace stores, each in a fresh module graph (tests/support/store-modules.ts).
 
 type TraceModule = typeof import("~/models/trace.server");
-type DbModule = typeof import("~/utils/db.server");
-
 const ROOT = path.resolve(import.meta.dirname, "../..");
-const saved = { backend: process.env.HOLM_STORAGE_BACKEND, dir: process.env.HOLM_STATE_DIR };
-const tempDirs: string[] = [];
-let openDbModule: DbModule | undefined;
-
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-trace-"));
-  tempDirs.push(dir);
-  return dir;
-}
+const stores = storeModules("trace");
+const tempDir = stores.tempDir;
 
 async function load(backend: "memory" | "local", stateDir = tempDir()) {
-  await openDbModule?.closeDb();
-  vi.resetModules();
-  process.env.HOLM_STORAGE_BACKEND = backend;
-  process.env.HOLM_STATE_DIR = stateDir;
-  const dbm: DbModule = await import("~/utils/db.server");
-  await dbm.openDb();
-  openDbModule = dbm;
+  const { dbm } = await stores.openStore(backend, stateDir);
   const trace: TraceModule = await import("~/models/trace.server");
   expect(trace.traceStore().kind).toBe(backend);
   return { dbm, trace, stateDir };
 }
-
-afterAll(async () => {
-  await openDbModule?.closeDb();
-  if (saved.backend === undefined) delete process.env.HOLM_STORAGE_BACKEND;
-  else process.env.HOLM_STORAGE_BACKEND = saved.backend;
-  if (saved.dir === undefined) delete process.env.HOLM_STATE_DIR;
-  else process.env.HOLM_STATE_DIR = saved.dir;
-  for (const d of tempDirs) fs.rmSync(d, { recursive: true, force: true });
-});
 
 let boxCounter = 0;
 const newBoxId = () => `box_${(0xa0000000 + ++boxCounter).toString(16)}${process.pid.toString(16).padStart(8, "0")}`;

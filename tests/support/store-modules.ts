@@ -1,0 +1,45 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, vi } from "vitest";
+
+// A fresh module graph per store: the env module caches on first use, so HOLM_STORAGE_BACKEND and
+// HOLM_STATE_DIR are set before the import (vi.resetModules). Restores both and removes every
+// state directory after the file's tests.
+
+type DbModule = typeof import("~/utils/db.server");
+
+export function storeModules(prefix: string) {
+  const saved = { backend: process.env.HOLM_STORAGE_BACKEND, dir: process.env.HOLM_STATE_DIR };
+  const dirs: string[] = [];
+  let open: DbModule | undefined;
+
+  const tempDir = (): string => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `holm-${prefix}-`));
+    dirs.push(dir);
+    return dir;
+  };
+
+  afterAll(async () => {
+    await open?.closeDb();
+    if (saved.backend === undefined) delete process.env.HOLM_STORAGE_BACKEND;
+    else process.env.HOLM_STORAGE_BACKEND = saved.backend;
+    if (saved.dir === undefined) delete process.env.HOLM_STATE_DIR;
+    else process.env.HOLM_STATE_DIR = saved.dir;
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  /** Opens the store `backend` in `stateDir` (a new one by default) with fresh modules. */
+  const openStore = async (backend: "memory" | "local", stateDir = tempDir()) => {
+    await open?.closeDb();
+    vi.resetModules();
+    process.env.HOLM_STORAGE_BACKEND = backend;
+    process.env.HOLM_STATE_DIR = stateDir;
+    const dbm: DbModule = await import("~/utils/db.server");
+    await dbm.openDb();
+    open = dbm;
+    return { dbm, stateDir };
+  };
+
+  return { tempDir, openStore };
+}
