@@ -8,6 +8,7 @@ import { storeModules } from "../support/store-modules";
 // Both trace stores, each in a fresh module graph (tests/support/store-modules.ts).
 
 type TraceModule = typeof import("~/models/trace.server");
+type DbModule = typeof import("~/utils/db.server");
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const stores = storeModules("trace");
 const tempDir = stores.tempDir;
