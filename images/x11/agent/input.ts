@@ -32,6 +32,14 @@ export interface InputBackend {
   sync(): Promise<number>;
 }
 
+/**
+ * Every press is generated at least this long after the last event the server handled (XTEST's
+ * delay counts from it; after an idle moment it costs nothing). Chromium takes a press with the
+ * same millisecond timestamp as the previous one for the same event handled twice and leaves it
+ * out of click counting: a click followed at once by a double-click elsewhere lost its dblclick.
+ */
+const PRESS_GAP_MS = 2;
+
 export class XtestInput implements InputBackend {
   readonly kind = "xtest";
   private readonly hooks: KeyHooks;
@@ -51,13 +59,14 @@ export class XtestInput implements InputBackend {
   }
 
   async button(button: number, down: boolean): Promise<void> {
-    fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
+    if (down) fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, PRESS_GAP_MS);
+    else fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
   }
 
   async doubleClick(button: number, gapMs: number): Promise<void> {
     // All four at once: XTEST's delay makes the server space the second click, so a loaded
     // machine that schedules this process late cannot stretch it past a double-click interval.
-    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button);
+    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, PRESS_GAP_MS);
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
     fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, gapMs);
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
