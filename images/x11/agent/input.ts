@@ -33,16 +33,25 @@ export interface InputBackend {
 }
 
 /**
- * Every press is generated at least this long after the last event the server handled (XTEST's
- * delay counts from it; after an idle moment it costs nothing). Chromium takes a press with the
- * same millisecond timestamp as the previous one for the same event handled twice and leaves it
- * out of click counting: a click followed at once by a double-click elsewhere lost its dblclick.
+ * A press that follows another closely is generated at least this long after the last event the
+ * server handled (XTEST's delay counts from it). Chromium takes a press with the same millisecond
+ * timestamp as the previous one for the same event handled twice and leaves it out of click
+ * counting: a click followed at once by a double-click elsewhere lost its dblclick.
  */
 const PRESS_GAP_MS = 2;
+/**
+ * A press is close to the previous one while that one is not known handled (no round trip since),
+ * or was known handled less than this long ago. Farther apart, the server's clock has moved on
+ * by more than this, and the press goes undelayed (a lone click pays nothing).
+ */
+const PRESS_NEAR_MS = 5;
 
 export class XtestInput implements InputBackend {
   readonly kind = "xtest";
   private readonly hooks: KeyHooks;
+  /** A press went out with no round trip since; when the last round trip after a press returned. */
+  private pressUnsynced = false;
+  private pressSyncedAt = -Infinity;
 
   constructor(
     private readonly conn: XConnection,
@@ -59,14 +68,20 @@ export class XtestInput implements InputBackend {
   }
 
   async button(button: number, down: boolean): Promise<void> {
-    if (down) fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, PRESS_GAP_MS);
+    if (down) this.press(button);
     else fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
+  }
+
+  private press(button: number): void {
+    const near = this.pressUnsynced || performance.now() - this.pressSyncedAt < PRESS_NEAR_MS;
+    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, near ? PRESS_GAP_MS : 0);
+    this.pressUnsynced = true;
   }
 
   async doubleClick(button: number, gapMs: number): Promise<void> {
     // All four at once: XTEST's delay makes the server space the second click, so a loaded
     // machine that schedules this process late cannot stretch it past a double-click interval.
-    fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, PRESS_GAP_MS);
+    this.press(button);
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
     fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, gapMs);
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
@@ -130,8 +145,14 @@ export class XtestInput implements InputBackend {
     });
   }
 
-  sync(): Promise<number> {
-    return syncConn(this.conn);
+  async sync(): Promise<number> {
+    const pressed = this.pressUnsynced;
+    const focus = await syncConn(this.conn);
+    if (pressed) {
+      this.pressUnsynced = false;
+      this.pressSyncedAt = performance.now();
+    }
+    return focus;
   }
 }
 
