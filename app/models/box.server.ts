@@ -4,6 +4,7 @@ import type { Selectable } from "kysely";
 import type { BoxTable } from "../../db/schema";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
+import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { type Actor, issuerOf, ownerOf } from "~/utils/auth.server";
 import { db } from "~/utils/db.server";
@@ -393,8 +394,8 @@ export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
     try {
       await runtimeOf(cur).pause(cur.runtime_ref!);
     } catch (err) {
-      if (!/unable to freeze/i.test(String((err as Error).message))) throw err;
-      console.error(`[holm] box ${id} would not freeze:`, (err as Error).message);
+      if (!(err instanceof PauseBusyError)) throw err;
+      console.error(`[holm] box ${id} would not freeze:`, err.message);
       throw new ApiError("unavailable", `box ${id} is busy starting processes and could not be paused; try again`);
     }
     await setState(cur, "paused", null);

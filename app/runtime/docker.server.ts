@@ -4,6 +4,7 @@ import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
 import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import { PauseBusyError } from "./runtime";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
@@ -179,7 +180,8 @@ export class DockerRuntime implements Runtime {
         // On cgroup v1, runc gives up ("unable to freeze") while processes keep appearing in the
         // box (Chromium starting a renderer, a docker exec joining), and thaws it again. A moment
         // later the freeze takes; seen in about 1 pause in 4 right after a box started.
-        if (!/unable to freeze/i.test(String((err as Error).message)) || attempt >= PAUSE_ATTEMPTS) throw err;
+        if (!/unable to freeze/i.test(String((err as Error).message))) throw err;
+        if (attempt >= PAUSE_ATTEMPTS) throw new PauseBusyError((err as Error).message);
         if ((await container.inspect()).State?.Paused) return;
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }

@@ -102,3 +102,11 @@ export interface Runtime {
   /** Starts `bash -l` in the box with a TTY of this size (DISPLAY is screen 0). */
   shell(ref: string, size: { cols: number; rows: number }): Promise<Shell>;
 }
+
+/** The box could not be paused now (its processes kept changing); a later try may succeed. */
+export class PauseBusyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PauseBusyError";
+  }
+}

@@ -68,8 +68,9 @@ export class XtestInput implements InputBackend {
   }
 
   async button(button: number, down: boolean): Promise<void> {
-    if (down) this.press(button);
-    else fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
+    // Wheel ticks (buttons 4–7) are not counted as clicks: a scroll's ticks go without the gap.
+    if (down && button <= 3) this.press(button);
+    else fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
   }
 
   private press(button: number): void {
