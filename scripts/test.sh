@@ -15,6 +15,8 @@ cleanup() {
 trap cleanup EXIT
 
 status=0
+echo "== layers (docs/decisions/0009)"
+node scripts/check-layers.mjs || status=1
 echo "== unit"
 npx vitest run --project unit || status=1
 echo "== in-box agent (host Xvfb)"
