@@ -102,7 +102,7 @@ export function crossSiteReason(headers: IncomingMessage["headers"]): string | u
 
 function hostRefusal(host: string | undefined): ApiError {
   const name = host === undefined ? "no Host header" : `Host ${JSON.stringify(host.slice(0, 200))}`;
-  return new ApiError("bad_request", `this server does not answer to ${name}; use its address or HOLM_PUBLIC_URL`, { status: 421 });
+  return new ApiError("misdirected", `this server does not answer to ${name}; use its address or HOLM_PUBLIC_URL`);
 }
 
 function hasBody(req: IncomingMessage): boolean {
@@ -143,7 +143,7 @@ function lingerClose(req: IncomingMessage) {
 }
 
 function tooLarge(limit: number): ApiError {
-  return new ApiError("bad_request", `the body is larger than ${limit} bytes`, { status: 413 });
+  return new ApiError("too_large", `the body is larger than ${limit} bytes`);
 }
 
 /**
@@ -175,11 +175,11 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   const v1 = path === "/v1" || path.startsWith("/v1/");
   if (v1 || !SAFE_METHODS.has(req.method ?? "GET")) {
     const why = crossSiteReason(req.headers);
-    if (why) return send(res, new ApiError("denied", why, { status: 403 }), hasBody(req) ? req : undefined);
+    if (why) return send(res, new ApiError("forbidden", why), hasBody(req) ? req : undefined);
   }
   if (hasBody(req)) {
     if (v1 && !isJson(req)) {
-      return send(res, new ApiError("bad_request", "send the body as JSON with content-type: application/json", { status: 415 }), req);
+      return send(res, new ApiError("unsupported_media_type", "send the body as JSON with content-type: application/json"), req);
     }
     const limit = v1 ? V1_BODY_LIMIT : CONSOLE_BODY_LIMIT;
     const declared = req.headers["content-length"];
@@ -197,7 +197,7 @@ export function socketRefusal(req: IncomingMessage, checkOrigin: boolean): ApiEr
   if (!hostAllowed(req.headers.host, { address: req.socket.localAddress, port: req.socket.localPort })) return hostRefusal(req.headers.host);
   if (!checkOrigin) return undefined;
   const why = crossSiteReason(req.headers);
-  return why ? new ApiError("denied", why, { status: 403 }) : undefined;
+  return why ? new ApiError("forbidden", why) : undefined;
 }
 
 /** socket.io's `allowRequest`: the same Host and Origin rules as the console's pages. */

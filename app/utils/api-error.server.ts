@@ -1,9 +1,11 @@
 // One error shape for every /v1 answer. Callers branch on `code`, never on the message.
+// Each code has exactly one HTTP status (seed 000's table). The codes below the seed's are ours,
+// for answers the seed's table has no row for (README, "Errors"); none reuses a seed code with
+// another status.
 
 export const ERROR_STATUS = {
   bad_request: 400,
   unsupported: 400,
-  unauthorized: 401,
   not_found: 404,
   gone: 410,
   denied: 409,
@@ -13,6 +15,12 @@ export const ERROR_STATUS = {
   unavailable: 503,
   timeout: 504,
   internal: 500,
+  // Not in the seed:
+  unauthorized: 401,
+  forbidden: 403,
+  too_large: 413,
+  unsupported_media_type: 415,
+  misdirected: 421,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

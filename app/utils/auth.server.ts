@@ -74,14 +74,13 @@ async function sessionActor(request: Request): Promise<WorkspaceActor | undefine
   if (!found) return undefined;
   if (request.method !== "GET" && request.method !== "HEAD" && !csrfMatches(request.headers.get(CSRF_HEADER), found.session.id)) {
     throw new ApiError(
-      "denied",
+      "forbidden",
       `a change through /v1 with a console session needs the ${CSRF_HEADER} header (the page's csrf token); from a script, ${SEND_KEY}`,
-      { status: 403 },
     );
   }
   const workspaces = await workspacesOf(found.user.id);
   const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
-  if (!workspace) throw new ApiError("denied", "you belong to no workspace yet; make one in the console", { status: 403 });
+  if (!workspace) throw new ApiError("forbidden", "you belong to no workspace yet; make one in the console");
   return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id };
 }
 

@@ -63,7 +63,7 @@ test("a viewer's console tab cannot remove the owner's box through /v1; the owne
   // Exactly what removed the box before: no CSRF token, so refused before anything happens.
   const bare = await fetchFrom(vic, `/v1/boxes/${box}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
   expect(bare.status, bare.body).toBe(403);
-  expect(JSON.parse(bare.body)).toMatchObject({ code: "denied" });
+  expect(JSON.parse(bare.body)).toMatchObject({ code: "forbidden" });
 
   // With the page's own token it is the viewer asking, and a viewer only watches.
   const vicCsrf = await vic.locator("input[name=csrf]").first().inputValue();

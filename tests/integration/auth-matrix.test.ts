@@ -209,7 +209,7 @@ describe("auth matrix", () => {
             expect(body.code, where).toBe("unauthorized");
           } else if (name === "session_without_csrf") {
             expect(res.status, where).toBe(403);
-            expect(body.code, where).toBe("denied");
+            expect(body.code, where).toBe("forbidden");
           } else if (name === "viewer_session") {
             // A viewer may ask for a (view) ticket; the matrix's body is never valid.
             expect(res.status, where).toBe(p.endsWith("viewer/ticket") ? 400 : 409);

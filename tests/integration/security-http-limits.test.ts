@@ -29,7 +29,7 @@ describe("request bodies", () => {
     const before = peakRss(server.pid);
     const out = await offerChunked(server.base, "/login", { "content-type": "application/x-www-form-urlencoded" }, { offer: 4 * GiB, giveUpAfter: 512 * MiB });
     expect(out.status, `answered after ${out.sent} bytes`).toBe(413);
-    expect(JSON.parse(out.text)).toMatchObject({ code: "bad_request", retryable: false });
+    expect(JSON.parse(out.text)).toMatchObject({ code: "too_large", retryable: false });
     expect(out.sent).toBeLessThan(64 * MiB);
     expect(peakRss(server.pid) - before).toBeLessThan(48 * MiB);
     // The server goes on serving.
@@ -44,7 +44,7 @@ describe("request bodies", () => {
       { offer: 4 * GiB, giveUpAfter: 1 * GiB },
     );
     expect(out.status, `answered after ${out.sent} bytes`).toBe(413);
-    expect(JSON.parse(out.text)).toMatchObject({ code: "bad_request" });
+    expect(JSON.parse(out.text)).toMatchObject({ code: "too_large" });
     expect(out.sent).toBeLessThan(160 * MiB);
     expect((await json(await server.api("/v1/boxes"))).boxes).toEqual([]);
   });

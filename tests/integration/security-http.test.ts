@@ -64,7 +64,7 @@ describe("open mode, before the first account", () => {
       for (const p of ["/v1/boxes", "/v1/boxes/box_0123456789abcdef0123456789abcdef/exec"]) {
         const res = await fetch(`${server.base}${p}`, { method: "POST", headers: { "content-type": type }, body });
         expect(res.status, `${type} ${p}`).toBe(415);
-        expect(await json(res), `${type} ${p}`).toMatchObject({ code: "bad_request", retryable: false });
+        expect(await json(res), `${type} ${p}`).toMatchObject({ code: "unsupported_media_type", retryable: false });
       }
     }
     // A body with no content type at all is refused too; one with JSON's type goes on to the route.
@@ -81,7 +81,7 @@ describe("open mode, before the first account", () => {
       for (const p of ["/v1/boxes", "/v1/health", "/", "/login", "/favicon.ico"]) {
         const res = await raw(server.base, "GET", p, { host: bad });
         expect(res.status, `${bad} ${p}`).toBe(421);
-        expect(JSON.parse(res.text), `${bad} ${p}`).toMatchObject({ code: "bad_request", retryable: false });
+        expect(JSON.parse(res.text), `${bad} ${p}`).toMatchObject({ code: "misdirected", retryable: false });
       }
       // socket.io answers its own refusals (engine.io's 403 with code 4), before any page.
       const polled = await raw(server.base, "GET", "/socket.io/?EIO=4&transport=polling", { host: bad });
@@ -114,7 +114,7 @@ describe("open mode, before the first account", () => {
       const where = JSON.stringify(headers);
       const get = await fetch(`${server.base}/v1/boxes`, { headers });
       expect(get.status, where).toBe(403);
-      expect(await json(get), where).toMatchObject({ code: "denied", retryable: false });
+      expect(await json(get), where).toMatchObject({ code: "forbidden", retryable: false });
       const post = await fetch(`${server.base}/v1/boxes`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: "{}" });
       expect(post.status, where).toBe(403);
       expectNoCors(post.headers, where);
@@ -213,7 +213,7 @@ describe("after the first account", () => {
     for (const headers of wrong) {
       const res = await v1(ada, "POST", `/v1/boxes/${box}/pause`, headers);
       expect(res.status, JSON.stringify(headers)).toBe(403);
-      expect(await json(res)).toMatchObject({ code: "denied" });
+      expect(await json(res)).toMatchObject({ code: "forbidden" });
     }
     // The viewer's own page, with the right header, still has only the viewer's rights.
     for (const [method, url, body] of [
