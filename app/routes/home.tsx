@@ -8,7 +8,7 @@ import { Alert, Button, Card, CsrfInput } from "~/components/ui";
 import type { BoxJson } from "~/models/box.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
-import { FEATURES } from "~/runtime/runtime";
+import { FEATURES } from "~/protocol/features";
 import { ApiError } from "~/utils/api-error.server";
 import { lifecycleIntent } from "~/utils/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";

@@ -1,10 +1,10 @@
 import type { Duplex } from "node:stream";
+import type { Feature } from "~/protocol/features";
 
 // The one interface between the domain and whatever runs boxes. Models call it; only the
 // Docker implementation (docker.server.ts) talks to an engine.
 
-export const FEATURES = ["wide_fonts", "video", "dock", "accessibility", "audio", "x11_apps"] as const;
-export type Feature = (typeof FEATURES)[number];
+export { FEATURES, type Feature } from "~/protocol/features";
 
 /** What an image is made of. Two requests with equal fields are one image. */
 export interface ImageRequest {
