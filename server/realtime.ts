@@ -1,42 +1,12 @@
 import type { Server as HttpServer } from "node:http";
 import { Server as IoServer } from "socket.io";
 import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server";
-import { type Takeover, takeoverChanges, takeoverOf } from "~/models/takeover.server";
-import { getUser } from "~/models/user.server";
-import { onViewersChange, viewers } from "~/models/viewer.server";
+import { screenStatus } from "~/models/screen-status.server";
+import { type Takeover, takeoverChanges } from "~/models/takeover.server";
+import { onViewersChange } from "~/models/viewer.server";
 import { allowSocketIoRequest } from "./http-edge";
 import { type SessionActor, requireSession } from "./socket-auth";
 import { attachTerminal } from "./terminal";
-
-/** One screen as the box page shows it: who watches, who drives, who has control. */
-export interface ScreenStatus {
-  box_id: string;
-  screen: number;
-  watching: number;
-  driving: number;
-  /** `by` is `user:<id>`, `key:<id>` or `server`; `by_name` the person's name when it is a user. */
-  takeover: { by: string; by_name: string | null; exclusive: boolean; since_ms: number } | null;
-  /** Increases with every status the server makes, so a page can drop one that arrives late. */
-  seq: number;
-}
-
-let seq = 0;
-
-/** The status of a screen now (counts and holder are read at once; the name is looked up). */
-export async function screenStatus(boxId: string, screen: number): Promise<ScreenStatus> {
-  const { watching, driving } = viewers(boxId, screen);
-  const t = takeoverOf(boxId, screen);
-  const mine = ++seq;
-  const user = t?.by.startsWith("user:") ? await getUser(t.by.slice(5)).catch(() => undefined) : undefined;
-  return {
-    box_id: boxId,
-    screen,
-    watching,
-    driving,
-    takeover: t ? { by: t.by, by_name: user?.name ?? null, exclusive: t.exclusive, since_ms: t.since_ms } : null,
-    seq: mine,
-  };
-}
 
 /**
  * socket.io for the console's live views. A connection authenticates with the session cookie

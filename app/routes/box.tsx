@@ -15,7 +15,7 @@ import { ApiError, isApiError } from "~/utils/api-error.server";
 import { lifecycleIntent } from "~/utils/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";
 import { field, formAction } from "~/utils/form.server";
-import { type ScreenStatus, screenStatus } from "../../server/realtime";
+import { type ScreenStatus, screenStatus } from "~/models/screen-status.server";
 
 // The console page of one box: the live screen (noVNC), who watches and who drives, take over
 // and give back, the clipboard while in control, a terminal, the box's facts and its lifecycle
