@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes } from "node:crypto";
+import { AGENT_PORT, AGENT_SECRET_PATH, type AgentHealth, VNC_PASSWD_PATH } from "~/protocol/agent";
 import { ApiError } from "~/utils/api-error.server";
 import { derive } from "~/utils/secret.server";
 import { vncPasswdFile, vncPasswordFrom } from "~/utils/vnc-auth.server";
@@ -8,11 +9,6 @@ import { vncPasswdFile, vncPasswordFrom } from "~/utils/vnc-auth.server";
 // per-box secret derived from the server key, so nothing is stored, a restarted server still
 // gets in, and a request read off the wire cannot be replayed. The contract is images/README.md.
 
-export const AGENT_PORT = 7070;
-
-/** Where the box's secrets go, written into the container as it boots (images/README.md). */
-export const AGENT_SECRET_PATH = "/etc/holm/agent.secret";
-export const VNC_PASSWD_PATH = "/etc/holm/vnc.passwd";
 
 /** Answers of up to this size are read for ordinary calls (window lists, tabs, cursor, guard…). */
 export const AGENT_ANSWER_MAX = 8 * 1024 * 1024;
@@ -65,19 +61,6 @@ export function signAgentRequest(boxId: string, method: string, target: string, 
     .update(`holm-agent-v1\n${method.toUpperCase()}\n${target}\n${t}\n${n}\n${b}`)
     .digest("base64url");
   return `Holm-HMAC-SHA256 t=${t},n=${n},b=${b},s=${s}`;
-}
-
-export interface ScreenHealth {
-  screen: number;
-  display: string;
-  x: boolean;
-  vnc: boolean;
-  cdp: boolean;
-}
-
-export interface AgentHealth {
-  ok: boolean;
-  screens: ScreenHealth[];
 }
 
 /** One health probe; undefined when the agent does not answer at all (or answers nonsense). */

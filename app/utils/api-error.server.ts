@@ -1,36 +1,9 @@
-// One error shape for every /v1 answer. Callers branch on `code`, never on the message.
-// Each code has exactly one HTTP status (seed 000's table). The codes below the seed's are ours,
-// for answers the seed's table has no row for (README, "Errors"); none reuses a seed code with
-// another status.
+import { type ErrorCode, ERROR_STATUS, RETRYABLE_BY_DEFAULT } from "~/protocol/errors";
 
-export const ERROR_STATUS = {
-  bad_request: 400,
-  unsupported: 400,
-  not_found: 404,
-  gone: 410,
-  denied: 409,
-  screen_unavailable: 409,
-  failed: 422,
-  transport: 502,
-  unavailable: 503,
-  timeout: 504,
-  internal: 500,
-  // Not in the seed:
-  unauthorized: 401,
-  forbidden: 403,
-  too_large: 413,
-  unsupported_media_type: 415,
-  misdirected: 421,
-} as const;
+// One error shape for every /v1 answer (the table is app/protocol/errors.ts). Callers branch on
+// `code`, never on the message.
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-const RETRYABLE_BY_DEFAULT: ReadonlySet<ErrorCode> = new Set([
-  "screen_unavailable",
-  "transport",
-  "unavailable",
-  "timeout",
-]);
+export { ERROR_STATUS, type ErrorCode };
 
 export class ApiError extends Error {
   readonly code: ErrorCode;

@@ -1,8 +1,9 @@
 // Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
 import fs from "node:fs";
+import { AGENT_PORT, AGENT_SECRET_PATH, CDP_PORT_BASE, VNC_PORT_BASE } from "../../../app/protocol/agent";
 
 /** Where the server puts the box's agent secret as the box boots (root, 0600). */
-export const SECRET_FILE = "/etc/holm/agent.secret";
+export const SECRET_FILE = AGENT_SECRET_PATH;
 export interface AgentConfig {
   screens: number;
   /** The agent secret, or "" while the server has not written it yet (every signed route is 401 then). */
@@ -58,10 +59,10 @@ export function loadConfig(): AgentConfig {
     screens: int("HOLM_SCREENS", 1, 1, 8),
     secret: secretSource(),
     host: process.env.HOLM_AGENT_HOST || "0.0.0.0",
-    port: int("HOLM_AGENT_PORT", 7070, 0, 65535),
+    port: int("HOLM_AGENT_PORT", AGENT_PORT, 0, 65535),
     displayBase: int("HOLM_DISPLAY_BASE", 99, 0, 60000),
-    vncPortBase: int("HOLM_VNC_PORT_BASE", 5900, 1, 65535),
-    cdpPortBase: int("HOLM_CDP_PORT_BASE", 9222, 1, 65535),
+    vncPortBase: int("HOLM_VNC_PORT_BASE", VNC_PORT_BASE, 1, 65535),
+    cdpPortBase: int("HOLM_CDP_PORT_BASE", CDP_PORT_BASE, 1, 65535),
     input,
     recordingsDir: process.env.HOLM_RECORDINGS_DIR || "/tmp/holm-recordings",
     home: process.env.HOME || "/root",

@@ -1,16 +1,10 @@
-// Error codes shared with the server (the subset of its `/v1` codes a box can produce).
+import { ERROR_STATUS } from "../../../app/protocol/errors";
+
+// Error codes shared with the server: the subset of its table (app/protocol/errors.ts) a box
+// can produce, each with the status that table gives it.
 export type ErrorCode = "bad_request" | "unsupported" | "not_found" | "denied" | "failed" | "timeout" | "internal" | "unauthorized";
 
-export const HTTP_STATUS: Record<ErrorCode, number> = {
-  bad_request: 400,
-  unsupported: 400,
-  unauthorized: 401,
-  not_found: 404,
-  denied: 409,
-  failed: 422,
-  internal: 500,
-  timeout: 504,
-};
+export const HTTP_STATUS: Record<ErrorCode, number> = ERROR_STATUS;
 
 export class AgentError extends Error {
   constructor(

@@ -4,13 +4,7 @@ import net from "node:net";
 import http from "node:http";
 import type { Screen } from "./screen";
 
-export interface ScreenHealth {
-  screen: number;
-  display: string;
-  x: boolean;
-  vnc: boolean;
-  cdp: boolean;
-}
+import type { AgentHealth, ScreenHealth } from "../../../app/protocol/agent";
 
 function tcpProbe(port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -38,7 +32,7 @@ function cdpProbe(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
-export async function health(screens: Screen[]): Promise<{ ok: boolean; screens: ScreenHealth[] }> {
+export async function health(screens: Screen[]): Promise<AgentHealth> {
   const out = await Promise.all(
     screens.map(async (s): Promise<ScreenHealth> => {
       const [x, vnc, cdp] = await Promise.all([
