@@ -120,9 +120,11 @@ export async function runBatch(
   };
   guard();
   const apps = appsAt.length ? await catalogStatus(t) : undefined;
+  let began_ms = Date.now();
   const result = await onScreen(`${t.box.id}/${t.screen}`, () => {
     // Checked again once the screen is ours: a person may have taken it while we queued.
     guard();
+    began_ms = Date.now();
     const t0 = performance.now();
     return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS, "bulk").finally(
       () => (timings.box = performance.now() - t0),
@@ -136,7 +138,8 @@ export async function runBatch(
   // frame entry, when the screen changed, follows in the background.
   const frame = result.frame as { hash?: string; png_base64?: string } | undefined;
   const t1 = performance.now();
-  await recordBatch(t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame);
+  const { settle_ms, want, keep_going } = input;
+  await recordBatch(t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame, { began_ms, settle_ms, want, keep_going });
   timings.trace = performance.now() - t1;
   return result;
 }

@@ -2,15 +2,19 @@ import { z } from "zod";
 import { ApiError, unsupported } from "~/utils/api-error.server";
 import type { Actor } from "~/utils/auth.server";
 import { validate } from "~/utils/route.server";
-import { type Step, StepSchema } from "./action-schema.server";
-import { runBatch } from "./batch.server";
-import { type BoxJson, createBox, requireRunningBox, waitUntilSettled } from "./box.server";
+import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
+import { type BatchInput, runBatch } from "./batch.server";
+import { type BoxJson, type RunningBox, createBox, requireRunningBox, waitUntilSettled } from "./box.server";
 import { sampleSoon } from "./recorder.server";
-import { PlacementSchema, SpecSchema } from "./spec.server";
+import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
+import type { BatchMark } from "./trace-types.server";
 
 // Fork by replay: a new box from the source's spec and placement, then the recorded steps again,
-// in order, at about the original speed. It copies no memory or disk, so it can differ.
+// in order, at about the original speed. It copies no memory or disk, so it can differ. The steps
+// of one recorded batch go to the box as one batch again, with its settle_ms, want and keep_going:
+// what a step holds down is let go when its batch ends, so a drag made of mouse_down, move and
+// mouse_up only comes out the same that way. Steps of older traces (no batch mark) go one by one.
 
 export const ForkSchema = z.strictObject({
   mode: z.enum(["replay", "snapshot"]).optional(),
@@ -52,7 +56,7 @@ async function entriesOf(boxId: string, upTo?: number): Promise<TraceEntry[]> {
   }
 }
 
-interface Planned {
+export interface Planned {
   entry: TraceEntry;
   step: Step;
 }
@@ -101,44 +105,126 @@ export function plan(entries: TraceEntry[], includePerson: boolean): { steps: Pl
   return { steps, skipped };
 }
 
-function launchOf(entries: TraceEntry[]) {
+// What this server knows of a recorded placement; keys an older server wrote and this one does not
+// know are left out rather than failing the fork.
+const RecordedPlacement = z.object(PlacementSchema.shape);
+
+/**
+ * The fork's placement: the given fields over the source's (seed 000: "Default: the original's"),
+ * so the runtime, memory and limits carry over unless named (001: "on the same runtime, unless
+ * your placement names another"). Never the source's browser profile (001).
+ */
+export function forkPlacement(recorded: unknown, given: Placement | undefined): Placement {
+  if (given && "profile" in given) {
+    throw unsupported("placement.profile: a fork does not get a browser profile, and profiles are not built yet");
+  }
+  const source: Placement & { profile?: unknown } = validate(RecordedPlacement, recorded ?? {}, "recorded placement");
+  delete source.profile;
+  return { ...source, ...given };
+}
+
+function launchOf(entries: TraceEntry[], given: Placement | undefined) {
   const first = entries.find((e) => e.event === "box_created" || e.event === "adopted");
   if (!first?.data) throw new ApiError("failed", "the trace has no box_created entry to launch the fork from");
   return {
     spec: validate(SpecSchema, first.data.spec ?? {}, "recorded spec"),
-    placement: validate(PlacementSchema, first.data.placement ?? {}, "recorded placement"),
+    placement: forkPlacement(first.data.placement, given),
   };
+}
+
+/** Steps that go to the box as one batch: one recorded batch, or one step of an older trace. */
+export interface ReplayBatch {
+  screen: number;
+  planned: Planned[];
+  options: Omit<BatchInput, "actions">;
+  /** When the original began and ended (ms): the wait before this batch is the gap before it. */
+  began: number;
+  ended: number;
+}
+
+const MarkSchema = z.object({
+  id: z.string().min(1).max(64),
+  index: z.number().int().min(0),
+  began_ms: z.number(),
+  settle_ms: z.unknown().optional(),
+  want: z.unknown().optional(),
+  keep_going: z.unknown().optional(),
+});
+
+/** The batch mark of an `acted` entry, if it has a sound one. */
+function markOf(entry: TraceEntry): BatchMark | undefined {
+  if (entry.event !== "acted") return undefined;
+  const mark = MarkSchema.safeParse(entry.data?.batch);
+  return mark.success ? (mark.data as BatchMark) : undefined;
+}
+
+/** The recorded batch's options, checked as a batch body is (a bad one replays with none). */
+function optionsOf(mark: BatchMark): ReplayBatch["options"] {
+  const { settle_ms, want, keep_going } = mark;
+  const parsed = BatchSchema.safeParse({ actions: [], settle_ms, want, keep_going });
+  if (!parsed.success) return {};
+  const { actions: _, ...options } = parsed.data;
+  return options;
+}
+
+/** Groups planned steps into the batches they were recorded in (consecutive, same mark). */
+export function batchesOf(planned: Planned[]): ReplayBatch[] {
+  const out: ReplayBatch[] = [];
+  let open: { id: string; batch: ReplayBatch } | undefined;
+  for (const p of planned) {
+    const mark = markOf(p.entry);
+    const screen = p.entry.screen ?? 0;
+    if (mark && open?.id === mark.id && open.batch.screen === screen) {
+      open.batch.planned.push(p);
+      continue;
+    }
+    const at = p.entry.at_ms;
+    const batch: ReplayBatch = { screen, planned: [p], options: mark ? optionsOf(mark) : {}, began: mark ? Math.min(mark.began_ms, at) : at, ended: at };
+    out.push(batch);
+    open = mark ? { id: mark.id, batch } : undefined;
+  }
+  return out;
+}
+
+/** Sends one batch and counts each step that ran; the seq of the first that failed, or null. */
+async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBatch, report: ReplayReport): Promise<number | null> {
+  const steps = batch.planned.map((p) => p.step);
+  let results: { ok?: unknown }[] = [];
+  try {
+    const out = await runBatch(actor, { box: running, screen: batch.screen }, { ...batch.options, actions: steps }, steps);
+    results = out.results;
+  } catch (err) {
+    console.error(`[holm] fork ${running.id}: replay of seq ${batch.planned[0]!.entry.seq} failed:`, (err as Error).message);
+  }
+  // A batch that did not run at all counts as its first step attempted and failed.
+  if (results.length === 0) results = [{ ok: false }];
+  let failed: number | null = null;
+  results.forEach((r, i) => {
+    report.attempted++;
+    if (r.ok === true) report.ok++;
+    else failed ??= batch.planned[i]?.entry.seq ?? null;
+  });
+  return failed;
 }
 
 async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: Skipped[]): Promise<ReplayReport> {
   const report: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped };
   const started = Date.now();
   const running = await requireRunningBox(actor, box.id);
-  let lastAt: number | undefined;
-  for (const { entry, step } of planned) {
+  let lastEnded: number | undefined;
+  for (const batch of batchesOf(planned)) {
     if (Date.now() - started > TIME_LIMIT_MS) {
       report.truncated = true;
       break;
     }
-    if (lastAt !== undefined) {
-      const gap = Math.min(Math.max(0, entry.at_ms - lastAt), MAX_GAP_MS);
+    if (lastEnded !== undefined) {
+      const gap = Math.min(Math.max(0, batch.began - lastEnded), MAX_GAP_MS);
       if (gap > 0) await new Promise((r) => setTimeout(r, gap));
     }
-    lastAt = entry.at_ms;
-    report.attempted++;
-    const screen = entry.screen ?? 0;
-    let ok = false;
-    try {
-      const out = await runBatch(actor, { box: running, screen }, { actions: [step] }, [step]);
-      ok = out.results[0]?.ok === true;
-    } catch (err) {
-      console.error(`[holm] fork ${box.id}: replay of seq ${entry.seq} failed:`, (err as Error).message);
-    }
-    if (!ok) {
-      report.stopped_at = entry.seq;
-      break;
-    }
-    report.ok++;
+    lastEnded = batch.ended;
+    // A step that failed ends the replay once its batch is done (with keep_going, it went on).
+    report.stopped_at = await runReplayBatch(actor, running, batch, report);
+    if (report.stopped_at !== null) break;
   }
   // The end state, for comparing with the source's last frame.
   for (let s = 0; s < running.screens; s++) await sampleSoon(running, s, "agent", 300);
@@ -154,9 +240,9 @@ export async function forkBox(
   if (input.mode === "snapshot") throw unsupported("fork by snapshot is not supported: a fork replays the trace (mode: replay)");
   const source = await traceBox(actor, sourceId);
   const entries = await entriesOf(source.id, input.up_to);
-  const { spec, placement } = launchOf(entries);
+  const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
-  const created = await createBox(actor, { spec, placement: input.placement ?? placement }, { queue: opts.queue });
+  const created = await createBox(actor, { spec, placement }, { queue: opts.queue });
   const box = created.body;
   await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null } });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };

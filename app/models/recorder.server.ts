@@ -1,10 +1,13 @@
+import { randomBytes } from "node:crypto";
 import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";
 import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
 import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
+import type { ActedData, BatchMark } from "./trace-types.server";
 
-// What goes into a box's trace from the drive side: one `acted` entry per step, refusals, and a
+// What goes into a box's trace from the drive side: one `acted` entry per step (each marked with
+// its batch, so a fork can send the batch as one again: trace-types.server.ts), refusals, and a
 // `frame` entry when a screen changed. Frames are sampled after the answer has gone out, so
 // recording costs a batch almost nothing; while a person holds a screen it is sampled about once
 // a second. Bytes of written files and clipboard text are never stored, only that they happened.
@@ -29,21 +32,30 @@ interface StepOutcome {
   code?: string;
 }
 
+/** How a batch ran, besides its steps: what its `acted` entries carry to replay it as one. */
+export type BatchRun = Partial<Omit<BatchMark, "id" | "index">>;
+
 export async function recordBatch(
   box: RunningBox,
   screen: number,
   steps: Step[],
   results: StepOutcome[],
   frame?: { hash?: string; png_base64?: string },
+  run: BatchRun = {},
 ) {
   const at = Date.now();
-  const entries: TraceEntryInput[] = results.map((r, i) => ({
-    actor: "agent",
-    event: "acted",
-    screen,
-    at_ms: at,
-    data: { step: traceableStep(steps[i]!), ok: r.ok !== false, ...(r.ok === false ? { code: r.code } : {}) },
-  }));
+  const id = randomBytes(8).toString("hex");
+  const { began_ms = at, settle_ms, want, keep_going } = run;
+  const extras = { ...(settle_ms !== undefined && { settle_ms }), ...(want && { want }), ...(keep_going !== undefined && { keep_going }) };
+  const entries: TraceEntryInput[] = results.map((r, i) => {
+    const data: ActedData = {
+      step: traceableStep(steps[i]!),
+      ok: r.ok !== false,
+      ...(r.ok === false ? { code: r.code } : {}),
+      batch: { id, index: i, began_ms, ...extras },
+    };
+    return { actor: "agent", event: "acted", screen, at_ms: at, data: { ...data } };
+  });
   if (entries.length) await recordEntries(box.id, entries);
   const key = `${box.id}/${screen}`;
   if (frame?.hash && frame.png_base64) {

@@ -18,6 +18,33 @@ export interface TraceEntry {
 }
 
 /**
+ * The batch an `acted` entry's step ran in, on each step of it: one `acted` entry per step (001),
+ * grouped so that a fork sends them to the box as one batch again. It has to: a button or key a
+ * step holds is let go when its batch ends, so `mouse_down`, `move`, `mouse_up` in one batch is a
+ * drag, and the same three in three batches is not.
+ */
+export interface BatchMark {
+  /** The same on every step of one batch, and on no other. */
+  id: string;
+  /** The step's place in the batch as sent (0-based). */
+  index: number;
+  /** When the box began the batch (ms since the epoch); the entries' `at_ms` is when it ended. */
+  began_ms: number;
+  settle_ms?: number;
+  want?: ("frame" | "cursor")[];
+  keep_going?: boolean;
+}
+
+/** What an `acted` entry holds: the step without file or clipboard contents, and its outcome. */
+export interface ActedData {
+  step: Record<string, unknown>;
+  ok: boolean;
+  code?: string;
+  /** Absent in traces recorded before batches were marked: a fork replays those step by step. */
+  batch?: BatchMark;
+}
+
+/**
  * A frame to record: its PNG bytes only. The store names it by the SHA-256 of those bytes,
  * computed here: a hash a box reports is never trusted, or one box could plant a picture under
  * the hash another box's screen will have (frames are shared by content across boxes).
