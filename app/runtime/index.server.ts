@@ -2,6 +2,9 @@ import { env } from "~/utils/env.server";
 import { DockerRuntime } from "./docker.server";
 import type { Runtime } from "./runtime";
 
+// The runtimes this server launches boxes on, by name. Docker by default; setRuntimes() is the
+// seam that lets the box model's slots, serial chain and reaper be tested without an engine.
+
 let registry: Map<string, Runtime> | undefined;
 
 export const DEFAULT_RUNTIME = "docker";
@@ -13,4 +16,9 @@ export function runtimes(): Map<string, Runtime> {
 
 export function runtime(name: string): Runtime | undefined {
   return runtimes().get(name);
+}
+
+/** Replaces the runtimes (tests); `undefined` goes back to the default on next use. */
+export function setRuntimes(next: Map<string, Runtime> | undefined): void {
+  registry = next;
 }
