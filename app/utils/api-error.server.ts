@@ -1,4 +1,7 @@
 // One error shape for every /v1 answer. Callers branch on `code`, never on the message.
+// The seed's table (000, Errors) ties each code to one status. Ours adds `unauthorized` (401,
+// wrong or missing credentials) and `method_not_allowed` (405, with an Allow header): a wrong
+// method is neither of the 400 codes, and 405 + Allow is what HTTP clients expect.
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -13,6 +16,7 @@ export const ERROR_STATUS = {
   unavailable: 503,
   timeout: 504,
   internal: 500,
+  method_not_allowed: 405,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -23,9 +23,7 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
     const handler = handlers[method];
     try {
       if (!handler) {
-        throw new ApiError("bad_request", `${args.request.method} is not allowed here; use ${methods.join(", ")}`, {
-          status: 405,
-        });
+        throw new ApiError("method_not_allowed", `${args.request.method} is not allowed here; use ${methods.join(", ")}`);
       }
       const out = await handler(args);
       if (out instanceof Response) return out;
