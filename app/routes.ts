@@ -37,6 +37,7 @@ export const v1Routes = [
   route("v1/events", "routes/v1/events.ts"),
   route("v1/jobs/reap", "routes/v1/jobs-reap.ts"),
   route("v1/jobs/prune", "routes/v1/jobs-prune.ts"),
+  route("v1/jobs/run", "routes/v1/jobs-run.ts"),
   route("v1/*", "routes/v1/not-found.ts"),
 ];
 
