@@ -1,27 +1,53 @@
 import { reapBoxes } from "~/models/box.server";
+import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
 
-// Background work the server does on its own. With HOLM_SERVER_SCHEDULE=external a scheduler
-// calls /v1/jobs/* instead (not needed by a long-running server).
+// Background work the server does on its own (HOLM_SERVER_SCHEDULE=internal, the default):
+// reap every HOLM_SERVER_REAP_SECS, prune every HOLM_SERVER_PRUNE_SECS. With `external` none of
+// it runs: a scheduler calls /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run instead.
 
-let reaper: NodeJS.Timeout | undefined;
-let reaping: Promise<unknown> | undefined;
+interface Loop {
+  timer: NodeJS.Timeout;
+  /** The sweep in progress, if any. */
+  running?: Promise<unknown>;
+}
+
+const loops: Loop[] = [];
+
+/** Runs `sweep` every `secs`, never two at once: a slow runtime or store must not pile them up. */
+function every(name: string, secs: number, sweep: () => Promise<string | undefined>) {
+  const loop: Loop = {
+    timer: setInterval(() => {
+      if (loop.running) return;
+      loop.running = sweep()
+        .then((done) => done && console.log(`[holm] ${name}: ${done}`))
+        .catch((err) => console.error(`[holm] ${name} failed:`, err))
+        .finally(() => (loop.running = undefined));
+    }, secs * 1000),
+  };
+  loop.timer.unref();
+  loops.push(loop);
+}
 
 export function startLoops() {
-  const every = env().HOLM_SERVER_REAP_SECS * 1000;
-  reaper = setInterval(() => {
-    // Never two sweeps at once: a slow runtime must not pile them up.
-    if (reaping) return;
-    reaping = reapBoxes()
-      .then((r) => r.removed && console.log(`[holm] reaper removed ${r.removed} box(es)`))
-      .catch((err) => console.error("[holm] reaper failed:", err))
-      .finally(() => (reaping = undefined));
-  }, every);
-  reaper.unref();
+  const e = env();
+  if (e.HOLM_SERVER_SCHEDULE === "external") {
+    console.log("[holm] schedule external: reap, prune and queued jobs wait for /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run");
+    return;
+  }
+  every("reaper", e.HOLM_SERVER_REAP_SECS, async () => {
+    const { removed } = await reapBoxes();
+    return removed ? `removed ${removed} box(es)` : undefined;
+  });
+  every("prune", e.HOLM_SERVER_PRUNE_SECS, async () => {
+    const { traces, events } = await prune();
+    if (!traces.frames && !traces.entries && !traces.boxes && !events) return undefined;
+    return `removed ${traces.frames} frame(s), ${traces.entries} trace entries, ${traces.boxes} trace(s) of removed boxes, ${events} event(s)`;
+  });
 }
 
 export async function stopLoops() {
-  if (reaper) clearInterval(reaper);
-  reaper = undefined;
-  await reaping;
+  for (const loop of loops) clearInterval(loop.timer);
+  await Promise.all(loops.map((loop) => loop.running));
+  loops.length = 0;
 }

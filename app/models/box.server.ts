@@ -12,6 +12,7 @@ import { env, publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { recordEvent } from "./event.server";
+import { enqueue } from "./job.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import { recordEntry } from "./trace.server";
 import {
@@ -214,12 +215,12 @@ export async function createBox(
   boxChanges.emit("change", toBoxJson(row));
   await recordEvent("box.created", { owner: row.owner, box_id: row.id, runtime: row.runtime });
 
-  const launching = serial(row.id, () => launch(row));
+  const launching = () => serial(row.id, () => launch(row));
   if (opts.queue) {
-    void launching;
+    enqueue("launch", row.id, launching);
     return { status: 202, body: toBoxJson(row) };
   }
-  await launching;
+  await launching();
   const after = (await loadRow(row.id)) ?? row;
   if (after.state === "failed") {
     const retryable = /runtime|engine|docker|ECONNREFUSED|socket/i.test(after.reason ?? "");

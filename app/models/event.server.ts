@@ -75,3 +75,12 @@ export async function listEvents(opts: { owner?: string; after: number; limit: n
   const next = page.length ? page[page.length - 1]!.seq : opts.after;
   return { events: page, next, more };
 }
+
+/** How long the server keeps events (seed 000, Events: "the server keeps events for 7 days"). */
+export const EVENT_KEEP_MS = 7 * 24 * 3600 * 1000;
+
+/** Deletes events older than EVENT_KEEP_MS before `now`; part of prune. Returns how many. */
+export async function pruneEvents(opts: { now: number }): Promise<number> {
+  const out = await db().deleteFrom("event").where("at_ms", "<", opts.now - EVENT_KEEP_MS).executeTakeFirst();
+  return Number(out.numDeletedRows);
+}

@@ -5,6 +5,7 @@ import { validate } from "~/utils/route.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, requireRunningBox, waitUntilSettled } from "./box.server";
+import { enqueue } from "./job.server";
 import { sampleSoon } from "./recorder.server";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
@@ -248,9 +249,9 @@ export async function forkBox(
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
   if (opts.queue) {
     // Queued: answer 202 now; the replay runs once the box is ready.
-    void (async () => {
+    enqueue("fork", box.id, async () => {
       if ((await waitUntilSettled(box.id)) === "ready") await replay(actor, box, steps, skipped);
-    })().catch((err) => console.error(`[holm] queued fork ${box.id} failed:`, err));
+    });
     return { status: 202, body: { box, replay: empty } };
   }
   return { status: 200, body: { box, replay: await replay(actor, box, steps, skipped) } };

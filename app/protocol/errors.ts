@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   // Not in the seed:
   unauthorized: 401,
   forbidden: 403,
+  method_not_allowed: 405,
   too_large: 413,
   unsupported_media_type: 415,
   misdirected: 421,

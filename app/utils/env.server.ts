@@ -29,6 +29,13 @@ const EnvSchema = z.object({
   HOLM_STORAGE_BACKEND: z.enum(["memory", "local"]).default("memory"),
   HOLM_STATE_DIR: z.string().min(1).default(path.join(os.homedir(), ".holm")),
   HOLM_SERVER_REAP_SECS: z.coerce.number().int().min(1).max(86_400).default(30),
+  /**
+   * `internal`: the server reaps, prunes and runs queued jobs by itself. `external`: a scheduler
+   * calls /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run instead (a server that cannot keep a loop).
+   */
+  HOLM_SERVER_SCHEDULE: z.enum(["internal", "external"]).default("internal"),
+  /** How often an `internal` schedule prunes old frames, trace entries and events. */
+  HOLM_SERVER_PRUNE_SECS: z.coerce.number().int().min(1).max(604_800).default(3600),
   /** How long a takeover outlives its person's last control connection. */
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Boxes that may be starting at the same time; more wait in `starting`. */

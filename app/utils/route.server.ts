@@ -8,20 +8,22 @@ type Handler = (args: Args) => Promise<unknown> | unknown;
 
 /**
  * Builds a JSON resource route from one handler per method, so every answer, including a
- * wrong method and a thrown error, has the /v1 error shape.
+ * wrong method and a thrown error, has the /v1 error shape. A route module ends with
+ *   export const loader = route.loader, action = route.action;
+ * (React Router cannot strip a destructured `loader` from the client bundle, and a `handle`
+ * export would carry the handlers, and their server imports, into it.) The methods a route
+ * serves are on its loader (`loader.methods`): the auth-matrix test reads them there.
  */
 export function v1(handlers: Partial<Record<Method, Handler>>) {
   const methods = Object.keys(handlers) as Method[];
-  const run = async (args: Args): Promise<Response> => {
+  const serve = async (args: Args): Promise<Response> => {
     // The peer address (from server.ts's load context), for open mode's loopback rule.
     rememberPeer(args.request, (args.context as { remoteAddress?: string } | undefined)?.remoteAddress);
     const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
     const handler = handlers[method];
     try {
       if (!handler) {
-        throw new ApiError("bad_request", `${args.request.method} is not allowed here; use ${methods.join(", ")}`, {
-          status: 405,
-        });
+        throw new ApiError("method_not_allowed", `${args.request.method} is not allowed here; use ${methods.join(", ")}`);
       }
       const out = await handler(args);
       if (out instanceof Response) return out;
@@ -32,7 +34,8 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
       return res;
     }
   };
-  return { loader: run, action: run, methods };
+  const run = Object.assign(serve, { methods: methods as readonly Method[] });
+  return { loader: run, action: run };
 }
 
 /** Reads a body as text. The HTTP edge (server/http-edge.ts) caps it; a cut body is an error here. */

@@ -98,7 +98,8 @@ async function routeTable() {
   for (const r of v1Routes) {
     if (r.path === "v1/*") continue;
     const mod = await import(path.join(ROOT, "app", r.file));
-    const methods = (mod.handle?.methods ?? []) as string[];
+    // v1() puts the methods a route serves on its loader (app/utils/route.server.ts).
+    const methods = (mod.loader?.methods ?? []) as string[];
     rows.push({ path: r.path!, file: r.file, methods });
   }
   return rows;

@@ -17,7 +17,4 @@ const route = v1({
   },
 });
 
-export const loader = route.loader;
-export const action = route.action;
-// Read by the auth-matrix test: the methods this route serves.
-export const handle = { methods: ["POST"] };
+export const loader = route.loader, action = route.action;

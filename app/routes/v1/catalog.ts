@@ -9,7 +9,4 @@ const route = v1({
   },
 });
 
-export const loader = route.loader;
-export const action = route.action;
-// Read by the auth-matrix test: the methods this route serves.
-export const handle = { methods: ["GET"] };
+export const loader = route.loader, action = route.action;

@@ -9,7 +9,4 @@ const reap = async ({ request }: { request: Request }) => {
 
 const route = v1({ GET: reap, POST: reap });
 
-export const loader = route.loader;
-export const action = route.action;
-// Read by the auth-matrix test: the methods this route serves.
-export const handle = { methods: ["GET", "POST"] };
+export const loader = route.loader, action = route.action;

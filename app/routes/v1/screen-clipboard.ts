@@ -27,7 +27,4 @@ const route = v1({
   },
 });
 
-export const loader = route.loader;
-export const action = route.action;
-// Read by the auth-matrix test: the methods this route serves.
-export const handle = { methods: ["GET", "PUT"] };
+export const loader = route.loader, action = route.action;

@@ -1,0 +1,90 @@
+import { env, publicUrl } from "~/utils/env.server";
+import { pruneEvents } from "./event.server";
+import { type PruneResult, pruneTraces } from "./trace.server";
+
+// Scheduled work (seed 000, "Scheduled work"): the queue of jobs that /v1/jobs/run takes, and
+// prune. With HOLM_SERVER_SCHEDULE=internal (the default) a queued job starts at once and
+// server/loops.ts reaps and prunes on timers; with `external` a job waits in this process until
+// a scheduler calls /v1/jobs/run, and nothing runs on a timer. The queue is in memory: a job
+// queued and not yet run is lost with the process (its box stays `starting` until removed).
+
+export type JobKind = "launch" | "fork";
+
+interface Job {
+  kind: JobKind;
+  /** What the job is for (a box id), for the log. */
+  label: string;
+  run: () => Promise<unknown>;
+}
+
+const waiting: Job[] = [];
+
+/** "It stops taking new jobs after 50 seconds." (000) */
+export const RUN_BUDGET_MS = 50_000;
+
+/** Queues work: at once with an internal schedule, else when /v1/jobs/run takes it. */
+export function enqueue(kind: JobKind, label: string, run: () => Promise<unknown>): void {
+  const job = { kind, label, run };
+  if (env().HOLM_SERVER_SCHEDULE === "internal") {
+    void perform(job);
+    return;
+  }
+  waiting.push(job);
+  callRun();
+}
+
+async function perform(job: Job): Promise<void> {
+  try {
+    await job.run();
+  } catch (err) {
+    console.error(`[holm] ${job.kind} job for ${job.label} failed:`, err);
+  }
+}
+
+/**
+ * Runs waiting jobs, oldest first, a few at a time (HOLM_LAUNCH_CONCURRENCY), taking none after
+ * `budgetMs`; answers when the ones it took are done. A job that fails still counts as run (its
+ * box records why). A fork's replay is queued after its box's launch, so it never waits on a
+ * launch that no one has taken.
+ */
+export async function runJobs(opts: { budgetMs?: number } = {}): Promise<{ ran: number }> {
+  const until = Date.now() + (opts.budgetMs ?? RUN_BUDGET_MS);
+  let ran = 0;
+  const take = () => (Date.now() < until ? waiting.shift() : undefined);
+  const worker = async () => {
+    for (let job = take(); job; job = take()) {
+      await perform(job);
+      ran++;
+    }
+  };
+  await Promise.all(Array.from({ length: env().HOLM_LAUNCH_CONCURRENCY }, worker));
+  return { ran };
+}
+
+/**
+ * "When HOLM_PUBLIC_URL and CRON_SECRET are set, the server calls its own /v1/jobs/run when it
+ * queues a job, so a job does not wait for the scheduler." (000) Fire and forget: a failure is
+ * logged, and the job waits for the scheduler's next call.
+ */
+function callRun(): void {
+  const { HOLM_PUBLIC_URL, CRON_SECRET } = env();
+  if (!HOLM_PUBLIC_URL || !CRON_SECRET) return;
+  const url = `${publicUrl()}/v1/jobs/run`;
+  fetch(url, { method: "POST", headers: { authorization: `Bearer ${CRON_SECRET}` } })
+    .then(async (res) => {
+      const text = await res.text();
+      if (!res.ok) console.error(`[holm] ${url} answered ${res.status}: ${text.slice(0, 300)}`);
+    })
+    .catch((err) => console.error(`[holm] calling ${url} failed; the job waits for the scheduler:`, err));
+}
+
+/**
+ * Prune: old frames, trace entries and traces of long-removed boxes (trace.server.ts), and events
+ * older than 7 days. The answer of /v1/jobs/prune is the seed's `{frames, entries, boxes}`;
+ * `events` is for the log.
+ */
+export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number }> {
+  const traces = await pruneTraces({ now });
+  const events = await pruneEvents({ now });
+  return { traces, events };
+}

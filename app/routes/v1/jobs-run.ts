@@ -1,0 +1,14 @@
+import { runJobs } from "~/models/job.server";
+import { requireScheduler } from "~/utils/auth.server";
+import { v1 } from "~/utils/route.server";
+
+// "Do the queued launches, forks and builds. It stops taking new jobs after 50 seconds.
+// Returns {ran}." (000) Answers when the jobs it took are done.
+const run = async ({ request }: { request: Request }) => {
+  await requireScheduler(request);
+  return runJobs();
+};
+
+const route = v1({ GET: run, POST: run });
+
+export const loader = route.loader, action = route.action;

@@ -1,0 +1,49 @@
+// The routes of the contract (seed 000) this server does not build yet, with the methods the
+// seed gives each. Each answers 400 `unsupported` (routes/v1/not-built.ts), so a client can tell
+// "not built" from a wrong id (404); a path the seed does not have at all stays 404. Building
+// one: delete its line here and add the real route to v1Routes in app/routes.ts.
+// Plain data: app/routes.ts reads it at build time, not-built.ts at run time.
+
+const ANY = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+export interface NotBuiltRoute {
+  path: string;
+  methods: readonly ("GET" | "POST" | "PUT" | "PATCH" | "DELETE")[];
+  /** The seed's "No bearer token" routes, which take a short-lived token in the path. */
+  open?: true;
+}
+
+export const NOT_BUILT: readonly NotBuiltRoute[] = [
+  // Pages
+  { path: "v1/boxes/:id/pages", methods: ["GET"] },
+  { path: "v1/boxes/:id/pages/:tab", methods: ["DELETE"] },
+  { path: "v1/boxes/:id/pages/:tab/focus", methods: ["POST"] },
+  { path: "v1/boxes/:id/page", methods: ["GET"] },
+  { path: "v1/boxes/:id/page/find", methods: ["GET"] },
+  { path: "v1/boxes/:id/page/snapshot", methods: ["GET"] },
+  { path: "v1/boxes/:id/page/element", methods: ["POST"] },
+  { path: "v1/boxes/:id/page/evaluate", methods: ["POST"] },
+  { path: "v1/boxes/:id/page/screenshot", methods: ["POST"] },
+  { path: "v1/boxes/:id/page/pdf", methods: ["POST"] },
+  { path: "v1/boxes/:id/page/console", methods: ["POST"] },
+  // Browser state
+  { path: "v1/boxes/:id/state/save", methods: ["POST"] },
+  { path: "v1/boxes/:id/state/load", methods: ["POST"] },
+  { path: "v1/states", methods: ["GET"] },
+  { path: "v1/states/:name", methods: ["DELETE"] },
+  { path: "v1/boxes/:id/cookies", methods: ["GET", "POST", "DELETE"] },
+  // Chrome DevTools
+  { path: "v1/boxes/:id/cdp", methods: ["POST"] },
+  { path: "v1/cdp/:token/json", methods: ANY, open: true },
+  { path: "v1/cdp/:token/json/*", methods: ANY, open: true },
+  { path: "v1/cdp/:token/devtools/*", methods: ["GET"], open: true },
+  // Runtimes and images
+  { path: "v1/runtimes", methods: ["GET", "POST"] },
+  { path: "v1/runtimes/:name", methods: ["GET", "PATCH", "DELETE"] },
+  { path: "v1/runtimes/:name/image", methods: ["POST"] },
+  { path: "v1/runtimes/:name/images", methods: ["GET"] },
+  { path: "v1/runtimes/:name/images/:digest", methods: ["GET", "DELETE"] },
+  { path: "v1/images", methods: ["GET"] },
+  // Native widgets
+  { path: "v1/boxes/:id/screens/:screen/desktop/node", methods: ["POST"] },
+];
