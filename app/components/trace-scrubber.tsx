@@ -1,6 +1,7 @@
 import { memo, useLayoutEffect, useRef } from "react";
 import { clock } from "./trace-describe";
-import { type FrameCache, ThumbCanvas } from "./trace-frames";
+import type { FrameCache } from "./frame-cache";
+import { ThumbCanvas } from "./trace-frames";
 import type { FrameRef, TakeoverSpan } from "./trace-summary";
 import { takeoverAt } from "./trace-summary";
 

@@ -1,17 +1,19 @@
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
-import { Link, type ShouldRevalidateFunctionArgs, data, useFetcher } from "react-router";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
 import type { Route } from "./+types/box-trace";
+import { useFrameCache } from "~/components/frame-cache";
 import { Shell } from "~/components/shell";
-import { ActorBadge, clock, describeEntry } from "~/components/trace-describe";
-import { type FrameHandle, FrameView, framesToWant, useFrameCache } from "~/components/trace-frames";
-import { Filmstrip, STRIP_SIDE, Scrubber } from "~/components/trace-scrubber";
+import { clock } from "~/components/trace-describe";
+import { ForkForm, type ForkResult, SelectedEntry } from "~/components/trace-entry-panel";
+import { useFrameFollow } from "~/components/trace-follow";
+import { type FrameHandle, FrameView } from "~/components/trace-frames";
+import { Filmstrip, Scrubber } from "~/components/trace-scrubber";
 import {
   PAGE_SIZE,
   type TraceEntry,
   type TracePage,
   type TraceSummary,
   cloneSummary,
-  emptySummary,
   foldEntries,
   lastAtOrBefore,
   pageAfter,
@@ -19,9 +21,9 @@ import {
   takeoverAt,
 } from "~/components/trace-summary";
 import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
-import { Alert, Button, CsrfInput } from "~/components/ui";
 import { forkBox } from "~/models/fork.server";
-import { TRACE_PAGE_MAX, readTrace, traceBox } from "~/models/trace.server";
+import { traceSummary } from "~/models/trace-summary.server";
+import { readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";
 import { field, formAction } from "~/utils/form.server";
@@ -29,52 +31,12 @@ import { field, formAction } from "~/utils/form.server";
 // The trace of one box in the console: a timeline of every entry, a slider and a filmstrip over
 // the recorded frames (takeover periods shaded), the frame at the selected entry, and "Fork from
 // here". Long traces come a page at a time; `?seq=` keeps the selected entry in the address.
-// Works for a removed box: its trace stays.
+// Works for a removed box: its trace stays. The summary it loads with is kept by
+// models/trace-summary.server.ts; which frames load as the slider moves, by trace-follow.ts.
 
 export const meta: Route.MetaFunction = ({ data }) => [
   { title: `Trace of ${data && "box" in data && data.box ? data.box.id.slice(0, 16) + "…" : "a box"} · holm` },
 ];
-
-// The summary the loader sends (bounds, every frame, takeover periods), built by folding the
-// trace page by page. Kept per box, least recently used first; a trace only grows, so each load
-// folds just the new tail.
-const summaries = new Map<string, TraceSummary>();
-const building = new Map<string, Promise<unknown>>();
-const SUMMARIES_MAX = 64;
-
-async function build(boxId: string): Promise<TraceSummary> {
-  // Pruning and the memory store's cap drop a trace's head: start over when the first entry moved.
-  const head = await readTrace(boxId, { limit: 1 });
-  const first = head.entries[0]?.seq ?? null;
-  let s = summaries.get(boxId);
-  if (!s || s.first !== first) s = emptySummary();
-  let after = s.last ?? -1;
-  for (;;) {
-    const page = await readTrace(boxId, { after, limit: TRACE_PAGE_MAX });
-    foldEntries(s, page.entries);
-    if (page.next === null || page.entries.length === 0) break;
-    after = page.next;
-  }
-  summaries.delete(boxId);
-  summaries.set(boxId, s);
-  while (summaries.size > SUMMARIES_MAX) summaries.delete(summaries.keys().next().value as string);
-  return s;
-}
-
-/**
- * The summary of a box's trace (the caller has checked that it may read it, with traceBox). One
- * fold at a time per box; the answer is a copy, so later folds do not change it.
- */
-async function traceSummary(boxId: string): Promise<TraceSummary> {
-  const prev = building.get(boxId) ?? Promise.resolve(undefined);
-  const p = prev.catch(() => undefined).then(() => build(boxId));
-  building.set(boxId, p);
-  try {
-    return cloneSummary(await p);
-  } finally {
-    if (building.get(boxId) === p) building.delete(boxId);
-  }
-}
 
 function wholeParam(raw: string | null): number | undefined {
   return raw !== null && /^[0-9]{1,15}$/.test(raw) ? Number(raw) : undefined;
@@ -120,7 +82,7 @@ export async function action({ request, params }: Route.ActionArgs) {
     const upTo = wholeParam(field(form, "seq"));
     if (upTo === undefined) throw new ApiError("bad_request", "choose an entry to fork from");
     const { body } = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
-    return { forked: { id: body.box.id, up_to: upTo } };
+    return { forked: { id: body.box.id, up_to: upTo } } satisfies ForkResult;
   });
 }
 
@@ -142,18 +104,6 @@ const fmt = (n: number) => n.toLocaleString("en-US");
 const LIVE_EVERY_MS = 2000;
 /** While the slider moves, the rest of the page (timeline, filmstrip, address) follows this often. */
 const COMMIT_MS = 250;
-/** Frames either side of a resting slider whose bytes load in the background. */
-const PREFETCH_RING = 128;
-
-/** The hashes of the frames within `side` of frame `i`, nearest first. */
-function ring(frames: readonly { hash: string }[], i: number, side: number): string[] {
-  const out: string[] = [];
-  for (let d = 1; d <= side; d++) {
-    if (i + d < frames.length) out.push(frames[i + d]!.hash);
-    if (i - d >= 0) out.push(frames[i - d]!.hash);
-  }
-  return out;
-}
 
 function TracePage(props: LoaderData) {
   const { box, csrf, canFork } = props;
@@ -174,7 +124,6 @@ function TracePage(props: LoaderData) {
   const version = useStoreVersion(store);
 
   const frames = useMemo(() => summary.frames.filter((f) => f.screen === screen), [summary.frames, screen]);
-  const hashes = useMemo(() => frames.map((f) => f.hash), [frames]);
   const spans = useMemo(() => summary.takeovers.filter((t) => t.screen === screen), [summary.takeovers, screen]);
   const fi = lastAtOrBefore(frames, seq);
   const frame = fi >= 0 ? frames[fi] : undefined;
@@ -182,59 +131,8 @@ function TracePage(props: LoaderData) {
   const height = summary.height ?? 800;
   const cache = useFrameCache(frameUrl);
   const view = useRef<FrameHandle>(null);
-
-  // Where the slider is → the frame shown, and the frames to load: where it will be when they
-  // arrive (from how fast and how often it moves), then around it, then the filmstrip's. No
-  // React render on this path: the canvas is drawn directly.
-  const latest = useRef({ frames, cache });
-  latest.current = { frames, cache };
-  const motion = useRef({ prev: seq, dir: 1, step: 1, lead: 0, at: 0, every: 500, settle: 0, rested: false });
-  /** The filmstrip's frames (around the selected entry, not the moving slider): loaded last, with thumbnails. */
-  const strip = useRef<string[]>([]);
-  const follow = useCallback((at: number) => {
-    const { frames, cache } = latest.current;
-    const i = lastAtOrBefore(frames, at);
-    view.current?.show(i >= 0 ? frames[i]!.hash : undefined);
-    if (!cache || frames.length === 0) return;
-    const m = motion.current;
-    const d = at - m.prev;
-    const t = performance.now();
-    if (d !== 0) {
-      m.dir = Math.sign(d);
-      m.step = m.at ? m.step * 0.7 + Math.abs(d) * 0.3 : Math.abs(d);
-      // How many moves a load spans, from how often it moves.
-      m.every = m.every * 0.7 + Math.min(500, t - m.at) * 0.3;
-      m.lead = m.every < 250 ? cache.latencyMs / m.every : 0;
-      m.at = t;
-      // Moving: no background loads in the way of the frames it asks for.
-      if (m.rested) cache.prefetch([]);
-    }
-    m.prev = at;
-    cache.want([...framesToWant(frames, at, m), ...strip.current], strip.current);
-    // Once it stands still, the frame under it comes first, and the bytes of the frames around
-    // it load while the page is idle.
-    if (d === 0 && m.rested) return;
-    m.rested = false;
-    clearTimeout(m.settle);
-    m.settle = window.setTimeout(
-      () => {
-        const { frames, cache } = latest.current;
-        m.lead = 0;
-        m.every = 500;
-        m.rested = true;
-        if (!cache) return;
-        const here = scrub.current;
-        cache.want([...framesToWant(frames, here, m), ...strip.current], strip.current);
-        cache.prefetch(ring(frames, Math.max(0, lastAtOrBefore(frames, here)), PREFETCH_RING));
-      },
-      m.lead > 0 ? 120 : 300,
-    );
-  }, []);
-  useLayoutEffect(() => {
-    const c = Math.max(0, fi);
-    strip.current = hashes.slice(Math.max(0, c - STRIP_SIDE), c + STRIP_SIDE + 1);
-    follow(scrub.current);
-  }, [follow, hashes, cache, fi]);
+  // Where the slider is → the frame shown and the frames to load; no React render on this path.
+  const follow = useFrameFollow({ frames, index: fi, cache, view, scrub });
 
   // The page catches up with the slider at most every COMMIT_MS.
   const commitTimer = useRef(0);
@@ -248,13 +146,7 @@ function TracePage(props: LoaderData) {
       setSeqState(scrub.current);
     }, wait);
   }, []);
-  useEffect(
-    () => () => {
-      clearTimeout(commitTimer.current);
-      clearTimeout(motion.current.settle);
-    },
-    [],
-  );
+  useEffect(() => () => clearTimeout(commitTimer.current), []);
   const bounds = useRef({ first, last });
   bounds.current = { first, last };
   /** Selects an entry (from the slider, keys, the timeline or the filmstrip). */
@@ -453,60 +345,5 @@ function TracePage(props: LoaderData) {
         </div>
       )}
     </Shell>
-  );
-}
-
-function SelectedEntry({ seq, entry, held }: { seq: number; entry: TraceEntry | undefined; held: boolean }) {
-  return (
-    <div className="rounded-lg bg-slate-50 p-3 text-sm" data-testid="selected-entry">
-      {entry ? (
-        <>
-          <div className="flex flex-wrap items-center gap-2">
-            <span className="font-mono text-xs tabular-nums text-slate-500">#{entry.seq}</span>
-            <span className="font-mono text-xs tabular-nums text-slate-500">{clock(entry.at_ms)}</span>
-            <ActorBadge actor={entry.actor} />
-            <span className="min-w-0 font-medium">{describeEntry(entry)}</span>
-            {held ? <span className="rounded-full bg-amber-100 px-2 py-0.5 text-xs text-amber-900">a person had the screen</span> : null}
-          </div>
-          {entry.data ? (
-            <details className="mt-2">
-              <summary className="cursor-pointer text-xs text-slate-600">What was recorded</summary>
-              <pre className="mt-1 max-h-48 overflow-auto rounded bg-slate-900 p-2 text-xs text-slate-100">{JSON.stringify(entry.data, null, 2)}</pre>
-            </details>
-          ) : null}
-        </>
-      ) : (
-        <span className="text-slate-500">Loading entry {seq}…</span>
-      )}
-    </div>
-  );
-}
-
-function ForkForm({ seq, csrf }: { seq: number; csrf: string }) {
-  const fetcher = useFetcher<typeof action>();
-  const result = fetcher.data;
-  const busy = fetcher.state !== "idle";
-  return (
-    <div className="space-y-2 border-t border-slate-100 pt-4">
-      <fetcher.Form method="post" className="flex flex-wrap items-center gap-3">
-        <CsrfInput token={csrf} />
-        <input type="hidden" name="intent" value="fork" />
-        <input type="hidden" name="seq" value={seq} />
-        <Button type="submit" disabled={busy}>
-          {busy ? "Forking…" : "Fork from here"}
-        </Button>
-        <span className="text-xs text-slate-600">A new box that does the recorded steps again, up to entry {fmt(seq)}.</span>
-      </fetcher.Form>
-      {result && "error" in result ? <Alert>{result.error}</Alert> : null}
-      {result && "forked" in result ? (
-        <Alert tone="success">
-          Forked up to entry {fmt(result.forked.up_to)}:{" "}
-          <Link to={`/boxes/${result.forked.id}`} className="font-mono font-medium underline" data-testid="fork-link">
-            {result.forked.id}
-          </Link>{" "}
-          starts and replays the steps.
-        </Alert>
-      ) : null}
-    </div>
   );
 }
