@@ -1,4 +1,4 @@
-import type { TraceActor, TraceEntry } from "./trace-summary";
+import type { TraceActor, TraceEntry } from "~/models/trace-summary";
 
 // One line per trace entry, in the words of `holm trace`: "click at 640,81", "typed 12
 // characters", "ran ls /tmp → 0", "screen 0 changed", "handed to a person", "taken back".

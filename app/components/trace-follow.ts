@@ -2,7 +2,7 @@ import { type RefObject, useCallback, useEffect, useLayoutEffect, useMemo, useRe
 import type { FrameCache } from "./frame-cache";
 import type { FrameHandle } from "./trace-frames";
 import { STRIP_SIDE } from "./trace-scrubber";
-import { type FrameRef, lastAtOrBefore } from "./trace-summary";
+import { type FrameRef, lastAtOrBefore } from "~/models/trace-summary";
 
 // What the trace page shows and loads as its slider moves: the frame under it at once, then the
 // frames it will be on by the time they arrive (from how fast and how often it moves), then the

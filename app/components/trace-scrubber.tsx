@@ -2,8 +2,8 @@ import { memo, useLayoutEffect, useRef } from "react";
 import { clock } from "./trace-describe";
 import type { FrameCache } from "./frame-cache";
 import { ThumbCanvas } from "./trace-frames";
-import type { FrameRef, TakeoverSpan } from "./trace-summary";
-import { takeoverAt } from "./trace-summary";
+import type { FrameRef, TakeoverSpan } from "~/models/trace-summary";
+import { takeoverAt } from "~/models/trace-summary";
 
 // The slider over every entry of the trace (takeover periods shaded on its track, a tick per
 // frame) and the filmstrip of the frames around the selected one.

@@ -1,4 +1,4 @@
-import { type TraceSummary, cloneSummary, emptySummary, foldEntries } from "~/components/trace-summary";
+import { type TraceSummary, cloneSummary, emptySummary, foldEntries } from "./trace-summary";
 import { TRACE_PAGE_MAX, readTrace } from "./trace.server";
 
 // The summary the console's trace page loads with (bounds, every frame, takeover periods), built

@@ -19,7 +19,7 @@ import {
   pageAfter,
   pageOf,
   takeoverAt,
-} from "~/components/trace-summary";
+} from "~/models/trace-summary";
 import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
 import { forkBox } from "~/models/fork.server";
 import { traceSummary } from "~/models/trace-summary.server";

@@ -3,7 +3,7 @@
 // (shaded) and the desktop size. Built on the server by folding the trace page by page, and
 // extended in the browser by folding the entries that arrive later. Pure: no store, no DOM.
 
-import type { TraceActor, TraceEntry, TracePage } from "~/models/trace.server";
+import type { TraceActor, TraceEntry, TracePage } from "./trace.server";
 
 export type { TraceActor, TraceEntry, TracePage };
 
