@@ -170,14 +170,15 @@ export interface CreateBoxInput {
 }
 
 /**
- * Records the box as `starting`, then launches it. Inline, the call answers when the box is
- * ready; queued, it answers 202 at once and the launch goes on in the background.
+ * Records the box as `starting`, then launches it. Inline, it returns the box once ready;
+ * queued (`queued: true`), it returns the `starting` box at once and the launch goes on in the
+ * background. The route picks the status (202 for queued).
  */
 export async function createBox(
   actor: Actor,
   input: CreateBoxInput,
   opts: { queue: boolean },
-): Promise<{ status: number; body: BoxJson }> {
+): Promise<{ box: BoxJson; queued: boolean }> {
   const spec = normalizeSpec(input.spec);
   const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
   const rt = runtime(placement.runtime);
@@ -217,7 +218,7 @@ export async function createBox(
   const launching = serial(row.id, () => launch(row));
   if (opts.queue) {
     void launching;
-    return { status: 202, body: toBoxJson(row) };
+    return { box: toBoxJson(row), queued: true };
   }
   await launching;
   const after = (await loadRow(row.id)) ?? row;
@@ -227,7 +228,7 @@ export async function createBox(
       retryable,
     });
   }
-  return { status: 200, body: toBoxJson(after) };
+  return { box: toBoxJson(after), queued: false };
 }
 
 async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
