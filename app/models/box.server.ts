@@ -152,6 +152,26 @@ export async function getBox(actor: Actor, id: string): Promise<BoxJson> {
   return toBoxJson(await visibleRow(actor, id));
 }
 
+/**
+ * A box the actor sees that takes calls now: "A box that is `starting` or `failed` refuses other
+ * calls with `409`" (the seed), as `denied` (retryable while starting).
+ */
+export async function getSettledBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  requireSettled(row);
+  return toBoxJson(row);
+}
+
+/**
+ * The same refusal for calls that also serve removed boxes (trace, fork), once the caller has
+ * checked the actor sees the box. `failedOk`: a failed box's call goes on (its trace tells why).
+ */
+export async function refuseUnsettled(id: string, opts: { failedOk?: boolean } = {}): Promise<void> {
+  const row = await loadRow(id);
+  if (!row || row.removed_at_ms !== null || (opts.failedOk && row.state === "failed")) return;
+  requireSettled(row);
+}
+
 export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
   let q = db()
     .selectFrom("box")
