@@ -42,8 +42,10 @@ export interface BoxJson {
   screens: number;
   width: number;
   height: number;
+  /** The console page of screen 0 of this desktop (viewer_urls[0]). */
   viewer_url: string;
-  devtools_url: string;
+  /** One per screen: the console page of that screen of this desktop. */
+  viewer_urls: string[];
   created_at_ms: number;
   expires_at_ms: number;
   owner?: string;
@@ -71,8 +73,28 @@ export function forgetAddress(id: string) {
   addresses.delete(id);
 }
 
-export function toBoxJson(row: BoxRow): BoxJson {
+/** The server's public base, with the host the spec advertises in place of its own (policy.advertise). */
+function viewerBase(spec: NormalSpec): string {
   const base = publicUrl();
+  if (!spec.policy.advertise) return base;
+  const url = new URL(base);
+  url.hostname = spec.policy.advertise;
+  return url.href.replace(/\/$/, "");
+}
+
+/**
+ * "Each screen has its own viewer URL", and a resumed stopped box is "new desktop, new viewer
+ * URL" (seed 002): the console page of one screen, naming the desktop it shows, so a URL of an
+ * earlier desktop is told apart (app/routes/box.tsx says so rather than showing the new one).
+ */
+function viewerUrls(row: BoxRow, spec: NormalSpec): string[] {
+  const base = viewerBase(spec);
+  return Array.from({ length: row.screens }, (_, n) => `${base}/boxes/${row.id}?screen=${n}&desktop=${row.desktop}`);
+}
+
+export function toBoxJson(row: BoxRow): BoxJson {
+  const spec = JSON.parse(row.spec_json) as NormalSpec;
+  const urls = viewerUrls(row, spec);
   const out: BoxJson = {
     id: row.id,
     runtime: row.runtime,
@@ -81,11 +103,13 @@ export function toBoxJson(row: BoxRow): BoxJson {
     screens: row.screens,
     width: row.width,
     height: row.height,
-    viewer_url: `${base}/boxes/${row.id}`,
-    devtools_url: `${base}/v1/boxes/${row.id}/cdp`,
+    viewer_url: urls[0]!,
+    viewer_urls: urls,
+    // No devtools_url until the CDP proxy (/v1/boxes/{id}/cdp) is built: a URL that answers 404
+    // is worse than none.
     created_at_ms: Number(row.created_at_ms),
     expires_at_ms: Number(row.expires_at_ms),
-    spec: JSON.parse(row.spec_json),
+    spec,
     placement: JSON.parse(row.placement_json),
   };
   if (row.reason) out.reason = row.reason;
@@ -228,6 +252,7 @@ export async function createBox(
     idle_timeout_secs: placement.idle_timeout_secs ?? null,
     last_used_ms: now,
     removed_at_ms: null,
+    desktop: 1,
   };
   await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.
@@ -434,16 +459,19 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
     const cur = (await loadRow(id))!;
     const rt = runtimeOf(cur);
     if (cur.state === "ready") return toBoxJson(cur);
+    // A stopped box comes back with a new desktop, so its viewer URLs change.
+    let desktop = cur.desktop;
     if (cur.state === "paused") {
       await rt.unpause(cur.runtime_ref!);
     } else if (cur.state === "stopped") {
       await rt.start(cur.runtime_ref!);
       addresses.delete(id);
       await waitReady(rt, cur);
+      desktop++;
     } else {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
-    await setState(cur, "ready", null, { last_used_ms: Date.now() });
+    await setState(cur, "ready", null, { last_used_ms: Date.now(), desktop });
     const { who, by } = changedBy(actor);
     await trace(id, "resumed", { by }, who);
     await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });
