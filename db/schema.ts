@@ -22,6 +22,8 @@ export interface BoxTable {
   idle_timeout_secs: number | null;
   last_used_ms: number;
   removed_at_ms: number | null;
+  /** The box's desktop: 1 at launch, +1 each time a stopped box resumes (its viewer URLs name it). */
+  desktop: ColumnType<number, number | undefined, number>;
 }
 
 export interface EventTable {

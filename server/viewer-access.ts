@@ -8,14 +8,17 @@ import { ApiError } from "~/utils/api-error.server";
 // (key live, person still a member with the role the mode needs, the console session it was
 // minted in still signed in), and control must be the issuer's now (no one else holds the screen).
 
+// A refusal carries the seed's code, and so its status (the upgrade answers ERROR_STATUS[code]):
+// an issuer that is gone (key revoked or expired, member removed, session ended) is
+// `unauthorized` 401, as bad credentials are on /v1; one that remains but may not do this (its
+// role) is `denied` 409, as a role too low is on /v1.
 export type ViewerAccess =
   | { ok: true; seq: number; owner: string | null; sessionId?: string; untilMs?: number }
-  | { ok: false; status: 401 | 403 | 409; err: ApiError };
+  | { ok: false; err: ApiError };
 
 const no = (status: 401 | 403, why: string): ViewerAccess => ({
   ok: false,
-  status,
-  err: new ApiError("denied", why, { status, retryable: false }),
+  err: new ApiError(status === 401 ? "unauthorized" : "denied", why, { retryable: false }),
 });
 
 async function once(claims: TicketClaims, owner: string | null, mode: ViewerMode): Promise<ViewerAccess> {
@@ -26,7 +29,7 @@ async function once(claims: TicketClaims, owner: string | null, mode: ViewerMode
   if (!access.ok) return no(access.status, access.why);
   if (mode === "control") {
     const why = controlRefusal(claims.issuer, claims.box_id, claims.screen);
-    if (why) return { ok: false, status: 409, err: new ApiError("denied", why, { retryable: true }) };
+    if (why) return { ok: false, err: new ApiError("denied", why, { retryable: true }) };
   }
   return { ok: true, seq, owner, sessionId, untilMs: access.untilMs };
 }

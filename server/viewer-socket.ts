@@ -7,7 +7,7 @@ import { vncPassword } from "~/models/agent.server";
 import { type RunningBox, getBox, requireRunningBox, touchBox } from "~/models/box.server";
 import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
 import { VIEWER_CLOSE, registerViewer, reportViewerInput } from "~/models/viewer.server";
-import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
 import type { Actor } from "~/utils/auth.server";
 import { vncChallengeResponse } from "~/utils/vnc-auth.server";
 import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
@@ -54,6 +54,8 @@ const CONNECT_TIMEOUT_MS = 5000;
 /** Reads from VNC of up to this much: full updates are megabytes, and fewer, larger frames cost less. */
 const READ_SIZE = 256 * 1024;
 const PING_MS = 30_000;
+/** How long an upgrade on a paused box waits (not yet accepted) for it to resume; then 504 `timeout`. */
+export const PAUSED_SOCKET_WAIT_MS = 60_000;
 /** Viewer bytes held while the login to VNC finishes (ClientInit and a few messages at most). */
 const HELD_MAX = 1024 * 1024;
 
@@ -74,13 +76,18 @@ export function registerViewerSocket() {
     socket.on("error", () => undefined);
     accept(req, socket, head, match).catch((err) => {
       console.error("[holm] viewer socket:", err);
-      refuse(socket, 500, new ApiError("internal", "the viewer socket failed to open"));
+      refuse(socket, new ApiError("internal", "the viewer socket failed to open"));
     });
   });
 }
 
-function refuse(socket: Duplex, status: number, err: ApiError) {
+/**
+ * Answers a refused upgrade with plain HTTP: the seed's status for the code (ERROR_STATUS), and
+ * the error body, like every /v1 answer.
+ */
+function refuse(socket: Duplex, err: ApiError) {
   if (socket.destroyed) return;
+  const status = ERROR_STATUS[err.code];
   const body = JSON.stringify(err.toJSON());
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
@@ -88,12 +95,29 @@ function refuse(socket: Duplex, status: number, err: ApiError) {
   );
 }
 
-/** The HTTP status of a box lookup failure at upgrade: 404 for no box, 409 for one not ready. */
-function boxStatus(e: unknown): number {
-  if (!isApiError(e)) return 500;
-  if (e.code === "not_found" || e.code === "gone") return 404;
-  if (e.code === "internal") return 500;
-  return 409;
+/**
+ * Until the upgrade is accepted nothing reads the socket, so a client that leaves (while a paused
+ * box is waited for, say) would go unnoticed. This reads it meanwhile: `left` aborts when the
+ * client ends or closes it, and `take()` stops reading and hands back what arrived (a WebSocket
+ * client sends nothing before the 101, but nothing is lost if one does).
+ */
+function watchClient(socket: Duplex) {
+  const left = new AbortController();
+  const early: Buffer[] = [];
+  const keep = (chunk: Buffer) => early.push(chunk);
+  const leave = () => left.abort();
+  socket.on("data", keep);
+  socket.once("end", leave);
+  socket.once("close", leave);
+  return {
+    left: left.signal,
+    take(): Buffer[] {
+      socket.off("data", keep);
+      socket.off("end", leave);
+      socket.off("close", leave);
+      return early;
+    },
+  };
 }
 
 async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
@@ -102,46 +126,50 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   try {
     id = decodeURIComponent(match[1]!);
   } catch {
-    return refuse(socket, 404, notFound("no such box"));
+    return refuse(socket, notFound("no such box"));
   }
   const screenRaw = match[2]!;
   const modeRaw = url.searchParams.get("mode") ?? "view";
   if (modeRaw !== "view" && modeRaw !== "control") {
-    return refuse(socket, 400, new ApiError("bad_request", `mode must be view or control; got "${modeRaw.slice(0, 20)}"`));
+    return refuse(socket, new ApiError("bad_request", `mode must be view or control; got "${modeRaw.slice(0, 20)}"`));
   }
   const mode: ViewerMode = modeRaw;
-  if (!/^[0-9]{1,2}$/.test(screenRaw)) return refuse(socket, 404, notFound(`no screen ${screenRaw.slice(0, 20)}`));
+  if (!/^[0-9]{1,2}$/.test(screenRaw)) return refuse(socket, notFound(`no screen ${screenRaw.slice(0, 20)}`));
   const screen = Number(screenRaw);
 
   let claims: TicketClaims;
   try {
     claims = verifyTicket(url.searchParams.get("ticket") ?? "", id, screen, mode);
   } catch (e) {
-    const err = isApiError(e) ? e : new ApiError("denied", "the ticket is not valid");
-    return refuse(socket, err.status === 403 ? 403 : 401, err);
+    return refuse(socket, isApiError(e) ? e : new ApiError("unauthorized", "the ticket is not valid"));
   }
 
-  // The ticket proved the box; now the box must be running, with this screen.
-  const aborted = new AbortController();
-  socket.once("close", () => aborted.abort());
+  // The ticket proved the box; now the box must be running, with this screen. A paused box is
+  // waited for, as every call on it is (the seed: calls wait until it resumes), up to
+  // PAUSED_SOCKET_WAIT_MS, and no longer than the client stays.
+  const client = watchClient(socket);
+  const waited = new AbortController();
+  const limit = setTimeout(() => waited.abort(), PAUSED_SOCKET_WAIT_MS);
+  const stopWaiting = () => waited.abort();
+  client.left.addEventListener("abort", stopWaiting);
   let box: RunningBox;
   let owner: string | null = null;
   try {
     const found = await getBox(SERVER, id);
     owner = found.owner ?? null;
     if (screen >= found.screens) throw notFound(`box ${id} has no screen ${screen}`);
-    // A paused box would make requireRunningBox wait; a viewer should hear at once.
-    if (found.state !== "ready") throw new ApiError("denied", `box ${id} is ${found.state}`, { retryable: true });
-    box = await requireRunningBox(SERVER, id, aborted.signal);
+    box = await requireRunningBox(SERVER, id, waited.signal);
   } catch (e) {
-    const err = isApiError(e) ? e : new ApiError("internal", "the box could not be looked up");
-    return refuse(socket, boxStatus(e), err);
+    if (client.left.aborted) return void socket.destroy();
+    return refuse(socket, isApiError(e) ? e : new ApiError("internal", "the box could not be looked up"));
+  } finally {
+    clearTimeout(limit);
+    client.left.removeEventListener("abort", stopWaiting);
   }
-  if (socket.destroyed) return;
+  if (socket.destroyed || client.left.aborted) return void socket.destroy();
   // A signed ticket is not enough: its issuer must still reach the box, and control be theirs.
   let access: ViewerAccess = await viewerAccess(claims, owner, mode);
-  if (!access.ok) return refuse(socket, access.status, access.err);
-
+  if (!access.ok) return refuse(socket, access.err);
   const { tcp, onData } = connectVnc(box.address, 5900 + screen);
   const reached = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => {
@@ -162,11 +190,13 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   while (access.ok && !stillCurrent(access, claims, mode)) access = await viewerAccess(claims, owner, mode);
   if (!access.ok) {
     tcp.destroy();
-    return refuse(socket, access.status, access.err);
+    return refuse(socket, access.err);
   }
   const granted = access;
-  if (socket.destroyed) {
+  const early = client.take();
+  if (socket.destroyed || client.left.aborted) {
     tcp.destroy();
+    socket.destroy();
     return;
   }
   // The login runs while the viewer upgrades and is greeted.
@@ -176,7 +206,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     : undefined;
   // Awaited once the viewer is greeted; a failure before that is not an unhandled rejection.
   login?.catch(() => undefined);
-  wss!.handleUpgrade(req, socket, head, (ws) => {
+  wss!.handleUpgrade(req, socket, early.length ? Buffer.concat([head, ...early]) : head, (ws) => {
     if (!login) {
       tcp.destroy();
       ws.close(VIEWER_CLOSE.vncUnreachable, `the VNC server of box ${id} screen ${screen} does not answer`);

@@ -113,14 +113,20 @@ export function VncViewer({
           headers: { accept: "application/json" },
           cache: "no-store",
         });
-        const body = (await res.json().catch(() => ({}))) as { path?: string; message?: string; code?: string };
+        const body = (await res.json().catch(() => ({}))) as { path?: string; message?: string; code?: string; retryable?: boolean };
         if (stopped || gen !== generation) return;
         if (!res.ok || !body.path) {
+          // The seed's table: no box (404 not_found), removed (410 gone), signed out (401
+          // unauthorized) end the viewer; 409 denied is about this mode or this box's state.
           if (res.status === 404 || res.status === 410) return end(body.message ?? "the box is gone");
+          if (res.status === 401) return end(body.message ?? "sign in again");
           if (mode === "control" && body.code === "denied") {
-            // No longer allowed to drive (role changed): watch instead.
+            // No longer allowed to drive (role changed, someone holds the screen): watch instead.
             wanted.current = "view";
             callbacks.current.onControlEnded?.();
+          } else if (body.code === "denied" && body.retryable === false) {
+            // Nothing to wait for (the box failed to start).
+            return end(body.message ?? "the box cannot be watched");
           }
           return retry(body.message ?? `the console answered ${res.status}`);
         }

@@ -154,5 +154,6 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
     idle_timeout_secs: placement.idle_timeout_secs ?? null,
     last_used_ms: Date.now(),
     removed_at_ms: null,
+    desktop: 1,
   };
 }

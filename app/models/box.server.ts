@@ -43,8 +43,10 @@ export interface BoxJson {
   screens: number;
   width: number;
   height: number;
+  /** The console page of screen 0 of this desktop (viewer_urls[0]). */
   viewer_url: string;
-  devtools_url: string;
+  /** One per screen: the console page of that screen of this desktop. */
+  viewer_urls: string[];
   created_at_ms: number;
   expires_at_ms: number;
   owner?: string;
@@ -72,8 +74,28 @@ export function forgetAddress(id: string) {
   addresses.delete(id);
 }
 
-export function toBoxJson(row: BoxRow): BoxJson {
+/** The server's public base, with the host the spec advertises in place of its own (policy.advertise). */
+function viewerBase(spec: NormalSpec): string {
   const base = publicUrl();
+  if (!spec.policy.advertise) return base;
+  const url = new URL(base);
+  url.hostname = spec.policy.advertise;
+  return url.href.replace(/\/$/, "");
+}
+
+/**
+ * "Each screen has its own viewer URL", and a resumed stopped box is "new desktop, new viewer
+ * URL" (seed 002): the console page of one screen, naming the desktop it shows, so a URL of an
+ * earlier desktop is told apart (app/routes/box.tsx says so rather than showing the new one).
+ */
+function viewerUrls(row: BoxRow, spec: NormalSpec): string[] {
+  const base = viewerBase(spec);
+  return Array.from({ length: row.screens }, (_, n) => `${base}/boxes/${row.id}?screen=${n}&desktop=${row.desktop}`);
+}
+
+export function toBoxJson(row: BoxRow): BoxJson {
+  const spec = JSON.parse(row.spec_json) as NormalSpec;
+  const urls = viewerUrls(row, spec);
   const out: BoxJson = {
     id: row.id,
     runtime: row.runtime,
@@ -82,11 +104,13 @@ export function toBoxJson(row: BoxRow): BoxJson {
     screens: row.screens,
     width: row.width,
     height: row.height,
-    viewer_url: `${base}/boxes/${row.id}`,
-    devtools_url: `${base}/v1/boxes/${row.id}/cdp`,
+    viewer_url: urls[0]!,
+    viewer_urls: urls,
+    // No devtools_url until the CDP proxy (/v1/boxes/{id}/cdp) is built: a URL that answers 404
+    // is worse than none.
     created_at_ms: Number(row.created_at_ms),
     expires_at_ms: Number(row.expires_at_ms),
-    spec: JSON.parse(row.spec_json),
+    spec,
     placement: JSON.parse(row.placement_json),
   };
   if (row.reason) out.reason = row.reason;
@@ -153,6 +177,26 @@ export async function getBox(actor: Actor, id: string): Promise<BoxJson> {
   return toBoxJson(await visibleRow(actor, id));
 }
 
+/**
+ * A box the actor sees that takes calls now: "A box that is `starting` or `failed` refuses other
+ * calls with `409`" (the seed), as `denied` (retryable while starting).
+ */
+export async function getSettledBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  requireSettled(row);
+  return toBoxJson(row);
+}
+
+/**
+ * The same refusal for calls that also serve removed boxes (trace, fork), once the caller has
+ * checked the actor sees the box. `failedOk`: a failed box's call goes on (its trace tells why).
+ */
+export async function refuseUnsettled(id: string, opts: { failedOk?: boolean } = {}): Promise<void> {
+  const row = await loadRow(id);
+  if (!row || row.removed_at_ms !== null || (opts.failedOk && row.state === "failed")) return;
+  requireSettled(row);
+}
+
 export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
   let q = db()
     .selectFrom("box")
@@ -171,14 +215,15 @@ export interface CreateBoxInput {
 }
 
 /**
- * Records the box as `starting`, then launches it. Inline, the call answers when the box is
- * ready; queued, it answers 202 at once and the launch goes on in the background.
+ * Records the box as `starting`, then launches it. Inline, it returns the box once ready;
+ * queued (`queued: true`), it returns the `starting` box at once and the launch goes on in the
+ * background. The route picks the status (202 for queued).
  */
 export async function createBox(
   actor: Actor,
   input: CreateBoxInput,
   opts: { queue: boolean },
-): Promise<{ status: number; body: BoxJson }> {
+): Promise<{ box: BoxJson; queued: boolean }> {
   const spec = normalizeSpec(input.spec);
   const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
   const rt = runtime(placement.runtime);
@@ -208,6 +253,7 @@ export async function createBox(
     idle_timeout_secs: placement.idle_timeout_secs ?? null,
     last_used_ms: now,
     removed_at_ms: null,
+    desktop: 1,
   };
   await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.
@@ -218,7 +264,7 @@ export async function createBox(
   const launching = () => serial(row.id, () => launch(row));
   if (opts.queue) {
     enqueue("launch", row.id, launching);
-    return { status: 202, body: toBoxJson(row) };
+    return { box: toBoxJson(row), queued: true };
   }
   await launching();
   const after = (await loadRow(row.id)) ?? row;
@@ -228,7 +274,7 @@ export async function createBox(
       retryable,
     });
   }
-  return { status: 200, body: toBoxJson(after) };
+  return { box: toBoxJson(after), queued: false };
 }
 
 async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
@@ -414,16 +460,19 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
     const cur = (await loadRow(id))!;
     const rt = runtimeOf(cur);
     if (cur.state === "ready") return toBoxJson(cur);
+    // A stopped box comes back with a new desktop, so its viewer URLs change.
+    let desktop = cur.desktop;
     if (cur.state === "paused") {
       await rt.unpause(cur.runtime_ref!);
     } else if (cur.state === "stopped") {
       await rt.start(cur.runtime_ref!);
       addresses.delete(id);
       await waitReady(rt, cur);
+      desktop++;
     } else {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
-    await setState(cur, "ready", null, { last_used_ms: Date.now() });
+    await setState(cur, "ready", null, { last_used_ms: Date.now(), desktop });
     const { who, by } = changedBy(actor);
     await trace(id, "resumed", { by }, who);
     await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });

@@ -243,8 +243,7 @@ export async function forkBox(
   const entries = await entriesOf(source.id, input.up_to);
   const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
-  const created = await createBox(actor, { spec, placement }, { queue: opts.queue });
-  const box = created.body;
+  const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
   await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null } });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
   if (opts.queue) {

@@ -13,6 +13,9 @@ export const MAX_LIFETIME_SECS = 30 * 24 * 3600;
 
 const PackageName = z.string().regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, "not an apt package name");
 
+/** A DNS host name (RFC 1123 labels, dot-separated): no scheme, port, path or spaces. */
+const HOST_NAME_RE = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
 export const DesktopSchema = z.strictObject({
   server: z.enum(["x11", "wayland"]).optional(),
   width: z.number().int().min(320).max(7680).optional(),
@@ -26,7 +29,8 @@ export const PolicySchema = z.strictObject({
   network: z.boolean().optional(),
   auth: z.enum(["none", "password", "token"]).optional(),
   bind: z.enum(["loopback", "any"]).optional(),
-  advertise: z.string().max(253).optional(),
+  /** The host name put in the box's viewer URLs (scheme and port stay the server's). */
+  advertise: z.string().regex(HOST_NAME_RE, "a host name such as viewer.example.com, with no scheme, port or path").optional(),
 });
 
 export const SpecSchema = z.strictObject({
@@ -113,12 +117,14 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
       network: p.network ?? true,
       auth: "none",
       bind: "loopback",
-      ...(p.advertise ? { advertise: p.advertise } : {}),
+      ...(p.advertise ? { advertise: p.advertise.toLowerCase() } : {}),
     },
   };
 }
 
 export function normalizePlacement(placement: Placement = {}, defaultRuntime: string): NormalPlacement {
+  // Refused rather than accepted and ignored: a caller asking for a profile would get none.
+  if (placement.profile) throw unsupported("placement.profile: browser profiles are not built yet on this server");
   const out: NormalPlacement = {
     runtime: placement.runtime ?? defaultRuntime,
     expires_after_secs: placement.expires_after_secs ?? DEFAULT_LIFETIME_SECS,
@@ -127,7 +133,6 @@ export function normalizePlacement(placement: Placement = {}, defaultRuntime: st
   if (placement.memory) out.memory = checkMemory(placement.memory.toLowerCase());
   if (placement.cpus) out.cpus = placement.cpus;
   if (placement.idle_timeout_secs) out.idle_timeout_secs = placement.idle_timeout_secs;
-  if (placement.profile) out.profile = placement.profile;
   return out;
 }
 

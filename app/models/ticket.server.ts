@@ -106,17 +106,20 @@ export function issueTicket(
   return { ticket, expires_at_ms, mode };
 }
 
-const refused = (message: string) => new ApiError("denied", message, { status: 401, retryable: false });
+/** Not a credential this server accepts (missing, forged, unreadable, expired): as a bad bearer token on /v1. */
+const refused = (message: string) => new ApiError("unauthorized", message);
+/** A good ticket asked for what it does not allow (another box or screen, control with a view ticket). */
+const notThis = (message: string) => new ApiError("denied", message, { retryable: false });
 
 /**
- * Checks a ticket for a connection to `boxId`/`screen` in `mode`. Throws `bad_request` (not a
- * ticket at all) or `denied` (forged, expired, another box or screen: status 401; a view ticket
- * used to control: status 403). The MAC is compared in constant time, before anything in the
- * payload is trusted.
+ * Checks a ticket for a connection to `boxId`/`screen` in `mode`. Throws `unauthorized` (missing,
+ * not a ticket, forged, unreadable, expired) or `denied` (a ticket for another box or screen, a
+ * view ticket used to control): the seed's codes, so the upgrade answers 401 or 409. The MAC is
+ * compared in constant time, before anything in the payload is trusted.
  */
 export function verifyTicket(token: string, boxId: string, screen: number, mode: ViewerMode, now = Date.now()): TicketClaims {
   if (typeof token !== "string" || !SHAPE.test(token)) {
-    throw new ApiError("bad_request", "the ticket is missing or is not a viewer ticket", { status: 401 });
+    throw refused("the ticket is missing or is not a viewer ticket");
   }
   const dot = token.indexOf(".");
   const part = token.slice(0, dot);
@@ -154,10 +157,8 @@ export function verifyTicket(token: string, boxId: string, screen: number, mode:
   };
   if (now >= claims.expires_at_ms) throw refused("the ticket has expired; ask for a new one");
   if (claims.expires_at_ms - now > TICKET_TTL_MS + 60_000) throw refused("the ticket's lifetime is longer than this server allows");
-  if (claims.box_id !== boxId) throw refused("the ticket is for another box");
-  if (claims.screen !== screen) throw refused(`the ticket is for screen ${claims.screen}, not ${screen}`);
-  if (mode === "control" && claims.mode !== "control") {
-    throw new ApiError("denied", "the ticket allows watching only, not control", { status: 403, retryable: false });
-  }
+  if (claims.box_id !== boxId) throw notThis("the ticket is for another box");
+  if (claims.screen !== screen) throw notThis(`the ticket is for screen ${claims.screen}, not ${screen}`);
+  if (mode === "control" && claims.mode !== "control") throw notThis("the ticket allows watching only, not control");
   return claims;
 }

@@ -1,5 +1,5 @@
 import type { Route } from "./+types/box-ticket";
-import { getBox } from "~/models/box.server";
+import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { type ViewerMode, issueTicket } from "~/models/ticket.server";
@@ -23,7 +23,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     const url = new URL(request.url);
     const modeRaw = url.searchParams.get("mode") ?? "view";
     if (modeRaw !== "view" && modeRaw !== "control") throw new ApiError("bad_request", "mode must be view or control");
-    const box = await getBox(ctx.actor, params.id);
+    const box = await getSettledBox(ctx.actor, params.id);
     const screen = parseScreen(url.searchParams.get("screen") ?? "0", box);
     const controlBlocked = controlRefusal(issuerOf(ctx.actor), box.id, screen);
     const issued = issueTicket(ctx.actor, box, screen, modeRaw as ViewerMode, { controlBlocked });

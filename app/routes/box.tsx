@@ -6,6 +6,7 @@ import { CopyButton } from "~/components/copy-button";
 import { Shell } from "~/components/shell";
 import { BoxTerminal } from "~/components/terminal";
 import { Alert, CsrfInput, duration, when } from "~/components/ui";
+import { BoxNotice } from "~/components/box-notice";
 import { VncViewer, type ViewerStatus } from "~/components/vnc-viewer";
 import { type BoxJson, getBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
@@ -51,7 +52,9 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     throw e;
   }
   const screens = await Promise.all(Array.from({ length: box.screens }, (_, n) => screenStatus(box.id, n)));
-  return { ...common, box, removed: null, screen: screenParam(request, box.screens), screens };
+  // A viewer URL names the desktop it was made for (`desktop=`); without one, the current one.
+  const desktop = new URL(request.url).searchParams.get("desktop");
+  return { ...common, box, removed: null, screen: screenParam(request, box.screens), screens, desktop };
 }
 
 export async function action({ request, params }: Route.ActionArgs) {
@@ -208,24 +211,40 @@ type Loaded = Extract<Route.ComponentProps["loaderData"], { removed: null }>;
 
 function Removed({ id, why }: { id: string; why: string }) {
   return (
-    <Shell>
-      <nav aria-label="Breadcrumb" className="text-sm text-slate-500">
-        <Link to="/" className="hover:underline">Boxes</Link> / <span className="font-mono">{id.slice(0, 16)}…</span>
-      </nav>
-      <section className="mt-6 rounded-xl border border-slate-200 bg-white p-8 text-center shadow-sm">
-        <h1 className="text-xl font-semibold">This box was removed</h1>
-        <p className="mt-2 text-sm text-slate-600">{why}</p>
-        <p className="mt-1 text-sm text-slate-600">Its files are gone; its history stays.</p>
-        <div className="mt-5 flex justify-center gap-3">
-          <Link to={`/boxes/${id}/trace`} className="rounded-md bg-indigo-600 px-3 py-1.5 text-sm font-medium text-white hover:bg-indigo-500">
-            See its trace
-          </Link>
-          <Link to="/" className="rounded-md px-3 py-1.5 text-sm font-medium text-slate-700 ring-1 ring-slate-300 hover:bg-slate-50">
-            Back to boxes
-          </Link>
-        </div>
-      </section>
-    </Shell>
+    <BoxNotice
+      id={id}
+      title="This box was removed"
+      links={[
+        { to: `/boxes/${id}/trace`, label: "See its trace" },
+        { to: "/", label: "Back to boxes" },
+      ]}
+    >
+      <p>{why}</p>
+      <p>Its files are gone; its history stays.</p>
+    </BoxNotice>
+  );
+}
+
+/** The desktop a viewer URL names (`desktop=`): it changes when a stopped box resumes. */
+const desktopIn = (url: string) => new URL(url).searchParams.get("desktop");
+
+/**
+ * The page was opened for a desktop the box no longer runs (it was stopped and resumed): say so,
+ * with the way to the current one, rather than show the new desktop as if it were the same.
+ */
+function StaleDesktop({ box, screen }: { box: BoxJson; screen: number }) {
+  const current = new URL(box.viewer_urls[screen] ?? box.viewer_url).search;
+  return (
+    <BoxNotice
+      id={box.id}
+      title="This desktop was restarted"
+      links={[
+        { to: `/boxes/${box.id}${current}`, label: "Open the current desktop" },
+        { to: `/boxes/${box.id}/trace`, label: "See its trace" },
+      ]}
+    >
+      <p>The box was stopped and resumed since this link was made, so it runs a new desktop: nothing that was open on the old one is there.</p>
+    </BoxNotice>
   );
 }
 
@@ -247,6 +266,8 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: A
   const ready = box.state === "ready";
   const label = `Screen ${screen} of box ${box.id}`;
 
+  // Checked on the live box too: a resume while the page is open shows the notice then.
+  if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
   return (
     <Shell>
       <div className="flex flex-wrap items-start justify-between gap-4">

@@ -55,8 +55,8 @@ export async function action({ request }: Route.ActionArgs) {
           placement: { expires_after_secs: minutes * 60 },
         }, "form");
         // Queued, so the list shows the box `starting` and then `ready` as it happens.
-        const { body } = await createBox(ctx.actor, input, { queue: true });
-        return { ok: `Launching ${body.id.slice(0, 16)}…` };
+        const { box } = await createBox(ctx.actor, input, { queue: true });
+        return { ok: `Launching ${box.id.slice(0, 16)}…` };
       }
       default: {
         const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);

@@ -3,6 +3,7 @@ import { boxes } from "./0001-boxes";
 import { accounts } from "./0002-accounts";
 import { trace } from "./0003-trace";
 import { imageBuilds } from "./0004-image-builds";
+import { desktopGeneration } from "./0005-desktop-generation";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -10,6 +11,7 @@ const migrations: Record<string, Migration> = {
   "0002-accounts": accounts,
   "0003-trace": trace,
   "0004-image-builds": imageBuilds,
+  "0005-desktop-generation": desktopGeneration,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -311,7 +311,11 @@ async function expectCut(
   }
 }
 
-/** A later connection must be refused: a viewer upgrade answers 401/403, socket.io an error. */
+/**
+ * A later connection must be refused: a viewer upgrade answers the seed's status (401
+ * `unauthorized` for access that is gone, 409 `denied` for a role that no longer allows it),
+ * socket.io an error.
+ */
 async function expectRefused(label: string, tries: Record<string, Promise<Closing | number | string>>, out: Outcome) {
   for (const [name, p] of Object.entries(tries)) {
     out.checked++;
@@ -319,6 +323,8 @@ async function expectRefused(label: string, tries: Record<string, Promise<Closin
     if (typeof got === "object") {
       out.leaks.push(`${label}: ${name} opened`);
       got.close();
+    } else if (typeof got === "number" && got !== 401 && got !== 409) {
+      out.leaks.push(`${label}: ${name} refused with ${got}, not 401 or 409`);
     }
   }
 }

@@ -205,7 +205,8 @@ describe("a person's takeover is hands off for the agent", () => {
     });
     expect(res.status).toBe(200);
     expect((await closedWithin(s, 5000))?.code).toBe(4404);
-    expect(await openViewer(later.url)).toBe(404);
-    expect(await openViewer(watch.url)).toBe(404);
+    // "gone | 410 | The box was removed" (000): the socket's upgrade follows the table.
+    expect(await openViewer(later.url)).toBe(410);
+    expect(await openViewer(watch.url)).toBe(410);
   });
 });

@@ -93,28 +93,30 @@ describe("sessions and takeovers", () => {
 describe("refusing", () => {
   const good = () => t.issueTicket(server, { id: BOX }, 0).ticket;
 
-  it("a view ticket used for control: denied, 403", () => {
+  // The seed's table: a code has one status. A good ticket asking for what it does not allow is
+  // `denied` 409; anything that is not a live credential of this server is `unauthorized` 401.
+  it("a view ticket used for control: denied, 409", () => {
     const view = t.issueTicket(server, { id: BOX }, 0, "view").ticket;
     const err = catchErr(() => t.verifyTicket(view, BOX, 0, "control"));
-    expect(err).toMatchObject({ code: "denied", status: 403 });
+    expect(err).toMatchObject({ code: "denied", status: 409, retryable: false });
   });
 
-  it("another box or another screen: denied, 401", () => {
-    expect(catchErr(() => t.verifyTicket(good(), OTHER, 0, "view"))).toMatchObject({ code: "denied", status: 401 });
-    expect(catchErr(() => t.verifyTicket(good(), BOX, 1, "view"))).toMatchObject({ code: "denied", status: 401 });
+  it("another box or another screen: denied, 409", () => {
+    expect(catchErr(() => t.verifyTicket(good(), OTHER, 0, "view"))).toMatchObject({ code: "denied", status: 409 });
+    expect(catchErr(() => t.verifyTicket(good(), BOX, 1, "view"))).toMatchObject({ code: "denied", status: 409 });
   });
 
-  it("expired: denied (at the expiry instant too)", () => {
+  it("expired: unauthorized, 401 (at the expiry instant too)", () => {
     const past = t.signTicket({ box_id: BOX, screen: 0, mode: "control", issuer: "server", expires_at_ms: Date.now() - 1 });
-    expect(catchErr(() => t.verifyTicket(past, BOX, 0, "view"))).toMatchObject({ code: "denied", status: 401 });
+    expect(catchErr(() => t.verifyTicket(past, BOX, 0, "view"))).toMatchObject({ code: "unauthorized", status: 401 });
     const issued = t.issueTicket(server, { id: BOX }, 0, undefined, { now: 1000 });
     expect(() => t.verifyTicket(issued.ticket, BOX, 0, "view", issued.expires_at_ms - 1)).not.toThrow();
     expect(catchErr(() => t.verifyTicket(issued.ticket, BOX, 0, "view", issued.expires_at_ms)).message).toMatch(/expired/);
   });
 
-  it("a lifetime longer than the server allows: denied", () => {
+  it("a lifetime longer than the server allows: unauthorized", () => {
     const long = t.signTicket({ box_id: BOX, screen: 0, mode: "control", issuer: "server", expires_at_ms: Date.now() + 24 * 3600_000 });
-    expect(catchErr(() => t.verifyTicket(long, BOX, 0, "view"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(long, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
   });
 
   it("forged: a changed payload, a changed MAC, another key", () => {
@@ -122,31 +124,31 @@ describe("refusing", () => {
     // Payload rewritten to another box (and upgraded to control) with the original MAC.
     const claims = JSON.parse(Buffer.from(part, "base64url").toString());
     const rewritten = Buffer.from(JSON.stringify({ ...claims, b: OTHER })).toString("base64url");
-    expect(catchErr(() => t.verifyTicket(`${rewritten}.${mac}`, OTHER, 0, "view"))).toMatchObject({ code: "denied", status: 401 });
+    expect(catchErr(() => t.verifyTicket(`${rewritten}.${mac}`, OTHER, 0, "view"))).toMatchObject({ code: "unauthorized", status: 401 });
     const viewPart = t.issueTicket(server, { id: BOX }, 0, "view").ticket.split(".")[0]!;
     const upgraded = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(viewPart, "base64url").toString()), m: "c" })).toString("base64url");
-    expect(catchErr(() => t.verifyTicket(`${upgraded}.${mac}`, BOX, 0, "control"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(`${upgraded}.${mac}`, BOX, 0, "control"))).toMatchObject({ code: "unauthorized" });
     // One character of the MAC flipped.
     const flipped = mac[0] === "A" ? `B${mac.slice(1)}` : `A${mac.slice(1)}`;
-    expect(catchErr(() => t.verifyTicket(`${part}.${flipped}`, BOX, 0, "view"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(`${part}.${flipped}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
     // Signed with a key that is not the server's.
     const wrong = createHmac("sha256", "some-other-key").update(part).digest("base64url");
-    expect(catchErr(() => t.verifyTicket(`${part}.${wrong}`, BOX, 0, "view"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(`${part}.${wrong}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
     // The raw server key instead of the derived one.
     const raw = createHmac("sha256", process.env.HOLM_SECRET_KEY!).update(part).digest("base64url");
-    expect(catchErr(() => t.verifyTicket(`${part}.${raw}`, BOX, 0, "view"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(`${part}.${raw}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
   });
 
-  it("not a ticket at all: bad_request", () => {
+  it("not a ticket at all: unauthorized (as a malformed bearer token is)", () => {
     for (const junk of ["", "abc", "a.b", `${"x".repeat(20)}.${"y".repeat(42)}`, `${good()}.extra`, `${good()} `, "x".repeat(5000)]) {
-      expect(catchErr(() => t.verifyTicket(junk, BOX, 0, "view")), junk.slice(0, 30)).toMatchObject({ code: "bad_request" });
+      expect(catchErr(() => t.verifyTicket(junk, BOX, 0, "view")), junk.slice(0, 30)).toMatchObject({ code: "unauthorized" });
     }
-    expect(catchErr(() => t.verifyTicket(undefined as never, BOX, 0, "view"))).toMatchObject({ code: "bad_request" });
+    expect(catchErr(() => t.verifyTicket(undefined as never, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
   });
 
-  it("a well-signed payload that is not a ticket: denied", () => {
+  it("a well-signed payload that is not a ticket: unauthorized", () => {
     const part = Buffer.from(JSON.stringify({ v: 2, hello: "world" })).toString("base64url");
     const mac = createHmac("sha256", derive("viewer-ticket")).update(part).digest("base64url");
-    expect(catchErr(() => t.verifyTicket(`${part}.${mac}`, BOX, 0, "view"))).toMatchObject({ code: "denied" });
+    expect(catchErr(() => t.verifyTicket(`${part}.${mac}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
   });
 });

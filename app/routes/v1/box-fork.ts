@@ -1,3 +1,4 @@
+import { refuseUnsettled } from "~/models/box.server";
 import { ForkSchema, forkBox } from "~/models/fork.server";
 import { withIdempotency } from "~/models/idempotency.server";
 import { traceBox } from "~/models/trace.server";
@@ -11,6 +12,8 @@ const route = v1({
     const id = param(args, "id");
     // The source must be visible before the body is read: another workspace learns nothing.
     await traceBox(actor, id);
+    // A starting or failed source answers 409 (a removed one still forks).
+    await refuseUnsettled(id);
     const text = await readText(args.request);
     const input = parseJsonText(text, ForkSchema);
     const scope = `fork:${actor.kind === "server" ? "server" : actor.workspaceId}:${id}`;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { refuseUnsettled } from "~/models/box.server";
 import { readTrace, TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, traceBox } from "~/models/trace.server";
 import { requireActor } from "~/utils/auth.server";
 import { param, parseQuery, v1 } from "~/utils/route.server";
@@ -15,6 +16,8 @@ const route = v1({
     const q = parseQuery(args.request, TraceQuerySchema);
     // A removed box's trace stays readable, so this does not go through getBox (410).
     const box = await traceBox(actor, param(args, "id"));
+    // A starting box answers 409 as every call does; a failed one's trace says why it failed.
+    await refuseUnsettled(box.id, { failedOk: true });
     return readTrace(box.id, { after: q.after, limit: q.limit });
   },
 });

@@ -15,9 +15,11 @@ const route = v1({
     const text = await readText(request);
     const input = parseJsonText(text, CreateBoxSchema);
     const scope = `boxes:${actor.kind === "server" ? "server" : actor.workspaceId}`;
-    return withIdempotency(scope, request.headers.get("idempotency-key"), text, () =>
-      createBox(actor, input, { queue: env().HOLM_SERVER_JOBS === "queue" }),
-    );
+    return withIdempotency(scope, request.headers.get("idempotency-key"), text, async () => {
+      const { box, queued } = await createBox(actor, input, { queue: env().HOLM_SERVER_JOBS === "queue" });
+      // The seed: queued, "POST /v1/boxes answers 202 with a box in the starting state".
+      return { status: queued ? 202 : 200, body: box };
+    });
   },
 });
 

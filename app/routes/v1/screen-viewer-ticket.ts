@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { getBox } from "~/models/box.server";
+import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
@@ -9,13 +9,14 @@ import { param, parseBody, v1 } from "~/utils/route.server";
 
 const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 
-// A ticket for the viewer socket: the box must be one the caller sees (it need not be ready yet;
-// the socket answers 409 until it is). People with the viewer role get view tickets only.
+// A ticket for the viewer socket: the box must be one the caller sees, and not `starting` or
+// `failed` (409); a paused or stopped box gets one (its socket waits for a paused box, and answers
+// 409 for a stopped one). People with the viewer role get view tickets only.
 const route = v1({
   POST: async (args) => {
     // A viewer may ask (for a view ticket): POST needs member by default.
     const actor = await requireActor(args.request, "viewer");
-    const box = await getBox(actor, param(args, "id"));
+    const box = await getSettledBox(actor, param(args, "id"));
     const body = await parseBody(args.request, TicketSchema);
     const screen = parseScreen(param(args, "screen"), box);
     // While a person holds the screen, control is theirs: asking for it answers 409, asking for

@@ -1,4 +1,4 @@
-import { getBox } from "~/models/box.server";
+import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { takeoverOf } from "~/models/takeover.server";
 import { viewers } from "~/models/viewer.server";
@@ -9,7 +9,7 @@ import { param, v1 } from "~/utils/route.server";
 // watch too), `driving` those in control mode.
 const route = v1({
   GET: async (args) => {
-    const box = await getBox(await requireActor(args.request), param(args, "id"));
+    const box = await getSettledBox(await requireActor(args.request), param(args, "id"));
     const screen = parseScreen(param(args, "screen"), box);
     const { watching, driving } = viewers(box.id, screen);
     const t = takeoverOf(box.id, screen);
