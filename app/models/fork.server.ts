@@ -4,7 +4,7 @@ import type { Actor } from "~/utils/auth.server";
 import { validate } from "~/utils/route.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import { type BatchInput, runBatch } from "./batch.server";
-import { type BoxJson, type RunningBox, createBox, requireRunningBox, waitUntilSettled } from "./box.server";
+import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
 import { enqueue } from "./job.server";
 import { sampleSoon } from "./recorder.server";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
@@ -237,9 +237,11 @@ export async function forkBox(
   sourceId: string,
   input: ForkInput,
   opts: { queue: boolean },
-): Promise<{ status: number; body: { box: BoxJson; replay: ReplayReport } }> {
+): Promise<{ box: BoxJson; replay: ReplayReport; queued: boolean }> {
   if (input.mode === "snapshot") throw unsupported("fork by snapshot is not supported: a fork replays the trace (mode: replay)");
   const source = await traceBox(actor, sourceId);
+  // "A box that is starting or failed refuses other calls with 409" (000); a removed one still forks.
+  await refuseUnsettled(source.id);
   const entries = await entriesOf(source.id, input.up_to);
   const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
@@ -251,7 +253,7 @@ export async function forkBox(
     enqueue("fork", box.id, async () => {
       if ((await waitUntilSettled(box.id)) === "ready") await replay(actor, box, steps, skipped);
     });
-    return { status: 202, body: { box, replay: empty } };
+    return { box, replay: empty, queued: true };
   }
-  return { status: 200, body: { box, replay: await replay(actor, box, steps, skipped) } };
+  return { box, replay: await replay(actor, box, steps, skipped), queued: false };
 }

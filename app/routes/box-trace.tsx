@@ -81,7 +81,7 @@ export async function action({ request, params }: Route.ActionArgs) {
     if (field(form, "intent") !== "fork") throw new ApiError("bad_request", "unknown action");
     const upTo = wholeParam(field(form, "seq"));
     if (upTo === undefined) throw new ApiError("bad_request", "choose an entry to fork from");
-    const { body } = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
+    const body = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
     return { forked: { id: body.box.id, up_to: upTo } } satisfies ForkResult;
   });
 }

@@ -1,4 +1,3 @@
-import { refuseUnsettled } from "~/models/box.server";
 import { ForkSchema, forkBox } from "~/models/fork.server";
 import { withIdempotency } from "~/models/idempotency.server";
 import { traceBox } from "~/models/trace.server";
@@ -12,14 +11,14 @@ const route = v1({
     const id = param(args, "id");
     // The source must be visible before the body is read: another workspace learns nothing.
     await traceBox(actor, id);
-    // A starting or failed source answers 409 (a removed one still forks).
-    await refuseUnsettled(id);
     const text = await readText(args.request);
     const input = parseJsonText(text, ForkSchema);
     const scope = `fork:${actor.kind === "server" ? "server" : actor.workspaceId}:${id}`;
-    return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, () =>
-      forkBox(actor, id, input, { queue: env().HOLM_SERVER_JOBS === "queue" }),
-    );
+    return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => {
+      const { box, replay, queued } = await forkBox(actor, id, input, { queue: env().HOLM_SERVER_JOBS === "queue" });
+      // The seed: queued, the fork "answers 202 in the same way, with an empty replay report".
+      return { status: queued ? 202 : 200, body: { box, replay } };
+    });
   },
 });
 
