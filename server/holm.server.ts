@@ -1,6 +1,6 @@
 import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
-import { adoptBoxes } from "~/models/box.server";
+import { adoptBoxes } from "~/models/box-sync.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { httpEdge } from "./http-edge";

@@ -1,4 +1,4 @@
-import { reapBoxes } from "~/models/box.server";
+import { reapBoxes } from "~/models/box-sync.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
 

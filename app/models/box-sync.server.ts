@@ -11,14 +11,14 @@ import {
   setState,
   trace,
   serverId,
-} from "./box.server";
+} from "./box-record.server";
 import { recordEvent } from "./event.server";
 import { traceStartedFresh } from "./trace.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
 
 // Keeping the records in line with the runtime: the reaper (expired, idle and vanished boxes)
-// and, at start, taking back the boxes an earlier server made. box.server.ts re-exports the
-// entry points; this module reaches its internals only through the functions it exports.
+// and, at start, taking back the boxes an earlier server made. It stands on the box record
+// (box-record.server.ts), as box.server.ts does, so neither imports the other.
 
 async function liveRows(): Promise<BoxRow[]> {
   return db().selectFrom("box").selectAll().where("removed_at_ms", "is", null).where("state", "!=", "gone").execute();

@@ -1,4 +1,4 @@
-import { reapBoxes } from "~/models/box.server";
+import { reapBoxes } from "~/models/box-sync.server";
 import { requireScheduler } from "~/utils/auth.server";
 import { v1 } from "~/utils/route.server";
 

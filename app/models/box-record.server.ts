@@ -1,0 +1,200 @@
+import { EventEmitter } from "node:events";
+import type { Selectable } from "kysely";
+import type { BoxTable } from "../../db/schema";
+import { runtime } from "~/runtime/index.server";
+import type { Runtime } from "~/runtime/runtime";
+import { ApiError, notFound } from "~/utils/api-error.server";
+import { type Actor, issuerOf, ownerOf } from "~/utils/auth.server";
+import { db } from "~/utils/db.server";
+import { publicUrl } from "~/utils/env.server";
+import { derive } from "~/utils/secret.server";
+import { recordEvent } from "./event.server";
+import { recordEntry } from "./trace.server";
+import type { NormalPlacement, NormalSpec } from "./spec.server";
+
+// The box record: its row and JSON, its state changes (one serial chain per box, so a stop
+// cannot race a resume), where the server reaches it, and removal. The launch
+// (box-launch.server.ts), the public verbs (box.server.ts) and the reaper and adoption
+// (box-sync.server.ts) all stand on this module; it imports none of them.
+
+export type BoxState = "starting" | "ready" | "paused" | "stopped" | "unreachable" | "gone" | "failed";
+
+export type BoxRow = Selectable<BoxTable>;
+
+export interface BoxJson {
+  id: string;
+  runtime: string;
+  spec_digest: string;
+  state: BoxState;
+  reason?: string;
+  screens: number;
+  width: number;
+  height: number;
+  /** The console page of screen 0 of this desktop (viewer_urls[0]). */
+  viewer_url: string;
+  /** One per screen: the console page of that screen of this desktop. */
+  viewer_urls: string[];
+  created_at_ms: number;
+  expires_at_ms: number;
+  owner?: string;
+  spec: NormalSpec;
+  placement: NormalPlacement;
+}
+
+/** State changes, for the console's live list and for calls waiting on a paused box. */
+export const boxChanges = new EventEmitter();
+boxChanges.setMaxListeners(0);
+
+/** Where the server reaches each running box. Refreshed from the runtime when unknown. */
+const addresses = new Map<string, string>();
+
+/** Records where the server reaches a box (box-sync.server.ts, from the runtime). */
+export function rememberAddress(id: string, address: string) {
+  addresses.set(id, address);
+}
+
+/** Drops a box's address, so the next use asks the runtime. */
+export function forgetAddress(id: string) {
+  addresses.delete(id);
+}
+
+/** Where the server reaches a running box, if known. */
+export async function boxAddress(id: string): Promise<string | undefined> {
+  return addresses.get(id);
+}
+
+/** The server's public base, with the host the spec advertises in place of its own (policy.advertise). */
+function viewerBase(spec: NormalSpec): string {
+  const base = publicUrl();
+  if (!spec.policy.advertise) return base;
+  const url = new URL(base);
+  url.hostname = spec.policy.advertise;
+  return url.href.replace(/\/$/, "");
+}
+
+/**
+ * "Each screen has its own viewer URL", and a resumed stopped box is "new desktop, new viewer
+ * URL" (seed 002): the console page of one screen, naming the desktop it shows, so a URL of an
+ * earlier desktop is told apart (app/routes/box.tsx says so rather than showing the new one).
+ */
+function viewerUrls(row: BoxRow, spec: NormalSpec): string[] {
+  const base = viewerBase(spec);
+  return Array.from({ length: row.screens }, (_, n) => `${base}/boxes/${row.id}?screen=${n}&desktop=${row.desktop}`);
+}
+
+export function toBoxJson(row: BoxRow): BoxJson {
+  const spec = JSON.parse(row.spec_json) as NormalSpec;
+  const urls = viewerUrls(row, spec);
+  const out: BoxJson = {
+    id: row.id,
+    runtime: row.runtime,
+    spec_digest: row.spec_digest,
+    state: row.state as BoxState,
+    screens: row.screens,
+    width: row.width,
+    height: row.height,
+    viewer_url: urls[0]!,
+    viewer_urls: urls,
+    // No devtools_url until the CDP proxy (/v1/boxes/{id}/cdp) is built: a URL that answers 404
+    // is worse than none.
+    created_at_ms: Number(row.created_at_ms),
+    expires_at_ms: Number(row.expires_at_ms),
+    spec,
+    placement: JSON.parse(row.placement_json),
+  };
+  if (row.reason) out.reason = row.reason;
+  if (row.owner) out.owner = row.owner;
+  return out;
+}
+
+// Lifecycle operations on one box run one after another, so a stop cannot race a resume.
+const chains = new Map<string, Promise<unknown>>();
+
+export function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  const prev = chains.get(id) ?? Promise.resolve();
+  const next = prev.catch(() => {}).then(fn);
+  chains.set(id, next);
+  void next.finally(() => {
+    if (chains.get(id) === next) chains.delete(id);
+  }).catch(() => {});
+  return next;
+}
+
+/** Who a lifecycle entry names: a person (session), an agent (key), or the server; and `by`. */
+export function changedBy(actor: Actor): { who: "agent" | "person" | "server"; by: string } {
+  if (actor.kind === "server") return { who: "server", by: "server" };
+  return { who: actor.via === "session" ? "person" : "agent", by: issuerOf(actor) };
+}
+
+/** A lifecycle entry in the box's trace; a store failure is logged, never fatal to the operation. */
+export async function trace(boxId: string, event: string, data?: Record<string, unknown>, actor: "agent" | "person" | "server" = "server") {
+  try {
+    await recordEntry(boxId, { actor, event, ...(data ? { data } : {}) });
+  } catch (err) {
+    console.error(`[holm] trace ${event} of ${boxId} failed:`, err);
+  }
+}
+
+export async function loadRow(id: string): Promise<BoxRow | undefined> {
+  return db().selectFrom("box").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export async function setState(row: BoxRow, state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) {
+  const patch = { state, reason, ...extra };
+  await db().updateTable("box").set(patch).where("id", "=", row.id).execute();
+  Object.assign(row, patch);
+  boxChanges.emit("change", toBoxJson(row));
+}
+
+export function runtimeOf(row: Pick<BoxRow, "runtime">): Runtime {
+  const rt = runtime(row.runtime);
+  if (!rt) throw new ApiError("unavailable", `the runtime ${row.runtime} is not configured on this server`);
+  return rt;
+}
+
+/** Finds a box the actor may see. Another workspace's box is `not_found`, so ids do not leak. */
+export async function visibleRow(actor: Actor, id: string): Promise<BoxRow> {
+  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
+  const owner = ownerOf(actor);
+  if (!row || (owner !== undefined && row.owner !== owner)) throw notFound(`no box ${id}`);
+  if (row.removed_at_ms !== null || row.state === "gone") {
+    throw new ApiError("gone", `box ${id} was removed${row.reason ? `: ${row.reason}` : ""}`);
+  }
+  return row;
+}
+
+/** A box that can take a call now: `starting` and `failed` refuse with 409. */
+export function requireSettled(row: BoxRow) {
+  if (row.state === "starting") throw new ApiError("denied", `box ${row.id} is starting`, { retryable: true });
+  if (row.state === "failed") {
+    throw new ApiError("denied", `box ${row.id} failed to start: ${row.reason ?? "unknown"}; delete it`, {
+      retryable: false,
+    });
+  }
+}
+
+/**
+ * Which server launched a box: derived from the server key, so a restarted server with the same
+ * key knows its boxes, and two servers on one engine never take each other's (whose agent
+ * secrets they could not use anyway).
+ */
+export function serverId(): string {
+  return derive("server-id").slice(0, 16);
+}
+
+/** Removes the container and keeps the record (its history outlives it); `actor` asked for it. */
+export async function removeRow(row: BoxRow, reason: string, actor: Actor = { kind: "server" }): Promise<BoxJson> {
+  // Marked first, outside the chain, so a launch in progress sees it and stops.
+  const at = Date.now();
+  await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
+  return serial(row.id, async () => {
+    const cur = (await loadRow(row.id))!;
+    if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
+    forgetAddress(row.id);
+    await setState(cur, "gone", reason, { removed_at_ms: at });
+    const { who, by } = changedBy(actor);
+    await trace(cur.id, "gone", { reason, by }, who);
+    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
+    return toBoxJson(cur);
+  });
+}
