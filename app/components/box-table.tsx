@@ -1,7 +1,8 @@
 import { useEffect, useState } from "react";
-import { Form } from "react-router";
 import type { BoxJson } from "~/models/box.server";
-import { CsrfInput, duration } from "./ui";
+import { PostForm } from "./post-form";
+import { Table } from "./table";
+import { duration } from "./ui";
 
 const STATE_STYLE: Record<string, string> = {
   ready: "bg-emerald-100 text-emerald-800",
@@ -25,15 +26,7 @@ function useNow(everyMs: number) {
 
 function Act({ box, intent, label, csrf, confirmText }: { box: BoxJson; intent: string; label: string; csrf: string; confirmText?: string }) {
   return (
-    <Form
-      method="post"
-      onSubmit={(e) => {
-        if (confirmText && !confirm(confirmText)) e.preventDefault();
-      }}
-    >
-      <CsrfInput token={csrf} />
-      <input type="hidden" name="intent" value={intent} />
-      <input type="hidden" name="id" value={box.id} />
+    <PostForm csrf={csrf} intent={intent} fields={{ id: box.id }} confirmText={confirmText}>
       <button
         type="submit"
         aria-label={`${label} ${box.id}`}
@@ -41,59 +34,43 @@ function Act({ box, intent, label, csrf, confirmText }: { box: BoxJson; intent: 
       >
         {label}
       </button>
-    </Form>
+    </PostForm>
   );
 }
 
 export function BoxTable({ boxes, csrf, canDrive }: { boxes: BoxJson[]; csrf: string; canDrive: boolean }) {
   const now = useNow(5000);
   return (
-    <div className="overflow-x-auto rounded-xl border border-slate-200 bg-white shadow-sm">
-      <table className="min-w-full divide-y divide-slate-200 text-sm">
-        <caption className="sr-only">Boxes</caption>
-        <thead className="bg-slate-50 text-left text-xs font-medium uppercase tracking-wide text-slate-500">
-          <tr>
-            <th scope="col" className="px-4 py-3">Box</th>
-            <th scope="col" className="px-4 py-3">State</th>
-            <th scope="col" className="px-4 py-3">Size</th>
-            <th scope="col" className="px-4 py-3">Age</th>
-            <th scope="col" className="px-4 py-3">Expires in</th>
-            <th scope="col" className="px-4 py-3">Owner</th>
-            <th scope="col" className="px-4 py-3"><span className="sr-only">Actions</span></th>
-          </tr>
-        </thead>
-        <tbody className="divide-y divide-slate-100">
-          {boxes.map((box) => (
-            <tr key={box.id} data-box-id={box.id}>
-              <td className="px-4 py-3 font-mono text-xs">
-                <a className="text-indigo-700 hover:underline" href={`/boxes/${box.id}`}>{box.id.slice(0, 16)}…</a>
-              </td>
-              <td className="px-4 py-3">
-                <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ${STATE_STYLE[box.state] ?? ""}`} title={box.reason}>
-                  {box.state}
-                </span>
-              </td>
-              <td className="px-4 py-3 tabular-nums">
-                {box.width}×{box.height}
-                {box.screens > 1 ? ` · ${box.screens} screens` : ""}
-              </td>
-              <td className="px-4 py-3 tabular-nums">{duration(now - box.created_at_ms)}</td>
-              <td className="px-4 py-3 tabular-nums">{duration(box.expires_at_ms - now)}</td>
-              <td className="px-4 py-3 text-slate-600">{box.owner ?? "server token"}</td>
-              <td className="px-4 py-3">
-                {canDrive ? (
-                  <div className="flex justify-end gap-1">
-                    {box.state === "ready" ? <Act box={box} intent="pause" label="Pause" csrf={csrf} /> : null}
-                    {box.state === "paused" || box.state === "stopped" ? <Act box={box} intent="resume" label="Resume" csrf={csrf} /> : null}
-                    {box.state === "ready" || box.state === "paused" ? <Act box={box} intent="stop" label="Stop" csrf={csrf} /> : null}
-                    <Act box={box} intent="remove" label="Remove" csrf={csrf} confirmText={`Remove ${box.id}? Its files are deleted; its history stays.`} />
-                  </div>
-                ) : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <Table caption="Boxes" columns={["Box", "State", "Size", "Age", "Expires in", "Owner"]} cell="px-4 py-3" actions framed>
+      {boxes.map((box) => (
+        <tr key={box.id} data-box-id={box.id}>
+          <td className="px-4 py-3 font-mono text-xs">
+            <a className="text-indigo-700 hover:underline" href={`/boxes/${box.id}`}>{box.id.slice(0, 16)}…</a>
+          </td>
+          <td className="px-4 py-3">
+            <span className={`inline-flex rounded-full px-2 py-0.5 text-xs font-medium ${STATE_STYLE[box.state] ?? ""}`} title={box.reason}>
+              {box.state}
+            </span>
+          </td>
+          <td className="px-4 py-3 tabular-nums">
+            {box.width}×{box.height}
+            {box.screens > 1 ? ` · ${box.screens} screens` : ""}
+          </td>
+          <td className="px-4 py-3 tabular-nums">{duration(now - box.created_at_ms)}</td>
+          <td className="px-4 py-3 tabular-nums">{duration(box.expires_at_ms - now)}</td>
+          <td className="px-4 py-3 text-slate-600">{box.owner ?? "server token"}</td>
+          <td className="px-4 py-3">
+            {canDrive ? (
+              <div className="flex justify-end gap-1">
+                {box.state === "ready" ? <Act box={box} intent="pause" label="Pause" csrf={csrf} /> : null}
+                {box.state === "paused" || box.state === "stopped" ? <Act box={box} intent="resume" label="Resume" csrf={csrf} /> : null}
+                {box.state === "ready" || box.state === "paused" ? <Act box={box} intent="stop" label="Stop" csrf={csrf} /> : null}
+                <Act box={box} intent="remove" label="Remove" csrf={csrf} confirmText={`Remove ${box.id}? Its files are deleted; its history stays.`} />
+              </div>
+            ) : null}
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }

@@ -3,25 +3,9 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { sql } from "kysely";
 import { db } from "~/utils/db.server";
-import {
-  type FrameInput,
-  type Prepared,
-  type PruneOptions,
-  type PruneResult,
-  type TraceActor,
-  type TraceEntry,
-  type TraceEntryInput,
-  type TracePage,
-  type TraceStore,
-  INSERT_CHUNK,
-  PRUNE_CHUNK,
-  boundedSet,
-  clampPage,
-  frameEntry,
-  frameHash,
-  makeEntry,
-  prepare,
-} from "./trace-types.server";
+import type { TraceEntryTable } from "../../db/schema";
+import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import { INSERT_CHUNK, PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
 
 // The local trace store (HOLM_STORAGE_BACKEND=local): entries in the SQLite store, frame PNGs
 // as files under $HOLM_STATE_DIR/frames/<aa>/<hash>.png.
@@ -139,16 +123,9 @@ export class LocalTraceStore implements TraceStore {
     return this.serial(boxId, () => this.write(boxId, items));
   }
 
-  async recordFrameIfChanged(
-    boxId: string,
-    screen: number,
-    actor: TraceActor,
-    frame: FrameInput,
-    data?: Record<string, unknown>,
-  ): Promise<TraceEntry | undefined> {
-    const p = frameEntry(screen, actor, frame, data);
+  async recordFrameIfChanged(boxId: string, p: FrameEntry): Promise<TraceEntry | undefined> {
     return this.serial(boxId, async () => {
-      if ((await this.lastFrame(boxId, screen)) === p.frame!.hash) return undefined;
+      if ((await this.lastFrame(boxId, p.screen)) === p.frame.hash) return undefined;
       return (await this.write(boxId, [p]))[0];
     });
   }
@@ -159,16 +136,7 @@ export class LocalTraceStore implements TraceStore {
     const now = Date.now();
     let seq = head.nextSeq;
     let lastAt = head.lastAt;
-    const rows: {
-      box_id: string;
-      seq: number;
-      at_ms: number;
-      actor: string;
-      event: string;
-      screen: number | null;
-      frame: string | null;
-      data_json: string | null;
-    }[] = [];
+    const rows: TraceEntryTable[] = [];
     const out: TraceEntry[] = [];
     const frames = new Map<string, { png: Buffer; at: number }>();
     for (const p of items) {
@@ -299,17 +267,14 @@ export class LocalTraceStore implements TraceStore {
     return (await this.head(boxId)).nextSeq > 0;
   }
 
-  async prune(o: Required<PruneOptions>): Promise<PruneResult> {
-    const frameCutoff = o.now - o.maxFrameAgeMs;
-    const entryCutoff = o.now - o.maxEntryAgeMs;
-    const removedCutoff = o.now - o.maxRemovedAgeMs;
+  async prune(cutoff: PruneCutoffs): Promise<PruneResult> {
     let frames = 0;
     let entries = 0;
     let boxes = 0;
 
     // 1. Frames no entry referred to for a while (the entries keep their hash).
     frames += await this.gate.exclusive(async () => {
-      const gone = await db().deleteFrom("trace_frame").where("last_ref_ms", "<", frameCutoff).returning("hash").execute();
+      const gone = await db().deleteFrom("trace_frame").where("last_ref_ms", "<", cutoff.frames).returning("hash").execute();
       await this.unlinkFrames(gone.map((r) => r.hash));
       return gone.length;
     });
@@ -317,7 +282,7 @@ export class LocalTraceStore implements TraceStore {
     // 2. Old entries, a chunk at a time so writers get the store between chunks.
     for (;;) {
       const r = await sql`delete from trace_entry where (box_id, seq) in
-        (select box_id, seq from trace_entry where at_ms < ${entryCutoff} limit ${PRUNE_CHUNK})`.execute(db());
+        (select box_id, seq from trace_entry where at_ms < ${cutoff.entries} limit ${PRUNE_CHUNK})`.execute(db());
       const n = Number(r.numAffectedRows ?? 0);
       entries += n;
       if (n < PRUNE_CHUNK) break;
@@ -330,8 +295,8 @@ export class LocalTraceStore implements TraceStore {
       .select("t.box_id")
       .where((eb) =>
         eb.or([
-          eb("b.removed_at_ms", "<", removedCutoff),
-          eb.and([eb("b.id", "is", null), eb("t.last_at_ms", "<", removedCutoff)]),
+          eb("b.removed_at_ms", "<", cutoff.removed),
+          eb.and([eb("b.id", "is", null), eb("t.last_at_ms", "<", cutoff.removed)]),
         ]),
       )
       .execute();

@@ -1,25 +1,6 @@
-import {
-  type FrameInput,
-  type StoredFrame,
-  type Prepared,
-  type PruneOptions,
-  type PruneResult,
-  type TraceActor,
-  type TraceEntry,
-  type TraceEntryInput,
-  type TracePage,
-  type TraceStore,
-  MEMORY_MAX_BOXES,
-  MEMORY_MAX_ENTRIES_PER_BOX,
-  MEMORY_MAX_FRAMES_PER_BOX,
-  boundedSet,
-  boxRemovals,
-  clampPage,
-  frameEntry,
-  frameHash,
-  makeEntry,
-  prepare,
-} from "./trace-types.server";
+import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, StoredFrame, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import { MEMORY_MAX_BOXES, MEMORY_MAX_ENTRIES_PER_BOX, MEMORY_MAX_FRAMES_PER_BOX, boundedSet, boxRemovals } from "./trace-types.server";
+import { clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
 
 // The memory trace store (HOLM_STORAGE_BACKEND=memory): capped traces in plain structures,
 // lost at a restart.
@@ -49,16 +30,9 @@ export class MemoryTraceStore implements TraceStore {
     return this.record(boxId, inputs.map(prepare));
   }
 
-  async recordFrameIfChanged(
-    boxId: string,
-    screen: number,
-    actor: TraceActor,
-    frame: FrameInput,
-    data?: Record<string, unknown>,
-  ): Promise<TraceEntry | undefined> {
-    const p = frameEntry(screen, actor, frame, data);
+  async recordFrameIfChanged(boxId: string, p: FrameEntry): Promise<TraceEntry | undefined> {
     // Synchronous from the check to the write, so two concurrent calls cannot both record.
-    if (this.traces.get(boxId)?.lastFrame.get(screen) === p.frame!.hash) return undefined;
+    if (this.traces.get(boxId)?.lastFrame.get(p.screen) === p.frame.hash) return undefined;
     return this.record(boxId, [p])[0];
   }
 
@@ -175,20 +149,17 @@ export class MemoryTraceStore implements TraceStore {
     return this.traces.has(boxId) || this.dropped.has(boxId);
   }
 
-  async prune(o: Required<PruneOptions>): Promise<PruneResult> {
-    const frameCutoff = o.now - o.maxFrameAgeMs;
-    const entryCutoff = o.now - o.maxEntryAgeMs;
-    const removedCutoff = o.now - o.maxRemovedAgeMs;
+  async prune(cutoff: PruneCutoffs): Promise<PruneResult> {
     let frames = 0;
     let entries = 0;
     let boxes = 0;
-    for (const t of this.traces.values()) frames += this.releaseFramesBefore(t, frameCutoff);
+    for (const t of this.traces.values()) frames += this.releaseFramesBefore(t, cutoff.frames);
     for (const t of this.traces.values()) {
       const start = t.head;
-      while (t.head < t.entries.length && t.entries[t.head]!.at_ms < entryCutoff) t.head++;
+      while (t.head < t.entries.length && t.entries[t.head]!.at_ms < cutoff.entries) t.head++;
       entries += t.head - start;
       // No entry at or after the cutoff refers to a frame last referred to before it.
-      frames += this.releaseFramesBefore(t, entryCutoff);
+      frames += this.releaseFramesBefore(t, cutoff.entries);
       if (t.head === t.entries.length) {
         t.entries = [];
         t.head = 0;
@@ -201,7 +172,7 @@ export class MemoryTraceStore implements TraceStore {
       if (!t) continue;
       // A trace whose box the store does not know counts as removed when it was last written.
       const removedAt = removals.has(id) ? removals.get(id)! : t.lastAt;
-      if (removedAt === null || removedAt >= removedCutoff) continue;
+      if (removedAt === null || removedAt >= cutoff.removed) continue;
       const gone = this.dropTrace(id, false);
       entries += gone.entries;
       frames += gone.frames;

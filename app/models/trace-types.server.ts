@@ -96,21 +96,27 @@ export interface PruneResult {
   boxes: number;
 }
 
+/**
+ * What a store removes, as times (ms) worked out once from PruneOptions by the module's API:
+ * frames last referred to before `frames`, entries from before `entries`, whole traces of boxes
+ * removed before `removed`. The stores only delete; the policy (the ages) lives in one place.
+ */
+export interface PruneCutoffs {
+  frames: number;
+  entries: number;
+  removed: number;
+}
+
 export interface TraceStore {
   readonly kind: "memory" | "local";
   recordEntries(boxId: string, entries: TraceEntryInput[]): Promise<TraceEntry[]>;
-  recordFrameIfChanged(
-    boxId: string,
-    screen: number,
-    actor: TraceActor,
-    frame: FrameInput,
-    data?: Record<string, unknown>,
-  ): Promise<TraceEntry | undefined>;
+  /** Records the entry (made by frameEntry) unless its hash is the last one on its screen. */
+  recordFrameIfChanged(boxId: string, entry: FrameEntry): Promise<TraceEntry | undefined>;
   readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage>;
   readFrame(hash: string): Promise<Buffer | undefined>;
   readBoxFrame(boxId: string, hash: string): Promise<Buffer | undefined>;
   hasTrace(boxId: string): Promise<boolean>;
-  prune(opts: Required<PruneOptions>): Promise<PruneResult>;
+  prune(cutoffs: PruneCutoffs): Promise<PruneResult>;
 }
 
 export const MEMORY_MAX_ENTRIES_PER_BOX = 10_000;
@@ -173,10 +179,13 @@ export function makeEntry(seq: number, at_ms: number, p: Prepared): TraceEntry {
   return e;
 }
 
-export function frameEntry(screen: number, actor: TraceActor, frame: FrameInput, data?: Record<string, unknown>) {
+/** A prepared `frame` entry: it always has its screen and its frame. */
+export type FrameEntry = Prepared & { screen: number; frame: StoredFrame };
+
+export function frameEntry(screen: number, actor: TraceActor, frame: FrameInput, data?: Record<string, unknown>): FrameEntry {
   const input: TraceEntryInput = { actor, event: "frame", screen, frame };
   if (data) input.data = data;
-  return prepare(input);
+  return prepare(input) as FrameEntry;
 }
 
 export function clampPage(opts: { after?: number; limit?: number }) {

@@ -5,19 +5,8 @@ import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { LocalTraceStore } from "./trace-local.server";
 import { MemoryTraceStore } from "./trace-memory.server";
-import {
-  type FrameInput,
-  type PruneOptions,
-  type PruneResult,
-  type TraceActor,
-  type TraceEntry,
-  type TraceEntryInput,
-  type TracePage,
-  type TraceStore,
-  DEFAULT_MAX_ENTRY_AGE_MS,
-  DEFAULT_MAX_FRAME_AGE_MS,
-  clampPage,
-} from "./trace-types.server";
+import type { FrameInput, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import { DEFAULT_MAX_ENTRY_AGE_MS, DEFAULT_MAX_FRAME_AGE_MS, clampPage, frameEntry } from "./trace-types.server";
 
 // The trace: what was done to each box, in order. Two stores behind one interface, chosen by
 // HOLM_STORAGE_BACKEND: `memory` keeps capped traces in plain structures (lost at a restart);
@@ -27,7 +16,9 @@ import {
 // trace-types.server.ts; this module is the API the rest of the server uses.
 
 export type {
+  FrameEntry,
   FrameInput,
+  PruneCutoffs,
   PruneOptions,
   PruneResult,
   TraceActor,
@@ -87,7 +78,7 @@ export function recordFrameIfChanged(
   frame: FrameInput,
   data?: Record<string, unknown>,
 ): Promise<TraceEntry | undefined> {
-  return traceStore().recordFrameIfChanged(boxId, screen, actor, frame, data);
+  return traceStore().recordFrameIfChanged(boxId, frameEntry(screen, actor, frame, data));
 }
 
 /** A page of entries with seq > after (default -1: from the start); limit 1–500, default 100. */
@@ -122,12 +113,12 @@ export async function traceStartedFresh(boxId: string): Promise<boolean> {
  * Counts what it removed: frame PNGs, entries, whole traces.
  */
 export function pruneTraces(opts: PruneOptions = {}): Promise<PruneResult> {
+  const now = opts.now ?? Date.now();
   const maxEntryAgeMs = opts.maxEntryAgeMs ?? DEFAULT_MAX_ENTRY_AGE_MS;
   return traceStore().prune({
-    now: opts.now ?? Date.now(),
-    maxFrameAgeMs: opts.maxFrameAgeMs ?? DEFAULT_MAX_FRAME_AGE_MS,
-    maxEntryAgeMs,
-    maxRemovedAgeMs: opts.maxRemovedAgeMs ?? maxEntryAgeMs,
+    frames: now - (opts.maxFrameAgeMs ?? DEFAULT_MAX_FRAME_AGE_MS),
+    entries: now - maxEntryAgeMs,
+    removed: now - (opts.maxRemovedAgeMs ?? maxEntryAgeMs),
   });
 }
 

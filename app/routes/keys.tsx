@@ -1,8 +1,10 @@
-import { Form, useActionData } from "react-router";
+import { useActionData } from "react-router";
 import type { Route } from "./+types/keys";
 import { CopyButton } from "~/components/copy-button";
+import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
-import { Alert, Button, Card, CsrfInput, Field, when } from "~/components/ui";
+import { Table } from "~/components/table";
+import { Alert, Button, Card, Field, when } from "~/components/ui";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
 import { ApiError } from "~/utils/api-error.server";
 import { requireCsrf, requireWorkspace } from "~/utils/console.server";
@@ -75,62 +77,41 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
         ) : null}
         {canEdit ? (
           <Card title="Create a key">
-            <Form method="post" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
-              <CsrfInput token={csrf} />
-              <input type="hidden" name="intent" value="create" />
+            <PostForm csrf={csrf} intent="create" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
               <Field label="Name" name="name" required maxLength={80} placeholder="my agent" />
               <Field label="Expires after (days)" name="expires_days" type="number" min={1} max={3650} placeholder="never" />
               <Button type="submit">Create key</Button>
-            </Form>
+            </PostForm>
           </Card>
         ) : null}
         <Card title="Keys">
           {keys.length === 0 ? (
             <p className="text-sm text-slate-600">No keys yet. A key lets an agent use /v1 as this workspace.</p>
           ) : (
-            <div className="overflow-x-auto">
-              <table className="min-w-full text-sm">
-                <caption className="sr-only">API keys</caption>
-                <thead className="text-left text-xs uppercase tracking-wide text-slate-500">
-                  <tr>
-                    <th scope="col" className="py-2 pr-4">Name</th>
-                    <th scope="col" className="py-2 pr-4">Key</th>
-                    <th scope="col" className="py-2 pr-4">Created by</th>
-                    <th scope="col" className="py-2 pr-4">Created</th>
-                    <th scope="col" className="py-2 pr-4">Last used</th>
-                    <th scope="col" className="py-2 pr-4">Expires</th>
-                    <th scope="col" className="py-2"><span className="sr-only">Actions</span></th>
+            <Table caption="API keys" columns={["Name", "Key", "Created by", "Created", "Last used", "Expires"]} cell="py-2 pr-4" actions>
+              {keys.map((k) => {
+                const status = k.revoked_at_ms ? "revoked" : k.expires_at_ms && k.expires_at_ms < Date.now() ? "expired" : "active";
+                return (
+                  <tr key={k.id} className={status === "active" ? "" : "text-slate-400"}>
+                    <td className="py-2 pr-4">{k.name}</td>
+                    <td className="py-2 pr-4 font-mono text-xs">{k.prefix}…</td>
+                    <td className="py-2 pr-4">{k.creator}</td>
+                    <td className="py-2 pr-4">{when(k.created_at_ms)}</td>
+                    <td className="py-2 pr-4">{when(k.last_used_ms)}</td>
+                    <td className="py-2 pr-4">{k.expires_at_ms ? when(k.expires_at_ms) : "never"}</td>
+                    <td className="py-2 text-right">
+                      {status === "active" && canEdit ? (
+                        <PostForm csrf={csrf} intent="revoke" fields={{ id: k.id }} confirmText={`Revoke ${k.name}? Agents using it stop at once.`}>
+                          <Button type="submit" variant="danger" aria-label={`Revoke ${k.name}`}>Revoke</Button>
+                        </PostForm>
+                      ) : (
+                        <span className="text-xs">{status}</span>
+                      )}
+                    </td>
                   </tr>
-                </thead>
-                <tbody className="divide-y divide-slate-100">
-                  {keys.map((k) => {
-                    const status = k.revoked_at_ms ? "revoked" : k.expires_at_ms && k.expires_at_ms < Date.now() ? "expired" : "active";
-                    return (
-                      <tr key={k.id} className={status === "active" ? "" : "text-slate-400"}>
-                        <td className="py-2 pr-4">{k.name}</td>
-                        <td className="py-2 pr-4 font-mono text-xs">{k.prefix}…</td>
-                        <td className="py-2 pr-4">{k.creator}</td>
-                        <td className="py-2 pr-4">{when(k.created_at_ms)}</td>
-                        <td className="py-2 pr-4">{when(k.last_used_ms)}</td>
-                        <td className="py-2 pr-4">{k.expires_at_ms ? when(k.expires_at_ms) : "never"}</td>
-                        <td className="py-2 text-right">
-                          {status === "active" && canEdit ? (
-                            <Form method="post" onSubmit={(e) => { if (!confirm(`Revoke ${k.name}? Agents using it stop at once.`)) e.preventDefault(); }}>
-                              <CsrfInput token={csrf} />
-                              <input type="hidden" name="intent" value="revoke" />
-                              <input type="hidden" name="id" value={k.id} />
-                              <Button type="submit" variant="danger" aria-label={`Revoke ${k.name}`}>Revoke</Button>
-                            </Form>
-                          ) : (
-                            <span className="text-xs">{status}</span>
-                          )}
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </div>
+                );
+              })}
+            </Table>
           )}
         </Card>
       </div>

@@ -1,7 +1,9 @@
-import { Form, useActionData } from "react-router";
+import { useActionData } from "react-router";
 import type { Route } from "./+types/members";
+import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
-import { Alert, Button, Card, CsrfInput, Field, when } from "~/components/ui";
+import { Table } from "~/components/table";
+import { Alert, Button, Card, Field, when } from "~/components/ui";
 import { ROLES, type Role, atLeast } from "~/models/roles";
 import { changeRole, invite, membersOf, pendingInvitations, removeMember } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
@@ -72,57 +74,38 @@ export default function Members({ loaderData }: Route.ComponentProps) {
           </Alert>
         ) : null}
         <Card title="People">
-          <table className="min-w-full text-sm">
-            <caption className="sr-only">Members</caption>
-            <thead className="text-left text-xs uppercase tracking-wide text-slate-500">
-              <tr>
-                <th scope="col" className="py-2">Name</th>
-                <th scope="col" className="py-2">Email</th>
-                <th scope="col" className="py-2">Role</th>
-                <th scope="col" className="py-2"><span className="sr-only">Actions</span></th>
+          <Table caption="Members" columns={["Name", "Email", "Role"]} cell="py-2" actions>
+            {members.map((m) => (
+              <tr key={m.user_id}>
+                <td className="py-2">{m.name}{m.user_id === me ? " (you)" : ""}</td>
+                <td className="py-2 text-slate-600">{m.email}</td>
+                <td className="py-2">
+                  {manage ? (
+                    <PostForm csrf={csrf} intent="role" fields={{ user: m.user_id }} className="flex items-center gap-2">
+                      <label className="sr-only" htmlFor={`role-${m.user_id}`}>Role of {m.email}</label>
+                      <select id={`role-${m.user_id}`} name="role" defaultValue={m.role} className="rounded-md border border-slate-300 px-2 py-1 text-sm">
+                        {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
+                      </select>
+                      <Button type="submit" variant="secondary">Save</Button>
+                    </PostForm>
+                  ) : (
+                    m.role
+                  )}
+                </td>
+                <td className="py-2 text-right">
+                  {manage ? (
+                    <PostForm csrf={csrf} intent="remove" fields={{ user: m.user_id }} confirmText={`Remove ${m.email} from the workspace?`}>
+                      <Button type="submit" variant="danger" aria-label={`Remove ${m.email}`}>Remove</Button>
+                    </PostForm>
+                  ) : null}
+                </td>
               </tr>
-            </thead>
-            <tbody className="divide-y divide-slate-100">
-              {members.map((m) => (
-                <tr key={m.user_id}>
-                  <td className="py-2">{m.name}{m.user_id === me ? " (you)" : ""}</td>
-                  <td className="py-2 text-slate-600">{m.email}</td>
-                  <td className="py-2">
-                    {manage ? (
-                      <Form method="post" className="flex items-center gap-2">
-                        <CsrfInput token={csrf} />
-                        <input type="hidden" name="intent" value="role" />
-                        <input type="hidden" name="user" value={m.user_id} />
-                        <label className="sr-only" htmlFor={`role-${m.user_id}`}>Role of {m.email}</label>
-                        <select id={`role-${m.user_id}`} name="role" defaultValue={m.role} className="rounded-md border border-slate-300 px-2 py-1 text-sm">
-                          {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
-                        </select>
-                        <Button type="submit" variant="secondary">Save</Button>
-                      </Form>
-                    ) : (
-                      m.role
-                    )}
-                  </td>
-                  <td className="py-2 text-right">
-                    {manage ? (
-                      <Form method="post" onSubmit={(e) => { if (!confirm(`Remove ${m.email} from the workspace?`)) e.preventDefault(); }}>
-                        <CsrfInput token={csrf} />
-                        <input type="hidden" name="intent" value="remove" />
-                        <input type="hidden" name="user" value={m.user_id} />
-                        <Button type="submit" variant="danger" aria-label={`Remove ${m.email}`}>Remove</Button>
-                      </Form>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         </Card>
         {manage ? (
           <Card title="Invite someone">
-            <Form method="post" className="grid gap-3 sm:grid-cols-[1fr_10rem_auto] sm:items-end">
-              <CsrfInput token={csrf} />
-              <input type="hidden" name="intent" value="invite" />
+            <PostForm csrf={csrf} intent="invite" className="grid gap-3 sm:grid-cols-[1fr_10rem_auto] sm:items-end">
               <Field label="Email" name="email" type="email" required />
               <div className="text-sm">
                 <label htmlFor="invite-role" className="block font-medium text-slate-700">Role</label>
@@ -131,7 +114,7 @@ export default function Members({ loaderData }: Route.ComponentProps) {
                 </select>
               </div>
               <Button type="submit">Create invitation</Button>
-            </Form>
+            </PostForm>
             {invitations.length ? (
               <ul className="mt-4 space-y-1 text-sm text-slate-600">
                 {invitations.map((i) => (

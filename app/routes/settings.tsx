@@ -1,7 +1,8 @@
-import { Form, redirect, useActionData } from "react-router";
+import { redirect, useActionData } from "react-router";
 import type { Route } from "./+types/settings";
+import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
-import { Alert, Button, Card, CsrfInput, Field } from "~/components/ui";
+import { Alert, Button, Card, Field } from "~/components/ui";
 import { createSession } from "~/models/session.server";
 import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
 import { ApiError } from "~/utils/api-error.server";
@@ -45,26 +46,22 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
         {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
         {changed ? <Alert tone="success">Password changed. Every other session was signed out.</Alert> : null}
         <Card title="Change password">
-          <Form method="post" className="space-y-3">
-            <CsrfInput token={csrf} />
-            <input type="hidden" name="intent" value="password" />
+          <PostForm csrf={csrf} intent="password" className="space-y-3">
             <Field label="Current password" name="current" type="password" autoComplete="current-password" required />
             <Field label="New password" name="next" type="password" autoComplete="new-password" minLength={10} required />
             <Field label="Confirm new password" name="confirm" type="password" autoComplete="new-password" minLength={10} required />
             <Button type="submit">Change password</Button>
-          </Form>
+          </PostForm>
         </Card>
         {admin ? (
           <Card title="Server">
-            <Form method="post" className="flex items-center gap-3">
-              <CsrfInput token={csrf} />
-              <input type="hidden" name="intent" value="signups" />
+            <PostForm csrf={csrf} intent="signups" className="flex items-center gap-3">
               <label className="flex items-center gap-2 text-sm">
                 <input type="checkbox" name="open" value="true" defaultChecked={open} />
                 Anyone who reaches this server may sign up (otherwise by invitation)
               </label>
               <Button type="submit" variant="secondary">Save</Button>
-            </Form>
+            </PostForm>
           </Card>
         ) : null}
       </div>

@@ -18,6 +18,19 @@ function statusOf(err: unknown): number | undefined {
 }
 
 /**
+ * Awaits a Docker call, taking the one answer that means it is done already as success: 304 for
+ * a container already started or stopped, 404 for one already gone, 409 for a network that
+ * exists. Any other error is thrown.
+ */
+async function unlessAlready(status: number, call: Promise<unknown>): Promise<void> {
+  try {
+    await call;
+  } catch (err) {
+    if (statusOf(err) !== status) throw err;
+  }
+}
+
+/**
  * A tar of the secret files (root, 0600; folders 0700), unpacked into the container: unlike its
  * environment, a file is not handed to every process and `docker exec`.
  */
@@ -99,19 +112,16 @@ export class DockerRuntime implements Runtime {
   }
 
   private async createNetwork(name: string, internal: boolean) {
-    try {
-      await this.docker.createNetwork({
-        Name: name,
-        Driver: "bridge",
-        Internal: internal,
-        Labels: { "holm.network": "1" },
-        // Boxes get no IPv6 (firewall.server.ts drops it on these bridges as well).
-        EnableIPv6: false,
-        Options: { "com.docker.network.bridge.enable_icc": "false" },
-      });
-    } catch (err) {
-      if (statusOf(err) !== 409) throw err;
-    }
+    const created = this.docker.createNetwork({
+      Name: name,
+      Driver: "bridge",
+      Internal: internal,
+      Labels: { "holm.network": "1" },
+      // Boxes get no IPv6 (firewall.server.ts drops it on these bridges as well).
+      EnableIPv6: false,
+      Options: { "com.docker.network.bridge.enable_icc": "false" },
+    });
+    await unlessAlready(409, created);
   }
 
   async create(launch: BoxLaunch): Promise<{ ref: string }> {
@@ -155,19 +165,11 @@ export class DockerRuntime implements Runtime {
   }
 
   async start(ref: string): Promise<void> {
-    try {
-      await this.docker.getContainer(ref).start();
-    } catch (err) {
-      if (statusOf(err) !== 304) throw err;
-    }
+    await unlessAlready(304, this.docker.getContainer(ref).start());
   }
 
   async stop(ref: string): Promise<void> {
-    try {
-      await this.docker.getContainer(ref).stop({ t: 5 });
-    } catch (err) {
-      if (statusOf(err) !== 304) throw err;
-    }
+    await unlessAlready(304, this.docker.getContainer(ref).stop({ t: 5 }));
   }
 
   async pause(ref: string): Promise<void> {
@@ -202,13 +204,7 @@ export class DockerRuntime implements Runtime {
     } catch (err) {
       if (statusOf(err) !== 404) throw err;
     }
-    if (volume) {
-      try {
-        await this.docker.getVolume(volume).remove();
-      } catch (err) {
-        if (statusOf(err) !== 404) throw err;
-      }
-    }
+    if (volume) await unlessAlready(404, this.docker.getVolume(volume).remove());
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {

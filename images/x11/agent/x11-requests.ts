@@ -63,27 +63,23 @@ export function propU32s(p: Property | null): number[] {
   return out;
 }
 
-export interface Geometry {
-  root: number;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  border: number;
-  depth: number;
+/** Where a reply's number fields sit: name → [wire type, byte offset] (as the protocol spec lists them). */
+type Layout = Record<string, readonly ["u8" | "i16" | "u16" | "u32", number]>;
+type Fields<L extends Layout> = { [K in keyof L]: number };
+
+function readFields<L extends Layout>(r: Buffer, layout: L): Fields<L> {
+  const out: Record<string, number> = {};
+  for (const [name, [type, at]] of Object.entries(layout)) {
+    out[name] = type === "u8" ? r[at] : type === "i16" ? r.readInt16LE(at) : type === "u16" ? r.readUInt16LE(at) : r.readUInt32LE(at);
+  }
+  return out as Fields<L>;
 }
 
+const GEOMETRY = { depth: ["u8", 1], root: ["u32", 8], x: ["i16", 12], y: ["i16", 14], width: ["u16", 16], height: ["u16", 18], border: ["u16", 20] } as const;
+export type Geometry = Fields<typeof GEOMETRY>;
+
 export async function getGeometry(c: XConnection, drawable: number): Promise<Geometry> {
-  const r = await c.request(new Req(14).u32(drawable).finish());
-  return {
-    depth: r[1],
-    root: r.readUInt32LE(8),
-    x: r.readInt16LE(12),
-    y: r.readInt16LE(14),
-    width: r.readUInt16LE(16),
-    height: r.readUInt16LE(18),
-    border: r.readUInt16LE(20),
-  };
+  return readFields(await c.request(new Req(14).u32(drawable).finish()), GEOMETRY);
 }
 
 export async function translateCoordinates(c: XConnection, src: number, dst: number, x: number, y: number): Promise<{ x: number; y: number; child: number }> {
@@ -104,25 +100,12 @@ export async function getWindowAttributes(c: XConnection, window: number): Promi
   return { windowClass: r.readUInt16LE(12), mapState: r[26], overrideRedirect: r[27] === 1 };
 }
 
-export interface PointerState {
-  root: number;
-  child: number;
-  x: number;
-  y: number;
-  mask: number;
-  sameScreen: boolean;
-}
+const POINTER = { root: ["u32", 8], child: ["u32", 12], x: ["i16", 16], y: ["i16", 18], mask: ["u16", 24] } as const;
+export type PointerState = Fields<typeof POINTER> & { sameScreen: boolean };
 
 export async function queryPointer(c: XConnection, window: number): Promise<PointerState> {
   const r = await c.request(new Req(38).u32(window).finish());
-  return {
-    sameScreen: r[1] === 1,
-    root: r.readUInt32LE(8),
-    child: r.readUInt32LE(12),
-    x: r.readInt16LE(16),
-    y: r.readInt16LE(18),
-    mask: r.readUInt16LE(24),
-  };
+  return { ...readFields(r, POINTER), sameScreen: r[1] === 1 };
 }
 
 /** ZPixmap image; `data` is the reply body (rows of `bitsPerPixel` pixels, padded per format). */
