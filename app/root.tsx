@@ -1,7 +1,7 @@
 import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse } from "react-router";
 import type { Route } from "./+types/root";
 import "./app.css";
-import { getConsole } from "./utils/console.server";
+import { getConsole } from "~/edge/console.server";
 
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await getConsole(request);

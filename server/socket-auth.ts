@@ -4,7 +4,7 @@ import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.se
 import { type Role, atLeast } from "~/models/roles";
 import { roleIn } from "~/models/workspace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "~/models/actor";
 
 export type SessionActor = Actor & { kind: "workspace"; userId: string; sessionId: string };
 

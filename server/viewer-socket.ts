@@ -8,7 +8,7 @@ import { type RunningBox, getBox, requireRunningBox, touchBox } from "~/models/b
 import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
 import { VIEWER_CLOSE, registerViewer, reportViewerInput } from "~/models/viewer.server";
 import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "~/models/actor";
 import { vncChallengeResponse } from "~/utils/vnc-auth.server";
 import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
 import { registerUpgrade } from "./upgrade-router";

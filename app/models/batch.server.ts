@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { ApiError, badRequest } from "~/utils/api-error.server";
-import { validate } from "~/utils/route.server";
+import { validate } from "~/utils/validate.server";
 import { BatchSchema, LATER_STEPS, type Step, StepSchema } from "./action-schema.server";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
 import { assertMayRunSteps } from "./takeover.server";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "./actor";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 

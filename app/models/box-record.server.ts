@@ -4,7 +4,7 @@ import type { BoxTable } from "../../db/schema";
 import { runtime } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { type Actor, issuerOf, ownerOf } from "~/utils/auth.server";
+import { type Actor, issuerOf, ownerOf } from "./actor";
 import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";

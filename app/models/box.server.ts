@@ -3,7 +3,7 @@ import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { type Actor, ownerOf } from "~/utils/auth.server";
+import { type Actor, ownerOf } from "./actor";
 import { db } from "~/utils/db.server";
 import { launch, waitReady } from "./box-launch.server";
 import {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ApiError, unsupported } from "~/utils/api-error.server";
-import type { Actor } from "~/utils/auth.server";
-import { validate } from "~/utils/route.server";
+import type { Actor } from "./actor";
+import { validate } from "~/utils/validate.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";

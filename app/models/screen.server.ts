@@ -1,7 +1,7 @@
 import { z } from "zod";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "./actor";
 import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
-import { validate } from "~/utils/route.server";
+import { validate } from "~/utils/validate.server";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX, agentFetch, readCapped } from "./agent.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { ApiError } from "~/utils/api-error.server";
-import { type Actor, issuerOf } from "~/utils/auth.server";
+import { type Actor, issuerOf } from "./actor";
 import { env, publicUrl } from "~/utils/env.server";
 import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { ApiError } from "~/utils/api-error.server";
-import { type Actor, issuerOf } from "~/utils/auth.server";
+import { type Actor, issuerOf } from "./actor";
 import { derive } from "~/utils/secret.server";
 
 // Viewer tickets: the credential of the viewer socket (a browser cannot put a bearer token on a

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { notFound } from "~/utils/api-error.server";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "./actor";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { LocalTraceStore } from "./trace-local.server";

@@ -4,8 +4,8 @@ import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { type ViewerMode, issueTicket } from "~/models/ticket.server";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
-import { issuerOf } from "~/utils/auth.server";
-import { requireWorkspace } from "~/utils/console.server";
+import { issuerOf } from "~/models/actor";
+import { requireWorkspace } from "~/edge/console.server";
 
 // GET /boxes/:id/ticket?screen=n&mode=view|control — a fresh viewer ticket for the console's
 // noVNC viewer, by session (the page asks again on every reconnect, so a ticket never goes stale).

@@ -25,8 +25,8 @@ import { forkBox } from "~/models/fork.server";
 import { traceSummary } from "~/models/trace-summary.server";
 import { readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
-import { requireCsrf, requireWorkspace } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 
 // The trace of one box in the console: a timeline of every entry, a slider and a filmstrip over
 // the recorded frames (takeover periods shaded), the frame at the selected entry, and "Fork from

@@ -13,9 +13,9 @@ import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive, giveBack, takeOver } from "~/models/takeover.server";
 import { recordEntry } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
-import { lifecycleIntent } from "~/utils/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
+import { lifecycleIntent } from "~/edge/box-actions.server";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import { type ScreenStatus, screenStatus } from "~/models/screen-status.server";
 
 // The console page of one box: the live screen (noVNC), who watches and who drives, take over

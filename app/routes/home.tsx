@@ -10,11 +10,11 @@ import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { FEATURES } from "~/protocol/features";
 import { ApiError } from "~/utils/api-error.server";
-import { lifecycleIntent } from "~/utils/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/utils/console.server";
+import { lifecycleIntent } from "~/edge/box-actions.server";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { publicUrl } from "~/utils/env.server";
-import { field, formAction } from "~/utils/form.server";
-import { validate } from "~/utils/route.server";
+import { field, formAction } from "~/edge/form.server";
+import { validate } from "~/edge/route.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 

@@ -4,8 +4,8 @@ import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput } from "~/components/ui";
 import { setSessionWorkspace } from "~/models/session.server";
 import { acceptInvitation, findInvitation } from "~/models/workspace.server";
-import { getConsole, requireConsole, requireCsrf } from "~/utils/console.server";
-import { formAction } from "~/utils/form.server";
+import { getConsole, requireConsole, requireCsrf } from "~/edge/console.server";
+import { formAction } from "~/edge/form.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Invitation · holm" }];
 

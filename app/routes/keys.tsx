@@ -7,9 +7,9 @@ import { Table } from "~/components/table";
 import { Alert, Button, Card, Field, when } from "~/components/ui";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireCsrf, requireWorkspace } from "~/utils/console.server";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { publicUrl } from "~/utils/env.server";
-import { field, formAction } from "~/utils/form.server";
+import { field, formAction } from "~/edge/form.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "API keys · holm" }];
 

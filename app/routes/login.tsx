@@ -5,9 +5,9 @@ import { createSession } from "~/models/session.server";
 import { checkCredentials, normalizeEmail, userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { getConsole, startSessionHeaders } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
-import { safeNext } from "~/utils/next-path.server";
+import { getConsole, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { safeNext } from "~/edge/next-path.server";
 import { RateLimiter } from "~/utils/rate-limit.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];

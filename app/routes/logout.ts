@@ -1,7 +1,7 @@
 import { redirect } from "react-router";
 import type { Route } from "./+types/logout";
 import { invalidateSession } from "~/models/session.server";
-import { endSessionHeaders, getConsole, requireCsrf } from "~/utils/console.server";
+import { endSessionHeaders, getConsole, requireCsrf } from "~/edge/console.server";
 
 export async function action({ request }: Route.ActionArgs) {
   const ctx = await getConsole(request);

@@ -6,8 +6,8 @@ import { Alert, Button, Card, Field } from "~/components/ui";
 import { createSession } from "~/models/session.server";
 import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireConsole, requireCsrf, startSessionHeaders } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
+import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Settings · holm" }];
 

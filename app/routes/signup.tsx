@@ -5,8 +5,8 @@ import { createSession } from "~/models/session.server";
 import { createUser, signupsOpen, userCount } from "~/models/user.server";
 import { acceptInvitation, createWorkspace, findInvitation } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { getConsole, startSessionHeaders } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
+import { getConsole, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 
 export const meta: Route.MetaFunction = () => [{ title: "Sign up · holm" }];
 

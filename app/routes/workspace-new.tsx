@@ -4,8 +4,8 @@ import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput, Field } from "~/components/ui";
 import { setSessionWorkspace } from "~/models/session.server";
 import { createWorkspace } from "~/models/workspace.server";
-import { requireConsole, requireCsrf } from "~/utils/console.server";
-import { field, formAction } from "~/utils/form.server";
+import { requireConsole, requireCsrf } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import type { loader as rootLoader } from "~/root";
 
 export const meta: Route.MetaFunction = () => [{ title: "New workspace · holm" }];

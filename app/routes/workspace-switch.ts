@@ -2,7 +2,7 @@ import { redirect } from "react-router";
 import type { Route } from "./+types/workspace-switch";
 import { setSessionWorkspace } from "~/models/session.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireConsole, requireCsrf } from "~/utils/console.server";
+import { requireConsole, requireCsrf } from "~/edge/console.server";
 
 export async function action({ request }: Route.ActionArgs) {
   const ctx = await requireConsole(request);

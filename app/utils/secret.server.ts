@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { env } from "./env.server";
@@ -38,4 +38,11 @@ export function serverKey(): Buffer {
 /** A key for one purpose, so a secret leaked from one use says nothing about another. */
 export function derive(purpose: string): string {
   return createHmac("sha256", serverKey()).update(purpose).digest("base64url");
+}
+
+/** Compares two secrets in constant time whatever their lengths. */
+export function safeEqual(a: string, b: string): boolean {
+  const ha = createHash("sha256").update(a).digest();
+  const hb = createHash("sha256").update(b).digest();
+  return timingSafeEqual(ha, hb);
 }

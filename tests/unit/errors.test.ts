@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ApiError, ERROR_STATUS, errorResponse } from "~/utils/api-error.server";
-import { safeEqual } from "~/utils/auth.server";
-import { v1 } from "~/utils/route.server";
+import { safeEqual } from "~/utils/secret.server";
+import { v1 } from "~/edge/route.server";
 
 describe("error shape", () => {
   it("maps every seed code to its status", () => {

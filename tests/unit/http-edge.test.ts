@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { crossSiteReason, hostAllowed, originAllowed, parseHost } from "../../server/http-edge";
-import { safeNext } from "~/utils/next-path.server";
-import { isLoopback } from "~/utils/peer.server";
+import { safeNext } from "~/edge/next-path.server";
+import { isLoopback } from "~/edge/peer.server";
 
 // The edge's pure rules. env() is read lazily, so this file's settings are the ones it sees.
 process.env.HOLM_SERVER_ADDR = "127.0.0.1:8080";

@@ -8,7 +8,7 @@ import {
   specDigest,
 } from "~/models/spec.server";
 import { ApiError } from "~/utils/api-error.server";
-import { parseJsonText } from "~/utils/route.server";
+import { parseJsonText } from "~/edge/route.server";
 
 const parse = (body: unknown) => parseJsonText(JSON.stringify(body), CreateBoxSchema);
 

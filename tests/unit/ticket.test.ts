@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Actor } from "~/utils/auth.server";
+import type { Actor } from "~/models/actor";
 
 // The server key comes from the environment, read once: set it before the module loads.
 process.env.HOLM_SECRET_KEY = "unit-test-secret-key-0123456789abcdef";

@@ -2,8 +2,8 @@ import { z } from "zod";
 import { installApps } from "~/models/batch.server";
 import { requireRunningBox } from "~/models/box.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 
 const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });
 

@@ -3,8 +3,8 @@ import { requireRunningBox } from "~/models/box.server";
 import { recordRan } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 
 const route = v1({
   POST: async (args) => {

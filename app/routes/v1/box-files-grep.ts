@@ -1,8 +1,8 @@
 import { GrepSchema } from "~/models/action-schema.server";
 import { requireRunningBox } from "~/models/box.server";
 import { callAgent } from "~/models/screen.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 
 const route = v1({
   POST: async (args) => {

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { requireRunningBox } from "~/models/box.server";
 import { callAgent, query } from "~/models/screen.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseQuery, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseQuery, v1 } from "~/edge/route.server";
 
 const ListQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 

@@ -4,8 +4,8 @@ import { requireRunningBox } from "~/models/box.server";
 import { recordFileWritten } from "~/models/recorder.server";
 import { callAgent, query } from "~/models/screen.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 
 const PathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 

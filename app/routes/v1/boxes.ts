@@ -1,9 +1,9 @@
 import { createBox, listBoxes } from "~/models/box.server";
 import { withIdempotency } from "~/models/idempotency.server";
 import { CreateBoxSchema } from "~/models/spec.server";
-import { requireActor } from "~/utils/auth.server";
+import { requireActor } from "~/edge/auth.server";
 import { env } from "~/utils/env.server";
-import { parseJsonText, readText, v1 } from "~/utils/route.server";
+import { parseJsonText, readText, v1 } from "~/edge/route.server";
 
 const route = v1({
   GET: async ({ request }) => {

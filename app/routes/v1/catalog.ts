@@ -1,6 +1,6 @@
 import { catalogNames } from "~/models/catalog.server";
-import { requireActor } from "~/utils/auth.server";
-import { v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { v1 } from "~/edge/route.server";
 
 const route = v1({
   GET: async ({ request }) => {

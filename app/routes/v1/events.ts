@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { listEvents } from "~/models/event.server";
-import { ownerOf, requireActor } from "~/utils/auth.server";
-import { parseQuery, v1 } from "~/utils/route.server";
+import { ownerOf } from "~/models/actor";
+import { requireActor } from "~/edge/auth.server";
+import { parseQuery, v1 } from "~/edge/route.server";
 
 const EventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).default(0),

@@ -1,4 +1,4 @@
-import { v1 } from "~/utils/route.server";
+import { v1 } from "~/edge/route.server";
 
 const route = v1({
   GET: () => ({ ok: true, service: "holm-server" }),

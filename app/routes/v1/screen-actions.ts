@@ -1,8 +1,8 @@
 import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
 import { withIdempotency } from "~/models/idempotency.server";
 import { requireScreen } from "~/models/screen.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseJsonText, readText, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
 import { z } from "zod";
 
 const route = v1({

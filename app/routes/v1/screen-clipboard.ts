@@ -2,8 +2,8 @@ import { z } from "zod";
 import { recordClipboardSet } from "~/models/recorder.server";
 import { callAgent, query, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, parseQuery, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 
 const Selection = z.enum(["clipboard", "primary"]);
 const ClipboardQuerySchema = z.strictObject({ selection: Selection.optional() });

@@ -1,6 +1,6 @@
 import { frame, requireScreen } from "~/models/screen.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, v1 } from "~/edge/route.server";
 
 const route = v1({
   GET: async (args) => {

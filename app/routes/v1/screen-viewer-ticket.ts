@@ -3,9 +3,10 @@ import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
-import { issuerOf, requireActor } from "~/utils/auth.server";
+import { issuerOf } from "~/models/actor";
+import { requireActor } from "~/edge/auth.server";
 import { publicUrl } from "~/utils/env.server";
-import { param, parseBody, v1 } from "~/utils/route.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 
 const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 

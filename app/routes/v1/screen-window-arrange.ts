@@ -1,8 +1,8 @@
 import { ArrangeSchema } from "~/models/action-schema.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, parseBody, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 
 const route = v1({
   POST: async (args) => {

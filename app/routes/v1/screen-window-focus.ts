@@ -1,7 +1,7 @@
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { requireActor } from "~/utils/auth.server";
-import { param, v1 } from "~/utils/route.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, v1 } from "~/edge/route.server";
 
 const route = v1({
   POST: async (args) => {

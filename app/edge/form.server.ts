@@ -1,5 +1,5 @@
 import { data } from "react-router";
-import { isApiError } from "./api-error.server";
+import { isApiError } from "~/utils/api-error.server";
 
 /** Runs a console action; a refusal comes back as `{error}` for the form instead of an error page. */
 export async function formAction<T>(fn: () => Promise<T>) {

@@ -10,10 +10,10 @@ import {
 import { type User, userCount } from "~/models/user.server";
 import type { Role } from "~/models/roles";
 import { type Workspace, workspacesOf } from "~/models/workspace.server";
-import { ApiError } from "./api-error.server";
-import type { Actor } from "./auth.server";
+import { ApiError } from "~/utils/api-error.server";
+import type { Actor } from "~/models/actor";
 import { csrfFor, csrfMatches } from "./csrf.server";
-import { env } from "./env.server";
+import { env } from "~/utils/env.server";
 
 export { csrfFor };
 

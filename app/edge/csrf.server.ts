@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { serverKey } from "./secret.server";
+import { serverKey } from "~/utils/secret.server";
 
 // One CSRF token per session: an HMAC of the session id under the server key. Console forms carry
 // it as the `csrf` field; a console page's script sends it as the x-holm-csrf header on /v1

@@ -1,6 +1,9 @@
 import type { z } from "zod";
-import { ApiError, badRequest, errorResponse, isApiError } from "./api-error.server";
+import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
 import { rememberPeer } from "./peer.server";
+import { validate } from "~/utils/validate.server";
+
+export { validate };
 
 type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 type Args = { request: Request; params: Record<string, string | undefined>; context?: unknown };
@@ -77,21 +80,6 @@ export function parseQuery<S extends z.ZodType>(request: Request, schema: S): z.
   return validate(schema, raw, "query");
 }
 
-export function validate<S extends z.ZodType>(schema: S, raw: unknown, where: string): z.output<S> {
-  const result = schema.safeParse(raw);
-  if (result.success) return result.data;
-  throw badRequest(describeIssue(result.error.issues[0], where));
-}
-
-function describeIssue(issue: z.core.$ZodIssue | undefined, where: string): string {
-  if (!issue) return `the ${where} is not valid`;
-  const at = issue.path.length ? issue.path.map(String).join(".") : where;
-  if (issue.code === "unrecognized_keys") {
-    const keys = issue.keys.map((k) => `"${k}"`).join(", ");
-    return `unknown key ${keys} in ${at === where ? `the ${where}` : at}`;
-  }
-  return `${at}: ${issue.message}`;
-}
 
 /** Reads a path parameter that the route pattern guarantees. */
 export function param(args: Args, name: string): string {

@@ -1,42 +1,14 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { checkKey } from "~/models/key.server";
+import { type Actor, type WorkspaceActor } from "~/models/actor";
 import type { Role } from "~/models/roles";
 import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
-import { ApiError } from "./api-error.server";
+import { ApiError } from "~/utils/api-error.server";
 import { CSRF_HEADER, csrfMatches } from "./csrf.server";
-import { env } from "./env.server";
+import { env } from "~/utils/env.server";
+import { safeEqual } from "~/utils/secret.server";
 import { isLoopback, peerOf } from "./peer.server";
-
-/**
- * Who is calling: the server token, or a workspace through a key or a person's session. A
- * session actor carries its session's id (never sent anywhere), so what it opens (viewer
- * tickets, sockets) ends when that session does.
- */
-export type Actor =
-  | { kind: "server" }
-  | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string; sessionId?: string };
-
-type WorkspaceActor = Extract<Actor, { kind: "workspace" }>;
-
-/** The workspace that owns what this actor creates; undefined for the server token. */
-export function ownerOf(actor: Actor): string | undefined {
-  return actor.kind === "workspace" ? actor.workspaceId : undefined;
-}
-
-/** Who issued something: `server`, `user:<id>` or `key:<id>`. */
-export function issuerOf(actor: Actor): string {
-  if (actor.kind === "server") return "server";
-  return actor.userId ? `user:${actor.userId}` : `key:${actor.keyId}`;
-}
-
-/** Compares two secrets in constant time whatever their lengths. */
-export function safeEqual(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
-}
 
 function bearer(request: Request): string | undefined {
   const header = request.headers.get("authorization");

@@ -1,0 +1,20 @@
+import type { z } from "zod";
+import { badRequest } from "./api-error.server";
+
+// A zod check whose failure is a 400 naming the first bad field, for routes and models alike.
+
+export function validate<S extends z.ZodType>(schema: S, raw: unknown, where: string): z.output<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  throw badRequest(describeIssue(result.error.issues[0], where));
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined, where: string): string {
+  if (!issue) return `the ${where} is not valid`;
+  const at = issue.path.length ? issue.path.map(String).join(".") : where;
+  if (issue.code === "unrecognized_keys") {
+    const keys = issue.keys.map((k) => `"${k}"`).join(", ");
+    return `unknown key ${keys} in ${at === where ? `the ${where}` : at}`;
+  }
+  return `${at}: ${issue.message}`;
+}
