@@ -1,14 +1,22 @@
 import { createHash } from "node:crypto";
 import { badRequest } from "~/utils/api-error.server";
 
-// Kept in memory, as the seed says. A key remembers its first result for a day.
+// "The server keeps keys in memory" (seed 000). A key remembers its first result for a day.
+// This is the memory; app/edge/idempotency.server.ts turns a result into the HTTP answer.
 const TTL_MS = 24 * 3600 * 1000;
 const MAX_KEYS = 10_000;
+
+/** What a route answered the first time: its status, body and headers. */
+export interface Outcome {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
 
 interface Remembered {
   bodyHash: string;
   at: number;
-  result: Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+  result: Promise<Outcome>;
 }
 
 const remembered = new Map<string, Remembered>();
@@ -25,20 +33,12 @@ function sweep(now: number) {
 }
 
 /**
- * Runs `work` once per (scope, key). The same key with the same body gets the first result,
- * also while the first call is still running; another body is refused. A first call that
- * failed with an error is forgotten so the caller can try again.
+ * Runs `work` once per (scope, key). The same key with the same body gets the first outcome,
+ * also while the first call is still running (`replayed`); another body is refused. A first
+ * call that failed with an error is forgotten so the caller can try again.
  */
-export async function withIdempotency(
-  scope: string,
-  key: string | null,
-  body: string,
-  work: () => Promise<{ status: number; body: unknown; headers?: Record<string, string> }>,
-): Promise<Response> {
-  if (key === null) {
-    const out = await work();
-    return Response.json(out.body, { status: out.status, headers: out.headers });
-  }
+export async function once(scope: string, key: string | null, body: string, work: () => Promise<Outcome>): Promise<{ outcome: Outcome; replayed: boolean }> {
+  if (key === null) return { outcome: await work(), replayed: false };
   if (key.length === 0 || key.length > 255) throw badRequest("idempotency-key must be 1 to 255 characters");
   const now = Date.now();
   sweep(now);
@@ -46,15 +46,11 @@ export async function withIdempotency(
   const bodyHash = hashBody(body);
   const seen = remembered.get(id);
   if (seen) {
-    if (seen.bodyHash !== bodyHash) {
-      throw badRequest("this idempotency-key was already used with a different body");
-    }
-    const out = await seen.result;
-    return Response.json(out.body, { status: out.status, headers: { "idempotent-replayed": "true" } });
+    if (seen.bodyHash !== bodyHash) throw badRequest("this idempotency-key was already used with a different body");
+    return { outcome: await seen.result, replayed: true };
   }
   const result = work();
   remembered.set(id, { bodyHash, at: now, result });
   result.catch(() => remembered.delete(id));
-  const out = await result;
-  return Response.json(out.body, { status: out.status, headers: out.headers });
+  return { outcome: await result, replayed: false };
 }

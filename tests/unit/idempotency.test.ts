@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withIdempotency } from "~/models/idempotency.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { ApiError } from "~/utils/api-error.server";
 
 describe("idempotency", () => {

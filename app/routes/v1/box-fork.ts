@@ -1,5 +1,5 @@
 import { ForkSchema, forkBox } from "~/models/fork.server";
-import { withIdempotency } from "~/models/idempotency.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { traceBox } from "~/models/trace.server";
 import { requireActor } from "~/edge/auth.server";
 import { env } from "~/utils/env.server";

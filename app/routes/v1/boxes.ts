@@ -1,5 +1,5 @@
 import { createBox, listBoxes } from "~/models/box.server";
-import { withIdempotency } from "~/models/idempotency.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { requireActor } from "~/edge/auth.server";
 import { env } from "~/utils/env.server";

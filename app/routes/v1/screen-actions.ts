@@ -1,5 +1,5 @@
 import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
-import { withIdempotency } from "~/models/idempotency.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
