@@ -2,7 +2,8 @@ import type { Server as IoServer, Socket } from "socket.io";
 import { principalAccess } from "~/models/access.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import type { Role } from "~/models/roles";
-import { VIEWER_CLOSE, type ViewerConnection, openViewers } from "~/models/viewer.server";
+import { type ViewerConnection, openViewers } from "~/models/viewer.server";
+import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import type { SessionActor } from "./socket-auth";
 
 // Revocation is live: when a key is revoked, a member removed or given another role, or sessions
@@ -22,13 +23,13 @@ async function recheckViewer(c: ViewerConnection) {
   const access = await principalAccess(c.issuer, c.owner ?? null, c.mode === "control" ? "member" : "viewer", c.sessionId).catch(
     (err) => {
       console.error("[holm] checking a viewer's access failed:", err);
-      return { ok: false, status: 401, why: unconfirmed } as const;
+      return { ok: false, lost: "ended", why: unconfirmed } as const;
     },
   );
   if (access.ok) return;
   // 4401: the principal is gone; 4403: it may still watch, but not drive (the console
   // reconnects to watch).
-  c.close(access.status === 403 ? VIEWER_CLOSE.denied : VIEWER_CLOSE.badTicket, access.why);
+  c.close(access.lost === "role" ? VIEWER_CLOSE.denied : VIEWER_CLOSE.badTicket, access.why);
 }
 
 async function recheckSocket(socket: Socket, need: Role) {
@@ -36,7 +37,7 @@ async function recheckSocket(socket: Socket, need: Role) {
   if (!actor || !socket.connected) return;
   const access = await principalAccess(`user:${actor.userId}`, actor.workspaceId, need, actor.sessionId).catch((err) => {
     console.error("[holm] checking a socket's access failed:", err);
-    return { ok: false, status: 401, why: unconfirmed } as const;
+    return { ok: false, lost: "ended", why: unconfirmed } as const;
   });
   if (access.ok || !socket.connected) return;
   // The terminal's page shows why its session ended; then the connection goes.

@@ -9,6 +9,8 @@
 // and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
 // None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
+import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
+
 export type RfbMode = "view" | "control";
 
 export type RfbInput =
@@ -81,12 +83,8 @@ export class HeldUpdateRequests {
 }
 
 /** Close codes the filter asks for. */
-export const RFB_CLOSE = {
-  /** The bytes are not RFB (bad ProtocolVersion, impossible lengths). */
-  protocol: 4400,
-  /** A security type or message type the filter cannot frame (view mode), so nothing after it is safe. */
-  unsupported: 4415,
-} as const;
+/** How the filter ends a connection whose bytes it cannot trust (the socket's close codes). */
+export const RFB_CLOSE = { protocol: VIEWER_CLOSE.protocol, unsupported: VIEWER_CLOSE.unsupported } as const;
 
 /** Client→server message types. */
 export const MSG = {

@@ -16,17 +16,17 @@ export type ViewerAccess =
   | { ok: true; seq: number; owner: string | null; sessionId?: string; untilMs?: number }
   | { ok: false; err: ApiError };
 
-const no = (status: 401 | 403, why: string): ViewerAccess => ({
+const no = (lost: "ended" | "role", why: string): ViewerAccess => ({
   ok: false,
-  err: new ApiError(status === 401 ? "unauthorized" : "denied", why, { retryable: false }),
+  err: new ApiError(lost === "ended" ? "unauthorized" : "denied", why, { retryable: false }),
 });
 
 async function once(claims: TicketClaims, owner: string | null, mode: ViewerMode): Promise<ViewerAccess> {
   const seq = principalSeq();
   const sessionId = await sessionOfTicket(claims.issuer, claims.session_tag);
-  if (sessionId === null) return no(401, "the console session this ticket was issued in has ended; sign in again");
+  if (sessionId === null) return no("ended", "the console session this ticket was issued in has ended; sign in again");
   const access = await principalAccess(claims.issuer, owner, mode === "control" ? "member" : "viewer", sessionId);
-  if (!access.ok) return no(access.status, access.why);
+  if (!access.ok) return no(access.lost, access.why);
   if (mode === "control") {
     const why = controlRefusal(claims.issuer, claims.box_id, claims.screen);
     if (why) return { ok: false, err: new ApiError("denied", why, { retryable: true }) };

@@ -6,7 +6,9 @@ import { WebSocket, WebSocketServer } from "ws";
 import { vncPassword } from "~/models/agent.server";
 import { type RunningBox, getBox, requireRunningBox, touchBox } from "~/models/box.server";
 import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
-import { VIEWER_CLOSE, registerViewer, reportViewerInput } from "~/models/viewer.server";
+import { registerViewer, reportViewerInput } from "~/models/viewer.server";
+import { vncPort } from "~/protocol/agent";
+import { VIEWER_CLOSE, VIEWER_SOCKET_PATH } from "~/protocol/viewer-socket";
 import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
 import type { Actor } from "~/models/actor";
 import { vncChallengeResponse } from "~/utils/vnc-auth.server";
@@ -32,8 +34,6 @@ import { ByteReader, ViewerGreetingError, greetViewer, loginToVnc } from "./vnc-
 // relay always reads VNC, and holds the viewer's FramebufferUpdateRequests (merged into one)
 // while the viewer is behind, so x11vnc only produces what the viewer can take; a viewer that
 // still piles up more than HARD_LIMIT (it ignores flow control) is closed with 4408.
-
-export const VIEWER_SOCKET_PATH = /^\/v1\/boxes\/([^/]+)\/screens\/([^/]+)\/viewer\/socket$/;
 
 const SERVER: Actor = { kind: "server" };
 /** Hold the viewer's update requests while this much is queued for it; release below LOW_WATER. */
@@ -170,7 +170,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   // A signed ticket is not enough: its issuer must still reach the box, and control be theirs.
   let access: ViewerAccess = await viewerAccess(claims, owner, mode);
   if (!access.ok) return refuse(socket, access.err);
-  const { tcp, onData } = connectVnc(box.address, 5900 + screen);
+  const { tcp, onData } = connectVnc(box.address, vncPort(screen));
   const reached = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => {
       tcp.destroy();

@@ -1,5 +1,6 @@
 import { useEffect, useRef } from "react";
 import type RFB from "@novnc/novnc";
+import { VIEWER_CLOSE, type ViewerMode } from "~/protocol/viewer-socket";
 
 // The live screen of a box: noVNC over the server's viewer socket
 // (/v1/boxes/{id}/screens/{n}/viewer/socket?ticket=…&mode=view|control). Client-only: noVNC is
@@ -12,7 +13,7 @@ import type RFB from "@novnc/novnc";
 // box's clipboard does not go over VNC: x11vnc takes ClientCutText but then cannot serve the
 // selection to X clients (LibVNC/x11vnc#87, seen here), so the page sets it through the agent.
 
-export type ViewerMode = "view" | "control";
+export type { ViewerMode };
 
 export type ViewerStatus =
   | { kind: "connecting" }
@@ -20,11 +21,6 @@ export type ViewerStatus =
   | { kind: "waiting"; retryInMs: number; why: string }
   | { kind: "ended"; why: string };
 
-/** Close codes of the viewer socket (server/viewer-socket.ts, VIEWER_CLOSE). */
-const CLOSE_NORMAL = 4000;
-/** Control is not ours any more (someone took the screen, or our role changed): watch instead. */
-const CLOSE_DENIED = 4403;
-const CLOSE_NO_BOX = 4404;
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 10_000];
 
 export function VncViewer({
@@ -169,8 +165,8 @@ export function VncViewer({
           rfb = undefined;
           rfbMode = undefined;
           const why = closed;
-          if (why?.code === CLOSE_NO_BOX) return end(why.reason || "the box was removed");
-          if ((why?.code === CLOSE_NORMAL || why?.code === CLOSE_DENIED) && mode === "control") {
+          if (why?.code === VIEWER_CLOSE.noBox) return end(why.reason || "the box was removed");
+          if ((why?.code === VIEWER_CLOSE.normal || why?.code === VIEWER_CLOSE.denied) && mode === "control") {
             // The screen was given back, or control is no longer ours: watch again, at once.
             wanted.current = "view";
             callbacks.current.onControlEnded?.();

@@ -10,9 +10,9 @@ import { roleIn } from "./workspace.server";
 
 export type Access =
   | { ok: true; /** When this access ends by itself (a key's expiry); the socket closes then. */ untilMs?: number }
-  | { ok: false; /** 401: the principal is gone; 403: it remains but may not do this. */ status: 401 | 403; why: string };
+  | { ok: false; /** `ended`: the principal is gone; `role`: it remains but may not do this. */ lost: "ended" | "role"; why: string };
 
-const gone = (why: string): Access => ({ ok: false, status: 401, why });
+const gone = (why: string): Access => ({ ok: false, lost: "ended", why });
 
 /**
  * Whether `issuer` (`server`, `user:<id>`, `key:<id>`) may still use `need` on what the workspace
@@ -28,7 +28,7 @@ export async function principalAccess(issuer: string, owner: string | null, need
     if (key.revoked_at_ms !== null) return gone("the API key that opened this was revoked");
     if (key.expires_at_ms !== null && key.expires_at_ms <= now) return gone("the API key that opened this has expired");
     // A key acts with the member role: enough for watching and for control.
-    if (!atLeast("member", need)) return { ok: false, status: 403, why: `an API key acts as a member, not ${need}` };
+    if (!atLeast("member", need)) return { ok: false, lost: "role", why: `an API key acts as a member, not ${need}` };
     return { ok: true, untilMs: key.expires_at_ms ?? undefined };
   }
   if (issuer.startsWith("user:")) {
@@ -39,7 +39,7 @@ export async function principalAccess(issuer: string, owner: string | null, need
     }
     const role = await roleIn(owner, userId);
     if (!role) return gone("you are no longer a member of the box's workspace");
-    if (!atLeast(role, need)) return { ok: false, status: 403, why: `your role is now ${role}; this needs ${need}` };
+    if (!atLeast(role, need)) return { ok: false, lost: "role", why: `your role is now ${role}; this needs ${need}` };
     return { ok: true };
   }
   return gone("the ticket names an issuer this server does not know");

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import { ApiError } from "~/utils/api-error.server";
 import { type Actor, issuerOf } from "./actor";
 import { env, publicUrl } from "~/utils/env.server";
@@ -12,7 +13,7 @@ import { sampleSoon } from "./recorder.server";
 import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordEntry } from "./trace.server";
-import { VIEWER_CLOSE, closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
+import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
 
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.

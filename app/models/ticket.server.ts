@@ -1,4 +1,5 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { ViewerMode } from "~/protocol/viewer-socket";
 import { ApiError } from "~/utils/api-error.server";
 import { type Actor, issuerOf } from "./actor";
 import { derive } from "~/utils/secret.server";
@@ -13,7 +14,7 @@ import { derive } from "~/utils/secret.server";
 // connect and whenever access changes, that the issuer may still reach the box
 // (app/models/access.server.ts).
 
-export type ViewerMode = "view" | "control";
+export type { ViewerMode };
 
 export const TICKET_TTL_MS = 15 * 60_000;
 

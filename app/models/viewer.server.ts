@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import { type BoxJson, boxChanges } from "./box.server";
 import type { ViewerMode } from "./ticket.server";
 
@@ -43,20 +44,6 @@ export interface ViewerInput {
   kind: "pointer" | "key" | "cut";
   detail: Record<string, number>;
 }
-
-/** Close codes of the viewer socket. */
-export const VIEWER_CLOSE = {
-  normal: 4000,
-  /** The ticket's issuer lost its access (key revoked or expired, member removed, signed out). */
-  badTicket: 4401,
-  /** Control is no longer this connection's: a person took the screen, or the role changed. */
-  denied: 4403,
-  noBox: 4404,
-  /** The viewer asked for updates faster than it read them. */
-  tooSlow: 4408,
-  notReady: 4409,
-  vncUnreachable: 4502,
-} as const;
 
 const live = new Map<string, Set<ViewerConnection>>();
 const events = new EventEmitter();

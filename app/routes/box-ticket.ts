@@ -3,6 +3,7 @@ import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { type ViewerMode, issueTicket } from "~/models/ticket.server";
+import { viewerSocketPath } from "~/protocol/viewer-socket";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
 import { issuerOf } from "~/models/actor";
 import { requireWorkspace } from "~/edge/console.server";
@@ -27,9 +28,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     const screen = parseScreen(url.searchParams.get("screen") ?? "0", box);
     const controlBlocked = controlRefusal(issuerOf(ctx.actor), box.id, screen);
     const issued = issueTicket(ctx.actor, box, screen, modeRaw as ViewerMode, { controlBlocked });
-    const path =
-      `/v1/boxes/${box.id}/screens/${screen}/viewer/socket` +
-      `?ticket=${encodeURIComponent(issued.ticket)}&mode=${issued.mode}`;
+    const path = `${viewerSocketPath(box.id, screen)}?${new URLSearchParams({ ticket: issued.ticket, mode: issued.mode })}`;
     return Response.json(
       { ticket: issued.ticket, expires_at_ms: issued.expires_at_ms, mode: issued.mode, screen, path },
       { headers: { "cache-control": "no-store" } },

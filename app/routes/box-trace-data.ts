@@ -47,7 +47,7 @@ async function frame(request: Request, id: string, given: string): Promise<Respo
 export async function loader({ request, params }: { request: Request; params: Record<string, string | undefined> }) {
   try {
     if (request.method !== "GET" && request.method !== "HEAD") {
-      throw new ApiError("bad_request", `${request.method} is not allowed here; use GET`, { status: 405 });
+      throw new ApiError("method_not_allowed", `${request.method} is not allowed here; use GET`);
     }
     const id = params.id ?? "";
     return params.hash !== undefined ? await frame(request, id, params.hash) : await entries(request, id);

@@ -9,12 +9,13 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
   readonly status: number;
-  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean; status?: number } = {}) {
+  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean } = {}) {
     super(message);
     this.name = "ApiError";
     this.code = code;
     this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
-    this.status = opts.status ?? ERROR_STATUS[code];
+    // One status per code, always: a status of its own needs a code of its own.
+    this.status = ERROR_STATUS[code];
   }
   toJSON() {
     return { code: this.code, message: this.message, retryable: this.retryable };

@@ -7,6 +7,7 @@ import { issuerOf } from "~/models/actor";
 import { requireActor } from "~/edge/auth.server";
 import { publicUrl } from "~/utils/env.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { viewerSocketUrl } from "~/protocol/viewer-socket";
 
 const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 
@@ -23,14 +24,13 @@ const route = v1({
     // While a person holds the screen, control is theirs: asking for it answers 409, asking for
     // nothing gets a view ticket.
     const issued = issueTicket(actor, box, screen, body.mode, { controlBlocked: controlRefusal(issuerOf(actor), box.id, screen) });
-    const socket = `${publicUrl().replace(/^http/, "ws")}/v1/boxes/${box.id}/screens/${screen}/viewer/socket`;
-    const ticket = encodeURIComponent(issued.ticket);
+    const socket = (mode: "view" | "control") => viewerSocketUrl(publicUrl(), box.id, screen, { ticket: issued.ticket, mode });
     return {
       ticket: issued.ticket,
       expires_at_ms: issued.expires_at_ms,
       mode: issued.mode,
-      view_socket: `${socket}?ticket=${ticket}&mode=view`,
-      ...(issued.mode === "control" ? { control_socket: `${socket}?ticket=${ticket}&mode=control` } : {}),
+      view_socket: socket("view"),
+      ...(issued.mode === "control" ? { control_socket: socket("control") } : {}),
     };
   },
 });
