@@ -1,0 +1,179 @@
+import { afterAll, describe, expect, it, vi } from "vitest";
+import type { BoxLaunch, Runtime, RuntimeBox, RuntimeState } from "~/runtime/runtime";
+import { storeModules } from "../support/store-modules";
+
+// The box model without Docker, through setRuntimes(): the start slots, the serial chain and the
+// reaper, against a real SQLite store. The runtime here is a recording stand-in for an engine
+// (the seam's purpose); every box path against the real engine is in tests/integration.
+
+const stores = storeModules("box-model");
+const saved = process.env.HOLM_LAUNCH_CONCURRENCY;
+afterAll(() => {
+  if (saved === undefined) delete process.env.HOLM_LAUNCH_CONCURRENCY;
+  else process.env.HOLM_LAUNCH_CONCURRENCY = saved;
+});
+
+interface Deferred {
+  resolve: () => void;
+  reject: (e: Error) => void;
+}
+
+/** A runtime whose create() waits until the test lets it go; it records what it was asked. */
+class HeldRuntime implements Runtime {
+  readonly name = "held";
+  creating: Deferred[] = [];
+  removed: string[] = [];
+  states = new Map<string, RuntimeState>();
+  answers = true;
+  async ensureImage() {
+    return { image: "held:1", built: false };
+  }
+  async imageStatus() {
+    return { image: "held:1", present: true };
+  }
+  async prepare() {}
+  create(launch: BoxLaunch): Promise<{ ref: string }> {
+    return new Promise((resolve, reject) => {
+      this.creating.push({ resolve: () => resolve({ ref: `ref-${launch.boxId}` }), reject });
+    });
+  }
+  async start() {}
+  async putSecrets() {}
+  async stop() {}
+  async pause() {}
+  async unpause() {}
+  async remove(ref: string) {
+    this.removed.push(ref);
+    this.states.set(ref, "missing");
+  }
+  async inspect(ref: string): Promise<RuntimeBox> {
+    return { ref, boxId: "", state: this.states.get(ref) ?? "running", labels: {}, address: "192.0.2.1" };
+  }
+  async list() {
+    return [];
+  }
+  async ping() {
+    return this.answers;
+  }
+  shell(): never {
+    throw new Error("no shell here");
+  }
+}
+
+async function load(concurrency: number) {
+  process.env.HOLM_LAUNCH_CONCURRENCY = String(concurrency);
+  await stores.openStore("memory");
+  const rt = new HeldRuntime();
+  (await import("~/runtime/index.server")).setRuntimes(new Map<string, Runtime>([["held", rt]]));
+  const box = await import("~/models/box.server");
+  const record = await import("~/models/box-record.server");
+  const sync = await import("~/models/box-sync.server");
+  const trace = await import("~/models/trace.server");
+  return { rt, box, record, sync, trace };
+}
+
+const server = { kind: "server" } as const;
+const until = async (cond: () => boolean | Promise<boolean>, ms = 5000) => {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe("start slots (HOLM_LAUNCH_CONCURRENCY)", () => {
+  it("starts at most that many desktops at once; the next starts when one ends, even by failing", async () => {
+    const { rt, box } = await load(2);
+    const made = await Promise.all(
+      [0, 1, 2].map(() => box.createBox(server, { placement: { runtime: "held" } }, { queue: true })),
+    );
+    expect(made.map((m) => [m.queued, m.box.state])).toEqual([[true, "starting"], [true, "starting"], [true, "starting"]]);
+    await until(() => rt.creating.length === 2);
+    // Held long enough for a third create to have begun if the slots let it.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(rt.creating).toHaveLength(2);
+    rt.creating[0]!.reject(new Error("no room on the engine"));
+    await until(() => rt.creating.length === 3);
+    const failed = await box.getBox(server, made[0]!.box.id).catch((e) => e);
+    expect(failed).toMatchObject({ state: "failed", reason: "no room on the engine" });
+  });
+});
+
+describe("serial chain", () => {
+  it("runs one box's lifecycle steps one after another, and a failed step does not stop the next", async () => {
+    const { record } = await load(1);
+    const log: string[] = [];
+    const step = (name: string, ms: number, fail = false) =>
+      record.serial("box_a", async () => {
+        log.push(`${name}:start`);
+        await new Promise((r) => setTimeout(r, ms));
+        log.push(`${name}:end`);
+        if (fail) throw new Error(name);
+        return name;
+      });
+    const other = record.serial("box_b", async () => {
+      log.push("other");
+      return "other";
+    });
+    const results = await Promise.allSettled([step("stop", 30, true), step("resume", 1), other]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "fulfilled", "fulfilled"]);
+    // box_b did not wait for box_a; box_a's steps did not overlap.
+    expect(log.indexOf("other")).toBeLessThan(log.indexOf("stop:end"));
+    expect(log.filter((l) => l !== "other")).toEqual(["stop:start", "stop:end", "resume:start", "resume:end"]);
+  });
+});
+
+describe("reaper", () => {
+  /** A ready box as a launch leaves it, written straight to the store (no agent to wait for). */
+  let n = 0;
+  async function readyBox(ctx: Awaited<ReturnType<typeof load>>, idle?: number) {
+    const { db } = await import("~/utils/db.server");
+    const now = Date.now();
+    const id = `box_${(++n).toString(16).padStart(32, "0")}`;
+    const spec = { desktop: { screens: 1, width: 1280, height: 800, features: [], packages: [] }, policy: {} };
+    await db()
+      .insertInto("box")
+      .values({
+        id, owner: null, runtime: "held", runtime_ref: `ref-${id}`, spec_digest: "d", spec_json: JSON.stringify(spec),
+        placement_json: JSON.stringify({ runtime: "held" }), image: "held:1", state: "ready", reason: null, screens: 1,
+        width: 1280, height: 800, persistent: 0, created_at_ms: now, expires_at_ms: now + 3600_000,
+        idle_timeout_secs: idle ?? null, last_used_ms: now, removed_at_ms: null, desktop: 1,
+      })
+      .execute();
+    return (await ctx.record.loadRow(id))!;
+  }
+
+  it("removes a box past its deadline: container removed, record kept as gone, trace says why", async () => {
+    const ctx = await load(4);
+    const row = await readyBox(ctx);
+    expect(await ctx.sync.reapBoxes(Number(row.expires_at_ms) - 1)).toEqual({ removed: 0 });
+    expect(await ctx.sync.reapBoxes(Number(row.expires_at_ms))).toEqual({ removed: 1 });
+    expect(ctx.rt.removed).toContain(row.runtime_ref);
+    const after = (await ctx.record.loadRow(row.id))!;
+    expect(after).toMatchObject({ state: "gone", reason: "expired: the box passed its deadline" });
+    const entries = (await ctx.trace.readTrace(row.id, { limit: 500 })).entries;
+    expect(entries.at(-1)).toMatchObject({ event: "gone", data: { reason: "expired: the box passed its deadline" } });
+  });
+
+  it("removes a box idle past its timeout, and marks one the runtime lost as gone", async () => {
+    const ctx = await load(4);
+    const idle = await readyBox(ctx, 60);
+    const lost = await readyBox(ctx);
+    ctx.rt.states.set(lost.runtime_ref!, "missing");
+    const now = Number(idle.last_used_ms) + 60_000;
+    expect(await ctx.sync.reapBoxes(now)).toEqual({ removed: 2 });
+    expect(await ctx.record.loadRow(idle.id)).toMatchObject({ state: "gone", reason: "idle: unused for 60 s" });
+    expect(await ctx.record.loadRow(lost.id)).toMatchObject({ state: "gone", reason: "the runtime no longer has the box" });
+  });
+
+  it("keeps the record of a box whose runtime does not answer, as unreachable", async () => {
+    const ctx = await load(4);
+    const row = await readyBox(ctx);
+    ctx.rt.answers = false;
+    expect(await ctx.sync.reapBoxes(Number(row.created_at_ms) + 1000)).toEqual({ removed: 0 });
+    expect(await ctx.record.loadRow(row.id)).toMatchObject({ state: "unreachable", reason: "the held runtime does not answer" });
+    expect(ctx.rt.removed).toEqual([]);
+  });
+});
+
+vi.setConfig({ testTimeout: 20_000 });
