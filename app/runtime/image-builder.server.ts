@@ -50,6 +50,8 @@ const BASE_REPO = "holm-base";
 const X11_REPO = "holm-x11";
 const AGENT_BUNDLE = "build/agent/agent.mjs";
 const AGENT_SOURCES = "images/x11/agent";
+/** Bundled into the agent too: the action vocabulary shared with the server. */
+const AGENT_SHARED_SOURCES = "app/protocol";
 const AGENT_BUILD_SCRIPT = "scripts/build-agent.mjs";
 
 // This module runs from app/runtime under tsx and from build/server once bundled: the repo root
@@ -335,7 +337,7 @@ let agentBuild: Promise<void> | undefined;
 function ensureAgentBundle(log: BuildLog): Promise<void> {
   if (process.env.HOLM_AGENT_BUNDLE) return Promise.resolve();
   const bundle = path.join(root, AGENT_BUNDLE);
-  const stale = !existsSync(bundle) || statSync(bundle).mtimeMs < newestMtime(AGENT_SOURCES);
+  const stale = !existsSync(bundle) || statSync(bundle).mtimeMs < Math.max(newestMtime(AGENT_SOURCES), newestMtime(AGENT_SHARED_SOURCES));
   if (!stale) return Promise.resolve();
   const script = path.join(root, AGENT_BUILD_SCRIPT);
   if (!existsSync(script)) {
