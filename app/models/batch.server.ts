@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
-import { BatchSchema, LATER_STEPS, type Step, StepSchema } from "./action-schema.server";
+import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from "./action-schema.server";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
@@ -10,26 +10,23 @@ import type { Actor } from "./actor";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 
-const KNOWN_TYPES = new Set<string>(
-  StepSchema.options.map((o) => o.shape.type.value as string),
-);
-
 /** Prefixes a validation message with the step it concerns. */
 function stepError(i: number, type: string, e: unknown): never {
   if (e instanceof ApiError) throw new ApiError(e.code, `actions[${i}] (${type}): ${e.message}`);
   throw e;
 }
 
-/** Validates the batch, then each step on its own so a refusal names the step. */
+/**
+ * Validates the batch, then each step on its own so a refusal names the step: a malformed step
+ * refuses the whole batch before anything runs. A well-formed step of a kind not built yet (pages
+ * by element, native widgets) passes: the box answers it `unsupported` when its turn comes.
+ */
 export function validateBatch(body: unknown): { input: BatchInput; steps: Step[] } {
   const input = validate(BatchSchema, body, "body");
   const steps = input.actions.map((raw, i) => {
     const type = (raw as { type?: unknown } | null)?.type;
     if (typeof type !== "string") throw badRequest(`actions[${i}]: each action needs a "type"`);
-    if ((LATER_STEPS as readonly string[]).includes(type)) {
-      throw new ApiError("unsupported", `actions[${i}] (${type}): page element and native widget actions are not supported yet`);
-    }
-    if (!KNOWN_TYPES.has(type)) throw badRequest(`actions[${i}]: unknown action type "${type}"`);
+    if (!STEP_TYPES.has(type)) throw badRequest(`actions[${i}]: unknown action type "${type}"`);
     try {
       return validate(StepSchema, raw, "action");
     } catch (e) {
@@ -72,12 +69,15 @@ export async function catalogStatus(t: Pick<ScreenTarget, "box">) {
   }));
 }
 
-/** The agent's form of a step: catalog names become argv; `apps` is answered by the server. */
-function forAgent(step: Step, i: number): Record<string, unknown> {
+/**
+ * The agent's form of a step (WireStepSchema): catalog names become argv; `apps` is answered by
+ * the server, so the box gets a step that does nothing in its place (results keep their indexes).
+ */
+export function forAgent(step: Step, i: number): WireStep {
   if (step.type === "launch") {
     const app = catalogApp(step.app);
     if (!app) throw new ApiError("not_found", `actions[${i}] (launch): no app "${step.app}" in the catalog`);
-    return { type: "launch", app: { argv: [...app.argv, ...(step.args ?? [])] } };
+    return { type: "launch", argv: [...app.argv, ...(step.args ?? [])] };
   }
   if (step.type === "apps") return { type: "wait", ms: 0 };
   return step;

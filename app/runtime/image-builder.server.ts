@@ -15,6 +15,7 @@ import type { BuiltImage, ImageRequest, ImageStatus } from "./runtime";
 import {
   AGENT_BUILD_SCRIPT,
   AGENT_BUNDLE,
+  AGENT_SHARED_SOURCES,
   AGENT_SOURCES,
   type X11Plan,
   baseImageTag,
@@ -149,7 +150,7 @@ let agentBuild: Promise<void> | undefined;
 function ensureAgentBundle(log: BuildLog): Promise<void> {
   if (process.env.HOLM_AGENT_BUNDLE) return Promise.resolve();
   const bundle = path.join(root, AGENT_BUNDLE);
-  const stale = !existsSync(bundle) || statSync(bundle).mtimeMs < newestMtime(AGENT_SOURCES);
+  const stale = !existsSync(bundle) || statSync(bundle).mtimeMs < Math.max(newestMtime(AGENT_SOURCES), newestMtime(AGENT_SHARED_SOURCES));
   if (!stale) return Promise.resolve();
   const script = path.join(root, AGENT_BUILD_SCRIPT);
   if (!existsSync(script)) {

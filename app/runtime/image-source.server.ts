@@ -44,6 +44,8 @@ const BASE_REPO = "holm-base";
 const X11_REPO = "holm-x11";
 export const AGENT_BUNDLE = "build/agent/agent.mjs";
 export const AGENT_SOURCES = "images/x11/agent";
+/** Bundled into the agent too: the wire shared with the server (the action vocabulary, errors, paths). */
+export const AGENT_SHARED_SOURCES = "app/protocol";
 export const AGENT_BUILD_SCRIPT = "scripts/build-agent.mjs";
 
 // This module runs from app/runtime under tsx and from build/server once bundled: the repo root

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import net from "node:net";
 import { fileURLToPath } from "node:url";
+import WebSocket from "ws";
 import { sign } from "../../images/x11/agent/auth";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -96,6 +97,60 @@ export async function startFluxbox(display: number): Promise<void> {
 
 export function startXterm(display: number, args: string[]): ChildProcess {
   return spawnBg("xterm", args, { DISPLAY: `:${display}`, LANG: "C.UTF-8", LC_ALL: "C.UTF-8" });
+}
+
+/**
+ * Chromium on `display` with the box's flags (images/x11/entrypoint.sh) and DevTools on a free
+ * port; resolves once its first page is listed.
+ */
+export async function startChromium(display: number): Promise<{ cdpPort: number; proc: ChildProcess }> {
+  const cdpPort = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-chromium-"));
+  const proc = spawnBg("chromium", [
+    "--no-sandbox", "--test-type", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
+    "--hide-crash-restore-bubble", "--password-store=basic", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--start-maximized", `--user-data-dir=${path.join(dir, "profile")}`, `--remote-debugging-port=${cdpPort}`, "about:blank",
+  ], { DISPLAY: `:${display}` });
+  await until(async () => {
+    const list = (await (await fetch(`http://127.0.0.1:${cdpPort}/json/list`)).json()) as Array<{ type: string }>;
+    return list.some((t) => t.type === "page");
+  }, "chromium's first page", 30_000, 200);
+  return { cdpPort, proc };
+}
+
+export interface CdpPage {
+  id: string;
+  type: string;
+  url: string;
+  title: string;
+  webSocketDebuggerUrl: string;
+}
+
+/** Chromium's own list of pages, from its DevTools on `cdpPort`. */
+export async function chromePagesAt(cdpPort: number): Promise<CdpPage[]> {
+  const list = (await (await fetch(`http://127.0.0.1:${cdpPort}/json/list`)).json()) as CdpPage[];
+  return list.filter((t) => t.type === "page");
+}
+
+/** Evaluates in one page over its own CDP socket (not the agent's). */
+export async function evalInPage<T>(cdpPort: number, id: string, expression: string): Promise<T> {
+  const t = (await chromePagesAt(cdpPort)).find((p) => p.id === id);
+  if (!t) throw new Error(`no page ${id}`);
+  const ws = new WebSocket(t.webSocketDebuggerUrl);
+  try {
+    await new Promise((r, j) => ws.once("open", r).once("error", j));
+    return await new Promise<T>((resolve, reject) => {
+      ws.on("message", (data) => {
+        const msg = JSON.parse(String(data));
+        if (msg.id !== 1) return;
+        if (msg.error || msg.result?.exceptionDetails) reject(new Error(JSON.stringify(msg.error ?? msg.result.exceptionDetails)));
+        else resolve(msg.result.result.value as T);
+      });
+      ws.send(JSON.stringify({ id: 1, method: "Runtime.evaluate", params: { expression, returnByValue: true } }));
+    });
+  } finally {
+    ws.close();
+  }
 }
 
 export function freePort(): Promise<number> {

@@ -109,6 +109,12 @@ describe("malformed input", () => {
     ["POST", "/exec", JSON.stringify({ argv: [] }), 400, /argv/],
     ["PUT", "/files", JSON.stringify({ path: "/tmp/x", contents_base64: "***" }), 400, /base64/],
     ["POST", "/files/grep", JSON.stringify({ pattern: "(" }), 400, /regular expression/],
+    // One strict vocabulary on both sides (app/protocol/actions.ts): a field the agent does not
+    // know is refused, never dropped and the rest done.
+    ["POST", "/screens/0/batch", JSON.stringify({ actions: [{ type: "click", at: { x: 1, y: 2 }, buton: "right" }] }), 400, /step 0 \(click\).*unknown key "buton"/],
+    ["POST", "/screens/0/batch", JSON.stringify({ actions: [], frame_options: { scale: 50 } }), 400, /unknown key "frame_options"/],
+    ["POST", "/screens/0/batch", JSON.stringify({ actions: [{ type: "capture", what: { tab: "t", window: "x" } }] }), 400, /what\.tab/],
+    ["POST", "/exec", JSON.stringify({ argv: ["true"], cwd: "/" }), 400, /unknown key "cwd"/],
   ];
   it.each(cases)("%s %s %s → %i", async (method, p, body, status, message) => {
     const r = await agent.call(method, p, body);

@@ -106,7 +106,7 @@ describe("pointer", () => {
   it("keeps going past a refused step when asked", async () => {
     const r = await batch(agent, 0, {
       keep_going: true,
-      actions: [{ type: "click", at: { x: -1, y: 10 } }, { type: "move", to: { x: 77, y: 88 } }],
+      actions: [{ type: "click", at: { x: 1280, y: 10 } }, { type: "move", to: { x: 77, y: 88 } }],
     });
     expect(r.stopped_at).toBeNull();
     expect(r.results.map((x: { ok: boolean }) => x.ok)).toEqual([false, true]);

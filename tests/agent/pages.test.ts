@@ -6,9 +6,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { spawn } from "node:child_process";
-import WebSocket from "ws";
-import { batch, cleanup, display, freePort, median, startAgent, startFluxbox, startXvfb, track, until, type Agent } from "./harness";
+import { batch, chromePagesAt, cleanup, display, evalInPage, freePort, median, startAgent, startChromium, startFluxbox, startXvfb, until, type Agent } from "./harness";
 
 const D = display(158);
 let agent: Agent;
@@ -18,13 +16,6 @@ let siteUrl: string;
 const timings: Record<string, number[]> = {};
 const time = (k: string, ms: number): void => void (timings[k] ??= []).push(ms);
 
-interface Target {
-  id: string;
-  type: string;
-  url: string;
-  title: string;
-  webSocketDebuggerUrl: string;
-}
 interface Tab {
   id: string;
   label?: string;
@@ -34,31 +25,8 @@ interface Tab {
 }
 
 /** Chromium's own list of pages. */
-async function chromePages(): Promise<Target[]> {
-  const list = (await (await fetch(`http://127.0.0.1:${cdpPort}/json/list`)).json()) as Target[];
-  return list.filter((t) => t.type === "page");
-}
-
-/** Evaluates in one page over its own CDP socket (not the agent's). */
-async function evalIn<T>(id: string, expression: string): Promise<T> {
-  const t = (await chromePages()).find((p) => p.id === id);
-  if (!t) throw new Error(`no page ${id}`);
-  const ws = new WebSocket(t.webSocketDebuggerUrl);
-  try {
-    await new Promise((r, j) => ws.once("open", r).once("error", j));
-    return await new Promise<T>((resolve, reject) => {
-      ws.on("message", (data) => {
-        const msg = JSON.parse(String(data));
-        if (msg.id !== 1) return;
-        if (msg.error || msg.result?.exceptionDetails) reject(new Error(JSON.stringify(msg.error ?? msg.result.exceptionDetails)));
-        else resolve(msg.result.result.value as T);
-      });
-      ws.send(JSON.stringify({ id: 1, method: "Runtime.evaluate", params: { expression, returnByValue: true } }));
-    });
-  } finally {
-    ws.close();
-  }
-}
+const chromePages = () => chromePagesAt(cdpPort);
+const evalIn = <T>(id: string, expression: string) => evalInPage<T>(cdpPort, id, expression);
 
 /** The page Chromium shows: the one whose document is visible (checked in every page). */
 async function visiblePage(): Promise<string> {
@@ -116,20 +84,7 @@ beforeAll(async () => {
 
   await startXvfb(D);
   await startFluxbox(D);
-  cdpPort = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "holm-pages-"));
-  // The box's flags (images/x11/entrypoint.sh).
-  track(
-    spawn(
-      "chromium",
-      [
-        "--no-sandbox", "--test-type", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
-        "--hide-crash-restore-bubble", "--password-store=basic", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--start-maximized", `--user-data-dir=${path.join(dir, "profile")}`, `--remote-debugging-port=${cdpPort}`, "about:blank",
-      ],
-      { env: { ...process.env, DISPLAY: `:${D}` }, stdio: "ignore", detached: true },
-    ),
-  );
+  ({ cdpPort } = await startChromium(D));
   await until(async () => (await chromePages()).length === 1, "chromium's first page", 30_000, 200);
   agent = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_CDP_PORT_BASE: String(cdpPort) });
 });

@@ -63,24 +63,47 @@ describe("windows", () => {
     expect(r2.body.window.active).toBe(true);
   });
 
-  it("moves, resizes, maximises, minimises and restores", async () => {
+  // 000: `on_window` | `window`, `what: {"do": "focus" | "close" | "arrange", "how": …}`, with
+  // `to` or `width`/`height` beside `how` as in the `arrange` bodies (issue 11, item 9).
+  it('moves, resizes, maximises, minimises and restores with the flat `what: {"do": "arrange", "how": …}` (000)', async () => {
     const w = await xterm("arrange");
-    const at = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "at", to: { x: 300, y: 250 } } } }] });
+    const arrange = (what: Record<string, unknown>) => batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", ...what } }] });
+    const at = await arrange({ how: "at", to: { x: 300, y: 250 } });
     expect(at.results[0].window).toMatchObject({ x: 300, y: 250 });
-    const size = await agent.call("POST", `/screens/0/windows/${w.id}/arrange`, { how: "size", width: 500, height: 300 });
-    expect(size.status).toBe(200);
-    const geo = xrun(D, "xdotool", ["getwindowgeometry", String(parseInt(w.id, 16))]);
+    // The client window's place and size as the X server has them (not through the agent).
+    const geometry = () => {
+      const info = xrun(D, "xwininfo", ["-id", w.id]);
+      return ["Absolute upper-left X", "Absolute upper-left Y", "Width", "Height"].map((k) => Number(new RegExp(`${k}:\\s+(-?\\d+)`).exec(info)![1]));
+    };
+    expect(geometry().slice(0, 2)).toEqual([300, 250]);
+    const size = await arrange({ how: "size", width: 500, height: 300 });
     // xterm snaps to its character cell; within one cell of the request.
-    const m = /Geometry: (\d+)x(\d+)/.exec(geo)!;
-    expect(Math.abs(Number(m[1]) - 500)).toBeLessThan(12);
-    expect(Math.abs(Number(m[2]) - 300)).toBeLessThan(20);
-    const max = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "maximise" } } }] });
+    const [, , width, height] = geometry();
+    expect(Math.abs(width - 500)).toBeLessThan(12);
+    expect(Math.abs(height - 300)).toBeLessThan(20);
+    expect(size.results[0].window).toMatchObject({ width, height });
+    const route = await agent.call("POST", `/screens/0/windows/${w.id}/arrange`, { how: "size", width: 400, height: 200 });
+    expect(route.status).toBe(200);
+    expect(Math.abs(geometry()[2] - 400)).toBeLessThan(12);
+    const max = await arrange({ how: "maximise" });
     expect(max.results[0].window.maximised).toBe(true);
     expect(max.results[0].window.width).toBeGreaterThan(1200);
-    const min = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "minimise" } } }] });
+    expect(geometry()[2]).toBeGreaterThan(1200);
+    const min = await arrange({ how: "minimise" });
     expect(min.results[0].window.minimised).toBe(true);
-    const res = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "restore" } } }] });
+    const res = await arrange({ how: "restore" });
     expect(res.results[0].window).toMatchObject({ minimised: false, maximised: false });
+  });
+
+  it("still reads the nested `how: {how: …}` form (traces recorded before the flat one replay)", async () => {
+    const w = await xterm("nested");
+    const r = await batch(agent, 0, { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "at", to: { x: 210, y: 120 } } } }] });
+    expect(r.results[0].window).toMatchObject({ x: 210, y: 120 });
+    const bad = await agent.call("POST", "/screens/0/batch", { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: "at" } }] });
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toMatch(/what\.to/);
+    const both = await agent.call("POST", "/screens/0/batch", { actions: [{ type: "on_window", window: w.id, what: { do: "arrange", how: { how: "maximise" }, to: { x: 1, y: 1 } } }] });
+    expect(both.status).toBe(400);
   });
 
   it("closes a window", async () => {
@@ -103,7 +126,7 @@ describe("windows", () => {
   it("launches a program and awaits its window by class", async () => {
     const r = await batch(agent, 0, {
       actions: [
-        { type: "launch", app: { argv: ["xterm", "-class", "HolmLaunched"] }, args: ["-title", "launched", "-e", "sleep", "600"] },
+        { type: "launch", argv: ["xterm", "-class", "HolmLaunched", "-title", "launched", "-e", "sleep", "600"] },
         { type: "await_window", what: { class: "HolmLaunched", within_ms: 10_000 } },
       ],
     });
@@ -114,7 +137,7 @@ describe("windows", () => {
   });
 
   it("times out awaiting a window that never comes, and refuses a program that does not exist", async () => {
-    const r = await batch(agent, 0, { keep_going: true, actions: [{ type: "await_window", what: { class: "NoSuchClass", within_ms: 300 } }, { type: "launch", app: "no-such-program-holm" }] });
+    const r = await batch(agent, 0, { keep_going: true, actions: [{ type: "await_window", what: { class: "NoSuchClass", within_ms: 300 } }, { type: "launch", argv: ["no-such-program-holm"] }] });
     expect(r.results[0]).toMatchObject({ ok: false, code: "timeout" });
     expect(r.results[1]).toMatchObject({ ok: false, code: "not_found" });
   });

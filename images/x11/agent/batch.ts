@@ -1,7 +1,7 @@
 // A batch: every step in the box, one answer. Holds the screen's lock throughout, lets go of
 // what the steps left down unless a step asked to hold it, then reports the final state.
 import type { Screen } from "./screen";
-import { BatchSchema, StepSchema, describeIssues, type Step } from "./schema";
+import { BOX_STEPS, BatchSchema, StepSchema, changesScreen, describeIssues, type Step } from "./schema";
 import { runStep } from "./steps";
 import { captureFrame, type Frame } from "./frames";
 import { listWindows, type WindowInfo } from "./windows";
@@ -43,19 +43,6 @@ export function parseBatch(body: unknown): { batch: ReturnType<typeof BatchSchem
   return { batch: b.data, steps };
 }
 
-/**
- * Steps refused while this screen's guard is up (a person holds it): input, and setting the
- * clipboard. The server refuses them too; this stops a batch that was already running when the
- * person took over.
- */
-const INPUT_STEPS = new Set([
-  "move", "click", "double_click", "drag", "path", "mouse_down", "mouse_up", "scroll",
-  "type", "press", "key_down", "key_up", "on_window", "launch", "open_url", "on_tab",
-]);
-const changesScreen = (s: Step) => INPUT_STEPS.has(s.type) || (s.type === "clipboard" && s.text !== undefined);
-/** Steps that reach every screen (a command can drive any display): refused while any guard is up. */
-const BOX_STEPS = new Set(["exec", "write_file"]);
-
 /** `anyGuarded` says whether a person holds any screen of the box (for box-wide steps). */
 export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => boolean = () => false): Promise<BatchResult> {
   const { batch, steps } = parseBatch(body);
@@ -66,6 +53,8 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
     screen.holds.beginBatch();
     for (let i = 0; i < steps.length; i++) {
       try {
+        // Refused while a person holds this screen (input, setting the clipboard), or any screen
+        // for box-wide steps: the server refuses them too; this stops a batch already running.
         if (changesScreen(steps[i]) && Date.now() < screen.guardedUntil) {
           throw new AgentError("denied", "a person has control of this screen");
         }
@@ -99,7 +88,7 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
     };
     await Promise.all([
       want.has("frame")
-        ? captureFrame(screen, batch.frame_options ?? {}, batch.have_frame).then(
+        ? captureFrame(screen, {}, batch.have_frame).then(
             (f) => (out.frame = f),
             (e: unknown) => (out.frame_error = describeError(e).message),
           )

@@ -3,9 +3,8 @@
 import { spawn } from "node:child_process";
 import { AgentError } from "./errors";
 import { childEnv } from "./proc";
+import { DEFAULT_EXEC_MS, MAX_EXEC_MS } from "./schema";
 
-export const MAX_EXEC_MS = 600_000;
-export const DEFAULT_EXEC_MS = 60_000;
 const MAX_OUTPUT = 16 * 1024 * 1024;
 
 export interface ExecResult {
@@ -102,9 +101,8 @@ export function runExec(argv: string[], opts: ExecOptions): Promise<ExecResult> 
   });
 }
 
-/** Starts a program on a screen and leaves it running. `app` is a command or a full argv. */
-export function launch(app: string | { argv: string[] }, args: string[], display: string, home: string): Promise<{ pid: number; argv: string[] }> {
-  const argv = typeof app === "string" ? [app, ...args] : [...app.argv, ...args];
+/** Starts a program on a screen and leaves it running (the server resolved the app to `argv`). */
+export function launch(argv: string[], display: string, home: string): Promise<{ pid: number; argv: string[] }> {
   if (!argv[0]) throw new AgentError("bad_request", "launch needs a program");
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0], argv.slice(1), {

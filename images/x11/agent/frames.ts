@@ -16,7 +16,7 @@ export interface Rect {
 }
 
 export interface CaptureOptions {
-  window?: string | number;
+  window?: string;
   region?: Rect;
   /** Percent of full size, 1–400. */
   scale?: number;

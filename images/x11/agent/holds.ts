@@ -1,9 +1,7 @@
 // What is held down on one screen, and the timers that let go of it. Timers live here, in the
 // box, so a key or button never stays down because the server went away.
 import type { InputBackend, KeyToken } from "./input";
-
-export const DEFAULT_HOLD_MS = 10_000;
-export const MAX_HOLD_MS = 60_000;
+import { MAX_HOLD_MS } from "./schema";
 
 /** "batch": let go when the batch ends. "timed": outlives the batch until its timer or an explicit up. */
 export type HoldScope = "batch" | "timed";

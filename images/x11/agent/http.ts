@@ -8,7 +8,7 @@ import type { AgentConfig } from "./config";
 import { AgentError, HTTP_STATUS, describeError } from "./errors";
 import { runBatch } from "./batch";
 import { runStep } from "./steps";
-import { StepSchema, ClipboardPut, ArrangeSchema, CaptureWhat, describeIssues, type Step } from "./schema";
+import { StepSchema, ClipboardSetSchema, ArrangeSchema, CaptureSchema, describeIssues, type Step } from "./schema";
 import { captureFrame } from "./frames";
 import { health } from "./health";
 import { EMPTY_BODY_SHA256, Verifier, bodyMatches } from "./auth";
@@ -108,7 +108,7 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     const width = num(q.get("width"));
     const height = num(q.get("height"));
     const anyRegion = [x, y, width, height].some((v) => v !== undefined);
-    const opts = CaptureWhat.safeParse({
+    const opts = CaptureSchema.safeParse({
       window: q.get("window") ?? undefined,
       region: anyRegion ? { x: x ?? 0, y: y ?? 0, width, height } : undefined,
       scale: num(q.get("scale")),
@@ -124,7 +124,7 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     runStep(screenOf(params), step({ type: "clipboard", selection: url.searchParams.get("selection") ?? undefined })),
   );
   add("PUT", "/screens/:n/clipboard", async ({ params, body }) => {
-    const b = ClipboardPut.safeParse(await body());
+    const b = ClipboardSetSchema.safeParse(await body());
     if (!b.success) throw new AgentError("bad_request", describeIssues(b.error));
     return runStep(screenOf(params), step({ type: "clipboard", selection: b.data.selection, text: b.data.text }));
   });
@@ -140,7 +140,7 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
   add("POST", "/screens/:n/windows/:w/arrange", async ({ params, body }) => {
     const how = ArrangeSchema.safeParse(await body());
     if (!how.success) throw new AgentError("bad_request", describeIssues(how.error));
-    return locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "arrange", how: how.data } }));
+    return locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "arrange", ...how.data } }));
   });
   add("DELETE", "/screens/:n/windows/:w", async ({ params }) =>
     locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "close" } })),

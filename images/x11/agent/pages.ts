@@ -1,8 +1,11 @@
 // Tabs of a screen's Chromium through its DevTools endpoints on 127.0.0.1:(HOLM_CDP_PORT_BASE + n).
 // The front tab is the first page of /json/list: Chromium sorts it by the time each tab was last
 // shown (activation through /json/activate, a click on the tab strip or Ctrl+Tab alike).
+import crypto from "node:crypto";
 import type { Screen } from "./screen";
 import { CdpError, CdpSocket, cdpHttp, listTargets, type CdpTarget } from "./cdp";
+import { toRgb, type Rect } from "./frames";
+import { decodePngBgrx, encodePng } from "./png";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
 
@@ -16,6 +19,8 @@ export interface TabInfo {
 
 /** How long open_url waits for `document.readyState` to reach `interactive`. */
 export const READY_WITHIN_MS = 15_000;
+/** A shown tab answers a capture in tens of milliseconds; a busy renderer gets this long. */
+const TAB_CAPTURE_MS = 10_000;
 /** A data: URL can be megabytes long, and every batch result lists the tabs: cut what it shows. */
 const SHOWN_CHARS = 4096;
 const READY = new Set(["interactive", "complete"]);
@@ -237,4 +242,47 @@ export async function closeTab(screen: Screen, ref: string): Promise<{ tab: TabI
     if (gone(after)) break;
   }
   return { tab: before, closed: gone(after) };
+}
+
+/**
+ * The `capture` of a tab: its page as DevTools draws it (Page.captureScreenshot). Chromium paints
+ * only the tabs it shows: a hidden one answered after seconds, not at all, or with the image of
+ * an earlier request (Chromium 14x on Xvfb), so it is refused, and never brought forward here
+ * (a capture is not input: it runs while a person holds the screen). `region` is in the page's
+ * viewport; `scale` (percent) is applied to the pixels here, as for a capture of the screen.
+ */
+export async function captureTab(
+  screen: Screen,
+  ref: string,
+  opts: { region?: Rect; scale?: number },
+): Promise<{ tab: string; hash: string; unchanged: false; png_base64: string; width: number; height: number }> {
+  const { target } = await findTab(screen, ref);
+  const ws = await CdpSocket.connect(cdpPort(screen), wsPath(target));
+  let png: Buffer;
+  try {
+    const shown = await ws.send<{ result: { value?: unknown } }>("Runtime.evaluate", { expression: "document.visibilityState", returnByValue: true });
+    if (shown.result.value !== "visible") {
+      throw new AgentError("failed", `tab ${target.id} is not shown, and Chromium draws only the tabs it shows: bring it to the front (on_tab) first`);
+    }
+    let clip: Record<string, number> | undefined;
+    if (opts.region) {
+      // A clip is in document coordinates: the viewport's scroll offset is added.
+      const m = await ws.send<{ cssVisualViewport: { pageX: number; pageY: number } }>("Page.getLayoutMetrics");
+      const r = opts.region;
+      clip = { x: m.cssVisualViewport.pageX + r.x, y: m.cssVisualViewport.pageY + r.y, width: r.width, height: r.height, scale: 1 };
+    }
+    const shot = await ws.send<{ data: string }>("Page.captureScreenshot", { format: "png", ...(clip ? { clip } : {}) }, TAB_CAPTURE_MS);
+    png = Buffer.from(shot.data, "base64");
+  } finally {
+    ws.close();
+  }
+  const img = await decodePngBgrx(png).catch((err: Error) => {
+    throw new AgentError("failed", `DevTools gave no usable image of tab ${target.id}: ${err.message}`);
+  });
+  const scale = opts.scale ?? 100;
+  const width = Math.max(1, Math.round((img.width * scale) / 100));
+  const height = Math.max(1, Math.round((img.height * scale) / 100));
+  const hash = crypto.createHash("sha1").update(`tab ${target.id},${width},${height};`).update(img.px).digest("hex");
+  if (scale !== 100) png = await encodePng(toRgb(img.px, img.width, img.height, width, height), width, height);
+  return { tab: target.id, hash, unchanged: false, png_base64: png.toString("base64"), width, height };
 }

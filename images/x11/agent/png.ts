@@ -83,3 +83,61 @@ function pack(raw: Buffer, width: number, height: number): Promise<Buffer> {
     });
   });
 }
+
+/**
+ * 32-bit BGRX pixels from an 8-bit RGB or RGBA PNG, not interlaced (what Chromium's
+ * Page.captureScreenshot gives), so a tab's page can be scaled like a screen capture.
+ */
+export async function decodePngBgrx(png: Buffer): Promise<{ px: Buffer; width: number; height: number }> {
+  if (!png.subarray(0, 8).equals(SIGNATURE)) throw new Error("not a PNG");
+  let width = 0;
+  let height = 0;
+  let channels = 0;
+  const idat: Buffer[] = [];
+  for (let off = 8; off + 8 <= png.length; ) {
+    const len = png.readUInt32BE(off);
+    const type = png.toString("latin1", off + 4, off + 8);
+    const data = png.subarray(off + 8, off + 8 + len);
+    if (type === "IHDR") {
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      channels = data[9] === 6 ? 4 : data[9] === 2 ? 3 : 0;
+      if (data[8] !== 8 || !channels || data[12] !== 0) throw new Error(`PNG of depth ${data[8]}, colour type ${data[9]}, interlace ${data[12]}`);
+    } else if (type === "IDAT") idat.push(data);
+    off += 12 + len;
+  }
+  const raw = await new Promise<Buffer>((resolve, reject) => zlib.inflate(Buffer.concat(idat), (err, out) => (err ? reject(err) : resolve(out))));
+  const stride = width * channels;
+  if (raw.length < (stride + 1) * height) throw new Error("PNG data is short");
+  // Unfiltered rows, then spread to BGRX.
+  const rows = Buffer.alloc(stride * height);
+  for (let y = 0; y < height; y++) {
+    const f = raw[y * (stride + 1)];
+    const src = y * (stride + 1) + 1;
+    const dst = y * stride;
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? rows[dst + i - channels] : 0;
+      const b = y > 0 ? rows[dst - stride + i] : 0;
+      const c = y > 0 && i >= channels ? rows[dst - stride + i - channels] : 0;
+      let v = raw[src + i];
+      if (f === 1) v += a;
+      else if (f === 2) v += b;
+      else if (f === 3) v += (a + b) >> 1;
+      else if (f === 4) {
+        const p = a + b - c;
+        const pa = Math.abs(p - a);
+        const pb = Math.abs(p - b);
+        const pc = Math.abs(p - c);
+        v += pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      rows[dst + i] = v & 0xff;
+    }
+  }
+  const px = Buffer.alloc(width * height * 4);
+  for (let i = 0, o = 0; i < rows.length; i += channels, o += 4) {
+    px[o] = rows[i + 2];
+    px[o + 1] = rows[i + 1];
+    px[o + 2] = rows[i];
+  }
+  return { px, width, height };
+}

@@ -7,6 +7,7 @@ import {
   sendClientMessage, sendClientMessageTo, setInputFocus, translateCoordinates,
 } from "./x11-requests";
 import { AgentError } from "./errors";
+import type { Arrange } from "./schema";
 import { sleep } from "./util";
 
 export interface WindowInfo {
@@ -107,18 +108,17 @@ export async function activeWindow(s: Session): Promise<WindowInfo | null> {
 }
 
 /** A window by id ("0x…", decimal, or number) or, failing that, by class, instance or title. */
-export async function findWindow(s: Session, ref: string | number): Promise<WindowInfo> {
+export async function findWindow(s: Session, ref: string): Promise<WindowInfo> {
   const windows = await listWindows(s);
   let id: number | null = null;
-  if (typeof ref === "number") id = ref;
-  else if (/^0x[0-9a-f]+$/i.test(ref.trim())) id = parseInt(ref.trim().slice(2), 16);
+  if (/^0x[0-9a-f]+$/i.test(ref.trim())) id = parseInt(ref.trim().slice(2), 16);
   else if (/^\d+$/.test(ref.trim())) id = Number(ref.trim());
   if (id !== null) {
     const w = windows.find((x) => parseInt(x.id.slice(2), 16) === id);
     if (w) return w;
-    throw new AgentError("not_found", `no window ${typeof ref === "number" ? formatWindowId(ref) : ref} on this screen`);
+    throw new AgentError("not_found", `no window ${ref} on this screen`);
   }
-  const q = String(ref).trim().toLowerCase();
+  const q = ref.trim().toLowerCase();
   const byClass = windows.filter((w) => w.class.toLowerCase() === q || w.instance.toLowerCase() === q);
   const byTitle = windows.filter((w) => w.title.toLowerCase().includes(q));
   const hit = byClass[byClass.length - 1] ?? byTitle[byTitle.length - 1];
@@ -137,13 +137,6 @@ export async function awaitWindow(s: Session, klass: string, withinMs: number): 
     await sleep(Math.min(100, Math.max(1, deadline - Date.now())));
   }
 }
-
-export type Arrange =
-  | { how: "at"; to: { x: number; y: number } }
-  | { how: "size"; width: number; height: number }
-  | { how: "maximise" }
-  | { how: "minimise" }
-  | { how: "restore" };
 
 /** Polls until `done` holds for the window (or it is gone), up to `ms`. */
 async function until(s: Session, id: number, ms: number, done: (w: WindowInfo | null) => boolean): Promise<WindowInfo | null> {
