@@ -7,6 +7,7 @@ import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
 import { assertMayRunSteps } from "./takeover.server";
 import type { Actor } from "./actor";
+import { agentCall } from "~/protocol/agent";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 
@@ -53,7 +54,7 @@ function onScreen<T>(key: string, fn: () => Promise<T>): Promise<T> {
 /** Installed state of every catalog app, for the `apps` step and route. */
 export async function catalogStatus(t: Pick<ScreenTarget, "box">) {
   const packages = CATALOG.flatMap((a) => a.packages);
-  const res = await callAgent<{ code: number; stdout: string }>(t.box, "POST", "/exec", {
+  const res = await callAgent<{ code: number; stdout: string }>(t.box, agentCall("exec", {}), {
     argv: ["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\\n", ...packages],
     timeout_ms: 10_000,
   });
@@ -126,7 +127,7 @@ export async function runBatch(
     guard();
     began_ms = Date.now();
     const t0 = performance.now();
-    return callAgent<BatchResult>(t.box, "POST", `/screens/${t.screen}/batch`, { ...input, actions }, BATCH_TIMEOUT_MS, "bulk").finally(
+    return callAgent<BatchResult>(t.box, agentCall("batch", { n: t.screen }), { ...input, actions }, BATCH_TIMEOUT_MS, "bulk").finally(
       () => (timings.box = performance.now() - t0),
     );
   });
@@ -151,13 +152,13 @@ export async function installApps(box: ScreenTarget["box"], names: string[]) {
   const packages = [...new Set(names.flatMap((n) => catalogApp(n)!.packages))];
   if (packages.length) {
     const env = { DEBIAN_FRONTEND: "noninteractive" };
-    const update = await callAgent<{ code: number; stderr: string }>(box, "POST", "/exec", {
+    const update = await callAgent<{ code: number; stderr: string }>(box, agentCall("exec", {}), {
       argv: ["apt-get", "update", "-q"],
       env,
       timeout_ms: 300_000,
     }, 320_000, "bulk");
     if (update.code !== 0) throw new ApiError("failed", `apt-get update failed: ${update.stderr.slice(-500)}`);
-    const install = await callAgent<{ code: number; stderr: string }>(box, "POST", "/exec", {
+    const install = await callAgent<{ code: number; stderr: string }>(box, agentCall("exec", {}), {
       argv: ["apt-get", "install", "-qy", "--no-install-recommends", ...packages],
       env,
       timeout_ms: 600_000,

@@ -5,6 +5,7 @@ import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
 import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
 import type { ActedData, BatchMark } from "./trace-types.server";
+import { agentCall } from "~/protocol/agent";
 
 // What goes into a box's trace from the drive side: one `acted` entry per step (each marked with
 // its batch, so a fork can send the batch as one again: trace-types.server.ts), refusals, and a
@@ -92,8 +93,7 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
     const have = lastHash.get(key);
     const frame = await callAgent<{ hash: string; unchanged: boolean; png_base64?: string }>(
       box,
-      "GET",
-      `/screens/${screen}/frame${have ? `?have=${have}` : ""}`,
+      agentCall("frame", { n: screen }, { have }),
       undefined,
       10_000,
       "bulk",

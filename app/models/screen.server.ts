@@ -4,6 +4,7 @@ import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/
 import { validate } from "~/utils/validate.server";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX, agentFetch, readCapped } from "./agent.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
+import { type AgentCall, agentCall } from "~/protocol/agent";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
 // and screen, calls the in-box agent with the box's secret, and turns the agent's errors into
@@ -38,8 +39,7 @@ const AgentErrorSchema = z.object({ code: z.string(), message: z.string() });
  */
 export async function callAgent<T = Record<string, unknown>>(
   box: RunningBox,
-  method: string,
-  path: string,
+  { method, path }: AgentCall,
   body?: unknown,
   timeoutMs = 60_000,
   maxBytes: number | "bulk" = AGENT_ANSWER_MAX,
@@ -65,13 +65,6 @@ export async function callAgent<T = Record<string, unknown>>(
   throw new ApiError(code, err.data.message);
 }
 
-export function query(params: Record<string, string | number | boolean | undefined>): string {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
-  const s = q.toString();
-  return s ? `?${s}` : "";
-}
-
 export const FrameQuerySchema = z.strictObject({
   have: z.string().max(128).optional(),
   window: z.string().max(64).optional(),
@@ -87,5 +80,5 @@ export async function frame(t: ScreenTarget, raw: Record<string, string>) {
   const q = validate(FrameQuerySchema, raw, "query");
   const region = [q.x, q.y, q.width, q.height].filter((v) => v !== undefined).length;
   if (region !== 0 && region !== 4) throw badRequest("a region needs all of x, y, width and height");
-  return callAgent(t.box, "GET", `/screens/${t.screen}/frame${query(q)}`, undefined, 60_000, "bulk");
+  return callAgent(t.box, agentCall("frame", { n: t.screen }, q), undefined, 60_000, "bulk");
 }

@@ -14,6 +14,7 @@ import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
+import { agentCall } from "~/protocol/agent";
 
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.
@@ -220,7 +221,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   if (takeover.exclusive) {
     // The guard stops agent input in the box itself, even mid-batch, and releases whatever the
     // agent holds down, so the person never inherits a stuck key.
-    const guard = () => callAgent(t.box, "POST", `/screens/${t.screen}/guard`, { on: true, ttl_ms: GUARD_TTL_MS });
+    const guard = () => callAgent(t.box, agentCall("guard", { n: t.screen }), { on: true, ttl_ms: GUARD_TTL_MS });
     released = await guard();
     const timer = setInterval(() => {
       if (held.get(k) !== takeover) return clearInterval(timer);
@@ -229,7 +230,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
     timer.unref();
     guardRefresh.set(k, timer);
   } else if (cur?.exclusive) {
-    await callAgent(t.box, "POST", `/screens/${t.screen}/guard`, { on: false });
+    await callAgent(t.box, agentCall("guard", { n: t.screen }), { on: false });
   }
   if (!cur) {
     await recordEntry(t.box.id, {
@@ -273,7 +274,7 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy?
   if (t.exclusive) {
     const target = box ?? (await requireRunningBox({ kind: "server" }, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
     if (target) {
-      await callAgent(target, "POST", `/screens/${t.screen}/guard`, { on: false }).catch((err) =>
+      await callAgent(target, agentCall("guard", { n: t.screen }), { on: false }).catch((err) =>
         console.error(`[holm] lowering the input guard of ${k} failed (it lapses by itself):`, err),
       );
     }

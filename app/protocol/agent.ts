@@ -92,3 +92,17 @@ export function agentPath<R extends AgentRoute>(
   const qs = q.toString();
   return qs ? `${path}?${qs}` : path;
 }
+
+/** One call to the agent: its method and path (with query). */
+export interface AgentCall {
+  method: AgentMethod;
+  path: string;
+}
+
+export function agentCall<R extends AgentRoute>(
+  route: R,
+  params: AgentParams<R>,
+  query?: Record<string, string | number | boolean | undefined>,
+): AgentCall {
+  return { method: agentMethod(route), path: agentPath(route, params, query) };
+}

@@ -87,3 +87,31 @@ describe("constant-time compare", () => {
     expect(safeEqual("", "x")).toBe(false);
   });
 });
+
+describe("one status per code", () => {
+  it('"each code has one status": the seed\'s codes keep the seed\'s, ours use statuses no seed code has', async () => {
+    const { ERROR_STATUS } = await import("~/protocol/errors");
+    const seed = { bad_request: 400, unsupported: 400, not_found: 404, gone: 410, denied: 409, screen_unavailable: 409, failed: 422, transport: 502, unavailable: 503, timeout: 504, internal: 500 };
+    const seedStatuses = new Set(Object.values(seed));
+    for (const [code, status] of Object.entries(ERROR_STATUS)) {
+      if (code in seed) expect(status, code).toBe(seed[code as keyof typeof seed]);
+      else expect(seedStatuses.has(status), `${code} ${status}`).toBe(false);
+      expect(new ApiError(code as keyof typeof ERROR_STATUS, "x").status, code).toBe(status);
+    }
+  });
+});
+
+describe("agent paths", () => {
+  it("builds every agent route's path from its table, encoding values and leaving out unset query keys", async () => {
+    const { AGENT_ROUTES, agentCall, agentPath } = await import("~/protocol/agent");
+    expect(agentPath("windowClose", { n: 0, w: "a/b c" })).toBe("/screens/0/windows/a%2Fb%20c");
+    expect(agentPath("frame", { n: 2 }, { have: undefined, scale: 50 })).toBe("/screens/2/frame?scale=50");
+    expect(agentCall("exec", {})).toEqual({ method: "POST", path: "/exec" });
+    for (const [name, [method, pattern]] of Object.entries(AGENT_ROUTES)) {
+      const params = Object.fromEntries([...pattern.matchAll(/:([a-z]+)/g)].map((m) => [m[1], 7]));
+      const path = agentPath(name as keyof typeof AGENT_ROUTES, params as never);
+      expect(path, name).toBe(pattern.replace(/:[a-z]+/g, "7"));
+      expect(["GET", "POST", "PUT", "DELETE"]).toContain(method);
+    }
+  });
+});

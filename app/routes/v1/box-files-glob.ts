@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { requireRunningBox } from "~/models/box.server";
-import { callAgent, query } from "~/models/screen.server";
+import { callAgent } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseQuery, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const GlobQuerySchema = z.strictObject({
   pattern: z.string().min(1).max(1000),
@@ -15,7 +16,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const q = parseQuery(args.request, GlobQuerySchema);
-    return callAgent(box, "GET", `/files/glob${query(q)}`, undefined, 120_000, "bulk");
+    return callAgent(box, agentCall("fileGlob", {}, q), undefined, 120_000, "bulk");
   },
 });
 

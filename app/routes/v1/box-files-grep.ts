@@ -3,13 +3,14 @@ import { requireRunningBox } from "~/models/box.server";
 import { callAgent } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
     const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
     const body = await parseBody(args.request, GrepSchema);
-    return callAgent(box, "POST", "/files/grep", body, 120_000, "bulk");
+    return callAgent(box, agentCall("fileGrep", {}), body, 120_000, "bulk");
   },
 });
 

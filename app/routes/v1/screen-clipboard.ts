@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { recordClipboardSet } from "~/models/recorder.server";
-import { callAgent, query, requireScreen } from "~/models/screen.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const Selection = z.enum(["clipboard", "primary"]);
 const ClipboardQuerySchema = z.strictObject({ selection: Selection.optional() });
@@ -14,14 +15,14 @@ const route = v1({
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const q = parseQuery(args.request, ClipboardQuerySchema);
-    return callAgent(t.box, "GET", `/screens/${t.screen}/clipboard${query(q)}`, undefined, 60_000, "bulk");
+    return callAgent(t.box, agentCall("clipboardRead", { n: t.screen }, q), undefined, 60_000, "bulk");
   },
   PUT: async (args) => {
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const body = await parseBody(args.request, ClipboardSetSchema);
     assertMayDrive(actor, t.box.id, t.screen, "setting the clipboard");
-    const out = await callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, body);
+    const out = await callAgent(t.box, agentCall("clipboardWrite", { n: t.screen }), body);
     await recordClipboardSet(t.box.id, t.screen, body.selection ?? "clipboard", body.text.length);
     return out;
   },

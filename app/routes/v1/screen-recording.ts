@@ -2,6 +2,7 @@ import { z } from "zod";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const RecordingStartSchema = z.strictObject({ fps: z.number().int().min(1).max(60).optional() });
 
@@ -12,17 +13,17 @@ async function target(args: Parameters<Parameters<typeof v1>[0]["GET"] & {}>[0])
 const route = v1({
   GET: async (args) => {
     const t = await target(args);
-    return callAgent(t.box, "GET", `/screens/${t.screen}/recording`);
+    return callAgent(t.box, agentCall("recordingStatus", { n: t.screen }));
   },
   POST: async (args) => {
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const body = await parseBody(args.request, RecordingStartSchema);
-    return callAgent(t.box, "POST", `/screens/${t.screen}/recording`, body);
+    return callAgent(t.box, agentCall("recordingStart", { n: t.screen }), body);
   },
   DELETE: async (args) => {
     const t = await target(args);
-    return callAgent(t.box, "DELETE", `/screens/${t.screen}/recording`);
+    return callAgent(t.box, agentCall("recordingStop", { n: t.screen }));
   },
 });
 

@@ -1,11 +1,12 @@
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   GET: async (args) => {
     const t = await requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));
-    return callAgent(t.box, "GET", `/screens/${t.screen}/windows/active`);
+    return callAgent(t.box, agentCall("windowActive", { n: t.screen }));
   },
 });
 

@@ -3,6 +3,7 @@ import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   POST: async (args) => {
@@ -11,7 +12,7 @@ const route = v1({
     assertMayDrive(actor, t.box.id, t.screen, "arranging a window");
     const body = await parseBody(args.request, ArrangeSchema);
     const w = encodeURIComponent(param(args, "window"));
-    return callAgent(t.box, "POST", `/screens/${t.screen}/windows/${w}/arrange`, body);
+    return callAgent(t.box, agentCall("windowArrange", { n: t.screen, w }), body);
   },
 });
 

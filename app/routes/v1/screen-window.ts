@@ -2,13 +2,14 @@ import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     assertMayDrive(actor, t.box.id, t.screen, "closing a window");
-    return callAgent(t.box, "DELETE", `/screens/${t.screen}/windows/${encodeURIComponent(param(args, "window"))}`);
+    return callAgent(t.box, agentCall("windowClose", { n: t.screen, w: param(args, "window") }));
   },
 });
 

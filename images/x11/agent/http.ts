@@ -13,6 +13,7 @@ import { captureFrame } from "./frames";
 import { health } from "./health";
 import { EMPTY_BODY_SHA256, Verifier, bodyMatches } from "./auth";
 import { cdpTarget, proxyCdpHttp, proxyCdpUpgrade, refuseUpgrade } from "./cdp-proxy";
+import { AGENT_ROUTES, type AgentRoute } from "../../../app/protocol/agent";
 
 /** Room for a 64 MB file as base64 (~86 MB) plus JSON. */
 const MAX_BODY = 100 * 1024 * 1024;
@@ -84,7 +85,9 @@ const num = (v: string | null): number | undefined => {
 
 export function createServer(screens: Screen[], config: AgentConfig): http.Server {
   const routes: Route[] = [];
-  const add = (method: string, pattern: string, handler: Handler, auth = true): void => {
+  // Every route is one of AGENT_ROUTES (app/protocol/agent.ts), where the server builds its paths.
+  const add = (name: AgentRoute, handler: Handler, auth = true): void => {
+    const [method, pattern] = AGENT_ROUTES[name];
     routes.push({ method, parts: pattern.split("/").filter(Boolean), auth, handler });
   };
   const screenOf = (p: Params): Screen => {
@@ -96,12 +99,12 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
   /** Input-changing single routes wait their turn behind a running batch. */
   const locked = (s: Screen, st: Step) => s.lock.run(() => runStep(s, st));
 
-  add("GET", "/health", async () => health(screens), false);
+  add("health", async () => health(screens), false);
 
   const anyGuarded = () => screens.some((s) => Date.now() < s.guardedUntil);
-  add("POST", "/screens/:n/batch", async ({ params, body }) => runBatch(screenOf(params), await body(), anyGuarded));
+  add("batch", async ({ params, body }) => runBatch(screenOf(params), await body(), anyGuarded));
 
-  add("GET", "/screens/:n/frame", async ({ params, url }) => {
+  add("frame", async ({ params, url }) => {
     const q = url.searchParams;
     const x = num(q.get("x"));
     const y = num(q.get("y"));
@@ -118,57 +121,57 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
     return captureFrame(screenOf(params), opts.data, q.get("have") ?? undefined);
   });
 
-  add("GET", "/screens/:n/cursor", async ({ params }) => runStep(screenOf(params), step({ type: "cursor" })));
+  add("cursor", async ({ params }) => runStep(screenOf(params), step({ type: "cursor" })));
 
-  add("GET", "/screens/:n/clipboard", async ({ params, url }) =>
+  add("clipboardRead", async ({ params, url }) =>
     runStep(screenOf(params), step({ type: "clipboard", selection: url.searchParams.get("selection") ?? undefined })),
   );
-  add("PUT", "/screens/:n/clipboard", async ({ params, body }) => {
+  add("clipboardWrite", async ({ params, body }) => {
     const b = ClipboardSetSchema.safeParse(await body());
     if (!b.success) throw new AgentError("bad_request", describeIssues(b.error));
     return runStep(screenOf(params), step({ type: "clipboard", selection: b.data.selection, text: b.data.text }));
   });
 
-  add("GET", "/screens/:n/windows", async ({ params }) => runStep(screenOf(params), step({ type: "windows" })));
-  add("GET", "/screens/:n/windows/active", async ({ params }) => runStep(screenOf(params), step({ type: "windows", active: true })));
-  add("POST", "/screens/:n/windows/wait", async ({ params, body }) =>
+  add("windows", async ({ params }) => runStep(screenOf(params), step({ type: "windows" })));
+  add("windowActive", async ({ params }) => runStep(screenOf(params), step({ type: "windows", active: true })));
+  add("windowWait", async ({ params, body }) =>
     runStep(screenOf(params), step({ type: "await_window", what: (await body()) as Record<string, unknown> })),
   );
-  add("POST", "/screens/:n/windows/:w/focus", async ({ params }) =>
+  add("windowFocus", async ({ params }) =>
     locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "focus" } })),
   );
-  add("POST", "/screens/:n/windows/:w/arrange", async ({ params, body }) => {
+  add("windowArrange", async ({ params, body }) => {
     const how = ArrangeSchema.safeParse(await body());
     if (!how.success) throw new AgentError("bad_request", describeIssues(how.error));
     return locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "arrange", ...how.data } }));
   });
-  add("DELETE", "/screens/:n/windows/:w", async ({ params }) =>
+  add("windowClose", async ({ params }) =>
     locked(screenOf(params), step({ type: "on_window", window: params.w, what: { do: "close" } })),
   );
 
-  add("GET", "/screens/:n/tabs", async ({ params }) => runStep(screenOf(params), step({ type: "tabs" })));
-  add("POST", "/screens/:n/tabs/:tab/focus", async ({ params }) =>
+  add("tabs", async ({ params }) => runStep(screenOf(params), step({ type: "tabs" })));
+  add("tabFocus", async ({ params }) =>
     locked(screenOf(params), step({ type: "on_tab", tab: params.tab })),
   );
-  add("DELETE", "/screens/:n/tabs/:tab", async ({ params }) =>
+  add("tabClose", async ({ params }) =>
     locked(screenOf(params), step({ type: "on_tab", tab: params.tab, close: true })),
   );
 
-  add("GET", "/screens/:n/recording", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "status" } })));
-  add("POST", "/screens/:n/recording", async ({ params, body }) => {
+  add("recordingStatus", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "status" } })));
+  add("recordingStart", async ({ params, body }) => {
     const b = (await body()) as Record<string, unknown>;
     return runStep(screenOf(params), step({ type: "record", what: { do: "start", fps: b.fps } }));
   });
-  add("DELETE", "/screens/:n/recording", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "stop" } })));
+  add("recordingStop", async ({ params }) => runStep(screenOf(params), step({ type: "record", what: { do: "stop" } })));
 
-  add("POST", "/screens/:n/release", async ({ params }) => {
+  add("release", async ({ params }) => {
     // Not behind the lock: a person taking over must not wait for a batch to finish.
     const s = screenOf(params);
     const r = await s.holds.releaseAll(false);
     return { released: r.released, released_keys: r.released_keys };
   });
 
-  add("POST", "/screens/:n/guard", async ({ params, body }) => {
+  add("guard", async ({ params, body }) => {
     // Not behind the lock either: it must stop a running batch's next input step.
     const s = screenOf(params);
     const b = (await body()) as { on?: unknown; ttl_ms?: unknown };
@@ -180,12 +183,12 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
   });
 
   const s0 = (): Screen => screens[0];
-  add("POST", "/exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
-  add("GET", "/files", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));
-  add("PUT", "/files", async ({ body }) => runStep(s0(), step({ type: "write_file", what: await body() })));
-  add("GET", "/files/list", async ({ url }) => runStep(s0(), step({ type: "list_files", path: url.searchParams.get("path") ?? "" })));
-  add("POST", "/files/grep", async ({ body }) => runStep(s0(), step({ type: "grep", what: await body() })));
-  add("GET", "/files/glob", async ({ url }) => {
+  add("exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
+  add("fileRead", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));
+  add("fileWrite", async ({ body }) => runStep(s0(), step({ type: "write_file", what: await body() })));
+  add("fileList", async ({ url }) => runStep(s0(), step({ type: "list_files", path: url.searchParams.get("path") ?? "" })));
+  add("fileGrep", async ({ body }) => runStep(s0(), step({ type: "grep", what: await body() })));
+  add("fileGlob", async ({ url }) => {
     const q = url.searchParams;
     return runStep(s0(), step({ type: "glob", what: { pattern: q.get("pattern") ?? "", path: q.get("path") ?? undefined, limit: num(q.get("limit")) } }));
   });
