@@ -1,10 +1,10 @@
 import type { Socket } from "socket.io";
+import type { Actor } from "~/models/actor";
 import { principalSeq } from "~/models/principal-changes.server";
-import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { type Role, atLeast } from "~/models/roles";
+import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { roleIn } from "~/models/workspace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
-import type { Actor } from "~/models/actor";
 
 export type SessionActor = Actor & { kind: "workspace"; userId: string; sessionId: string };
 

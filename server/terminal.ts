@@ -1,10 +1,10 @@
 import type { Server as IoServer, Socket } from "socket.io";
+import type { Actor } from "~/models/actor";
 import { type BoxJson, boxChanges, getBox, openShell, touchBox } from "~/models/box.server";
 import { recordEntry } from "~/models/trace.server";
 import type { Shell } from "~/runtime/runtime";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import { requireSession } from "./socket-auth";
-import type { Actor } from "~/models/actor";
 
 // socket.io namespace /terminal: a shell with a TTY in one box, for the console's terminal.
 // The handshake authenticates with the session cookie exactly like /boxes, needs the member role

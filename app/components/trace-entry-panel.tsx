@@ -1,6 +1,6 @@
 import { Link, useFetcher } from "react-router";
-import { ActorBadge, clock, describeEntry } from "./trace-describe";
 import type { TraceEntry } from "~/models/trace-summary";
+import { ActorBadge, clock, describeEntry } from "./trace-describe";
 import { Alert, Button, CsrfInput } from "./ui";
 
 // Under the trace page's frame: the selected entry in full, and "Fork from here". Apart from the

@@ -1,8 +1,8 @@
 import { type RefObject, useCallback, useEffect, useLayoutEffect, useMemo, useRef } from "react";
+import { type FrameRef, lastAtOrBefore } from "~/models/trace-summary";
 import type { FrameCache } from "./frame-cache";
 import type { FrameHandle } from "./trace-frames";
 import { STRIP_SIDE } from "./trace-scrubber";
-import { type FrameRef, lastAtOrBefore } from "~/models/trace-summary";
 
 // What the trace page shows and loads as its slider moves: the frame under it at once, then the
 // frames it will be on by the time they arrive (from how fast and how often it moves), then the

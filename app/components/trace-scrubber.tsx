@@ -1,9 +1,9 @@
 import { memo, useLayoutEffect, useRef } from "react";
-import { clock } from "./trace-describe";
-import type { FrameCache } from "./frame-cache";
-import { ThumbCanvas } from "./trace-frames";
 import type { FrameRef, TakeoverSpan } from "~/models/trace-summary";
 import { takeoverAt } from "~/models/trace-summary";
+import type { FrameCache } from "./frame-cache";
+import { clock } from "./trace-describe";
+import { ThumbCanvas } from "./trace-frames";
 
 // The slider over every entry of the trace (takeover periods shaded on its track, a tick per
 // frame) and the filmstrip of the frames around the selected one.

@@ -1,6 +1,6 @@
 import { useEffect, useLayoutEffect, useReducer, useRef, useState } from "react";
-import { ActorBadge, clock, describeEntry } from "./trace-describe";
 import { type FrameRef, PAGE_SIZE, type TakeoverSpan, type TraceEntry, type TracePage, lastAtOrBefore, pageAfter, pageOf } from "~/models/trace-summary";
+import { ActorBadge, clock, describeEntry } from "./trace-describe";
 
 // The timeline: every entry of the trace in one scrolling list that renders only the rows in
 // view and loads entries a page (500) at a time as they come into view or under the slider.

@@ -1,5 +1,5 @@
-import { useEffect, useRef } from "react";
 import type RFB from "@novnc/novnc";
+import { useEffect, useRef } from "react";
 import { VIEWER_CLOSE, type ViewerMode } from "~/protocol/viewer-socket";
 
 // The live screen of a box: noVNC over the server's viewer socket

@@ -1,13 +1,13 @@
-import { checkKey } from "~/models/key.server";
 import { type Actor, type WorkspaceActor } from "~/models/actor";
+import { checkKey } from "~/models/key.server";
 import type { Role } from "~/models/roles";
 import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { CSRF_HEADER, csrfMatches } from "./csrf.server";
 import { env } from "~/utils/env.server";
 import { safeEqual } from "~/utils/secret.server";
+import { CSRF_HEADER, csrfMatches } from "./csrf.server";
 import { isLoopback, peerOf } from "./peer.server";
 
 function bearer(request: Request): string | undefined {

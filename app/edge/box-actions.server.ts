@@ -1,5 +1,5 @@
-import { pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
 import type { Actor } from "~/models/actor";
+import { pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
 
 // The lifecycle buttons of the console (list and box page) share one path to the models.
 const LIFECYCLE = {

@@ -1,4 +1,6 @@
 import { redirect } from "react-router";
+import type { Actor } from "~/models/actor";
+import type { Role } from "~/models/roles";
 import {
   SESSION_COOKIE,
   type Session,
@@ -8,12 +10,10 @@ import {
   validateSession,
 } from "~/models/session.server";
 import { type User, userCount } from "~/models/user.server";
-import type { Role } from "~/models/roles";
 import { type Workspace, workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import type { Actor } from "~/models/actor";
-import { csrfFor, csrfMatches } from "./csrf.server";
 import { env } from "~/utils/env.server";
+import { csrfFor, csrfMatches } from "./csrf.server";
 
 export { csrfFor };
 

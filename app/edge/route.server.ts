@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
-import { rememberPeer } from "./peer.server";
 import { validate } from "~/utils/validate.server";
+import { rememberPeer } from "./peer.server";
 
 export { validate };
 

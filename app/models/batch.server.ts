@@ -1,13 +1,13 @@
 import { z } from "zod";
+import { agentCall } from "~/protocol/agent";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from "./action-schema.server";
-import { CATALOG, catalogApp } from "./catalog.server";
-import { type ScreenTarget, callAgent } from "./screen.server";
-import { recordBatch, recordRefusal } from "./recorder.server";
-import { assertMayRunSteps } from "./takeover.server";
 import type { Actor } from "./actor";
-import { agentCall } from "~/protocol/agent";
+import { CATALOG, catalogApp } from "./catalog.server";
+import { recordBatch, recordRefusal } from "./recorder.server";
+import { type ScreenTarget, callAgent } from "./screen.server";
+import { assertMayRunSteps } from "./takeover.server";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 

@@ -4,13 +4,13 @@ import type { BoxTable } from "../../db/schema";
 import { runtime } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { type Actor, issuerOf, ownerOf } from "./actor";
 import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
+import { type Actor, issuerOf, ownerOf } from "./actor";
 import { recordEvent } from "./event.server";
-import { recordEntry } from "./trace.server";
 import type { NormalPlacement, NormalSpec } from "./spec.server";
+import { recordEntry } from "./trace.server";
 
 // The box record: its row and JSON, its state changes (one serial chain per box, so a stop
 // cannot race a resume), where the server reaches it, and removal. The launch

@@ -13,8 +13,8 @@ import {
   serverId,
 } from "./box-record.server";
 import { recordEvent } from "./event.server";
-import { traceStartedFresh } from "./trace.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
+import { traceStartedFresh } from "./trace.server";
 
 // Keeping the records in line with the runtime: the reaper (expired, idle and vanished boxes)
 // and, at start, taking back the boxes an earlier server made. It stands on the box record

@@ -3,8 +3,8 @@ import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { type Actor, ownerOf } from "./actor";
 import { db } from "~/utils/db.server";
+import { type Actor, ownerOf } from "./actor";
 import { launch, waitReady } from "./box-launch.server";
 import {
   type BoxJson,

@@ -1,15 +1,15 @@
 import { z } from "zod";
 import { ApiError, unsupported } from "~/utils/api-error.server";
-import type { Actor } from "./actor";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
+import type { Actor } from "./actor";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
 import { enqueue } from "./job.server";
 import { sampleSoon } from "./recorder.server";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
-import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
 import type { BatchMark } from "./trace-types.server";
+import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
 
 // Fork by replay: a new box from the source's spec and placement, then the recorded steps again,
 // in order, at about the original speed. It copies no memory or disk, so it can differ. The steps

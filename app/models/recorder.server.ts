@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
+import { agentCall } from "~/protocol/agent";
 import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";
 import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
-import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
 import type { ActedData, BatchMark } from "./trace-types.server";
-import { agentCall } from "~/protocol/agent";
+import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
 
 // What goes into a box's trace from the drive side: one `acted` entry per step (each marked with
 // its batch, so a fork can send the batch as one again: trace-types.server.ts), refusals, and a

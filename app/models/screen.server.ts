@@ -1,10 +1,11 @@
 import { z } from "zod";
-import type { Actor } from "./actor";
+import { WindowRef } from "~/protocol/action-fields";
+import { type AgentCall, agentCall } from "~/protocol/agent";
 import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
+import type { Actor } from "./actor";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX, agentFetch, readCapped } from "./agent.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
-import { type AgentCall, agentCall } from "~/protocol/agent";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
 // and screen, calls the in-box agent with the box's secret, and turns the agent's errors into
@@ -67,7 +68,7 @@ export async function callAgent<T = Record<string, unknown>>(
 
 export const FrameQuerySchema = z.strictObject({
   have: z.string().max(128).optional(),
-  window: z.string().max(64).optional(),
+  window: WindowRef.optional(),
   x: z.coerce.number().int().min(0).optional(),
   y: z.coerce.number().int().min(0).optional(),
   width: z.coerce.number().int().min(1).optional(),

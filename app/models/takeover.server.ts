@@ -1,12 +1,13 @@
 import { EventEmitter } from "node:events";
+import { BOX_STEPS, changesScreen } from "~/protocol/actions";
+import { agentCall } from "~/protocol/agent";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import { ApiError } from "~/utils/api-error.server";
-import { type Actor, issuerOf } from "./actor";
 import { env, publicUrl } from "~/utils/env.server";
-import type { Step } from "./action-schema.server";
-import { INPUT_STEPS } from "./action-schema.server";
-import { type BoxJson, boxChanges, getBox, requireRunningBox } from "./box.server";
 import { principalAccess } from "./access.server";
+import type { Step } from "./action-schema.server";
+import { type Actor, issuerOf } from "./actor";
+import { type BoxJson, boxChanges, getBox, requireRunningBox } from "./box.server";
 import { recordEvent } from "./event.server";
 import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
@@ -14,7 +15,6 @@ import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
-import { agentCall } from "~/protocol/agent";
 
 // Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
 // gives every screen back, so a takeover can never outlive the server either.
@@ -73,10 +73,6 @@ export function mayDrive(t: Takeover | undefined, issuer: string): boolean {
   return issuer.startsWith("user:");
 }
 
-/** Steps that reach beyond their screen: refused while any screen of the box is held. */
-const BOX_STEPS: ReadonlySet<Step["type"]> = new Set(["exec", "write_file"]);
-/** Whether a step changes its screen: input, and the clipboard step when it sets text. */
-const changesScreen = (s: Step) => INPUT_STEPS.has(s.type) || (s.type === "clipboard" && s.text !== undefined);
 
 const refused = (message: string) => new ApiError("denied", message, { retryable: true });
 

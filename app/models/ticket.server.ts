@@ -1,8 +1,8 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { ViewerMode } from "~/protocol/viewer-socket";
 import { ApiError } from "~/utils/api-error.server";
-import { type Actor, issuerOf } from "./actor";
 import { derive } from "~/utils/secret.server";
+import { type Actor, issuerOf } from "./actor";
 
 // Viewer tickets: the credential of the viewer socket (a browser cannot put a bearer token on a
 // WebSocket). A ticket is `base64url(payload JSON) "." base64url(HMAC-SHA256(payload part))`,

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { sql } from "kysely";
-import { db } from "~/utils/db.server";
 import type { TraceEntryTable } from "../../db/schema";
+import { db } from "~/utils/db.server";
 import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
 import { INSERT_CHUNK, PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
 

@@ -1,8 +1,8 @@
 import path from "node:path";
 import { notFound } from "~/utils/api-error.server";
-import type { Actor } from "./actor";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
+import type { Actor } from "./actor";
 import { LocalTraceStore } from "./trace-local.server";
 import { MemoryTraceStore } from "./trace-memory.server";
 import type { FrameInput, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";

@@ -1,12 +1,12 @@
-import type { Route } from "./+types/box-ticket";
+import { requireWorkspace } from "~/edge/console.server";
+import { issuerOf } from "~/models/actor";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { type ViewerMode, issueTicket } from "~/models/ticket.server";
 import { viewerSocketPath } from "~/protocol/viewer-socket";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
-import { issuerOf } from "~/models/actor";
-import { requireWorkspace } from "~/edge/console.server";
+import type { Route } from "./+types/box-ticket";
 
 // GET /boxes/:id/ticket?screen=n&mode=view|control — a fresh viewer ticket for the console's
 // noVNC viewer, by session (the page asks again on every reconnect, so a ticket never goes stale).

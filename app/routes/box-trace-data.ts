@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
-import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
-import type { Actor } from "~/models/actor";
 import { requireWorkspace } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
+import type { Actor } from "~/models/actor";
+import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
+import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
 
 // What the console's trace page fetches, by session (the /v1 twins take bearer tokens):
 //   GET /boxes/:id/trace/entries?after&limit   → {entries, next}, at most 500 a page

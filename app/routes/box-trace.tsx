@@ -1,6 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
-import type { Route } from "./+types/box-trace";
 import { useFrameCache } from "~/components/frame-cache";
 import { Shell } from "~/components/shell";
 import { clock } from "~/components/trace-describe";
@@ -8,6 +7,10 @@ import { ForkForm, type ForkResult, SelectedEntry } from "~/components/trace-ent
 import { useFrameFollow } from "~/components/trace-follow";
 import { type FrameHandle, FrameView } from "~/components/trace-frames";
 import { Filmstrip, Scrubber } from "~/components/trace-scrubber";
+import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { forkBox } from "~/models/fork.server";
 import {
   PAGE_SIZE,
   type TraceEntry,
@@ -20,13 +23,10 @@ import {
   pageOf,
   takeoverAt,
 } from "~/models/trace-summary";
-import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
-import { forkBox } from "~/models/fork.server";
 import { traceSummary } from "~/models/trace-summary.server";
 import { readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import type { Route } from "./+types/box-trace";
 
 // The trace of one box in the console: a timeline of every entry, a slider and a filmstrip over
 // the recorded frames (takeover periods shaded), the frame at the selected entry, and "Fork from

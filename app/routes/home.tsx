@@ -1,20 +1,20 @@
 import { useEffect, useState } from "react";
 import { Form, useNavigation } from "react-router";
 import { io } from "socket.io-client";
-import type { Route } from "./+types/home";
 import { BoxTable } from "~/components/box-table";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput } from "~/components/ui";
+import { lifecycleIntent } from "~/edge/box-actions.server";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { validate } from "~/edge/route.server";
 import type { BoxJson } from "~/models/box.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { FEATURES } from "~/protocol/features";
 import { ApiError } from "~/utils/api-error.server";
-import { lifecycleIntent } from "~/edge/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { publicUrl } from "~/utils/env.server";
-import { field, formAction } from "~/edge/form.server";
-import { validate } from "~/edge/route.server";
+import type { Route } from "./+types/home";
 
 export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 

@@ -1,11 +1,11 @@
 import { Form, redirect, useActionData } from "react-router";
-import type { Route } from "./+types/invite";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput } from "~/components/ui";
-import { setSessionWorkspace } from "~/models/session.server";
-import { acceptInvitation, findInvitation } from "~/models/workspace.server";
 import { getConsole, requireConsole, requireCsrf } from "~/edge/console.server";
 import { formAction } from "~/edge/form.server";
+import { setSessionWorkspace } from "~/models/session.server";
+import { acceptInvitation, findInvitation } from "~/models/workspace.server";
+import type { Route } from "./+types/invite";
 
 export const meta: Route.MetaFunction = () => [{ title: "Invitation · holm" }];
 

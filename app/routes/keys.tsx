@@ -1,15 +1,15 @@
 import { useActionData } from "react-router";
-import type { Route } from "./+types/keys";
 import { CopyButton } from "~/components/copy-button";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
 import { Alert, Button, Card, Field, when } from "~/components/ui";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { publicUrl } from "~/utils/env.server";
-import { field, formAction } from "~/edge/form.server";
+import type { Route } from "./+types/keys";
 
 export const meta: Route.MetaFunction = () => [{ title: "API keys · holm" }];
 

@@ -1,14 +1,14 @@
 import { Form, redirect, useActionData, useNavigation, useSearchParams } from "react-router";
-import type { Route } from "./+types/login";
 import { Alert, Button, Field } from "~/components/ui";
+import { getConsole, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { safeNext } from "~/edge/next-path.server";
 import { createSession } from "~/models/session.server";
 import { checkCredentials, normalizeEmail, userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { getConsole, startSessionHeaders } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
-import { safeNext } from "~/edge/next-path.server";
 import { RateLimiter } from "~/utils/rate-limit.server";
+import type { Route } from "./+types/login";
 
 export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];
 

@@ -1,7 +1,7 @@
 import { redirect } from "react-router";
-import type { Route } from "./+types/logout";
-import { invalidateSession } from "~/models/session.server";
 import { endSessionHeaders, getConsole, requireCsrf } from "~/edge/console.server";
+import { invalidateSession } from "~/models/session.server";
+import type { Route } from "./+types/logout";
 
 export async function action({ request }: Route.ActionArgs) {
   const ctx = await getConsole(request);

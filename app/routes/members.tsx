@@ -1,15 +1,15 @@
 import { useActionData } from "react-router";
-import type { Route } from "./+types/members";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
 import { Alert, Button, Card, Field, when } from "~/components/ui";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import { ROLES, type Role, atLeast } from "~/models/roles";
 import { changeRole, invite, membersOf, pendingInvitations, removeMember } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { publicUrl } from "~/utils/env.server";
-import { field, formAction } from "~/edge/form.server";
+import type { Route } from "./+types/members";
 
 export const meta: Route.MetaFunction = () => [{ title: "Members · holm" }];
 

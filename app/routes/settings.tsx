@@ -1,13 +1,13 @@
 import { redirect, useActionData } from "react-router";
-import type { Route } from "./+types/settings";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, Field } from "~/components/ui";
+import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import { createSession } from "~/models/session.server";
 import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import type { Route } from "./+types/settings";
 
 export const meta: Route.MetaFunction = () => [{ title: "Settings · holm" }];
 

@@ -1,12 +1,12 @@
 import { Form, redirect, useActionData, useNavigation } from "react-router";
-import type { Route } from "./+types/signup";
 import { Alert, Button, Field } from "~/components/ui";
+import { getConsole, startSessionHeaders } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
 import { createSession } from "~/models/session.server";
 import { createUser, signupsOpen, userCount } from "~/models/user.server";
 import { acceptInvitation, createWorkspace, findInvitation } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { getConsole, startSessionHeaders } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import type { Route } from "./+types/signup";
 
 export const meta: Route.MetaFunction = () => [{ title: "Sign up · holm" }];
 

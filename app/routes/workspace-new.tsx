@@ -1,12 +1,12 @@
 import { Form, redirect, useActionData, useRouteLoaderData } from "react-router";
-import type { Route } from "./+types/workspace-new";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput, Field } from "~/components/ui";
-import { setSessionWorkspace } from "~/models/session.server";
-import { createWorkspace } from "~/models/workspace.server";
 import { requireConsole, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { setSessionWorkspace } from "~/models/session.server";
+import { createWorkspace } from "~/models/workspace.server";
 import type { loader as rootLoader } from "~/root";
+import type { Route } from "./+types/workspace-new";
 
 export const meta: Route.MetaFunction = () => [{ title: "New workspace · holm" }];
 

@@ -1,8 +1,8 @@
 import { redirect } from "react-router";
-import type { Route } from "./+types/workspace-switch";
+import { requireConsole, requireCsrf } from "~/edge/console.server";
 import { setSessionWorkspace } from "~/models/session.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireConsole, requireCsrf } from "~/edge/console.server";
+import type { Route } from "./+types/workspace-switch";
 
 export async function action({ request }: Route.ActionArgs) {
   const ctx = await requireConsole(request);

@@ -3,9 +3,9 @@ import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
+import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { PauseBusyError } from "./runtime";
-import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";

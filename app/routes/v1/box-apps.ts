@@ -1,9 +1,9 @@
 import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 import { installApps } from "~/models/batch.server";
 import { requireRunningBox } from "~/models/box.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
 
 const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });
 

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { requireRunningBox } from "~/models/box.server";
-import { callAgent } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseQuery, v1 } from "~/edge/route.server";
+import { requireRunningBox } from "~/models/box.server";
+import { callAgent } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
 const GlobQuerySchema = z.strictObject({

@@ -1,8 +1,8 @@
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 import { GrepSchema } from "~/models/action-schema.server";
 import { requireRunningBox } from "~/models/box.server";
 import { callAgent } from "~/models/screen.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({

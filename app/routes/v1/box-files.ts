@@ -1,11 +1,11 @@
 import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { WriteFileSchema } from "~/models/action-schema.server";
 import { requireRunningBox } from "~/models/box.server";
 import { recordFileWritten } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { agentCall } from "~/protocol/agent";
 
 const PathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });

@@ -1,9 +1,9 @@
-import { ForkSchema, forkBox } from "~/models/fork.server";
-import { withIdempotency } from "~/edge/idempotency.server";
-import { traceBox } from "~/models/trace.server";
 import { requireActor } from "~/edge/auth.server";
-import { env } from "~/utils/env.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
+import { ForkSchema, forkBox } from "~/models/fork.server";
+import { traceBox } from "~/models/trace.server";
+import { env } from "~/utils/env.server";
 
 const route = v1({
   POST: async (args) => {

@@ -1,7 +1,7 @@
-import { pauseBox } from "~/models/box.server";
-import { assertMayChangeBox } from "~/models/takeover.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { pauseBox } from "~/models/box.server";
+import { assertMayChangeBox } from "~/models/takeover.server";
 
 const route = v1({
   POST: async (args) => {

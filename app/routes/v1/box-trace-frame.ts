@@ -1,7 +1,7 @@
-import { frameHash, readBoxFrame, traceBox } from "~/models/trace.server";
-import { notFound } from "~/utils/api-error.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { frameHash, readBoxFrame, traceBox } from "~/models/trace.server";
+import { notFound } from "~/utils/api-error.server";
 
 const route = v1({
   GET: async (args) => {

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { refuseUnsettled } from "~/models/box.server";
-import { readTrace, TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, traceBox } from "~/models/trace.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseQuery, v1 } from "~/edge/route.server";
+import { refuseUnsettled } from "~/models/box.server";
+import { readTrace, TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, traceBox } from "~/models/trace.server";
 
 const TraceQuerySchema = z.strictObject({
   /** Entries with seq > after; -1 (the default) reads from the start. */

@@ -1,8 +1,8 @@
+import { requireActor } from "~/edge/auth.server";
+import { param, v1 } from "~/edge/route.server";
 import { getBox, removeBox } from "~/models/box.server";
 import { assertMayChangeBox } from "~/models/takeover.server";
 import { ApiError } from "~/utils/api-error.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
 
 const route = v1({
   GET: async (args) => getBox(await requireActor(args.request), param(args, "id")),

@@ -1,9 +1,9 @@
-import { createBox, listBoxes } from "~/models/box.server";
-import { withIdempotency } from "~/edge/idempotency.server";
-import { CreateBoxSchema } from "~/models/spec.server";
 import { requireActor } from "~/edge/auth.server";
-import { env } from "~/utils/env.server";
+import { withIdempotency } from "~/edge/idempotency.server";
 import { parseJsonText, readText, v1 } from "~/edge/route.server";
+import { createBox, listBoxes } from "~/models/box.server";
+import { CreateBoxSchema } from "~/models/spec.server";
+import { env } from "~/utils/env.server";
 
 const route = v1({
   GET: async ({ request }) => {

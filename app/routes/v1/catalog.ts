@@ -1,6 +1,6 @@
-import { catalogNames } from "~/models/catalog.server";
 import { requireActor } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
+import { catalogNames } from "~/models/catalog.server";
 
 const route = v1({
   GET: async ({ request }) => {

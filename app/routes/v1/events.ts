@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { listEvents } from "~/models/event.server";
-import { ownerOf } from "~/models/actor";
 import { requireActor } from "~/edge/auth.server";
 import { parseQuery, v1 } from "~/edge/route.server";
+import { ownerOf } from "~/models/actor";
+import { listEvents } from "~/models/event.server";
 
 const EventsQuerySchema = z.strictObject({
   after: z.coerce.number().int().min(0).default(0),

@@ -1,6 +1,6 @@
-import { prune } from "~/models/job.server";
 import { requireScheduler } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
+import { prune } from "~/models/job.server";
 
 // Old frames, then old trace entries, then the traces of boxes removed long ago (defaults in
 // app/models/trace.server.ts: 7 days, 30 days, 30 days), and events older than 7 days. Answers

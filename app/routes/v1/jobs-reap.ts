@@ -1,6 +1,6 @@
-import { reapBoxes } from "~/models/box-sync.server";
 import { requireScheduler } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
+import { reapBoxes } from "~/models/box-sync.server";
 
 const reap = async ({ request }: { request: Request }) => {
   await requireScheduler(request);

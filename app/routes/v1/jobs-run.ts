@@ -1,6 +1,6 @@
-import { runJobs } from "~/models/job.server";
 import { requireScheduler } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
+import { runJobs } from "~/models/job.server";
 
 // "Do the queued launches, forks and builds. It stops taking new jobs after 50 seconds.
 // Returns {ran}." (000) Answers when the jobs it took are done.

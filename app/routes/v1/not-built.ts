@@ -1,6 +1,6 @@
-import { unsupported } from "~/utils/api-error.server";
 import { requireActor } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
+import { unsupported } from "~/utils/api-error.server";
 import { NOT_BUILT, type NotBuiltRoute } from "./not-built-list";
 
 // Every route of NOT_BUILT (one route id each in app/routes.ts) lands here. The caller is

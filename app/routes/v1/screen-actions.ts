@@ -1,9 +1,9 @@
-import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
-import { withIdempotency } from "~/edge/idempotency.server";
-import { requireScreen } from "~/models/screen.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
 import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { withIdempotency } from "~/edge/idempotency.server";
+import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
+import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
+import { requireScreen } from "~/models/screen.server";
 
 const route = v1({
   POST: async (args) => {

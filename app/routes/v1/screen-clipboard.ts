@@ -1,9 +1,9 @@
 import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { recordClipboardSet } from "~/models/recorder.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { agentCall } from "~/protocol/agent";
 
 const Selection = z.enum(["clipboard", "primary"]);

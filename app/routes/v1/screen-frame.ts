@@ -1,6 +1,6 @@
-import { frame, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { frame, requireScreen } from "~/models/screen.server";
 
 const route = v1({
   GET: async (args) => {

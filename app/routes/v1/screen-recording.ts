@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { callAgent, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
 const RecordingStartSchema = z.strictObject({ fps: z.number().int().min(1).max(60).optional() });

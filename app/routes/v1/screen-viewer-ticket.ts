@@ -1,13 +1,13 @@
 import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
+import { issuerOf } from "~/models/actor";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
-import { issuerOf } from "~/models/actor";
-import { requireActor } from "~/edge/auth.server";
-import { publicUrl } from "~/utils/env.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
 import { viewerSocketUrl } from "~/protocol/viewer-socket";
+import { publicUrl } from "~/utils/env.server";
 
 const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 

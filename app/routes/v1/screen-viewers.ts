@@ -1,9 +1,9 @@
+import { requireActor } from "~/edge/auth.server";
+import { param, v1 } from "~/edge/route.server";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { takeoverOf } from "~/models/takeover.server";
 import { viewers } from "~/models/viewer.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
 
 // Who is on a screen through the viewer socket: `watching` counts every connection (drivers
 // watch too), `driving` those in control mode.

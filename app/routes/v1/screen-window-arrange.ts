@@ -1,8 +1,8 @@
+import { requireActor } from "~/edge/auth.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
 import { ArrangeSchema } from "~/models/action-schema.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({

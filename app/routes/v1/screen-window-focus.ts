@@ -1,7 +1,7 @@
-import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertMayDrive } from "~/models/takeover.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, v1 } from "~/edge/route.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { assertMayDrive } from "~/models/takeover.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({

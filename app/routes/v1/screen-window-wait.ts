@@ -1,7 +1,7 @@
-import { WaitWindowSchema } from "~/models/action-schema.server";
-import { callAgent, requireScreen } from "~/models/screen.server";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { WaitWindowSchema } from "~/models/action-schema.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({
