@@ -52,17 +52,21 @@ function publicUrl(): URL | undefined {
 }
 
 /**
- * Whether a Host header names this server: HOLM_PUBLIC_URL's host, or, with the port the
- * connection came in on, a loopback name, the configured listen host or the local address the
- * connection reached (an IP literal: a rebinding attack always uses a name).
+ * Whether a Host header names this server: HOLM_PUBLIC_URL's host or a name the administrator
+ * listed in HOLM_ADVERTISE_HOSTS (with the public URL's port, or the connection's without one),
+ * or, with the port the connection came in on, a loopback name, the configured listen host or
+ * the local address the connection reached (an IP literal: a rebinding attack always uses a name).
  */
 export function hostAllowed(host: string | undefined, local: { address?: string; port?: number }): boolean {
   const h = parseHost(host);
   if (!h) return false;
   const pub = publicUrl();
-  if (pub && h.name === pub.hostname.toLowerCase() && (h.port ?? defaultPort(pub.protocol)) === Number(pub.port || defaultPort(pub.protocol))) {
+  const advertised = env().HOLM_ADVERTISE_HOSTS?.includes(h.name);
+  if (pub && (advertised || h.name === pub.hostname.toLowerCase()) && (h.port ?? defaultPort(pub.protocol)) === Number(pub.port || defaultPort(pub.protocol))) {
     return true;
   }
+  // Advertised names with no public URL come with the port the connection came in on.
+  if (advertised && !pub) return (h.port ?? 80) === local.port;
   if ((h.port ?? 80) !== local.port) return false;
   if (LOOPBACK_NAMES.has(h.name)) return true;
   if (h.name === asHostName(env().HOLM_SERVER_ADDR.host)) return true;

@@ -117,9 +117,21 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
       network: p.network ?? true,
       auth: "none",
       bind: "loopback",
-      ...(p.advertise ? { advertise: p.advertise.toLowerCase() } : {}),
+      ...(p.advertise ? { advertise: advertisable(p.advertise.toLowerCase()) } : {}),
     },
   };
+}
+
+/**
+ * A name a viewer URL may carry: the server must answer to it (else the page is a 421), and only
+ * the administrator adds names to that (HOLM_ADVERTISE_HOSTS, or HOLM_PUBLIC_URL's own host).
+ */
+function advertisable(name: string): string {
+  const e = env();
+  const allowed = new Set([...(e.HOLM_ADVERTISE_HOSTS ?? []), ...(e.HOLM_PUBLIC_URL ? [new URL(e.HOLM_PUBLIC_URL).hostname.toLowerCase()] : [])]);
+  if (allowed.has(name)) return name;
+  const known = allowed.size ? `: ${[...allowed].join(", ")}` : "; it has none (HOLM_ADVERTISE_HOSTS)";
+  throw badRequest(`spec.policy.advertise: this server does not answer to ${name}; it advertises only names its administrator set${known}`);
 }
 
 export function normalizePlacement(placement: Placement = {}, defaultRuntime: string): NormalPlacement {

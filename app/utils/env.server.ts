@@ -44,6 +44,16 @@ const EnvSchema = z.object({
   HOLM_PUBLIC_URL: z.url().optional(),
   HOLM_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   CRON_SECRET: z.string().min(16).optional(),
+  /**
+   * More host names this server answers to (the Host check of server/http-edge.ts), with
+   * HOLM_PUBLIC_URL's port, and the only names a box's `policy.advertise` may put in its viewer
+   * URLs: the administrator widens the DNS-rebinding guard, never a box spec.
+   */
+  HOLM_ADVERTISE_HOSTS: z
+    .string()
+    .regex(/^[a-z0-9.-]+(,[a-z0-9.-]+)*$/i, "host names separated by commas")
+    .transform((v) => v.toLowerCase().split(","))
+    .optional(),
   HOLM_DOCKER_SOCKET: z.string().default("/var/run/docker.sock"),
   /** Extra labels for every box container, `k=v,k2=v2` (tests find their boxes by them). */
   HOLM_BOX_LABELS: z

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { raw } from "../support/http";
 
 // Issue 11: the box record and the viewer socket held to seeds 000 and 002, on real boxes through
 // the real server. Launches are queued (HOLM_SERVER_JOBS=queue) one at a time, so a box stays
@@ -52,7 +53,7 @@ async function settled(id: string, ms = 180_000) {
 }
 
 beforeAll(async () => {
-  server = await startServer({ HOLM_SECRET_KEY: KEY, HOLM_SERVER_JOBS: "queue", HOLM_LAUNCH_CONCURRENCY: "1" });
+  server = await startServer({ HOLM_SECRET_KEY: KEY, HOLM_SERVER_JOBS: "queue", HOLM_LAUNCH_CONCURRENCY: "1", HOLM_ADVERTISE_HOSTS: ADVERTISED });
   c = consoleClient(server);
   ada = await c.signUp("ada@example.com", "A");
   key = (await c.createKey(ada, "agent")).secret;
@@ -177,6 +178,16 @@ describe("the box's JSON", () => {
     expect(boxB.viewer_urls).toEqual([boxB.viewer_url]);
     // Without advertise, the server's own address.
     expect(boxA.viewer_url.startsWith(`${server.base}/boxes/${boxA.id}?`)).toBe(true);
+  });
+
+  it("advertise names only what the server answers to: the page opens under it, another name is 400 and 421", async () => {
+    const port = new URL(server.base).port;
+    const page = await raw(server.base, "GET", "/login", { host: `${ADVERTISED}:${port}` });
+    expect(page.status).toBe(200);
+    const other = await api("/v1/boxes", { method: "POST", json: { spec: { policy: { advertise: "other.example.test" } } } });
+    expect(other.status).toBe(400);
+    expect(await json(other)).toMatchObject({ code: "bad_request", message: expect.stringContaining("HOLM_ADVERTISE_HOSTS") });
+    expect((await raw(server.base, "GET", "/login", { host: `other.example.test:${port}` })).status).toBe(421);
   });
 
   it("advertise must be a host name: a scheme, port, path or space answers 400 bad_request", async () => {
