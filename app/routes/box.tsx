@@ -17,6 +17,7 @@ import { ApiError, isApiError } from "~/utils/api-error.server";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { agentCall } from "~/protocol/agent";
 import { screenStatus } from "~/models/screen-status.server";
 
 // The console page of one box: the live screen (noVNC), who watches and who drives, take over
@@ -87,7 +88,7 @@ export async function action({ request, params }: Route.ActionArgs) {
         if (text.length > 1_000_000) throw new ApiError("bad_request", "the text is longer than 1,000,000 characters");
         const t = await screenOf();
         assertMayDrive(ctx.actor, t.box.id, t.screen, "sending text to its clipboard");
-        await callAgent(t.box, "PUT", `/screens/${t.screen}/clipboard`, { text, selection: "clipboard" });
+        await callAgent(t.box, agentCall("clipboardWrite", { n: t.screen }), { text, selection: "clipboard" });
         await recordEntry(t.box.id, {
           actor: "person",
           event: "person_input",
