@@ -1,0 +1,44 @@
+import type { BoxJson } from "~/models/box.server";
+import { BoxNotice } from "./box-notice";
+
+// What the box page shows instead of the box: the box was removed, or the page was opened for a
+// desktop the box no longer runs.
+
+export function RemovedBox({ id, why }: { id: string; why: string }) {
+  return (
+    <BoxNotice
+      id={id}
+      title="This box was removed"
+      links={[
+        { to: `/boxes/${id}/trace`, label: "See its trace" },
+        { to: "/", label: "Back to boxes" },
+      ]}
+    >
+      <p>{why}</p>
+      <p>Its files are gone; its history stays.</p>
+    </BoxNotice>
+  );
+}
+
+/** The desktop a viewer URL names (`desktop=`): it changes when a stopped box resumes. */
+export const desktopIn = (url: string) => new URL(url).searchParams.get("desktop");
+
+/**
+ * The page was opened for a desktop the box no longer runs (it was stopped and resumed): say so,
+ * with the way to the current one, rather than show the new desktop as if it were the same.
+ */
+export function StaleDesktop({ box, screen }: { box: BoxJson; screen: number }) {
+  const current = new URL(box.viewer_urls[screen] ?? box.viewer_url).search;
+  return (
+    <BoxNotice
+      id={box.id}
+      title="This desktop was restarted"
+      links={[
+        { to: `/boxes/${box.id}${current}`, label: "Open the current desktop" },
+        { to: `/boxes/${box.id}/trace`, label: "See its trace" },
+      ]}
+    >
+      <p>The box was stopped and resumed since this link was made, so it runs a new desktop: nothing that was open on the old one is there.</p>
+    </BoxNotice>
+  );
+}

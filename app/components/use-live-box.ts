@@ -1,0 +1,66 @@
+import { useCallback, useEffect, useRef, useState } from "react";
+import { useRevalidator } from "react-router";
+import { io } from "socket.io-client";
+import type { BoxJson } from "~/models/box.server";
+import type { ScreenStatus } from "~/models/screen-status.server";
+
+// The box page's live state: the box and its screens as the server pushes them over socket.io
+// (`box` and `screens` on /boxes), and a clock for ages and deadlines.
+
+/** Re-renders every few seconds so ages and deadlines stay true; starts at the server's clock so hydration matches. */
+export function useNow(everyMs: number, initial: number) {
+  const [now, setNow] = useState(initial);
+  useEffect(() => {
+    setNow(Date.now());
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [everyMs]);
+  return now;
+}
+
+/** The box and its screens, kept current by the server's pushes; the loader paints first. */
+export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], workspace: string) {
+  const [box, setBox] = useState(initial);
+  const [screens, setScreens] = useState(initialScreens);
+  const [live, setLive] = useState(false);
+  const revalidator = useRevalidator();
+  const revalidate = useRef(revalidator.revalidate);
+  revalidate.current = revalidator.revalidate;
+  useEffect(() => setBox(initial), [initial]);
+  // Keep whichever status of each screen is newest (loader data and pushes may cross).
+  const merge = useCallback((incoming: ScreenStatus) => {
+    setScreens((prev) => {
+      const cur = prev[incoming.screen];
+      if (cur && cur.seq > incoming.seq) return prev;
+      const next = prev.slice();
+      next[incoming.screen] = incoming;
+      return next;
+    });
+  }, []);
+  useEffect(() => {
+    for (const s of initialScreens) merge(s);
+  }, [initialScreens, merge]);
+  useEffect(() => {
+    const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
+    let first = true;
+    socket.on("connect", () => {
+      setLive(true);
+      // After a drop, what was missed comes from the loader.
+      if (!first) void revalidate.current();
+      first = false;
+    });
+    socket.on("disconnect", () => setLive(false));
+    socket.on("box", (b: BoxJson) => {
+      if (b.id !== initial.id) return;
+      if (b.state === "gone") void revalidate.current();
+      else setBox(b);
+    });
+    socket.on("screens", (s: ScreenStatus) => {
+      if (s.box_id === initial.id) merge(s);
+    });
+    return () => {
+      socket.close();
+    };
+  }, [workspace, initial.id, merge]);
+  return { box, screens, live };
+}
