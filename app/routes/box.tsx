@@ -1,6 +1,5 @@
 import { useState } from "react";
 import { Link, data } from "react-router";
-import type { Route } from "./+types/box";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
 import { RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
 import { ClipboardPanel } from "~/components/clipboard-panel";
@@ -9,16 +8,17 @@ import { ScreenFrame, ScreenTabs } from "~/components/screen-view";
 import { Shell } from "~/components/shell";
 import { TerminalPanel } from "~/components/terminal-panel";
 import { useLiveBox, useNow } from "~/components/use-live-box";
-import { type BoxJson, getBox } from "~/models/box.server";
-import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertMayDrive, giveBack, takeOver } from "~/models/takeover.server";
-import { recordEntry } from "~/models/trace.server";
-import { ApiError, isApiError } from "~/utils/api-error.server";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
-import { agentCall } from "~/protocol/agent";
+import { type BoxJson, getBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { assertMayDrive, giveBack, takeOver } from "~/models/takeover.server";
+import { recordEntry } from "~/models/trace.server";
+import { agentCall } from "~/protocol/agent";
+import { ApiError, isApiError } from "~/utils/api-error.server";
+import type { Route } from "./+types/box";
 
 // The console page of one box: the live screen (noVNC), who watches and who drives, take over
 // and give back, the clipboard while in control, a terminal, the box's facts and its lifecycle
