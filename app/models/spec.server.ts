@@ -130,8 +130,10 @@ function advertisable(name: string): string {
   const e = env();
   const allowed = new Set([...(e.HOLM_ADVERTISE_HOSTS ?? []), ...(e.HOLM_PUBLIC_URL ? [new URL(e.HOLM_PUBLIC_URL).hostname.toLowerCase()] : [])]);
   if (allowed.has(name)) return name;
-  const known = allowed.size ? `: ${[...allowed].join(", ")}` : "; it has none (HOLM_ADVERTISE_HOSTS)";
-  throw badRequest(`spec.policy.advertise: this server does not answer to ${name}; it advertises only names its administrator set${known}`);
+  const known = allowed.size ? [...allowed].join(", ") : "none";
+  throw badRequest(
+    `spec.policy.advertise: this server does not answer to ${name}; it advertises only HOLM_ADVERTISE_HOSTS and HOLM_PUBLIC_URL's host (now: ${known})`,
+  );
 }
 
 export function normalizePlacement(placement: Placement = {}, defaultRuntime: string): NormalPlacement {
