@@ -152,7 +152,7 @@ describe("item 9: on_window arrange", () => {
 describe("item 10: capture with tab", () => {
   // 000: `capture` | `what: {window, region, scale, pointer, tab}`: the box used to drop `tab`
   // and answer with the whole screen.
-  it("captures the named tab's page, not the screen", async () => {
+  it('"capture | what: {window, region, scale, pointer, tab}" (000): captures the named tab\'s page, not the screen', async () => {
     const out = await okBatch({
       actions: [
         { type: "open_url", url: colourPage("Green", "rgb(0,128,0)"), label: "green" },
