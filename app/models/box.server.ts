@@ -25,7 +25,7 @@ import {
   trace,
   visibleRow,
 } from "./box-record.server";
-import { recordEvent } from "./event.server";
+import { type EventKind, recordEvent } from "./event.server";
 import { enqueue } from "./job.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import {
@@ -157,12 +157,41 @@ async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
   }
 }
 
-export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
+// What each lifecycle change records: its trace entry and its event, by the state it ends in.
+const LIFECYCLE = {
+  paused: { traced: "paused", event: "box.paused" },
+  ready: { traced: "resumed", event: "box.ready" },
+  stopped: { traced: "stopped", event: "box.stopped" },
+} as const satisfies Record<string, { traced: string; event: EventKind }>;
+
+/**
+ * One lifecycle change of a box, shared by pause, resume and stop: the box must be visible and
+ * settled, then (in the box's serial chain, on its current row) a box already in `to` answers as
+ * it is; otherwise `run` checks the state and moves the container (returning any other columns
+ * to write), and the new state, the trace entry (who and by) and the event are written.
+ */
+async function changeLifecycle(
+  actor: Actor,
+  id: string,
+  to: keyof typeof LIFECYCLE,
+  run: (cur: BoxRow) => Promise<Partial<BoxRow> | void>,
+): Promise<BoxJson> {
   const row = await visibleRow(actor, id);
   requireSettled(row);
   return serial(id, async () => {
     const cur = (await loadRow(id))!;
-    if (cur.state === "paused") return toBoxJson(cur);
+    if (cur.state === to) return toBoxJson(cur);
+    const extra = await run(cur);
+    await setState(cur, to, null, extra ?? {});
+    const { who, by } = changedBy(actor);
+    await trace(id, LIFECYCLE[to].traced, { by }, who);
+    await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime });
+    return toBoxJson(cur);
+  });
+}
+
+export function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
+  return changeLifecycle(actor, id, "paused", async (cur) => {
     if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
     try {
       await runtimeOf(cur).pause(cur.runtime_ref!);
@@ -171,21 +200,12 @@ export async function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
       console.error(`[holm] box ${id} would not freeze:`, err.message);
       throw new ApiError("unavailable", `box ${id} is busy starting processes and could not be paused; try again`);
     }
-    await setState(cur, "paused", null);
-    const { who, by } = changedBy(actor);
-    await trace(id, "paused", { by }, who);
-    await recordEvent("box.paused", { owner: cur.owner, box_id: id, runtime: cur.runtime });
-    return toBoxJson(cur);
   });
 }
 
-export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
-  const row = await visibleRow(actor, id);
-  requireSettled(row);
-  return serial(id, async () => {
-    const cur = (await loadRow(id))!;
+export function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
+  return changeLifecycle(actor, id, "ready", async (cur) => {
     const rt = runtimeOf(cur);
-    if (cur.state === "ready") return toBoxJson(cur);
     // A stopped box comes back with a new desktop, so its viewer URLs change.
     let desktop = cur.desktop;
     if (cur.state === "paused") {
@@ -198,20 +218,12 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
     } else {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
-    await setState(cur, "ready", null, { last_used_ms: Date.now(), desktop });
-    const { who, by } = changedBy(actor);
-    await trace(id, "resumed", { by }, who);
-    await recordEvent("box.ready", { owner: cur.owner, box_id: id, runtime: cur.runtime });
-    return toBoxJson(cur);
+    return { last_used_ms: Date.now(), desktop };
   });
 }
 
-export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
-  const row = await visibleRow(actor, id);
-  requireSettled(row);
-  return serial(id, async () => {
-    const cur = (await loadRow(id))!;
-    if (cur.state === "stopped") return toBoxJson(cur);
+export function stopBox(actor: Actor, id: string): Promise<BoxJson> {
+  return changeLifecycle(actor, id, "stopped", async (cur) => {
     if (cur.state !== "ready" && cur.state !== "paused") {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot stop`);
     }
@@ -220,11 +232,6 @@ export async function stopBox(actor: Actor, id: string): Promise<BoxJson> {
     if (cur.state === "paused") await rt.unpause(cur.runtime_ref!);
     await rt.stop(cur.runtime_ref!);
     forgetAddress(id);
-    await setState(cur, "stopped", null);
-    const { who, by } = changedBy(actor);
-    await trace(id, "stopped", { by }, who);
-    await recordEvent("box.stopped", { owner: cur.owner, box_id: id, runtime: cur.runtime });
-    return toBoxJson(cur);
   });
 }
 

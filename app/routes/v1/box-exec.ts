@@ -1,19 +1,14 @@
-import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
+import { boxWrite } from "~/edge/box-route.server";
+import { v1 } from "~/edge/route.server";
 import { ExecSchema } from "~/models/action-schema.server";
-import { requireRunningBox } from "~/models/box.server";
 import { recordRan } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
-import { assertMayWriteBox } from "~/models/takeover.server";
 import { DEFAULT_EXEC_MS } from "~/protocol/action-fields";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   POST: async (args) => {
-    const actor = await requireActor(args.request);
-    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
-    const body = await parseBody(args.request, ExecSchema);
-    assertMayWriteBox(actor, box.id, "exec");
+    const { box, body } = await boxWrite(args, ExecSchema, "exec");
     const out = await callAgent<Record<string, unknown>>(box, agentCall("exec", {}), body, (body.timeout_ms ?? DEFAULT_EXEC_MS) + 15_000, "bulk");
     await recordRan(box.id, body.argv, out);
     return out;

@@ -1,19 +1,9 @@
 import { z } from "zod";
-import { requireActor } from "~/edge/auth.server";
-import { param, parseQuery, v1 } from "~/edge/route.server";
-import { requireRunningBox } from "~/models/box.server";
-import { callAgent } from "~/models/screen.server";
-import { agentCall } from "~/protocol/agent";
+import { fileQuery } from "~/edge/box-route.server";
+import { v1 } from "~/edge/route.server";
 
 const ListQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 
-const route = v1({
-  GET: async (args) => {
-    const actor = await requireActor(args.request);
-    const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
-    const q = parseQuery(args.request, ListQuerySchema);
-    return callAgent(box, agentCall("fileList", {}, q), undefined, 60_000, "bulk");
-  },
-});
+const route = v1({ GET: fileQuery("fileList", ListQuerySchema, 60_000) });
 
 export const loader = route.loader, action = route.action;

@@ -1,14 +1,11 @@
-import { requireActor } from "~/edge/auth.server";
+import { drivenScreen } from "~/edge/box-route.server";
 import { param, v1 } from "~/edge/route.server";
-import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertMayDrive } from "~/models/takeover.server";
+import { callAgent } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   DELETE: async (args) => {
-    const actor = await requireActor(args.request);
-    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
-    assertMayDrive(actor, t.box.id, t.screen, "closing a window");
+    const { t } = await drivenScreen(args, "closing a window");
     return callAgent(t.box, agentCall("windowClose", { n: t.screen, w: param(args, "window") }));
   },
 });

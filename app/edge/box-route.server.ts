@@ -1,0 +1,67 @@
+import type { z } from "zod";
+import type { Actor } from "~/models/actor";
+import { type BoxJson, requireRunningBox } from "~/models/box.server";
+import { callAgent, requireScreen } from "~/models/screen.server";
+import { assertMayChangeBox, assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
+import { agentCall } from "~/protocol/agent";
+import { requireActor } from "./auth.server";
+import { param, parseBody, parseQuery, v1 } from "./route.server";
+
+// The steps the /v1 box routes share, in the order they run, so which refusal wins (unknown box,
+// bad body, held screen) is the same on every route of a kind.
+
+type RouteArgs = Parameters<typeof param>[0];
+
+/**
+ * A lifecycle route (`POST /v1/boxes/{id}/pause|resume|stop`). `doing` names the change for the
+ * takeover check ("pausing the box"); without it the route makes none (resume, which only brings
+ * back what the box was).
+ */
+export function lifecycleRoute(verb: (actor: Actor, id: string) => Promise<BoxJson>, doing?: string) {
+  return v1({
+    POST: async (args) => {
+      const actor = await requireActor(args.request);
+      if (doing) await assertMayChangeBox(actor, param(args, "id"), doing);
+      return verb(actor, param(args, "id"));
+    },
+  });
+}
+
+/** The caller and the running box of the route's `{id}` (a paused box waits for its resume). */
+export async function runningBoxOf(args: RouteArgs) {
+  const actor = await requireActor(args.request);
+  const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
+  return { actor, box };
+}
+
+/**
+ * A box-wide write (exec, files, apps): the running box, then its body, then the takeover check
+ * (`doing` names the write in the refusal: "writing a file").
+ */
+export async function boxWrite<S extends z.ZodType>(args: RouteArgs, schema: S, doing: string) {
+  const { actor, box } = await runningBoxOf(args);
+  const body = await parseBody(args.request, schema);
+  assertMayWriteBox(actor, box.id, doing);
+  return { actor, box, body };
+}
+
+/** A GET handler that reads the box's files through the agent, its query passed on as it is. */
+export function fileQuery<S extends z.ZodType<Record<string, string | number | undefined>>>(
+  route: "fileRead" | "fileList" | "fileGlob",
+  schema: S,
+  timeoutMs: number,
+) {
+  return async (args: RouteArgs) => {
+    const { box } = await runningBoxOf(args);
+    const q = parseQuery(args.request, schema);
+    return callAgent(box, agentCall(route, {}, q), undefined, timeoutMs, "bulk");
+  };
+}
+
+/** The route's screen, refused while someone else holds it (`doing`: "focusing a window"). */
+export async function drivenScreen(args: RouteArgs, doing: string) {
+  const actor = await requireActor(args.request);
+  const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+  assertMayDrive(actor, t.box.id, t.screen, doing);
+  return { actor, t };
+}
