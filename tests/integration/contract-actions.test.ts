@@ -117,7 +117,7 @@ describe("item 9: on_window arrange", () => {
   it('moves, resizes and maximises a window with the flat `what: {"do": "arrange", "how": …}` (000)', async () => {
     const launched = await okBatch({
       actions: [
-        { type: "launch", app: "xterm", args: ["-title", "arrange-me"] },
+        { type: "launch", app: "xterm", args: ["-title", "arrange me"] },
         { type: "await_window", what: { class: "xterm", within_ms: 10_000 } },
       ],
     });
@@ -141,6 +141,14 @@ describe("item 9: on_window arrange", () => {
     // The nested form accepted before still works (traces recorded with it are replayed by fork).
     await okBatch({ actions: [{ type: "on_window", window: id, what: { do: "arrange", how: { how: "restore" } } }] });
     expect((await xGeometry(id)).width).toBeLessThan(1000);
+
+    // The REST route takes the same bodies, and a window named by its title (a space in it).
+    const rest = await server.api(`/v1/boxes/${box.id}/screens/0/windows/${encodeURIComponent("arrange me")}/arrange`, {
+      method: "POST",
+      json: { how: "at", to: { x: 40, y: 60 } },
+    });
+    expect(rest.status, await rest.clone().text()).toBe(200);
+    expect(await xGeometry(id)).toMatchObject({ x: 40, y: 60 });
 
     const bad = await batch({ actions: [{ type: "on_window", window: id, what: { do: "arrange", how: "size", width: 500 } }] });
     expect(bad.status).toBe(400);
