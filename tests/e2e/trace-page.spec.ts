@@ -192,6 +192,9 @@ test("the trace page: timeline, scrubber, frames, takeover, fork, and a removed 
   const forkId = (await forkLink.textContent())!.trim();
   expect(forkId).toMatch(/^box_[0-9a-f]+$/);
   await expect(forkLink).toHaveAttribute("href", `/boxes/${forkId}`);
+  // The console queues the fork: its trace answers once the box is no longer `starting` ("A box
+  // that is starting or failed refuses other calls with 409", 000).
+  await expect.poll(async () => (await json(await api(`/v1/boxes/${forkId}`))).state, { timeout: 120_000 }).not.toBe("starting");
   const forked = await json(await api(`/v1/boxes/${forkId}/trace?limit=10`));
   expect(forked.entries.find((e: any) => e.event === "forked_from")?.data).toMatchObject({ box: box.id, up_to: frames[1].seq });
   await forkLink.click();
