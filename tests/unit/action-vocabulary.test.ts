@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { forAgent, validateBatch } from "~/models/batch.server";
 import { ArrangeSchema, ElementOpSchema, STEP_TYPES, StepSchema, WidgetOpSchema, WireStepSchema } from "~/protocol/actions";
-import { ApiError } from "~/utils/api-error.server";
+import { refusal } from "../support/refusal";
 
 // The action vocabulary is written once (app/protocol/) for the server and the in-box agent
 // (issue 11, item 15). These hold it to the seed's tables (000, "Action types", "Element
@@ -166,15 +166,6 @@ const SAMPLES: Array<Record<string, unknown>> = [
   { type: "glob", what: { pattern: "*.txt", path: "/tmp", limit: 10 } },
 ];
 
-function refusal(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error("not refused");
-}
 
 describe("one schema for the server and the box", () => {
   it("every step the server accepts reaches the box whole: the agent's strict schema takes it unchanged", () => {

@@ -7,20 +7,11 @@ import {
   normalizeSpec,
   specDigest,
 } from "~/models/spec.server";
-import { ApiError } from "~/utils/api-error.server";
 import { parseJsonText } from "~/edge/route.server";
+import { refusal } from "../support/refusal";
 
 const parse = (body: unknown) => parseJsonText(JSON.stringify(body), CreateBoxSchema);
 
-function refusal(fn: () => unknown): ApiError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof ApiError) return e;
-    throw e;
-  }
-  throw new Error("expected a refusal");
-}
 
 describe("create-box body", () => {
   it("accepts {} and the empty body, filling defaults", () => {
