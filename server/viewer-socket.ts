@@ -23,6 +23,8 @@ import { connectVnc, relay, startVncLogin } from "./viewer-relay";
 const SERVER: Actor = { kind: "server" };
 /** How long an upgrade on a paused box waits (not yet accepted) for it to resume; then 504 `timeout`. */
 export const PAUSED_SOCKET_WAIT_MS = 60_000;
+/** What a client may send before its upgrade is accepted (a WebSocket client sends nothing). */
+const EARLY_MAX = 64 * 1024;
 
 let wss: WebSocketServer | undefined;
 
@@ -69,7 +71,18 @@ function refuse(socket: Duplex, err: ApiError) {
 function watchClient(socket: Duplex) {
   const left = new AbortController();
   const early: Buffer[] = [];
-  const keep = (chunk: Buffer) => early.push(chunk);
+  let size = 0;
+  const keep = (chunk: Buffer) => {
+    size += chunk.length;
+    // A WebSocket client sends nothing before the 101; one that pours bytes in while a paused
+    // box is waited for is not buffered without bound.
+    if (size > EARLY_MAX) {
+      socket.destroy();
+      leave();
+      return;
+    }
+    early.push(chunk);
+  };
   const leave = () => left.abort();
   socket.on("data", keep);
   socket.once("end", leave);
@@ -123,6 +136,10 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     const found = await getBox(SERVER, id);
     owner = found.owner ?? null;
     if (screen >= found.screens) throw notFound(`box ${id} has no screen ${screen}`);
+    // Before any wait: a ticket whose issuer lost its access is refused now, not held until the
+    // box resumes (checked again below, after the wait).
+    const before = await viewerAccess(claims, owner, mode);
+    if (!before.ok) throw before.err;
     box = await requireRunningBox(SERVER, id, waited.signal);
   } catch (e) {
     if (client.left.aborted) return void socket.destroy();

@@ -1,3 +1,4 @@
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type Person, consoleClient } from "../support/console";
@@ -280,6 +281,42 @@ describe('a paused box: "Calls to it wait until it resumes. They do not fail." (
     expect(u.status).toBe(101);
     expect(await u.first).toBe("RFB 003.008\n");
     u.ws!.close();
+  });
+
+  it("an attacker's held socket: a revoked key's ticket is refused at once, not held; bytes sent while held are capped", async () => {
+    const doomed = await c.createKey(ada, "revoked-while-paused");
+    const ticket = await keyTicket(doomed.secret, boxA.id, 0, "view");
+    const csrf = c.csrfIn(await c.page(ada, "/keys"));
+    expect((await c.form(ada, "/keys?index", { intent: "revoke", id: doomed.id, csrf })).status).toBe(200);
+    expect((await api(`/v1/boxes/${boxA.id}/pause`, { method: "POST" })).status).toBe(200);
+    try {
+      const started = Date.now();
+      expect(await refusal(socketUrl(boxA.id, 0, ticket))).toEqual({ status: 401, code: "unauthorized" });
+      expect(Date.now() - started, "the revoked ticket was held while the box was paused").toBeLessThan(3000);
+
+      // A valid ticket, held while paused, whose client pours bytes into the socket: cut off
+      // past a small cap instead of buffered until the box resumes.
+      const u = new URL(socketUrl(boxA.id, 0, await keyTicket(key, boxA.id, 0, "view")));
+      const sock = net.connect(Number(u.port), u.hostname);
+      const closed = new Promise<void>((r) => sock.once("close", () => r()));
+      sock.on("error", () => undefined);
+      await new Promise<void>((r) => sock.once("connect", () => r()));
+      sock.write(
+        `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+      );
+      const chunk = Buffer.alloc(64 * 1024, 0x41);
+      let sent = 0;
+      while (!sock.destroyed && sent < 64 * 1024 * 1024) {
+        if (!sock.write(chunk)) await Promise.race([new Promise((r) => sock.once("drain", r)), closed]);
+        sent += chunk.length;
+      }
+      await Promise.race([closed, sleep(5000)]);
+      expect(sock.destroyed, `still open after ${sent} bytes`).toBe(true);
+      expect(sent).toBeLessThan(16 * 1024 * 1024);
+    } finally {
+      expect((await api(`/v1/boxes/${boxA.id}/resume`, { method: "POST" })).status).toBe(200);
+    }
   });
 
   it("a client that leaves while the box is paused is let go, and the box's viewers stay at 0", async () => {
