@@ -44,13 +44,30 @@ step "Docker engine"
 if "$docker" info >/dev/null 2>&1; then
   note "dockerd answers"
 else
+  # A dockerd that was killed leaves its pid file. dockerd refuses to start when that pid now
+  # belongs to another process (pids are reused once the machine has run a while): "pid file
+  # found, ensure docker is not running". Remove the file unless the pid is a live dockerd.
+  for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+    [[ -f $pidfile ]] || continue
+    pid=$(<"$pidfile")
+    comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+    if [[ $comm != dockerd && $comm != containerd ]]; then
+      note "removing stale $pidfile (pid ${pid:-none} is ${comm:-not running})"
+      rm -f "$pidfile"
+    fi
+  done
   note "starting dockerd (log: /var/log/holm-dockerd.log)"
   setsid dockerd >/var/log/holm-dockerd.log 2>&1 </dev/null &
-  for ((i = 0; i < 60; i++)); do
+  dockerd_pid=$!
+  for ((i = 0; i < 120; i++)); do
     "$docker" info >/dev/null 2>&1 && break
+    kill -0 "$dockerd_pid" 2>/dev/null || break
     sleep 1
   done
-  "$docker" info >/dev/null 2>&1 || fail "dockerd did not answer within 60 s; see /var/log/holm-dockerd.log"
+  if ! "$docker" info >/dev/null 2>&1; then
+    tail -n 20 /var/log/holm-dockerd.log >&2 || true
+    fail "dockerd did not answer (waited ${i} s); the end of /var/log/holm-dockerd.log is above"
+  fi
   note "dockerd answers after ~${i} s"
 fi
 
