@@ -14,24 +14,6 @@ export interface NotBuiltRoute {
 }
 
 export const NOT_BUILT: readonly NotBuiltRoute[] = [
-  // Pages
-  { path: "v1/boxes/:id/pages", methods: ["GET"] },
-  { path: "v1/boxes/:id/pages/:tab", methods: ["DELETE"] },
-  { path: "v1/boxes/:id/pages/:tab/focus", methods: ["POST"] },
-  { path: "v1/boxes/:id/page", methods: ["GET"] },
-  { path: "v1/boxes/:id/page/find", methods: ["GET"] },
-  { path: "v1/boxes/:id/page/snapshot", methods: ["GET"] },
-  { path: "v1/boxes/:id/page/element", methods: ["POST"] },
-  { path: "v1/boxes/:id/page/evaluate", methods: ["POST"] },
-  { path: "v1/boxes/:id/page/screenshot", methods: ["POST"] },
-  { path: "v1/boxes/:id/page/pdf", methods: ["POST"] },
-  { path: "v1/boxes/:id/page/console", methods: ["POST"] },
-  // Browser state
-  { path: "v1/boxes/:id/state/save", methods: ["POST"] },
-  { path: "v1/boxes/:id/state/load", methods: ["POST"] },
-  { path: "v1/states", methods: ["GET"] },
-  { path: "v1/states/:name", methods: ["DELETE"] },
-  { path: "v1/boxes/:id/cookies", methods: ["GET", "POST", "DELETE"] },
   // Chrome DevTools
   { path: "v1/boxes/:id/cdp", methods: ["POST"] },
   { path: "v1/cdp/:token/json", methods: ANY, open: true },
