@@ -129,6 +129,25 @@ export interface ImageBuildTable {
   at_ms: number;
 }
 
+/** A workspace's named secret (`owner`: a workspace id, or "server"); the value only sealed. */
+export interface SecretTable {
+  owner: string;
+  name: string;
+  sealed: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+/** A saved browser state (cookies and storage as JSON), sealed; `size` is its JSON's bytes. */
+export interface BrowserStateTable {
+  owner: string;
+  name: string;
+  sealed: string;
+  size: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
 export interface Database {
   box: BoxTable;
   event: EventTable;
@@ -143,6 +162,8 @@ export interface Database {
   trace_entry: TraceEntryTable;
   trace_frame: TraceFrameTable;
   image_build: ImageBuildTable;
+  secrets: SecretTable;
+  browser_states: BrowserStateTable;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

@@ -1,9 +1,12 @@
 import { redirect, useActionData } from "react-router";
 import { PostForm } from "~/components/post-form";
+import { SecretsCard } from "~/components/secrets-card";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, Field } from "~/components/ui";
 import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { atLeast } from "~/models/roles";
+import { deleteSecret, listSecrets, putSecret } from "~/models/secret-store.server";
 import { createSession } from "~/models/session.server";
 import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
 import { ApiError } from "~/utils/api-error.server";
@@ -13,7 +16,14 @@ export const meta: Route.MetaFunction = () => [{ title: "Settings · holm" }];
 
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireConsole(request);
-  return { csrf: ctx.csrf, admin: ctx.user.is_admin, signupsOpen: await signupsOpen() };
+  const w = ctx.workspace;
+  return {
+    csrf: ctx.csrf,
+    admin: ctx.user.is_admin,
+    signupsOpen: await signupsOpen(),
+    // The current workspace's secrets (names and dates only).
+    secrets: w ? { workspace: w.name, canEdit: atLeast(w.role, "member"), list: await listSecrets(w.id) } : null,
+  };
 }
 
 export async function action({ request }: Route.ActionArgs) {
@@ -26,6 +36,18 @@ export async function action({ request }: Route.ActionArgs) {
       await setSetting("signups_open", field(form, "open") === "true" ? "true" : "false");
       return { ok: "Saved." };
     }
+    const intent = field(form, "intent");
+    if (intent === "secret-put" || intent === "secret-delete") {
+      const w = ctx.workspace;
+      if (!w || !atLeast(w.role, "member")) throw new ApiError("denied", "a viewer cannot change the workspace's secrets");
+      const name = field(form, "name");
+      if (intent === "secret-delete") {
+        await deleteSecret(w.id, name);
+        return { ok: `Secret “${name}” deleted.` };
+      }
+      await putSecret(w.id, name, field(form, "value"));
+      return { ok: `Secret “${name}” saved.`, savedAtMs: Date.now() };
+    }
     if (field(form, "next") !== field(form, "confirm")) throw new ApiError("bad_request", "the new passwords differ");
     // Every session of the account ends, this one included; a fresh one replaces it.
     await changePassword(ctx.user.id, field(form, "current"), field(form, "next"));
@@ -36,7 +58,7 @@ export async function action({ request }: Route.ActionArgs) {
 
 export default function Settings({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
-  const { csrf, admin, signupsOpen: open } = loaderData;
+  const { csrf, admin, signupsOpen: open, secrets } = loaderData;
   const changed = typeof window !== "undefined" && new URLSearchParams(window.location.search).has("changed");
   return (
     <Shell>
@@ -53,6 +75,15 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
             <Button type="submit">Change password</Button>
           </PostForm>
         </Card>
+        {secrets ? (
+          <SecretsCard
+            csrf={csrf}
+            workspace={secrets.workspace}
+            secrets={secrets.list}
+            canEdit={secrets.canEdit}
+            formKey={String(result && "savedAtMs" in result ? result.savedAtMs : 0)}
+          />
+        ) : null}
         {admin ? (
           <Card title="Server">
             <PostForm csrf={csrf} intent="signups" className="flex items-center gap-3">

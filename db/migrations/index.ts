@@ -4,6 +4,7 @@ import { accounts } from "./0002-accounts";
 import { trace } from "./0003-trace";
 import { imageBuilds } from "./0004-image-builds";
 import { desktopGeneration } from "./0005-desktop-generation";
+import { secretsStates } from "./0006-secrets-states";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -12,6 +13,7 @@ const migrations: Record<string, Migration> = {
   "0003-trace": trace,
   "0004-image-builds": imageBuilds,
   "0005-desktop-generation": desktopGeneration,
+  "0006-secrets-states": secretsStates,
 };
 
 export const migrationProvider: MigrationProvider = {

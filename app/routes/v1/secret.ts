@@ -1,13 +1,27 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { parseQuietBody } from "~/edge/quiet-body.server";
+import { param, v1 } from "~/edge/route.server";
+import { ownerOf } from "~/models/actor";
+import { checkName } from "~/models/sealed-store.server";
+import { deleteSecret, putSecret } from "~/models/secret-store.server";
 
-// STUB: filled in by the issue 12 work.
+// PUT / DELETE /v1/secrets/{name} (a holm addition, for 004's secret_ref). Write-only: the
+// answer never has the value. Changing needs the member role (requireActor's default for
+// anything but GET), so a viewer can neither set nor delete.
+
+const PutSchema = z.strictObject({ value: z.string() });
+
 const route = v1({
-  PUT: () => {
-    throw new ApiError("unsupported", "not built yet");
+  PUT: async (args) => {
+    const actor = await requireActor(args.request);
+    const name = checkName("secret", param(args, "name"));
+    const body = await parseQuietBody(args.request, PutSchema);
+    return putSecret(ownerOf(actor), name, body.value);
   },
-  DELETE: () => {
-    throw new ApiError("unsupported", "not built yet");
+  DELETE: async (args) => {
+    const actor = await requireActor(args.request);
+    return deleteSecret(ownerOf(actor), param(args, "name"));
   },
 });
 

@@ -1,10 +1,14 @@
+import { requireActor } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { ownerOf } from "~/models/actor";
+import { listSecrets } from "~/models/secret-store.server";
 
-// STUB: filled in by the issue 12 work.
+// GET /v1/secrets (a holm addition, for 004's secret_ref): the caller's workspace's secret
+// names and dates, never values.
 const route = v1({
-  GET: () => {
-    throw new ApiError("unsupported", "not built yet");
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    return { secrets: await listSecrets(ownerOf(actor)) };
   },
 });
 

@@ -1,10 +1,13 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { requireActor } from "~/edge/auth.server";
+import { param, v1 } from "~/edge/route.server";
+import { ownerOf } from "~/models/actor";
+import { deleteState } from "~/models/browser-state.server";
 
-// STUB: filled in by the issue 12 work.
+// DELETE /v1/states/{name} (seed: Browser state). Another workspace's name is not there: 404.
 const route = v1({
-  DELETE: () => {
-    throw new ApiError("unsupported", "not built yet");
+  DELETE: async (args) => {
+    const actor = await requireActor(args.request);
+    return deleteState(ownerOf(actor), param(args, "name"));
   },
 });
 

@@ -1,10 +1,13 @@
+import { requireActor } from "~/edge/auth.server";
 import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { ownerOf } from "~/models/actor";
+import { listStates } from "~/models/browser-state.server";
 
-// STUB: filled in by the issue 12 work.
+// GET /v1/states (seed: Browser state): the caller's workspace's saved names, with size and dates.
 const route = v1({
-  GET: () => {
-    throw new ApiError("unsupported", "not built yet");
+  GET: async (args) => {
+    const actor = await requireActor(args.request);
+    return { states: await listStates(ownerOf(actor)) };
   },
 });
 
