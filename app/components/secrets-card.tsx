@@ -49,17 +49,20 @@ export function SecretsCard({
               <td className="py-2 pr-4 font-mono text-xs">{s.name}</td>
               <td className="py-2 pr-4">{when(s.created_at_ms)}</td>
               <td className="py-2 pr-4">{when(s.updated_at_ms)}</td>
-              <td className="py-2 text-right">
-                {canEdit ? (
-                  <PostForm csrf={csrf} intent="secret-delete" fields={{ name: s.name }} confirmText={`Delete the secret ${s.name}? Steps that name it will fail.`}>
-                    <Button type="submit" variant="danger" aria-label={`Delete ${s.name}`}>Delete</Button>
-                  </PostForm>
-                ) : null}
-              </td>
+              <td className="py-2 text-right">{canEdit ? <DeleteSecret csrf={csrf} name={s.name} /> : null}</td>
             </tr>
           ))}
         </Table>
       )}
     </Card>
+  );
+}
+
+function DeleteSecret({ csrf, name }: { csrf: string; name: string }) {
+  const confirmText = `Delete the secret ${name}? Steps that name it will fail.`;
+  return (
+    <PostForm csrf={csrf} intent="secret-delete" fields={{ name }} confirmText={confirmText}>
+      <Button type="submit" variant="danger" aria-label={`Delete ${name}`}>Delete</Button>
+    </PostForm>
   );
 }

@@ -1,6 +1,6 @@
 import type { BrowserContext, Page } from "playwright-core";
 import { z } from "zod";
-import { badRequest, notFound } from "~/utils/api-error.server";
+import { badRequest, isApiError, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import { HttpUrl, scrubbed } from "./browser-cookies.server";
 import { type IdbDatabase, type NameValue, readStorage, writeIndexedDb, writeStorage } from "./browser-storage-script.server";
@@ -163,7 +163,11 @@ export async function stateToLoad(owner: string | null | undefined, body: z.outp
     // JSON.parse's message quotes the text around the fault: cookie values, perhaps.
     throw badRequest("session_json: not valid JSON (save a state without a name to get one)");
   }
-  return validate(StateSchema, raw, "session_json");
+  try {
+    return validate(StateSchema, raw, "session_json");
+  } catch (e) {
+    throw isApiError(e) ? badRequest(`session_json: ${e.message}`) : e;
+  }
 }
 
 export interface LoadAnswer {

@@ -18,7 +18,7 @@ export interface SecretInfo {
 }
 
 /** The value of a secret of `owner` (a workspace id; null: the server token's own). */
-export async function secretValue(owner: string | null, name: string): Promise<string> {
+export async function secretValue(owner: string | null | undefined, name: string): Promise<string> {
   // 004: "a name that is not attached returns 400".
   const value = isName(name) ? await readSealed("secrets", ownerKey(owner), name) : undefined;
   if (!value) throw new ApiError("bad_request", `no secret named "${name}"`);

@@ -226,3 +226,110 @@ describe("cookies", () => {
     expect(await count()).toBe(0);
   });
 });
+
+describe("refusals", () => {
+  it("bad bodies and queries answer 400 naming the field, and never quote a value", async () => {
+    const cases: [string, string, unknown, RegExp][] = [
+      ["POST", "/state/save", { name: "no spaces" }, /^name: a name is/],
+      ["POST", "/state/save", { origins: ["ftp://example.com"] }, /^origins\.0: an http/],
+      ["POST", "/state/save", { session_storage: "yes" }, /^session_storage: /],
+      ["POST", "/state/save", { nmae: "work" }, /unknown key "nmae"/],
+      ["POST", "/state/load", {}, /give `name` or `session_json`/],
+      ["POST", "/state/load", { name: "work", session_json: "{}" }, /give `name` or `session_json`/],
+      ["POST", "/state/load", { session_json: '{"cookies": [{"name": "k", "value": "hushhush"' }, /^session_json: not valid JSON/],
+      ["POST", "/state/load", { session_json: '{"cookies": [{"name": "k", "value": "hushhush"}]}' }, /^session_json: cookies\.0\.domain: /],
+      ["POST", "/state/load", { session_json: '{"origins": [{"origin": "x", "localStorage": [{"name": "k"}]}]}' }, /^session_json: origins\.0\.localStorage\.0\.value: /],
+      ["POST", "/cookies", { cookies: [{ name: "k", value: "hushhush" }] }, /^cookies\.0\.domain: a cookie needs `domain`/],
+      ["POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "hushhush", same_site: "lax" }] }, /^cookies\.0\.same_site: /],
+      ["POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "hushhush", expires: -5 }] }, /^cookies\.0\.expires: Unix seconds/],
+      ["POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "hushhush", path: "relative" }] }, /^cookies\.0\.path: /],
+      ["POST", "/cookies", { url: "not a url", cookies: [{ name: "k", value: "hushhush" }] }, /^url: an http/],
+      ["POST", "/cookies", { url: SITE, cookies: [] }, /^cookies: /],
+      ["GET", "/cookies?url=javascript:alert(1)", undefined, /^url: an http/],
+      ["DELETE", "/cookies?domain=x", undefined, /unknown key "domain"/],
+    ];
+    for (const [method, p, body, message] of cases) {
+      const r = await call(asA, method, p, body);
+      const where = `${method} ${p} ${JSON.stringify(body)}: ${r.text}`;
+      expect(r.status, where).toBe(400);
+      expect(r.body, where).toMatchObject({ code: "bad_request", retryable: false });
+      expect(r.body.message, where).toMatch(message);
+      expect(r.text, where).not.toContain("hushhush");
+    }
+    // A body that is not JSON at all is not quoted either.
+    const res = await asA(`/v1/boxes/${box.id}/cookies`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"cookies": [hushhush' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).not.toContain("hushhush");
+  });
+
+  it("a state is its workspace's: another workspace (or the server token) gets 404 for its names", async () => {
+    expect((await json(await asB("/v1/states"))).states).toEqual([]);
+    expect((await asB("/v1/states/work", { method: "DELETE" })).status).toBe(404);
+    // Another workspace's box does not exist for it either.
+    expect((await call(asB, "POST", "/state/load", { name: "work" })).status).toBe(404);
+    expect((await call(asB, "GET", "/cookies")).status).toBe(404);
+    // The server token reaches the box, but keeps states of its own: "work" is not one.
+    const r = await server.api(`/v1/boxes/${box.id}/state/load`, { method: "POST", json: { name: "work" } });
+    expect(r.status).toBe(404);
+    expect(await json(r)).toMatchObject({ code: "not_found", message: 'no saved state named "work"' });
+    expect((await json(await server.api("/v1/states"))).states).toEqual([]);
+    // Bob's state of the same name is his own.
+    const bobs = await json(await server.api(`/v1/boxes/${box.id}/state/save`, { method: "POST", json: { name: "work" } }));
+    expect(bobs).toMatchObject({ name: "work" });
+    expect((await json(await server.api("/v1/states"))).states.map((x: any) => x.name)).toEqual(["work"]);
+    expect((await json(await asA("/v1/states"))).states.map((x: any) => x.name)).toEqual(["work", "three"]);
+  });
+
+  it("a person's exclusive takeover refuses loading and setting or clearing cookies with 409 denied; saving and reading go on", async () => {
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    expect((await asA(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+    try {
+      for (const [method, p, body] of [
+        ["POST", "/state/load", { name: "work" }],
+        ["POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "v" }] }],
+        ["DELETE", "/cookies", undefined],
+      ] as const) {
+        const r = await call(asA, method, p, body);
+        expect(r.status, `${method} ${p}: ${r.text}`).toBe(409);
+        expect(r.body).toMatchObject({ code: "denied", retryable: true });
+      }
+      await ok(asA, "POST", "/state/save", {});
+      await ok(asA, "GET", "/cookies");
+    } finally {
+      await asA(takeover, { method: "DELETE" });
+    }
+    await ok(asA, "POST", "/state/load", { name: "work" });
+  });
+
+  it("states are sealed at rest, and no value reaches the server's log", async () => {
+    // Written by the page's own script, not through a URL (open_url's URL is in the trace).
+    await openAndSee(APP);
+    await inFrontTab(`document.cookie = "visit=sealedvalue; path=/"; localStorage.setItem("theme", "dark-sealedvalue"); sessionStorage.setItem("draft", "draft-sealedvalue")`);
+    await ok(asA, "POST", "/state/save", { name: "sealed", session_storage: true });
+    await ok(asA, "POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "cookievalue-zz" }] });
+    await ok(asA, "POST", "/state/save", { name: "sealed2" });
+    // Every file of the store (the database and its write-ahead log).
+    const files = fs.readdirSync(server.stateDir).filter((f) => f.startsWith("holm.db"));
+    expect(files).toContain("holm.db");
+    for (const f of files) {
+      const bytes = fs.readFileSync(path.join(server.stateDir, f));
+      for (const v of ["dark-sealedvalue", "draft-sealedvalue", "visit=sealedvalue", "cookievalue-zz", "sealedvalue"]) {
+        expect(bytes.includes(Buffer.from(v)), `${v} in ${f}`).toBe(false);
+      }
+    }
+    const db = new SQLite(path.join(server.stateDir, "holm.db"), { readonly: true });
+    try {
+      const rows = db.prepare("select owner, name, sealed, size from browser_states where name like 'sealed%'").all() as any[];
+      expect(rows).toHaveLength(2);
+      for (const r of rows) {
+        expect(r.owner).toMatch(/^ws_/);
+        expect(r.sealed).toMatch(/^v1\./);
+        expect(r.sealed).not.toContain("sealedvalue");
+      }
+    } finally {
+      db.close();
+    }
+    for (const v of ["sealedvalue", "cookievalue-zz", "hushhush"]) expect(server.logs()).not.toContain(v);
+  });
+});
+

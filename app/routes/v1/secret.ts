@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
-import { parseQuietBody } from "~/edge/quiet-body.server";
+import { parseQuietBody } from "~/edge/browser-route.server";
 import { param, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { checkName } from "~/models/sealed-store.server";
