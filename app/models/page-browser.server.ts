@@ -154,7 +154,10 @@ async function connect(box: RunningBox, screen: number): Promise<Browser> {
   const authorization = signAgentRequest(box.id, "GET", target.pathname + target.search);
   let browser: Browser;
   try {
-    browser = await chromium.connectOverCDP(url, { headers: { authorization }, timeout: CONNECT_MS });
+    // noDefaults: the box's browser is also a person's (the viewer): Playwright leaves its
+    // downloads (which would otherwise go to a folder on the server's disk, not the box's),
+    // focus and media settings as they are.
+    browser = await chromium.connectOverCDP(url, { headers: { authorization }, timeout: CONNECT_MS, noDefaults: true });
   } catch (err) {
     throw new ApiError("transport", `the server could not attach to screen ${screen}'s browser: ${(err as Error).message.split("\n")[0]}`, {
       retryable: true,
