@@ -1,6 +1,6 @@
 import { MAX_WAIT_MS } from "~/protocol/action-fields";
 import { ApiError } from "~/utils/api-error.server";
-import type { TabPage } from "./page-browser.server";
+import { type TabPage, pageState } from "./page-browser.server";
 import { cdpSend, inWorld } from "./page-content-world.server";
 
 // `evaluate` (seed 000: POST …/page/evaluate, the `evaluate` step): a JavaScript expression run in
@@ -59,6 +59,8 @@ function exceptionText(e: Error): string {
  * The page's thread is free when our world answers at once.
  */
 async function stopRunaway(tp: TabPage): Promise<void> {
+  // A script waiting on a dialog goes on once it is answered or dismissed: it is not stuck.
+  if (pageState(tp.page).dialog) return;
   const free = await Promise.race([
     inWorld(tp.page, "1").then(() => true, () => true),
     new Promise<boolean>((r) => setTimeout(() => r(false), 1000).unref()),

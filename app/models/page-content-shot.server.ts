@@ -26,7 +26,7 @@ export interface PdfQuery {
   path?: string;
 }
 
-const SHOT_MS = 20_000;
+const SHOT_MS = 10_000;
 const PDF_MS = 60_000;
 const DEFAULT_QUALITY = 80;
 
@@ -54,17 +54,20 @@ interface Label {
   height: number;
 }
 
-/** Chromium paints only the tabs it shows; a hidden one would never answer a capture. */
-async function assertShown(tp: TabPage): Promise<void> {
-  const state = await inWorld<string>(tp.page, "document.visibilityState");
-  if (state !== "visible") {
-    throw new ApiError("failed", `tab ${tp.tab.id} is not shown, and Chromium draws only the tabs it shows: bring it to the front (POST …/pages/{tab}/focus) first`);
+/**
+ * Chromium paints only the tab it shows: a capture of another would never answer. The agent's
+ * tab list says which one that is (the front tab); the page's own document.visibilityState does
+ * not, once Playwright is attached (it reads "visible" for every tab).
+ */
+function assertShown(tp: TabPage): void {
+  if (!tp.tab.active) {
+    throw new ApiError("failed", `tab ${tp.tab.id} is not shown, and Chromium draws only the tab it shows: bring it to the front (POST …/pages/{tab}/focus) first`);
   }
 }
 
 export async function pageShot(tp: TabPage, q: ShotQuery): Promise<Record<string, unknown>> {
   const format = q.format ?? "png";
-  await assertShown(tp);
+  assertShown(tp);
   // Where the page was scrolled and its pixel ratio, for placing the labels on the image.
   const view = q.annotate ? await inWorld<{ sx: number; sy: number; dpr: number; vw: number; vh: number }>(
     tp.page,
@@ -72,16 +75,7 @@ export async function pageShot(tp: TabPage, q: ShotQuery): Promise<Record<string
   ) : undefined;
   const labels = view ? await controlLabels(tp, view, q.full ?? false) : undefined;
   const quality = format === "png" ? undefined : (q.quality ?? DEFAULT_QUALITY);
-  let image: Buffer;
-  try {
-    // caret: "initial" leaves the page as it is (Playwright would add a style to hide the caret).
-    image = await tp.page.screenshot({ type: format, quality, fullPage: q.full ?? false, caret: "initial", timeout: SHOT_MS });
-  } catch (e) {
-    if (tp.page.isClosed()) throw new ApiError("not_found", `tab ${tp.tab.id} closed`);
-    const msg = (e as Error).message.split("\n")[0] ?? "";
-    if (/timeout/i.test(msg)) throw new ApiError("timeout", `the page did not draw within ${SHOT_MS} ms`);
-    throw new ApiError("failed", `the screenshot failed: ${msg}`);
-  }
+  let image = await capture(tp, { type: format, quality, fullPage: q.full ?? false });
   let size = imageSize(image);
   if (labels && labels.length) {
     const drawn = await inWorld<{ data: string; width: number; height: number }>(
@@ -103,9 +97,30 @@ export async function pageShot(tp: TabPage, q: ShotQuery): Promise<Record<string
   };
 }
 
-/** The controls of the page's aria snapshot, in CSS pixels of the image (the page for `full`). */
-async function controlLabels(tp: TabPage, view: { sx: number; sy: number; vw: number; vh: number }, full: boolean): Promise<Label[]> {
-  const tree = (await tp.page.ariaSnapshotJSON({ mode: "ai", boxes: true, timeout: SHOT_MS })) as unknown;
+/**
+ * Playwright's screenshot of the tab. A capture that waits for a frame Chromium never draws (seen
+ * once, on the front tab just after it was brought forward) is asked for once more.
+ */
+async function capture(tp: TabPage, opts: { type: "png" | "jpeg" | "webp"; quality?: number; fullPage: boolean }): Promise<Buffer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      // caret: "initial" leaves the page as it is (Playwright would add a style to hide the caret).
+      return await tp.page.screenshot({ ...opts, caret: "initial", timeout: SHOT_MS });
+    } catch (e) {
+      if (tp.page.isClosed()) throw new ApiError("not_found", `tab ${tp.tab.id} closed`);
+      const msg = (e as Error).message.split("\n")[0] ?? "";
+      if (!/timeout/i.test(msg)) throw new ApiError("failed", `the screenshot failed: ${msg}`);
+      if (attempt >= 2) throw new ApiError("timeout", `the page did not draw within ${(2 * SHOT_MS) / 1000} s`);
+      console.error(`[holm] a screenshot of tab ${tp.tab.id} waited ${SHOT_MS} ms for a frame; asking again`);
+    }
+  }
+}
+
+/** The controls of the page's aria snapshot, in the image's (device) pixels; the page's for `full`. */
+async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: number; vw: number; vh: number }, full: boolean): Promise<Label[]> {
+  const tree = (await tp.page.ariaSnapshotJSON({ mode: "ai", boxes: true, timeout: SHOT_MS }).catch((e: Error) => {
+    throw new ApiError("failed", `the page's controls could not be read for the labels: ${e.message.split("\n")[0]}`);
+  })) as unknown;
   const out: Label[] = [];
   const walk = (n: AriaNode | string) => {
     if (typeof n !== "object" || n === null) return;
@@ -115,7 +130,8 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; vw: nu
       const inView = b.x + b.width > 0 && b.y + b.height > 0 && b.x < view.vw && b.y < view.vh;
       if (full || inView) {
         const x = full ? b.x + view.sx : b.x, y = full ? b.y + view.sy : b.y;
-        out.push({ ref: n.ref, role: n.role, ...(n.name ? { name: n.name } : {}), x: Math.round(x), y: Math.round(y), width: Math.round(b.width), height: Math.round(b.height) });
+        const px = (v: number) => Math.round(v * view.dpr);
+        out.push({ ref: n.ref, role: n.role, ...(n.name ? { name: n.name } : {}), x: px(x), y: px(y), width: px(b.width), height: px(b.height) });
       }
     }
     for (const c of n.children ?? []) walk(c);
@@ -135,10 +151,10 @@ const DRAW = String.raw`(async (o) => {
   g.font = "bold " + Math.round(11 * s) + "px sans-serif";
   g.textBaseline = "top";
   for (const l of o.labels) {
-    const x = l.x * s, y = l.y * s;
+    const x = l.x, y = l.y;
     g.strokeStyle = "rgba(220, 0, 90, 0.9)";
     g.lineWidth = Math.max(1, Math.round(1.5 * s));
-    g.strokeRect(x, y, l.width * s, l.height * s);
+    g.strokeRect(x, y, l.width, l.height);
     const tw = g.measureText(l.ref).width + 6 * s, ly = y >= th ? y - th : y;
     g.fillStyle = "rgba(220, 0, 90, 0.9)";
     g.fillRect(x, ly, tw, th);

@@ -81,6 +81,19 @@ const STALE = "__holm_stale__";
  * first, once per document. The expression's value comes back as JSON.
  */
 export async function inWorld<T>(page: Page, expression: string, scripts: Record<string, string> = {}, awaitPromise = false): Promise<T> {
+  // A page whose own script never yields (or an open dialog, until it is dismissed) holds every
+  // call into it: the caller gets an answer all the same.
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ApiError("timeout", `the page did not answer within ${WORLD_MS / 1000} s: its own script is busy`)), WORLD_MS);
+  });
+  return Promise.race([runInWorld<T>(page, expression, scripts, awaitPromise), expired]).finally(() => clearTimeout(timer));
+}
+
+/** How long a read in the page's world may take before the caller is answered `timeout`. */
+export const WORLD_MS = 30_000;
+
+async function runInWorld<T>(page: Page, expression: string, scripts: Record<string, string>, awaitPromise: boolean): Promise<T> {
   for (let attempt = 0; attempt < 3; attempt++) {
     let world = worlds.get(page);
     try {
@@ -94,9 +107,12 @@ export async function inWorld<T>(page: Page, expression: string, scripts: Record
       if (value === STALE) throw new WorldError(STALE);
       return value as T;
     } catch (e) {
+      if (e instanceof ApiError) throw e;
+      if (page.isClosed()) throw new ApiError("not_found", "the tab closed");
+      const msg = (e as Error).message.split("\n")[0] ?? "";
       // The document went away (a navigation): its world went with it; make one in the new one.
-      const stale = e instanceof WorldError ? e.message === STALE : /Cannot find context|context was destroyed|Execution context/i.test((e as Error).message);
-      if (!stale) throw e instanceof WorldError ? new ApiError("failed", `the page refused the read: ${e.message}`) : e;
+      const stale = e instanceof WorldError ? msg === STALE : /Cannot find context|context was destroyed|Execution context/i.test(msg);
+      if (!stale) throw new ApiError("failed", e instanceof WorldError ? `in the page: ${msg}` : `the page could not be reached: ${msg}`);
       if (worlds.get(page) === world) worlds.delete(page);
     }
   }
