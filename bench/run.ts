@@ -2,6 +2,7 @@ import { benchAuth } from "./auth";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchDrive } from "./drive";
+import { benchPages } from "./pages";
 import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   "box-start": benchBoxStart,
   "box-read": benchBoxRead,
   drive: benchDrive,
+  pages: benchPages,
   auth: benchAuth,
   trace: benchTrace,
   scrub: benchScrub,

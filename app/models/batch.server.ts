@@ -7,6 +7,8 @@ import type { Actor } from "./actor";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { isPageStep, runPageStep } from "./page-steps.server";
+import { secretValue } from "./secret-store.server";
 import { assertMayRunSteps } from "./takeover.server";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
@@ -72,16 +74,37 @@ export async function catalogStatus(t: Pick<ScreenTarget, "box">) {
 
 /**
  * The agent's form of a step (WireStepSchema): catalog names become argv; `apps` is answered by
- * the server, so the box gets a step that does nothing in its place (results keep their indexes).
+ * the server, so the box gets a step that does nothing in its place (results keep their indexes);
+ * a `type` with `secret_ref` carries the secret's value (`secrets`, looked up before), in this
+ * copy only.
  */
-export function forAgent(step: Step, i: number): WireStep {
+export function forAgent(step: Step, i: number, secrets: ReadonlyMap<string, string> = new Map()): WireStep {
   if (step.type === "launch") {
     const app = catalogApp(step.app);
     if (!app) throw new ApiError("not_found", `actions[${i}] (launch): no app "${step.app}" in the catalog`);
     return { type: "launch", argv: [...app.argv, ...(step.args ?? [])] };
   }
   if (step.type === "apps") return { type: "wait", ms: 0 };
+  if (step.type === "type") {
+    const text = step.secret_ref !== undefined ? secrets.get(step.secret_ref) : step.text;
+    if (text === undefined) throw new ApiError("internal", `actions[${i}] (type): its secret was not looked up`);
+    return { type: "type", text, ...(step.delay_ms !== undefined && { delay_ms: step.delay_ms }) };
+  }
   return step;
+}
+
+/** The values of the secrets `type` steps name, from the box's workspace (refused before anything runs). */
+async function typedSecrets(owner: string | null, steps: Step[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const [i, s] of steps.entries()) {
+    if (s.type !== "type" || s.secret_ref === undefined || out.has(s.secret_ref)) continue;
+    try {
+      out.set(s.secret_ref, await secretValue(owner, s.secret_ref));
+    } catch (e) {
+      stepError(i, s.type, e);
+    }
+  }
+  return out;
 }
 
 const BATCH_TIMEOUT_MS = 12 * 60_000;
@@ -100,6 +123,75 @@ export interface BatchTimings {
   trace: number;
 }
 
+/** A run of steps the agent does in one call, or one page step the server does. */
+type Part = { kind: "agent"; from: number; to: number } | { kind: "page"; at: number };
+
+function partsOf(steps: Step[]): Part[] {
+  const parts: Part[] = [];
+  steps.forEach((s, i) => {
+    const last = parts[parts.length - 1];
+    if (isPageStep(s)) parts.push({ kind: "page", at: i });
+    else if (last?.kind === "agent") last.to = i + 1;
+    else parts.push({ kind: "agent", from: i, to: i + 1 });
+  });
+  return parts;
+}
+
+/**
+ * Runs the steps in order: runs of box steps in the agent, page steps here. The agent's last
+ * call (possibly with no steps) lets go of what the batch held and reports frame, windows and
+ * tabs, so a batch answers the same whatever it mixes.
+ */
+async function runParts(
+  actor: Actor,
+  t: ScreenTarget,
+  input: BatchInput,
+  steps: Step[],
+  actions: WireStep[],
+): Promise<BatchResult> {
+  const results: Record<string, unknown>[] = [];
+  let stopped: number | null = null;
+  let continued = false;
+  const agentPart = (from: number, to: number, last: boolean) => {
+    const body = last
+      ? { ...input, actions: actions.slice(from, to), index_base: from, continued }
+      : { actions: actions.slice(from, to), keep_going: input.keep_going, index_base: from, continued, continues: true };
+    continued = true;
+    return callAgent<BatchResult>(t.box, agentCall("batch", { n: t.screen }), body, BATCH_TIMEOUT_MS, "bulk");
+  };
+  const parts = partsOf(steps);
+  for (const [k, part] of parts.entries()) {
+    if (part.kind === "agent") {
+      const isLast = k === parts.length - 1;
+      const r = await agentPart(part.from, part.to, isLast);
+      results.push(...r.results);
+      if (isLast) return { ...r, results, stopped_at: r.stopped_at };
+      if (r.stopped_at !== null) {
+        stopped = r.stopped_at;
+        break;
+      }
+      continue;
+    }
+    const step = steps[part.at]!;
+    try {
+      // A person may have taken the screen since the batch began.
+      assertMayRunSteps(actor, t.box.id, t.screen, [step]);
+      results.push({ ok: true, ...(await runPageStep(t, step)) });
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError("internal", "the step failed");
+      if (!(e instanceof ApiError)) console.error(`[holm] page step ${step.type} of ${t.box.id} failed:`, e);
+      results.push({ ok: false, code: err.code, message: `step ${part.at} (${step.type}): ${err.message}` });
+      if (!input.keep_going) {
+        stopped = part.at;
+        break;
+      }
+    }
+  }
+  // The closing call: no steps, the batch's want/settle; lets go of holds, reads frame and tabs.
+  const end = await agentPart(steps.length, steps.length, true);
+  return { ...end, results, stopped_at: stopped };
+}
+
 export async function runBatch(
   actor: Actor,
   t: ScreenTarget,
@@ -107,7 +199,6 @@ export async function runBatch(
   steps: Step[],
   timings: BatchTimings = { box: 0, trace: 0 },
 ): Promise<BatchResult> {
-  const actions = steps.map(forAgent);
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
   const guard = () => {
     try {
@@ -120,6 +211,8 @@ export async function runBatch(
     }
   };
   guard();
+  const secrets = await typedSecrets(t.box.owner, steps);
+  const actions = steps.map((s, i) => forAgent(s, i, secrets));
   const apps = appsAt.length ? await catalogStatus(t) : undefined;
   let began_ms = Date.now();
   const result = await onScreen(`${t.box.id}/${t.screen}`, () => {
@@ -127,13 +220,23 @@ export async function runBatch(
     guard();
     began_ms = Date.now();
     const t0 = performance.now();
-    return callAgent<BatchResult>(t.box, agentCall("batch", { n: t.screen }), { ...input, actions }, BATCH_TIMEOUT_MS, "bulk").finally(
-      () => (timings.box = performance.now() - t0),
-    );
+    const run = steps.some(isPageStep)
+      ? runParts(actor, t, input, steps, actions)
+      : callAgent<BatchResult>(t.box, agentCall("batch", { n: t.screen }), { ...input, actions }, BATCH_TIMEOUT_MS, "bulk");
+    return run.finally(() => (timings.box = performance.now() - t0));
   });
   for (const i of appsAt) {
     if (result.results[i]?.ok) result.results[i] = { ok: true, apps };
   }
+  // What the agent says of typing a secret (its length, a character it could not type) is not
+  // passed on: the answer names the secret only.
+  steps.forEach((s, i) => {
+    const r = result.results[i];
+    if (s.type !== "type" || s.secret_ref === undefined || !r) return;
+    result.results[i] = r.ok
+      ? { ok: true, secret_ref: s.secret_ref }
+      : { ok: false, code: r.code, message: `step ${i} (type): typing secret "${s.secret_ref}" did not succeed` };
+  });
   result.tabs ??= [];
   // Entries are committed before the answer goes out (a crash after it loses nothing); the
   // frame entry, when the screen changed, follows in the background.

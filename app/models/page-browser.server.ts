@@ -4,6 +4,7 @@ import { ApiError, notFound } from "~/utils/api-error.server";
 import { agentFetch, readCapped, signAgentRequest } from "./agent.server";
 import type { RunningBox } from "./box.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { takeoverOf } from "./takeover.server";
 
 // Each screen's Chromium, driven by playwright-core over CDP: one connection per screen, opened
 // on first use and kept warm, dropped when Chromium or the box goes away and opened again on the
@@ -61,7 +62,7 @@ export function pageState(page: Page): PageState {
   return s;
 }
 
-function watchPage(page: Page): void {
+function watchPage(page: Page, boxId: string, screen: number): void {
   const s = pageState(page);
   page.on("console", (m: ConsoleMessage) => {
     const loc = m.location();
@@ -81,7 +82,13 @@ function watchPage(page: Page): void {
       default_value: dialog.defaultValue(),
       opened_ms: Date.now(),
       dialog,
-      timer: setTimeout(() => {
+      timer: setTimeout(function dismiss() {
+        // A person who holds the screen answers it themselves, in the viewer.
+        if (takeoverOf(boxId, screen)) {
+          pending.timer = setTimeout(dismiss, DIALOG_AUTO_DISMISS_MS);
+          pending.timer.unref();
+          return;
+        }
         if (s.dialog === pending) s.dialog = undefined;
         dialog.dismiss().catch(() => undefined);
       }, DIALOG_AUTO_DISMISS_MS),
@@ -117,9 +124,9 @@ export async function takeDialog(page: Page, withinMs: number): Promise<PendingD
   });
 }
 
-function watchContext(context: BrowserContext): void {
-  for (const p of context.pages()) watchPage(p);
-  context.on("page", watchPage);
+function watchContext(context: BrowserContext, boxId: string, screen: number): void {
+  for (const p of context.pages()) watchPage(p, boxId, screen);
+  context.on("page", (p) => watchPage(p, boxId, screen));
 }
 
 const browsers = new Map<string, Promise<Browser>>();
@@ -147,14 +154,16 @@ async function connect(box: RunningBox, screen: number): Promise<Browser> {
   const authorization = signAgentRequest(box.id, "GET", target.pathname + target.search);
   let browser: Browser;
   try {
-    browser = await chromium.connectOverCDP(url, { headers: { authorization }, timeout: CONNECT_MS });
+    // noDefaults: the box's browser is also a person's (the viewer): Playwright leaves its
+    // downloads (which would otherwise go to a folder on the server's disk, not the box's),
+    // focus and media settings as they are.
+    browser = await chromium.connectOverCDP(url, { headers: { authorization }, timeout: CONNECT_MS, noDefaults: true });
   } catch (err) {
     throw new ApiError("transport", `the server could not attach to screen ${screen}'s browser: ${(err as Error).message.split("\n")[0]}`, {
       retryable: true,
     });
   }
-  for (const c of browser.contexts()) watchContext(c);
-  browser.on("disconnected", () => undefined);
+  for (const c of browser.contexts()) watchContext(c, box.id, screen);
   return browser;
 }
 

@@ -75,7 +75,6 @@ const COMMON = [
     dx: z.number().int().min(-100).max(100).optional(),
     dy: z.number().int().min(-100).max(100).optional(),
   }),
-  step("type", { text: Text, delay_ms: z.number().int().min(0).max(1000).optional() }),
   step("press", { chord: Chords, then: z.union([Chord, z.array(Chord).max(50)]).optional(), held: Held.optional() }),
   step("key_down", { key: Chord, hold_ms: HoldMs.optional() }),
   step("key_up", { key: Chord }),
@@ -112,9 +111,23 @@ const COMMON = [
   OnNodeStep,
 ] as const;
 
+const TypeDelay = z.number().int().min(0).max(1000).optional();
+/** A secret's name (004 `secret_ref`): the server types its value; the name is all that is kept. */
+export const SecretRef = z.string().min(1).max(200);
+
+/**
+ * `type` as a caller writes it: `text`, or `secret_ref` naming a secret of the box's workspace,
+ * whose value the server puts in the agent's copy only (never in a result, trace or log).
+ */
+const TypeStep = step("type", { text: Text.optional(), secret_ref: SecretRef.optional(), delay_ms: TypeDelay }).refine(
+  (s) => (s.text === undefined) !== (s.secret_ref === undefined),
+  { message: "give exactly one of text and secret_ref" },
+);
+
 /** Every step a batch may hold, as a caller of `/v1` writes it. */
 export const StepSchema = z.discriminatedUnion("type", [
   ...COMMON,
+  TypeStep,
   step("launch", { app: z.string().min(1).max(64), args: z.array(z.string().max(4096)).max(64).optional() }),
   step("apps", {}),
   step("exec", { what: ExecSchema }),
@@ -131,6 +144,7 @@ export const ExecWireSchema = ExecSchema.extend({ env: z.record(z.string().max(1
 /** Every step the agent runs, as the server sends it. */
 export const WireStepSchema = z.discriminatedUnion("type", [
   ...COMMON,
+  step("type", { text: Text, delay_ms: TypeDelay }),
   /** `launch` after the server looked the app up in its catalog: argv is the app's, then `args`. */
   step("launch", { argv: Argv }),
   step("exec", { what: ExecWireSchema }),
@@ -147,6 +161,19 @@ export const BatchSchema = z.strictObject({
   keep_going: z.boolean().optional(),
 });
 export type Batch = z.output<typeof BatchSchema>;
+
+/**
+ * A batch as the server sends it to the agent. A batch that mixes page steps (run by the server
+ * through Playwright) with the rest reaches the agent in parts: `index_base` is the index of the
+ * part's first step in the whole batch (results and messages name whole-batch indexes);
+ * `continued` says a part came before (the holds log goes on), `continues` that one follows
+ * (nothing is let go, no settle, no frame, windows or tabs yet).
+ */
+export const WireBatchSchema = BatchSchema.extend({
+  index_base: z.number().int().min(0).max(500).optional(),
+  continued: z.boolean().optional(),
+  continues: z.boolean().optional(),
+});
 
 /** Step types, for telling an unknown `type` from a known one with wrong fields. */
 export const STEP_TYPES: ReadonlySet<string> = new Set(StepSchema.options.map((o) => o.shape.type.value));
@@ -172,6 +199,10 @@ export const INPUT_STEPS: ReadonlySet<StepType> = new Set<StepType>([
   "launch",
   "open_url",
   "on_tab",
+  // Page steps that act on the page: agent input like a click.
+  "on_page",
+  "evaluate",
+  "dialog",
 ]);
 /** Steps that reach every screen of the box (a command can drive any display). */
 export const BOX_STEPS: ReadonlySet<StepType> = new Set<StepType>(["exec", "write_file"]);

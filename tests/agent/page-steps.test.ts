@@ -1,5 +1,6 @@
 // Steps about pages beyond open_url/tabs/on_tab: `capture` of a tab through DevTools, and the
-// step types not built yet, which answer `unsupported` where they stand in a batch. Effects are
+// step types the agent does not run (page steps run in the server, docs/decisions/0010; native
+// widgets are not built), which answer `unsupported` where they stand in a batch sent to it. Effects are
 // read back from Chromium itself (its /json/list and each page over its own CDP socket).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { batch, chromePagesAt, cleanup, decodePng, display, evalInPage, startAgent, startChromium, startFluxbox, startXvfb, type Agent } from "./harness";

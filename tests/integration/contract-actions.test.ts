@@ -52,26 +52,26 @@ afterAll(async () => {
 });
 
 describe("item 14: steps not built yet", () => {
-  // The seed's Example batch verbatim, but for the URL: a box may have no network, so a local
-  // page with the same title and link stands in for https://example.com.
+  // Pages by element are built (issue 12: page-batch.test.ts runs the seed's Example batch);
+  // native widgets (`on_node`) are not yet.
   const EXAMPLE_PAGE = "data:text/html,<title>Example Domain</title><h1>Example Domain</h1><a href='about:blank'>More information</a>";
-  const example = (url: string) => ({
+  const widgets = (url: string) => ({
     actions: [
       { type: "open_url", url },
-      { type: "on_page", what: { op: "wait_for", query: "Example Domain" } },
-      { type: "on_page", what: { op: "click", query: "More information" } },
+      { type: "on_node", what: { op: "find", node: { query: "Street", role: "text" } } },
+      { type: "on_node", what: { op: "tree" } },
     ],
     want: ["frame"],
   });
 
-  it("the seed's Example batch runs open_url, then answers the on_page step `unsupported` with stopped_at 1 (000: Example)", async () => {
+  it("open_url runs, then the on_node step answers `unsupported` with stopped_at 1", async () => {
     const before = await chromePages();
-    const out = await okBatch(example(EXAMPLE_PAGE));
+    const out = await okBatch(widgets(EXAMPLE_PAGE));
     expect(out.stopped_at).toBe(1);
     expect(out.results).toHaveLength(2);
     expect(out.results[0]).toMatchObject({ ok: true, tab: { title: "Example Domain" } });
     expect(out.results[1]).toMatchObject({ ok: false, code: "unsupported" });
-    expect(out.results[1].message).toMatch(/on_page/);
+    expect(out.results[1].message).toMatch(/on_node/);
     expect(out.frame).toMatchObject({ unchanged: false });
     // open_url ran: Chromium has one more page, at the front, showing the page asked for.
     const after = await chromePages();
@@ -82,12 +82,12 @@ describe("item 14: steps not built yet", () => {
     const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-2);
     expect(acted.map((e: any) => [e.data.step.type, e.data.ok, e.data.code])).toEqual([
       ["open_url", true, undefined],
-      ["on_page", false, "unsupported"],
+      ["on_node", false, "unsupported"],
     ]);
   });
 
   it('"keep_going: Continue after a step is refused" (000): goes on past each unsupported step', async () => {
-    const body = example(EXAMPLE_PAGE);
+    const body = widgets(EXAMPLE_PAGE);
     const out = await okBatch({ ...body, actions: [...body.actions, { type: "cursor" }], keep_going: true });
     expect(out.stopped_at).toBeNull();
     expect(out.results.map((r: any) => r.code ?? r.ok)).toEqual([true, "unsupported", "unsupported", true]);

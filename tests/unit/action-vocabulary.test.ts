@@ -19,7 +19,8 @@ const SEED_FIELDS: Record<string, string[]> = {
   mouse_down: ["at", "button", "motion", "seed", "hold_ms"],
   mouse_up: ["at", "button"],
   scroll: ["at", "dx", "dy"],
-  type: ["text", "delay_ms"],
+  // `secret_ref` is issue 12's, from 004 ("fill/type can name one"): text or a secret's name.
+  type: ["text", "delay_ms", "secret_ref"],
   press: ["chord", "then", "held"],
   key_down: ["key", "hold_ms"],
   key_up: ["key"],

@@ -1,10 +1,24 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { z } from "zod";
+import { runningBoxOf } from "~/edge/box-route.server";
+import { TabQuerySchema, tabPageOf } from "~/edge/page-route.server";
+import { parseBody, parseQuery, v1 } from "~/edge/route.server";
+import { readConsole } from "~/models/page-content.server";
 
-// STUB: filled in by the issue 12 work.
+// POST /v1/boxes/{id}/page/console?tab=…: reads the tab's console. Body: {errors, clear, limit}.
+// Not input (clearing empties the server's copy, not the page), so it answers during a takeover.
+const ConsoleBodySchema = z.strictObject({
+  errors: z.boolean().optional(),
+  clear: z.boolean().optional(),
+  limit: z.number().int().min(1).max(10_000).optional(),
+});
+
 const route = v1({
-  POST: () => {
-    throw new ApiError("unsupported", "not built yet");
+  POST: async (args) => {
+    const { actor, box } = await runningBoxOf(args);
+    const { tab } = parseQuery(args.request, TabQuerySchema);
+    const body = await parseBody(args.request, ConsoleBodySchema);
+    const { tp } = await tabPageOf(actor, box, tab);
+    return readConsole(tp, body);
   },
 });
 

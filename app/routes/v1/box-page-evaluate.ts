@@ -1,10 +1,18 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { runningBoxOf } from "~/edge/box-route.server";
+import { TabQuerySchema, tabPageOf } from "~/edge/page-route.server";
+import { parseBody, parseQuery, v1 } from "~/edge/route.server";
+import { evaluate } from "~/models/page-content.server";
+import { EvaluateStep } from "~/protocol/page-actions";
 
-// STUB: filled in by the issue 12 work.
+// POST /v1/boxes/{id}/page/evaluate?tab=…: runs JavaScript in the page. Body: the `evaluate`
+// step's `what` ({expression, timeout_ms, limit}). Running code in a page is input to it.
 const route = v1({
-  POST: () => {
-    throw new ApiError("unsupported", "not built yet");
+  POST: async (args) => {
+    const { actor, box } = await runningBoxOf(args);
+    const { tab } = parseQuery(args.request, TabQuerySchema);
+    const body = await parseBody(args.request, EvaluateStep.shape.what);
+    const { tp } = await tabPageOf(actor, box, tab, "running JavaScript in the page");
+    return evaluate(tp, body);
   },
 });
 

@@ -1,10 +1,19 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { runningBoxOf } from "~/edge/box-route.server";
+import { tabPageOf } from "~/edge/page-route.server";
+import { parseBody, v1 } from "~/edge/route.server";
+import { pageShot } from "~/models/page-content.server";
+import { PageShotStep } from "~/protocol/page-actions";
 
-// STUB: filled in by the issue 12 work.
+// POST /v1/boxes/{id}/page/screenshot: captures the page. Body: the `page_shot` step's `what`
+// ({full, format, quality, annotate, tab}). A capture is not input: it answers during a takeover.
+const ShotBodySchema = PageShotStep.shape.what.unwrap();
+
 const route = v1({
-  POST: () => {
-    throw new ApiError("unsupported", "not built yet");
+  POST: async (args) => {
+    const { actor, box } = await runningBoxOf(args);
+    const { tab, ...q } = await parseBody(args.request, ShotBodySchema);
+    const { tp } = await tabPageOf(actor, box, tab);
+    return pageShot(tp, q);
   },
 });
 

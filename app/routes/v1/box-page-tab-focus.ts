@@ -1,10 +1,14 @@
+import { tabOfRoute } from "~/edge/page-route.server";
 import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { callAgent } from "~/models/screen.server";
+import { agentCall } from "~/protocol/agent";
 
-// STUB: filled in by the issue 12 work.
+// POST /v1/boxes/{id}/pages/{tab}/focus: brings the tab to the front of its screen's Chromium.
 const route = v1({
-  POST: () => {
-    throw new ApiError("unsupported", "not built yet");
+  POST: async (args) => {
+    const { t, tab } = await tabOfRoute(args, "bringing a tab to the front");
+    const out = await callAgent(t.box, agentCall("tabFocus", { n: t.screen, tab }));
+    return { screen: t.screen, ...out };
   },
 });
 

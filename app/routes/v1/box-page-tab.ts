@@ -1,10 +1,15 @@
+import { tabOfRoute } from "~/edge/page-route.server";
 import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { callAgent } from "~/models/screen.server";
+import { agentCall } from "~/protocol/agent";
 
-// STUB: filled in by the issue 12 work.
+// DELETE /v1/boxes/{id}/pages/{tab}: closes the tab (by id or label) on the screen that has it.
+// Closing a tab is input to that screen: refused during someone else's exclusive takeover.
 const route = v1({
-  DELETE: () => {
-    throw new ApiError("unsupported", "not built yet");
+  DELETE: async (args) => {
+    const { t, tab } = await tabOfRoute(args, "closing a tab");
+    const out = await callAgent(t.box, agentCall("tabClose", { n: t.screen, tab }));
+    return { screen: t.screen, ...out };
   },
 });
 

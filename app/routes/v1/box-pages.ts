@@ -1,10 +1,13 @@
+import { runningBoxOf } from "~/edge/box-route.server";
 import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { allTabs } from "~/models/page-browser.server";
 
-// STUB: filled in by the issue 12 work.
+// GET /v1/boxes/{id}/pages: every screen's tabs (front tab first on each screen), each with its
+// `screen`, as the agent names them (id, label from open_url, url, title, active).
 const route = v1({
-  GET: () => {
-    throw new ApiError("unsupported", "not built yet");
+  GET: async (args) => {
+    const { box } = await runningBoxOf(args);
+    return { tabs: await allTabs(box) };
   },
 });
 

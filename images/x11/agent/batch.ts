@@ -1,7 +1,7 @@
 // A batch: every step in the box, one answer. Holds the screen's lock throughout, lets go of
 // what the steps left down unless a step asked to hold it, then reports the final state.
 import type { Screen } from "./screen";
-import { BOX_STEPS, BatchSchema, StepSchema, changesScreen, describeIssues, type Step } from "./schema";
+import { BOX_STEPS, WireBatchSchema, StepSchema, changesScreen, describeIssues, type Step } from "./schema";
 import { runStep } from "./steps";
 import { captureFrame, type Frame } from "./frames";
 import { listWindows, type WindowInfo } from "./windows";
@@ -28,8 +28,8 @@ export interface BatchResult extends Holding {
 }
 
 /** Validates the whole body before anything runs: a malformed batch does nothing. */
-export function parseBatch(body: unknown): { batch: ReturnType<typeof BatchSchema.parse>; steps: Step[] } {
-  const b = BatchSchema.safeParse(body);
+export function parseBatch(body: unknown): { batch: ReturnType<typeof WireBatchSchema.parse>; steps: Step[] } {
+  const b = WireBatchSchema.safeParse(body);
   if (!b.success) throw new AgentError("bad_request", describeIssues(b.error));
   const steps: Step[] = [];
   b.data.actions.forEach((raw, i) => {
@@ -50,7 +50,10 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
     const started = Date.now();
     const results: StepResult[] = [];
     let stoppedAt: number | null = null;
-    screen.holds.beginBatch();
+    // A part of a larger batch (schema.ts WireBatchSchema): steps are named by their index in
+    // the whole batch; holds stay down between parts and are let go by the last one.
+    const base = batch.index_base ?? 0;
+    if (!batch.continued) screen.holds.beginBatch();
     for (let i = 0; i < steps.length; i++) {
       try {
         // Refused while a person holds this screen (input, setting the clipboard), or any screen
@@ -65,12 +68,15 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
         results.push({ ok: true, ...data });
       } catch (err) {
         const { code, message } = describeError(err);
-        results.push({ ok: false, code, message: `step ${i} (${steps[i].type}): ${message}` });
+        results.push({ ok: false, code, message: `step ${base + i} (${steps[i].type}): ${message}` });
         if (!batch.keep_going) {
-          stoppedAt = i;
+          stoppedAt = base + i;
           break;
         }
       }
+    }
+    if (batch.continues) {
+      return { results, stopped_at: stoppedAt, windows: [], tabs: [], released: [], released_keys: [], ...screen.holds.snapshot(), took_ms: Date.now() - started };
     }
     const atEnd = await screen.holds.releaseAll(true);
     const byTimers = screen.holds.endBatch();

@@ -7,6 +7,7 @@ import { WireStepSchema, type WireStep } from "../../../app/protocol/actions";
 export {
   ArrangeSchema,
   BatchSchema,
+  WireBatchSchema,
   CaptureSchema,
   ClipboardSetSchema,
   DEFAULT_AWAIT_WINDOW_MS,

@@ -95,12 +95,13 @@ async function pressChord(screen: Screen, s: Session, chord: string): Promise<vo
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 /**
- * Steps of the vocabulary whose machinery is not built yet (pages by element, native widgets):
- * the step answers `unsupported`, so the batch stops there (or goes on with `keep_going`).
+ * Steps the agent does not run: pages by element run in the server, through Playwright
+ * (docs/decisions/0010), which never sends them here; native widgets are not built yet. Either
+ * answers `unsupported`, so a batch stops there (or goes on with `keep_going`).
  */
 async function notBuilt(_screen: Screen, st: StepOf<LaterStepType>): Promise<Data> {
-  const what = st.type === "on_node" ? "native widget actions" : "page element actions";
-  throw new AgentError("unsupported", `${what} (${st.type}) are not built yet`);
+  if (st.type === "on_node") throw new AgentError("unsupported", `native widget actions (${st.type}) are not built yet`);
+  throw new AgentError("unsupported", `page steps (${st.type}) run in the server, not in the box`);
 }
 
 const RUNNERS: { [T in StepType]: Runner<T> } = {

@@ -1,0 +1,224 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Page } from "../support/cdp";
+import { SITE, serveSite } from "../support/site";
+import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+
+// Page steps (on_page, look, snapshot, read, evaluate, page_shot, dialog) inside batches, mixed
+// with box steps, in one round trip (issue 12): the seed's Example batch as written, the parts a
+// mixed batch is run in, takeover, trace and fork, and `type` with a secret_ref. Checked from the
+// page itself (its DevTools, through the agent's relay), not only from the batch's answer.
+
+let server: TestServer;
+let box: any;
+let page: Page;
+
+const batch = (body: unknown, id = box.id) => server.api(`/v1/boxes/${id}/screens/0/actions`, { method: "POST", json: body });
+async function okBatch(body: unknown, id = box.id) {
+  const res = await batch(body, id);
+  const out = await json(res);
+  expect(res.status, JSON.stringify(out).slice(0, 800)).toBe(200);
+  return out;
+}
+/** The front page's value of `expr`, read through its DevTools (a fresh attach: tabs change). */
+async function inPage<T>(expr: string, id = box.id): Promise<T> {
+  const p = await Page.open(server, id);
+  try {
+    return await p.evaluate<T>(expr);
+  } finally {
+    p.close();
+  }
+}
+
+const FORM = `data:text/html,<title>Form</title><label>Email <input id=email></label><button onclick="document.title='sent '+email.value">Send</button>`;
+
+beforeAll(async () => {
+  server = await startServer();
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+  await serveSite(server, box.id);
+  page = await Page.open(server, box.id);
+});
+
+afterAll(async () => {
+  page?.close();
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+describe("the seed's Example batch (000: Example)", () => {
+  it("open_url, wait_for \"Example Domain\", click \"More information\": the page follows the link, in one round trip", async () => {
+    // As written, but for the URL: boxes have no internet, so the site in the box stands in for
+    // https://example.com with the same title and link.
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: `${SITE}/example.html` },
+        { type: "on_page", what: { op: "wait_for", query: "Example Domain" } },
+        { type: "on_page", what: { op: "click", query: "More information" } },
+      ],
+      want: ["frame"],
+    });
+    expect(out.stopped_at).toBeNull();
+    expect(out.results.map((r: any) => r.ok)).toEqual([true, true, true]);
+    expect(out.frame).toMatchObject({ unchanged: false });
+    expect(out.frame.png_base64).toBeTruthy();
+    const deadline = Date.now() + 5000;
+    while ((await inPage<string>("document.title")) !== "More information" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await inPage<string>("location.pathname")).toBe("/more.html");
+    // The batch's `tabs` show where it ended.
+    expect(out.tabs[0]).toMatchObject({ active: true });
+  });
+});
+
+describe("a batch that mixes page steps with box steps", () => {
+  it("runs every step in order, naming each by its index in the whole batch", async () => {
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: FORM },
+        { type: "on_page", what: { op: "fill", query: "Email", text: "ada@example.com" } },
+        { type: "cursor" },
+        { type: "evaluate", what: { expression: "document.querySelector('#email').value" } },
+        { type: "on_page", what: { op: "click", query: "Send" } },
+        { type: "wait", ms: 50 },
+        { type: "evaluate", what: { expression: "document.title" } },
+      ],
+    });
+    expect(out.results).toHaveLength(7);
+    expect(out.results[3].value).toBe("ada@example.com");
+    expect(out.results[6].value).toBe("sent ada@example.com");
+    expect(await inPage<string>("document.title")).toBe("sent ada@example.com");
+  });
+
+  it("a refused page step stops the batch at its whole-batch index; keep_going goes on", async () => {
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: FORM },
+        { type: "wait", ms: 1 },
+        { type: "on_page", what: { op: "click", query: "e99999" } },
+        { type: "wait", ms: 1 },
+      ],
+    });
+    expect(out.stopped_at).toBe(2);
+    expect(out.results).toHaveLength(3);
+    expect(out.results[2]).toMatchObject({ ok: false, code: "not_found" });
+    expect(out.results[2].message).toMatch(/^step 2 \(on_page\)/);
+    const going = await okBatch({
+      actions: [{ type: "on_page", what: { op: "click", query: "e99999" } }, { type: "wait", ms: 1 }],
+      keep_going: true,
+    });
+    expect(going.stopped_at).toBeNull();
+    expect(going.results.map((r: any) => r.ok)).toEqual([false, true]);
+  });
+
+  it("a box step that fails after a page step names its whole-batch index", async () => {
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: FORM },
+        { type: "snapshot" },
+        { type: "on_window", window: "0xdeadbeef", what: { do: "focus" } },
+      ],
+    });
+    expect(out.stopped_at).toBe(2);
+    expect(out.results[2].ok).toBe(false);
+    expect(out.results[2].message).toMatch(/^step 2 \(on_window\)/);
+  });
+
+  it("keys held before a page step stay down through it and are let go when the batch ends", async () => {
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: FORM },
+        { type: "key_down", key: "shift" },
+        { type: "snapshot" },
+        { type: "evaluate", what: { expression: "1 + 1" } },
+      ],
+    });
+    expect(out.results.map((r: any) => r.ok)).toEqual([true, true, true, true]);
+    expect(out.results[3].value).toBe(2);
+    // Let go by the batch's end, once: not silently between its parts.
+    expect(out.released_keys).toEqual(["shift"]);
+    expect(out.holding_keys).toEqual([]);
+  });
+});
+
+describe("page actions are agent input", () => {
+  it("an exclusive takeover refuses on_page, evaluate and dialog with 409 denied; snapshot and read still answer", async () => {
+    await okBatch({ actions: [{ type: "open_url", url: FORM }] });
+    expect((await server.api(`/v1/boxes/${box.id}/screens/0/takeover`, { method: "POST", json: { shared: false } })).status).toBe(200);
+    try {
+      for (const step of [
+        { type: "on_page", what: { op: "fill", query: "Email", text: "x" } },
+        { type: "evaluate", what: { expression: "document.title = 'hijacked'" } },
+        { type: "dialog", accept: true },
+      ]) {
+        const res = await batch({ actions: [step] });
+        expect(res.status, step.type).toBe(409);
+        expect(await json(res)).toMatchObject({ code: "denied" });
+      }
+      expect(await inPage<string>("document.querySelector('#email').value")).toBe("");
+      expect(await inPage<string>("document.title")).toBe("Form");
+      const read = await okBatch({ actions: [{ type: "snapshot" }, { type: "read", what: { format: "text" } }] });
+      expect(read.results.map((r: any) => r.ok)).toEqual([true, true]);
+    } finally {
+      await server.api(`/v1/boxes/${box.id}/screens/0/takeover`, { method: "DELETE" });
+    }
+  });
+});
+
+describe("trace and fork", () => {
+  it("page steps are `acted` entries, and a fork replays them into its own page", async () => {
+    await okBatch({
+      actions: [
+        { type: "open_url", url: FORM },
+        { type: "on_page", what: { op: "fill", query: "Email", text: "fork@example.com" } },
+        { type: "on_page", what: { op: "click", query: "Send" } },
+      ],
+    });
+    const trace = await json(await server.api(`/v1/boxes/${box.id}/trace?limit=500`));
+    const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-3);
+    expect(acted.map((e: any) => [e.data.step.type, e.data.step.what?.op, e.data.ok])).toEqual([
+      ["open_url", undefined, true],
+      ["on_page", "fill", true],
+      ["on_page", "click", true],
+    ]);
+    const forked = await json(await server.api(`/v1/boxes/${box.id}/fork`, { method: "POST", json: { mode: "replay" } }));
+    try {
+      expect(forked.box?.id, JSON.stringify(forked)).toBeTruthy();
+      expect(forked.replay.ok).toBeGreaterThan(0);
+      const deadline = Date.now() + 10_000;
+      let title = "";
+      while (Date.now() < deadline && (title = await inPage<string>("document.title", forked.box.id).catch(() => "")) !== "sent fork@example.com") {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(title).toBe("sent fork@example.com");
+    } finally {
+      if (forked.box?.id) await server.api(`/v1/boxes/${forked.box.id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+    }
+  });
+});
+
+describe("secret_ref (004)", () => {
+  const SECRET = "correct horse battery staple 7Q!";
+  it("`type` and `fill` with a secret_ref type its value; the answer, the trace and the logs never hold it", async () => {
+    expect((await server.api("/v1/secrets/login_pw", { method: "PUT", json: { value: SECRET } })).status).toBe(200);
+    const out = await okBatch({
+      actions: [
+        { type: "open_url", url: `data:text/html,<title>pw</title><input id=a type=password autofocus><input id=b type=password placeholder=Second>` },
+        { type: "on_page", what: { op: "focus", query: "css=#a" } },
+        { type: "type", secret_ref: "login_pw" },
+        { type: "on_page", what: { op: "fill", query: "Second", secret_ref: "login_pw" } },
+      ],
+    });
+    expect(out.results.map((r: any) => r.ok)).toEqual([true, true, true, true]);
+    expect(await inPage<string>("document.querySelector('#a').value")).toBe(SECRET);
+    expect(await inPage<string>("document.querySelector('#b').value")).toBe(SECRET);
+    const trace = await (await server.api(`/v1/boxes/${box.id}/trace?limit=500`)).text();
+    for (const text of [JSON.stringify(out), trace, server.logs()]) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(Buffer.from(SECRET).toString("base64"));
+    }
+    expect(trace).toContain("login_pw");
+    // A name the workspace does not have refuses the batch before anything runs.
+    const res = await batch({ actions: [{ type: "open_url", url: FORM }, { type: "type", secret_ref: "nope" }] });
+    expect(res.status).toBe(400);
+    expect(await json(res)).toMatchObject({ code: "bad_request" });
+  });
+});
