@@ -1,5 +1,6 @@
 import type { BrowserContext } from "playwright-core";
 import { z } from "zod";
+import { TabRef } from "~/protocol/action-fields";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import { browserOf } from "./page-browser.server";
 import type { ScreenTarget } from "./screen.server";
@@ -56,7 +57,7 @@ export interface CookieJson {
 }
 
 /** The query of the box-wide state and cookie routes: `tab` picks the screen whose browser has it. */
-export const TabQuery = { tab: z.string().min(1).max(200).optional() };
+export const TabQuery = { tab: TabRef.optional() };
 
 /**
  * The default context of a screen's browser, where Chromium keeps every tab's cookies and

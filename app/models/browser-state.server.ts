@@ -4,6 +4,8 @@ import { badRequest, isApiError, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import { HttpUrl, scrubbed } from "./browser-cookies.server";
 import { type IdbDatabase, type NameValue, readStorage, writeIndexedDb, writeStorage } from "./browser-storage-script.server";
+import { pageOf } from "./page-browser.server";
+import type { ScreenTarget } from "./screen.server";
 import { checkName, deleteSealed, listSealed, ownerKey, readSealed, writeSealed } from "./sealed-store.server";
 
 // Browser state (seed: Browser state): a box browser's cookies and storage, saved as JSON in
@@ -177,15 +179,16 @@ export interface LoadAnswer {
   skipped: { origin: string; what: "session_storage" | "indexed_db"; why: string }[];
 }
 
-/** Loads a state into the browser, adding to what it has. */
-export async function loadState(context: BrowserContext, state: State): Promise<LoadAnswer> {
+/** Loads a state into the screen's browser, adding to what it has. */
+export async function loadState(t: ScreenTarget, context: BrowserContext, state: State): Promise<LoadAnswer> {
   const hide = valuesOf(state);
   const cookies = state.cookies.map(({ partitionKey: _p, ...c }) => c);
   if (cookies.length) await scrubbed("the browser refused the state's cookies", "bad_request", hide, () => context.addCookies(cookies));
   const answer: LoadAnswer = { cookies: cookies.length, origins: 0, skipped: [] };
   const open = context.pages();
-  const front = open[0];
   let scratch: Page | undefined;
+  /** The agent's front tab (the one a person sees), fronted again when the scratch tab closes. */
+  let front: Page | null | undefined;
   try {
     for (const o of state.origins) {
       const tabs = open.filter((p) => originOf(p.url()) === o.origin);
@@ -194,6 +197,7 @@ export async function loadState(context: BrowserContext, state: State): Promise<
         // (every request answered here, so nothing of the site runs or is fetched).
         let page = tabs[0];
         if (!page) {
+          front ??= await pageOf(t).then((f) => f.page, () => null);
           scratch ??= await scrubbed("opening a scratch tab", "failed", [], () => scratchPage(context));
           await scrubbed(`opening ${o.origin}`, "failed", [], () => scratch!.goto(o.origin));
           page = scratch;
@@ -217,7 +221,7 @@ export async function loadState(context: BrowserContext, state: State): Promise<
   } finally {
     if (scratch) {
       await scratch.close().catch(() => undefined);
-      // Closing a tab fronts its neighbour; the tab that was at the front goes back there.
+      // Chromium fronts a closed tab's opener; should it front another, the one shown before goes back.
       await front?.bringToFront().catch(() => undefined);
     }
   }

@@ -167,6 +167,20 @@ describe("browser state", () => {
     const noLocal = JSON.parse((await ok(asA, "POST", "/state/save", { no_local_storage: true, session_storage: true })).session_json);
     expect(noLocal.origins).toEqual([{ origin: SITE, localStorage: [], sessionStorage: [{ name: "draft", value: "draft-four" }] }]);
   });
+
+  it("a Playwright storage-state file loads as session_json, for an https origin the box cannot reach; saving then finds it", async () => {
+    await ok(asA, "DELETE", `/cookies?url=${encodeURIComponent("https://example.com/")}`);
+    await openAndSee(BLANK, "document.title");
+    const before = await tabs();
+    const file = {
+      cookies: [{ name: "pw", value: "from-file", domain: "example.com", path: "/", expires: -1, httpOnly: false, secure: true, sameSite: "Lax" }],
+      origins: [{ origin: "https://example.com", localStorage: [{ name: "k", value: "from-file" }] }],
+    };
+    expect(await ok(asA, "POST", "/state/load", { session_json: JSON.stringify(file) })).toEqual({ cookies: 1, origins: 1, skipped: [] });
+    expect(await tabs()).toEqual(before);
+    const saved = JSON.parse((await ok(asA, "POST", "/state/save", { origins: ["https://example.com"] })).session_json);
+    expect(saved).toEqual({ cookies: [expect.objectContaining({ name: "pw", value: "from-file", secure: true })], origins: file.origins });
+  });
 });
 
 describe("cookies", () => {
@@ -213,6 +227,15 @@ describe("cookies", () => {
       ["scoped", false, false, "/state-app.html"],
       ["session", true, true, "/"],
     ]);
+  });
+
+  it("`tab` (a holm addition) picks the browser of the screen that has the tab; an unknown tab is 404", async () => {
+    const { front } = await tabs();
+    expect(await ok(asA, "GET", `/cookies?tab=${front}`)).toEqual(await ok(asA, "GET", "/cookies"));
+    const r = await call(asA, "GET", "/cookies?tab=no-such-tab");
+    expect(r.status).toBe(404);
+    expect(r.body).toMatchObject({ code: "not_found" });
+    expect((await call(asA, "POST", "/state/save?tab=no-such-tab", {})).status).toBe(404);
   });
 
   it("DELETE with url clears the cookies that URL would be sent, and no others; without url, all", async () => {

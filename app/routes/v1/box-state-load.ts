@@ -10,7 +10,7 @@ import { LoadSchema, loadState, stateToLoad } from "~/models/browser-state.serve
 const route = v1({
   POST: async (args) => {
     const { actor, t, body } = await browserRoute(args, { body: LoadSchema, doing: "loading browser state" });
-    return loadState(await contextOf(t), await stateToLoad(ownerOf(actor), body));
+    return loadState(t, await contextOf(t), await stateToLoad(ownerOf(actor), body));
   },
 });
 
