@@ -73,7 +73,9 @@ describe("routes, internal schedule", () => {
   });
 
   it('every seed route not built yet answers 400 unsupported ("`unsupported` | 400 | The box or runtime cannot do this."), after authentication', async () => {
-    expect(NOT_BUILT.length).toBeGreaterThan(25);
+    // Pages and Browser state are built (issue 12); the CDP proxy, runtimes/images and native
+    // widgets are not yet.
+    expect(NOT_BUILT.length).toBeGreaterThan(8);
     const concrete = (p: string) =>
       `/${p}`.replace(/:(\w+)/g, (_, name: string) => (name === "id" ? boxId() : `x-${name}`)).replace(/\*$/, "version");
     let checked = 0;
