@@ -351,33 +351,31 @@ async function scroll(tp: TabPage, st: RefState, op: Op<"scroll">, opts: ActOpti
   return answer(tp, st, op, b, opts.settle_ms, { scroll: at });
 }
 
+type Acting = Exclude<ElementOp, { op: "wait_for" }>;
+type Handler<K extends Acting["op"]> = (tp: TabPage, st: RefState, op: Op<K>, opts: ActOptions) => Promise<Extra>;
+
+/** An operation that is one Playwright call on its element. */
+const simple =
+  <K extends "focus" | "check" | "hover">(verb: (t: Target, op: Op<K>) => Promise<void>): Handler<K> =>
+  (tp, st, op, opts) =>
+    onElement(tp, st, op, (op as { query: string }).query, opts, (t) => verb(t, op));
+
+const HANDLERS: { [K in Acting["op"]]: Handler<K> } = {
+  click,
+  drag,
+  fill,
+  focus: simple((t) => t.loc.focus({ timeout: ACT_MS })),
+  check: simple((t, op) => t.loc.setChecked(op.on ?? true, { timeout: ACT_MS })),
+  options,
+  choose,
+  upload,
+  hover: simple((t) => t.loc.hover({ timeout: ACT_MS })),
+  highlight,
+  history,
+  scroll,
+};
+
 /** Every operation that acts on the page; `wait_for` is in page-element-wait.server.ts. */
-export function act(tp: TabPage, st: RefState, op: Exclude<ElementOp, { op: "wait_for" }>, opts: ActOptions): Promise<Extra> {
-  const simple = (verb: (t: Target) => Promise<void>) => onElement(tp, st, op, (op as { query: string }).query, opts, verb);
-  switch (op.op) {
-    case "click":
-      return click(tp, st, op, opts);
-    case "drag":
-      return drag(tp, st, op, opts);
-    case "fill":
-      return fill(tp, st, op, opts);
-    case "focus":
-      return simple((t) => t.loc.focus({ timeout: ACT_MS }));
-    case "check":
-      return simple((t) => t.loc.setChecked(op.on ?? true, { timeout: ACT_MS }));
-    case "options":
-      return options(tp, st, op, opts);
-    case "choose":
-      return choose(tp, st, op, opts);
-    case "upload":
-      return upload(tp, st, op, opts);
-    case "hover":
-      return simple((t) => t.loc.hover({ timeout: ACT_MS }));
-    case "highlight":
-      return highlight(tp, st, op, opts);
-    case "history":
-      return history(tp, st, op, opts);
-    case "scroll":
-      return scroll(tp, st, op, opts);
-  }
+export function act(tp: TabPage, st: RefState, op: Acting, opts: ActOptions): Promise<Extra> {
+  return (HANDLERS[op.op] as Handler<typeof op.op>)(tp, st, op, opts);
 }

@@ -15,39 +15,35 @@ export interface Box {
   height: number;
 }
 
+/** The states and properties Playwright gives a node, and the API passes on as they are. */
+interface NodeState {
+  checked?: boolean | "mixed";
+  disabled?: boolean;
+  expanded?: boolean;
+  selected?: boolean;
+  pressed?: boolean | "mixed";
+  level?: number;
+  url?: string;
+  placeholder?: string;
+}
+
 /** A node of `ariaSnapshotJSON({ mode: "ai" })`: a role, or a bare text fragment. */
-export interface AriaNode {
+export interface AriaNode extends NodeState {
   role: string;
   name?: string;
   ref?: string;
   text?: string;
   children?: (AriaNode | string)[];
   box?: Box;
-  checked?: boolean | "mixed";
-  disabled?: boolean;
-  expanded?: boolean;
-  selected?: boolean;
-  pressed?: boolean | "mixed";
-  level?: number;
-  url?: string;
-  placeholder?: string;
   cursor?: string;
 }
 
 /** A control as the API shows it. */
-export interface SnapElement {
+export interface SnapElement extends NodeState {
   ref: string;
   role: string;
   name?: string;
   value?: string;
-  checked?: boolean | "mixed";
-  disabled?: boolean;
-  expanded?: boolean;
-  selected?: boolean;
-  pressed?: boolean | "mixed";
-  level?: number;
-  url?: string;
-  placeholder?: string;
   box?: Box;
 }
 

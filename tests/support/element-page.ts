@@ -1,8 +1,8 @@
 import { type Browser, type Page, chromium } from "playwright-core";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { agentAuthorization, agentFetchAs } from "./box-auth";
 import { boxIp } from "./cdp";
-import { type TestServer, json } from "./server";
+import { type TestServer, json, removeTestBoxes, startServer } from "./server";
 import { SITE, serveSite } from "./site";
 
 // For the element tests: a box serving the fixture site, and the test's own Playwright attached
@@ -52,6 +52,24 @@ export async function elementBox(server: TestServer): Promise<ElementBox> {
       await page.goto(`${SITE}/${name}`);
     },
   };
+}
+
+/**
+ * One server and one box for a test file, made before its tests and removed after them (even
+ * when a test fails). The returned object is filled in by the time a test runs.
+ */
+export function useElementBox(): { server: TestServer; eb: ElementBox } {
+  const the = {} as { server: TestServer; eb: ElementBox };
+  beforeAll(async () => {
+    the.server = await startServer();
+    the.eb = await elementBox(the.server);
+  });
+  afterAll(async () => {
+    await the.eb?.browser.close().catch(() => undefined);
+    await the.server?.stop();
+    await removeTestBoxes();
+  });
+  return the;
 }
 
 /** The ref of the listed element with this name. */
