@@ -105,7 +105,14 @@ export async function locate(page: Page, q: string, exact: boolean): Promise<Tar
     const cands = candidates(root, q, exact);
     const visible = await Promise.all(cands.map((c) => countOf(c.loc.filter({ visible: true }), q)));
     let i = visible.findIndex((n) => n > 0);
-    if (i >= 0) return { how: cands[i]!.how, loc: cands[i]!.loc.filter({ visible: true }).first() };
+    if (i >= 0) {
+      // Several near matches ("Sign in", "Sign in with Google"): an exact one comes first.
+      if (visible[i]! > 1 && !exact) {
+        const whole = candidates(root, q, true)[i]!.loc.filter({ visible: true });
+        if ((await countOf(whole, q)) > 0) return { how: cands[i]!.how, loc: whole.first() };
+      }
+      return { how: cands[i]!.how, loc: cands[i]!.loc.filter({ visible: true }).first() };
+    }
     const any = await Promise.all(cands.map((c) => countOf(c.loc, q)));
     i = any.findIndex((n) => n > 0);
     if (i >= 0) return { how: cands[i]!.how, loc: cands[i]!.loc.first() };

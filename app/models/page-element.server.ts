@@ -55,14 +55,30 @@ async function caughtUp(tp: TabPage): Promise<void> {
   await tp.page.waitForURL((u) => u.href === want, { timeout: CATCH_UP_MS, waitUntil: "commit" }).catch(() => undefined);
 }
 
+/**
+ * Runs `f`, turning a Playwright error that escaped the operation's own handling (the tab closed,
+ * the page went away mid-call) into the seed's error, secrets scrubbed, rather than a 500.
+ */
+async function guarded<T>(tp: TabPage, doing: string, f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    const e = err as Error;
+    if (e?.name === "TimeoutError" || /^[a-zA-Z]+\.[a-zA-Z]+: /.test(String(e?.message))) throw failure(err, doing, refState(tp.page));
+    throw err;
+  }
+}
+
 export async function elementOp(tp: TabPage, op: ElementOp, opts: ElementOpOptions): Promise<Record<string, unknown>> {
-  await caughtUp(tp);
-  const st = refState(tp.page);
-  if (op.op !== "wait_for") return act(tp, st, op, opts);
-  const url = tp.page.url();
-  const navs = st.mainNavs;
-  const out = await waitFor(tp.page, st, op);
-  return { op: op.op, ...out, url: tp.page.url(), navigated: st.mainNavs !== navs || tp.page.url() !== url };
+  return guarded(tp, op.op, async () => {
+    await caughtUp(tp);
+    const st = refState(tp.page);
+    if (op.op !== "wait_for") return act(tp, st, op, opts);
+    const url = tp.page.url();
+    const navs = st.mainNavs;
+    const out = await waitFor(tp.page, st, op);
+    return { op: op.op, ...out, url: tp.page.url(), navigated: st.mainNavs !== navs || tp.page.url() !== url };
+  });
 }
 
 /** `delta`: true (since the last snapshot), a rev, or nothing. */
@@ -74,7 +90,11 @@ function sinceOf(d: SnapshotQuery["delta"]): number | "last" | undefined {
   throw badRequest("`delta` is true, false, or the rev of an earlier snapshot of this tab");
 }
 
-export async function snapshot(tp: TabPage, q: SnapshotQuery): Promise<Record<string, unknown>> {
+export function snapshot(tp: TabPage, q: SnapshotQuery): Promise<Record<string, unknown>> {
+  return guarded(tp, "taking the snapshot", () => takeSnapshot(tp, q));
+}
+
+async function takeSnapshot(tp: TabPage, q: SnapshotQuery): Promise<Record<string, unknown>> {
   const { page } = tp;
   const st = refState(page);
   const since = sinceOf(q.delta);
@@ -136,7 +156,11 @@ interface Found {
 }
 
 /** `find`: the elements a query matches, in priority order, with refs, boxes and their state. */
-export async function findElements(tp: TabPage, q: FindQuery): Promise<Record<string, unknown>> {
+export function findElements(tp: TabPage, q: FindQuery): Promise<Record<string, unknown>> {
+  return guarded(tp, `finding "${q.query.slice(0, 200)}"`, () => find(tp, q));
+}
+
+async function find(tp: TabPage, q: FindQuery): Promise<Record<string, unknown>> {
   const { page } = tp;
   await caughtUp(tp);
   const st = refState(page);

@@ -190,6 +190,9 @@ describe("element operations", () => {
     await the.eb.op({ op: "click", query: "Double me", double: true });
     await the.eb.op({ op: "click", query: "Right me", button: "right" });
     expect(await js<any>("window.st")).toMatchObject({ dbl: 1, right: 1 });
+    // Text names the element it matches whole before one it is only part of.
+    await the.eb.op({ op: "click", query: "Save" });
+    expect(await js<string>("window.st.saved")).toBe("save");
     const hl = await the.eb.op({ op: "highlight", query: "Drop target", ms: 5000 });
     expect(hl.body).toMatchObject({ highlighted_ms: 5000, element: { name: "Drop target" } });
     expect(await js<boolean>("!!document.querySelector('x-pw-glass')")).toBe(true);
