@@ -120,3 +120,14 @@ export async function recordFileWritten(boxId: string, path: string, bytes: numb
 export async function recordClipboardSet(boxId: string, screen: number, selection: string, chars: number) {
   await recordEntry(boxId, { actor: "agent", event: "clipboard_set", screen, data: { selection, chars } });
 }
+
+/**
+ * An element operation through `POST …/page/element`, as the `on_page` step a fork replays (one
+ * step, no batch mark), with the tab it ran in; `code` when it was refused. The screen's frame is
+ * sampled after it, as after input steps. A `fill` by `secret_ref` keeps the secret's name only.
+ */
+export async function recordPageAct(box: RunningBox, screen: number, what: Record<string, unknown>, tab: string, code?: string) {
+  const ok = code === undefined;
+  await recordEntry(box.id, { actor: "agent", event: "acted", screen, data: { step: { type: "on_page", what }, ok, ...(!ok && { code }), tab } });
+  if (ok) void sampleSoon(box, screen, "agent");
+}

@@ -10,7 +10,9 @@ import { Button, Limit, Motion, Ms30, Path, PointSchema, Query, Seed, TabRef, Te
 // issue that builds pages to settle.
 
 const pointer = { motion: Motion.optional(), seed: Seed.optional() };
-/** Where a page drag starts or ends: an element, or a point on the page. */
+/** The name of a workspace secret (`secret_ref`). */
+export const SecretName = z.string().min(1).max(200);
+/** Where a page drag starts or ends: an element, or a point on the page (CSS pixels of the viewport). */
 const DragEnd = z.union([Query, PointSchema]);
 
 /** The element operations: the `what` of `on_page`, and the body of `POST …/page/element`. */
@@ -24,7 +26,14 @@ export const ElementOpSchema = z.discriminatedUnion("op", [
     ...pointer,
   }),
   z.strictObject({ op: z.literal("drag"), from: DragEnd, to: DragEnd, button: Button.optional(), ...pointer }),
-  z.strictObject({ op: z.literal("fill"), query: Query, text: Text }),
+  // `fill` types either `text` or the value of a workspace secret named by `secret_ref` (004): the
+  // value is looked up by the server and never appears in an answer, a trace entry or a log.
+  z
+    .strictObject({ op: z.literal("fill"), query: Query, text: Text.optional(), secret_ref: SecretName.optional() })
+    .refine((f) => (f.text === undefined) !== (f.secret_ref === undefined), {
+      message: "give exactly one of `text` and `secret_ref`",
+      path: ["text"],
+    }),
   z.strictObject({ op: z.literal("focus"), query: Query }),
   z.strictObject({ op: z.literal("check"), query: Query, on: z.boolean().optional() }),
   z.strictObject({ op: z.literal("options"), query: Query }),

@@ -73,7 +73,8 @@ const SEED_WHAT: Record<string, string[]> = {
 const SEED_ELEMENT_OPS: Record<string, string[]> = {
   click: ["query", "button", "double", "new_tab", "motion", "seed"],
   drag: ["from", "to", "button", "motion", "seed"],
-  fill: ["query", "text"],
+  // `secret_ref` is 004's ("`text` or `secret_ref`"): issue 12 asks for it beside the seed's `text`.
+  fill: ["query", "text", "secret_ref"],
   focus: ["query"],
   check: ["query", "on"],
   options: ["query"],

@@ -1,10 +1,41 @@
-import { v1 } from "~/edge/route.server";
-import { ApiError } from "~/utils/api-error.server";
+import { z } from "zod";
+import { runningBoxOf } from "~/edge/box-route.server";
+import { parseBody, parseQuery, v1 } from "~/edge/route.server";
+import { pageOf, screenOfTab } from "~/models/page-browser.server";
+import { elementOp } from "~/models/page-element.server";
+import { recordPageAct } from "~/models/recorder.server";
+import { assertMayDrive } from "~/models/takeover.server";
+import { Ms30, TabRef } from "~/protocol/action-fields";
+import { ElementOpSchema } from "~/protocol/page-actions";
+import { isApiError } from "~/utils/api-error.server";
 
-// STUB: filled in by the issue 12 work.
+// POST /v1/boxes/{id}/page/element: one element operation (seed 000, "Element operations"). It is
+// agent input: refused while a person holds the tab's screen, and recorded in the trace as an
+// `acted` entry (an `on_page` step, which a fork replays).
+const ElementQuerySchema = z.strictObject({
+  settle_ms: z.coerce.number().pipe(Ms30).optional(),
+  tab: TabRef.optional(),
+});
+
+/** Refusals that come after the operation began; they are recorded (a bad request is not). */
+const RECORDED = new Set(["not_found", "failed", "timeout"]);
+
 const route = v1({
-  POST: () => {
-    throw new ApiError("unsupported", "not built yet");
+  POST: async (args) => {
+    const { actor, box } = await runningBoxOf(args);
+    const q = parseQuery(args.request, ElementQuerySchema);
+    const op = await parseBody(args.request, ElementOpSchema);
+    const t = await screenOfTab(box, q.tab);
+    assertMayDrive(actor, box.id, t.screen, `acting on its page (${op.op})`);
+    const tp = await pageOf(t, q.tab);
+    try {
+      const out = await elementOp(tp, op, { settle_ms: q.settle_ms, owner: box.owner, box });
+      await recordPageAct(box, t.screen, op, tp.tab.id);
+      return out;
+    } catch (err) {
+      if (isApiError(err) && RECORDED.has(err.code)) await recordPageAct(box, t.screen, op, tp.tab.id, err.code);
+      throw err;
+    }
   },
 });
 

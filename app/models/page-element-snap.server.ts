@@ -1,0 +1,269 @@
+import type { Locator, Page } from "playwright-core";
+
+// Element refs and snapshots, on top of Playwright's AI-mode aria snapshot. Playwright issues the
+// refs (`e12`, or `f1e3` in an iframe), keeps them for an element whose role and name stay the
+// same, and resolves them with `aria-ref=` against the latest snapshot of the element's frame. It
+// numbers them afresh in every new document, so after a navigation an old ref may name some other
+// element of the new page: the server therefore keeps, per tab, the refs it has handed out since
+// the page (or any frame in it) last navigated, and a ref outside that set is unknown (404), never
+// resolved (page-element-target.server.ts).
+
+export interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** The states and properties Playwright gives a node, and the API passes on as they are. */
+interface NodeState {
+  checked?: boolean | "mixed";
+  disabled?: boolean;
+  expanded?: boolean;
+  selected?: boolean;
+  pressed?: boolean | "mixed";
+  level?: number;
+  url?: string;
+  placeholder?: string;
+}
+
+/** A node of `ariaSnapshotJSON({ mode: "ai" })`: a role, or a bare text fragment. */
+export interface AriaNode extends NodeState {
+  role: string;
+  name?: string;
+  ref?: string;
+  text?: string;
+  children?: (AriaNode | string)[];
+  box?: Box;
+  cursor?: string;
+}
+
+/** A control as the API shows it. */
+export interface SnapElement extends NodeState {
+  ref: string;
+  role: string;
+  name?: string;
+  value?: string;
+  box?: Box;
+}
+
+export const REF_RE = /^(f\d+)?e\d+$/;
+
+/** Roles a person acts on; with headings (to find one's way) they make up a snapshot. */
+export const CONTROL_ROLES: ReadonlySet<string> = new Set([
+  "button",
+  "link",
+  "textbox",
+  "searchbox",
+  "checkbox",
+  "radio",
+  "switch",
+  "combobox",
+  "listbox",
+  "option",
+  "menuitem",
+  "menuitemcheckbox",
+  "menuitemradio",
+  "tab",
+  "treeitem",
+  "slider",
+  "spinbutton",
+]);
+const CHECKABLE_ROLES: ReadonlySet<string> = new Set(["checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"]);
+/** Roles whose text is their value (what was typed or chosen), not their name. */
+const VALUE_ROLES: ReadonlySet<string> = new Set(["textbox", "searchbox", "combobox", "spinbutton", "slider"]);
+const MAX_NAME = 300;
+const MAX_VALUE = 2000;
+/** Refs remembered per tab; the oldest go first past this. */
+const MAX_KNOWN = 50_000;
+/** Snapshots per tab kept for `delta`. */
+const HISTORY = 8;
+
+interface Kept {
+  rev: number;
+  gen: number;
+  sigs: Map<string, string>;
+}
+
+export interface RefState {
+  /** Navigations of the page or any frame in it, seen so far: a new one makes every ref stale. */
+  gen: number;
+  /** Navigations of the page itself (the `navigated` of an answer). */
+  mainNavs: number;
+  /** Refs handed out (snapshot, find, element answers) since the last navigation. */
+  known: Set<string>;
+  /** Values typed into this tab from secrets: masked wherever an answer would show them. */
+  secrets: Set<string>;
+  history: Kept[];
+}
+
+const states = new WeakMap<Page, RefState>();
+
+export function refState(page: Page): RefState {
+  let st = states.get(page);
+  if (!st) {
+    const s: RefState = { gen: 0, mainNavs: 0, known: new Set(), secrets: new Set(), history: [] };
+    // Same-document navigations count too (Playwright's event does not tell them apart): a ref
+    // made stale for nothing costs a snapshot; one kept wrongly could act on another element.
+    page.on("framenavigated", (frame) => {
+      s.gen++;
+      s.known.clear();
+      if (frame === page.mainFrame()) s.mainNavs++;
+    });
+    states.set(page, (st = s));
+  }
+  return st;
+}
+
+/**
+ * Records refs as handed out, if no navigation came after `gen`. A `gen` is read right after a
+ * DevTools round trip (a snapshot): the server's connection may hear of a navigation later than
+ * the caller's page did, but never later than the answer to a call sent after it.
+ */
+export function issue(st: RefState, gen: number, refs: Iterable<string | undefined>) {
+  if (st.gen !== gen) return;
+  for (const r of refs) if (r) st.known.add(r);
+  if (st.known.size > MAX_KNOWN) {
+    const drop = st.known.size - MAX_KNOWN;
+    let i = 0;
+    for (const r of st.known) {
+      if (i++ >= drop) break;
+      st.known.delete(r);
+    }
+  }
+}
+
+/** The tab's snapshot revisions, by target id: they count on across reconnections. */
+const revs = new Map<string, number>();
+
+export function nextRev(tabId: string): number {
+  const rev = (revs.get(tabId) ?? 0) + 1;
+  revs.delete(tabId);
+  revs.set(tabId, rev);
+  if (revs.size > 10_000) revs.delete(revs.keys().next().value!);
+  return rev;
+}
+
+/** Keeps a snapshot's signatures for a later `delta`; returns the one asked for, if kept. */
+export function keep(st: RefState, kept: Kept, since: number | "last" | undefined): Kept | undefined {
+  const base = since === undefined ? undefined : since === "last" ? st.history.at(-1) : st.history.find((h) => h.rev === since);
+  st.history.push(kept);
+  if (st.history.length > HISTORY) st.history.shift();
+  return base;
+}
+
+/** A tree with the navigation count read as soon as it came (see `issue`). */
+export async function ariaTreeAt(st: RefState, of: Page | Locator, boxes: boolean): Promise<{ tree: AriaNode[]; gen: number }> {
+  return ariaTree(of, boxes).then((tree) => ({ tree, gen: st.gen }));
+}
+
+/** The aria tree of the page (every frame) or of one element's subtree. */
+export async function ariaTree(of: Page | Locator, boxes: boolean, depth?: number): Promise<AriaNode[]> {
+  const json = (await of.ariaSnapshotJSON({ mode: "ai", boxes, ...(depth !== undefined && { depth }) })) as unknown;
+  return Array.isArray(json) ? (json as AriaNode[]) : json ? [json as AriaNode] : [];
+}
+
+/** Replaces every secret typed into the tab by dots (short ones only when they are the whole text). */
+export function masked(st: RefState, s: string): string {
+  for (const secret of st.secrets) {
+    if (s === secret) return "••••••";
+    if (secret.length >= 4 && s.includes(secret)) s = s.split(secret).join("••••••");
+  }
+  return s;
+}
+
+const cap = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+function valueOf(n: AriaNode): string | undefined {
+  if (!VALUE_ROLES.has(n.role)) return undefined;
+  const options = (n.children ?? []).filter((c): c is AriaNode => typeof c !== "string" && c.role === "option");
+  if (options.length) {
+    const chosen = options.filter((o) => o.selected).map((o) => o.name ?? "");
+    return chosen.length ? chosen.join(", ") : undefined;
+  }
+  return typeof n.text === "string" ? n.text : undefined;
+}
+
+/** One node as the API shows it (secrets masked, long text cut). */
+export function toElement(st: RefState, n: AriaNode, ref: string): SnapElement {
+  const textName = !VALUE_ROLES.has(n.role) && typeof n.text === "string" ? n.text : undefined;
+  const name = n.name || textName;
+  const value = valueOf(n);
+  const e: SnapElement = { ref, role: n.role };
+  if (name) e.name = cap(masked(st, name), MAX_NAME);
+  if (value !== undefined) e.value = cap(masked(st, value), MAX_VALUE);
+  for (const k of ["checked", "disabled", "expanded", "selected", "pressed", "level"] as const) {
+    if (n[k] !== undefined) (e as unknown as Record<string, unknown>)[k] = n[k];
+  }
+  // Playwright leaves out a false state; a box that can be ticked says so.
+  if (CHECKABLE_ROLES.has(n.role)) e.checked ??= false;
+  if (n.role === "option") e.selected ??= false;
+  if (n.url) e.url = cap(n.url, MAX_VALUE);
+  if (n.placeholder) e.placeholder = cap(masked(st, n.placeholder), MAX_NAME);
+  if (n.box) e.box = { x: Math.round(n.box.x), y: Math.round(n.box.y), width: Math.round(n.box.width), height: Math.round(n.box.height) };
+  return e;
+}
+
+/** Whether a node is listed: a control, a heading, or something the page made clickable. */
+function listed(n: AriaNode): boolean {
+  return CONTROL_ROLES.has(n.role) || n.role === "heading" || n.cursor === "pointer";
+}
+
+/** The listed elements of a tree, in document order. */
+export function flatten(st: RefState, nodes: (AriaNode | string)[]): SnapElement[] {
+  const out: SnapElement[] = [];
+  const walk = (n: AriaNode | string) => {
+    if (typeof n === "string") return;
+    if (n.ref && listed(n)) out.push(toElement(st, n, n.ref));
+    for (const c of n.children ?? []) walk(c);
+  };
+  nodes.forEach(walk);
+  return out;
+}
+
+/** Every node with a ref, by ref (to check that a ref is on the page now). */
+export function byRef(nodes: (AriaNode | string)[]): Map<string, AriaNode> {
+  const out = new Map<string, AriaNode>();
+  const walk = (n: AriaNode | string) => {
+    if (typeof n === "string") return;
+    if (n.ref) out.set(n.ref, n);
+    for (const c of n.children ?? []) walk(c);
+  };
+  nodes.forEach(walk);
+  return out;
+}
+
+/** What a delta compares: everything but the box (a layout shift is not a change of the control). */
+export function signature(e: SnapElement): string {
+  const { box: _box, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/** The state an element operation reports as changed. */
+const STATE_KEYS = ["value", "checked", "selected", "disabled", "expanded", "pressed"] as const;
+
+export interface Changes {
+  changed: (SnapElement & { was: Partial<SnapElement> })[];
+  appeared: SnapElement[];
+  removed: string[];
+}
+
+/** Controls whose state changed between two snapshots of one document, and those that came and went. */
+export function changesBetween(before: SnapElement[], after: SnapElement[], max = 50): Changes {
+  const old = new Map(before.map((e) => [e.ref, e]));
+  const now = new Set(after.map((e) => e.ref));
+  const changed: Changes["changed"] = [];
+  const appeared: SnapElement[] = [];
+  for (const e of after) {
+    const o = old.get(e.ref);
+    if (!o) {
+      if (appeared.length < max) appeared.push(e);
+      continue;
+    }
+    const was: Partial<SnapElement> = {};
+    for (const k of STATE_KEYS) if (o[k] !== e[k]) (was as Record<string, unknown>)[k] = o[k] ?? null;
+    if (Object.keys(was).length && changed.length < max) changed.push({ ...e, was });
+  }
+  const removed = before.filter((e) => !now.has(e.ref)).map((e) => e.ref).slice(0, max);
+  return { changed, appeared, removed };
+}
