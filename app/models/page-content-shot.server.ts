@@ -4,6 +4,7 @@ import type { TabPage } from "./page-browser.server";
 import { cdpSend, inWorld } from "./page-content-world.server";
 import { recordFileWritten } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { issue, refState } from "./page-element-snap.server";
 
 // `page_shot` and `pdf` (seed 000: POST …/page/screenshot, …/page/pdf). A screenshot is
 // Playwright's (the viewport or the full page, png, jpeg or webp), in device pixels like a frame,
@@ -118,6 +119,9 @@ async function capture(tp: TabPage, opts: { type: "png" | "jpeg" | "webp"; quali
 
 /** The controls of the page's aria snapshot, in the image's (device) pixels; the page's for `full`. */
 async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: number; vw: number; vh: number }, full: boolean): Promise<Label[]> {
+  // The refs drawn are handed out like a snapshot's, so an agent can act on what it sees.
+  const st = refState(tp.page);
+  const gen = st.gen;
   const tree = (await tp.page.ariaSnapshotJSON({ mode: "ai", boxes: true, timeout: SHOT_MS }).catch((e: Error) => {
     throw new ApiError("failed", `the page's controls could not be read for the labels: ${e.message.split("\n")[0]}`);
   })) as unknown;
@@ -137,6 +141,7 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: n
     for (const c of n.children ?? []) walk(c);
   };
   for (const n of Array.isArray(tree) ? (tree as AriaNode[]) : [tree as AriaNode]) walk(n);
+  issue(st, gen, out.map((l) => l.ref));
   return out;
 }
 

@@ -17,7 +17,7 @@ export const isPageStep = (s: { type: string }): boolean => PAGE_STEPS.has(s.typ
 export async function runPageStep(t: ScreenTarget, step: Step): Promise<Record<string, unknown>> {
   switch (step.type) {
     case "on_page":
-      return elementOp(await pageOf(t), step.what, { owner: t.box.owner });
+      return elementOp(await pageOf(t), step.what, { owner: t.box.owner, box: t.box });
     case "look": {
       const { tab, query, ...rest } = step.what;
       return findElements(await pageOf(t, tab), { query, ...rest });

@@ -122,12 +122,36 @@ export async function recordClipboardSet(boxId: string, screen: number, selectio
 }
 
 /**
- * An element operation through `POST …/page/element`, as the `on_page` step a fork replays (one
- * step, no batch mark), with the tab it ran in; `code` when it was refused. The screen's frame is
- * sampled after it, as after input steps. A `fill` by `secret_ref` keeps the secret's name only.
+ * A page action through a route (`POST …/page/element`, `…/page/evaluate`, `…/pages/{tab}/focus`,
+ * `DELETE …/pages/{tab}`), as the step a fork replays (one step, no batch mark: `on_page`,
+ * `evaluate`, `on_tab`), with the tab it ran in; `code` when it was refused. The screen's frame
+ * is sampled after it, as after input steps. A `fill` by `secret_ref` keeps the secret's name only.
  */
-export async function recordPageAct(box: RunningBox, screen: number, what: Record<string, unknown>, tab: string, code?: string) {
+export async function recordPageAct(box: RunningBox, screen: number, step: Record<string, unknown> & { type: string }, tab: string, code?: string) {
   const ok = code === undefined;
-  await recordEntry(box.id, { actor: "agent", event: "acted", screen, data: { step: { type: "on_page", what }, ok, ...(!ok && { code }), tab } });
+  await recordEntry(box.id, { actor: "agent", event: "acted", screen, data: { step, ok, ...(!ok && { code }), tab } });
   if (ok) void sampleSoon(box, screen, "agent");
+}
+
+/** Refusals that come after a page action began: recorded (a bad request is not). */
+const PAGE_ACT_RECORDED = new Set(["not_found", "failed", "timeout"]);
+
+/** Runs a page action of a route and records it (done, or refused once it began). */
+export async function recordingPageAct<T>(
+  box: RunningBox,
+  screen: number,
+  step: Record<string, unknown> & { type: string },
+  tab: string,
+  run: () => Promise<T>,
+): Promise<T> {
+  let out: T;
+  try {
+    out = await run();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === "string" && PAGE_ACT_RECORDED.has(code)) await recordPageAct(box, screen, step, tab, code);
+    throw err;
+  }
+  await recordPageAct(box, screen, step, tab);
+  return out;
 }

@@ -3,11 +3,10 @@ import { runningBoxOf } from "~/edge/box-route.server";
 import { parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { pageOf, screenOfTab } from "~/models/page-browser.server";
 import { elementOp } from "~/models/page-element.server";
-import { recordPageAct } from "~/models/recorder.server";
+import { recordingPageAct } from "~/models/recorder.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { Ms30, TabRef } from "~/protocol/action-fields";
 import { ElementOpSchema } from "~/protocol/page-actions";
-import { isApiError } from "~/utils/api-error.server";
 
 // POST /v1/boxes/{id}/page/element: one element operation (seed 000, "Element operations"). It is
 // agent input: refused while a person holds the tab's screen, and recorded in the trace as an
@@ -17,9 +16,6 @@ const ElementQuerySchema = z.strictObject({
   tab: TabRef.optional(),
 });
 
-/** Refusals that come after the operation began; they are recorded (a bad request is not). */
-const RECORDED = new Set(["not_found", "failed", "timeout"]);
-
 const route = v1({
   POST: async (args) => {
     const { actor, box } = await runningBoxOf(args);
@@ -28,14 +24,9 @@ const route = v1({
     const t = await screenOfTab(box, q.tab);
     assertMayDrive(actor, box.id, t.screen, `acting on its page (${op.op})`);
     const tp = await pageOf(t, q.tab);
-    try {
-      const out = await elementOp(tp, op, { settle_ms: q.settle_ms, owner: box.owner, box });
-      await recordPageAct(box, t.screen, op, tp.tab.id);
-      return out;
-    } catch (err) {
-      if (isApiError(err) && RECORDED.has(err.code)) await recordPageAct(box, t.screen, op, tp.tab.id, err.code);
-      throw err;
-    }
+    return recordingPageAct(box, t.screen, { type: "on_page", what: op }, tp.tab.id, () =>
+      elementOp(tp, op, { settle_ms: q.settle_ms, owner: box.owner, box }),
+    );
   },
 });
 

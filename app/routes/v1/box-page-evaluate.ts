@@ -2,6 +2,7 @@ import { runningBoxOf } from "~/edge/box-route.server";
 import { TabQuerySchema, tabPageOf } from "~/edge/page-route.server";
 import { parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { evaluate } from "~/models/page-content.server";
+import { recordingPageAct } from "~/models/recorder.server";
 import { EvaluateStep } from "~/protocol/page-actions";
 
 // POST /v1/boxes/{id}/page/evaluate?tab=…: runs JavaScript in the page. Body: the `evaluate`
@@ -11,8 +12,8 @@ const route = v1({
     const { actor, box } = await runningBoxOf(args);
     const { tab } = parseQuery(args.request, TabQuerySchema);
     const body = await parseBody(args.request, EvaluateStep.shape.what);
-    const { tp } = await tabPageOf(actor, box, tab, "running JavaScript in the page");
-    return evaluate(tp, body);
+    const { t, tp } = await tabPageOf(actor, box, tab, "running JavaScript in the page");
+    return recordingPageAct(box, t.screen, { type: "evaluate", what: body }, tp.tab.id, () => evaluate(tp, body));
   },
 });
 

@@ -1,5 +1,6 @@
 import { tabOfRoute } from "~/edge/page-route.server";
 import { v1 } from "~/edge/route.server";
+import { recordingPageAct } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
@@ -8,7 +9,7 @@ import { agentCall } from "~/protocol/agent";
 const route = v1({
   DELETE: async (args) => {
     const { t, tab } = await tabOfRoute(args, "closing a tab");
-    const out = await callAgent(t.box, agentCall("tabClose", { n: t.screen, tab }));
+    const out = await recordingPageAct(t.box, t.screen, { type: "on_tab", tab, close: true }, tab, () => callAgent(t.box, agentCall("tabClose", { n: t.screen, tab })));
     return { screen: t.screen, ...out };
   },
 });
