@@ -165,21 +165,27 @@ describe("page actions are agent input", () => {
 
 describe("trace and fork", () => {
   it("page steps are `acted` entries, and a fork replays them into its own page", async () => {
-    await okBatch({
-      actions: [
-        { type: "open_url", url: FORM },
-        { type: "on_page", what: { op: "fill", query: "Email", text: "fork@example.com" } },
-        { type: "on_page", what: { op: "click", query: "Send" } },
-      ],
-    });
-    const trace = await json(await server.api(`/v1/boxes/${box.id}/trace?limit=500`));
+    // A box of its own: a fork replays the whole trace, and the shared box's has the site's.
+    const source = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    expect(source.state, JSON.stringify(source)).toBe("ready");
+    await okBatch(
+      {
+        actions: [
+          { type: "open_url", url: FORM },
+          { type: "on_page", what: { op: "fill", query: "Email", text: "fork@example.com" } },
+          { type: "on_page", what: { op: "click", query: "Send" } },
+        ],
+      },
+      source.id,
+    );
+    const trace = await json(await server.api(`/v1/boxes/${source.id}/trace?limit=500`));
     const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-3);
     expect(acted.map((e: any) => [e.data.step.type, e.data.step.what?.op, e.data.ok])).toEqual([
       ["open_url", undefined, true],
       ["on_page", "fill", true],
       ["on_page", "click", true],
     ]);
-    const forked = await json(await server.api(`/v1/boxes/${box.id}/fork`, { method: "POST", json: { mode: "replay" } }));
+    const forked = await json(await server.api(`/v1/boxes/${source.id}/fork`, { method: "POST", json: { mode: "replay" } }));
     try {
       expect(forked.box?.id, JSON.stringify(forked)).toBeTruthy();
       expect(forked.replay.ok).toBeGreaterThan(0);
@@ -190,7 +196,35 @@ describe("trace and fork", () => {
       }
       expect(title).toBe("sent fork@example.com");
     } finally {
-      if (forked.box?.id) await server.api(`/v1/boxes/${forked.box.id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+      for (const id of [forked.box?.id, source.id]) if (id) await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+    }
+  });
+});
+
+describe("page routes are recorded like steps", () => {
+  it("POST …/page/element and …/page/evaluate are `acted` on_page and evaluate entries, and a fork replays them", async () => {
+    const source = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    expect(source.state, JSON.stringify(source)).toBe("ready");
+    let forkId: string | undefined;
+    try {
+      await okBatch({ actions: [{ type: "open_url", url: FORM }] }, source.id);
+      const el = await server.api(`/v1/boxes/${source.id}/page/element`, { method: "POST", json: { op: "fill", query: "Email", text: "route@example.com" } });
+      expect(el.status).toBe(200);
+      const ev = await server.api(`/v1/boxes/${source.id}/page/evaluate`, { method: "POST", json: { expression: "document.title = 'via route'" } });
+      expect(ev.status).toBe(200);
+      const trace = await json(await server.api(`/v1/boxes/${source.id}/trace?limit=500`));
+      const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-2);
+      expect(acted.map((e: any) => [e.data.step.type, e.data.ok])).toEqual([
+        ["on_page", true],
+        ["evaluate", true],
+      ]);
+      const forked = await json(await server.api(`/v1/boxes/${source.id}/fork`, { method: "POST", json: {} }));
+      forkId = forked.box?.id;
+      expect(forked.replay, JSON.stringify(forked)).toMatchObject({ attempted: 3, ok: 3, stopped_at: null });
+      expect(await inPage<string>("document.title", forkId)).toBe("via route");
+      expect(await inPage<string>("document.querySelector('#email').value", forkId)).toBe("route@example.com");
+    } finally {
+      for (const id of [forkId, source.id]) if (id) await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
     }
   });
 });
