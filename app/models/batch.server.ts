@@ -7,6 +7,7 @@ import type { Actor } from "./actor";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import type { TabMemo } from "./page-browser.server";
 import { isPageStep, runPageStep } from "./page-steps.server";
 import { secretValue } from "./secret-store.server";
 import { assertMayRunSteps } from "./takeover.server";
@@ -138,9 +139,20 @@ function partsOf(steps: Step[]): Part[] {
 }
 
 /**
+ * Page steps that change nothing the agent's closing call reads (frame, windows, tabs). Not a
+ * page_shot: a full-page capture may lay the page out anew while it runs.
+ */
+function readsOnly(part: Part, steps: Step[]): boolean {
+  if (part.kind !== "page") return false;
+  const s = steps[part.at]!;
+  return s.type === "snapshot" || s.type === "read" || (s.type === "look" && !s.what.scroll);
+}
+
+/**
  * Runs the steps in order: runs of box steps in the agent, page steps here. The agent's last
  * call (possibly with no steps) lets go of what the batch held and reports frame, windows and
- * tabs, so a batch answers the same whatever it mixes.
+ * tabs, so a batch answers the same whatever it mixes; when the batch ends with page steps that
+ * only read the page, it runs alongside them.
  */
 async function runParts(
   actor: Actor,
@@ -160,9 +172,20 @@ async function runParts(
     return callAgent<BatchResult>(t.box, agentCall("batch", { n: t.screen }), body, BATCH_TIMEOUT_MS, "bulk");
   };
   const parts = partsOf(steps);
+  // The screen's tabs as listed for a run of page steps; an agent part may change them.
+  const memo: TabMemo = {};
+  // Page steps at the end that only read the page run alongside the closing call.
+  let readsFrom = parts.length;
+  while (readsFrom > 0 && readsOnly(parts[readsFrom - 1]!, steps)) readsFrom--;
+  let closing: Promise<BatchResult> | undefined;
   for (const [k, part] of parts.entries()) {
+    if (k === readsFrom) {
+      closing = agentPart(steps.length, steps.length, true);
+      closing.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+    }
     if (part.kind === "agent") {
       const isLast = k === parts.length - 1;
+      memo.tabs = undefined;
       const r = await agentPart(part.from, part.to, isLast);
       results.push(...r.results);
       if (isLast) return { ...r, results, stopped_at: r.stopped_at };
@@ -176,7 +199,7 @@ async function runParts(
     try {
       // A person may have taken the screen since the batch began.
       assertMayRunSteps(actor, t.box.id, t.screen, [step]);
-      results.push({ ok: true, ...(await runPageStep(t, step)) });
+      results.push({ ok: true, ...(await runPageStep(t, step, memo)) });
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError("internal", "the step failed");
       if (!(e instanceof ApiError)) console.error(`[holm] page step ${step.type} of ${t.box.id} failed:`, e);
@@ -188,7 +211,7 @@ async function runParts(
     }
   }
   // The closing call: no steps, the batch's want/settle; lets go of holds, reads frame and tabs.
-  const end = await agentPart(steps.length, steps.length, true);
+  const end = await (closing ?? agentPart(steps.length, steps.length, true));
   return { ...end, results, stopped_at: stopped };
 }
 

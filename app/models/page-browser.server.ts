@@ -124,9 +124,22 @@ export async function takeDialog(page: Page, withinMs: number): Promise<PendingD
   });
 }
 
+/** Tabs Playwright saw open or close, per screen: a tab listing kept for a batch is stale after one. */
+const tabChanges = new Map<string, number>();
+const tabsKey = (boxId: string, screen: number) => `${boxId}/${screen}`;
+const tabChanged = (key: string) => tabChanges.set(key, (tabChanges.get(key) ?? 0) + 1);
+
 function watchContext(context: BrowserContext, boxId: string, screen: number): void {
-  for (const p of context.pages()) watchPage(p, boxId, screen);
-  context.on("page", (p) => watchPage(p, boxId, screen));
+  const key = tabsKey(boxId, screen);
+  const watch = (p: Page) => {
+    watchPage(p, boxId, screen);
+    p.on("close", () => tabChanged(key));
+  };
+  for (const p of context.pages()) watch(p);
+  context.on("page", (p) => {
+    tabChanged(key);
+    watch(p);
+  });
 }
 
 const browsers = new Map<string, Promise<Browser>>();
@@ -194,6 +207,7 @@ export function forgetBox(boxId: string): void {
     browsers.delete(key);
     p.then((b) => b.close().catch(() => undefined), () => undefined);
   }
+  for (const key of tabChanges.keys()) if (key.startsWith(`${boxId}/`)) tabChanges.delete(key);
 }
 
 /** Chromium's target id of a page (asked once per page). */
@@ -221,11 +235,31 @@ export interface TabPage {
   page: Page;
   tab: TabInfo;
   screen: number;
+  /** `tab` is from a listing kept for a batch (TabMemo), not read from Chromium for this call. */
+  reused?: true;
+}
+
+/**
+ * A batch's listing of its screen's tabs, kept for its page steps: the agent is asked once per
+ * run of page steps, not once per step. The batch drops it after each of the agent's parts (a
+ * step there may open, close or bring forward a tab), and it is not used once Playwright has seen
+ * a tab open or close.
+ */
+export interface TabMemo {
+  tabs?: TabInfo[];
+  changes?: number;
 }
 
 /** The Playwright page of a tab (by id or label; the front tab when none is named). */
-export async function pageOf(t: ScreenTarget, tab?: string | null): Promise<TabPage> {
-  const [tabs, browser] = await Promise.all([listTabs(t), browserOf(t.box, t.screen)]);
+export async function pageOf(t: ScreenTarget, tab?: string | null, memo?: TabMemo): Promise<TabPage> {
+  const key = tabsKey(t.box.id, t.screen);
+  const changes = tabChanges.get(key) ?? 0;
+  const kept = memo?.tabs && memo.changes === changes ? memo.tabs : undefined;
+  // A listing screenOfTab read for this very call is as fresh as a new one.
+  const justListed = listedFor.get(t);
+  listedFor.delete(t);
+  const [tabs, browser] = await Promise.all([kept ?? justListed ?? listTabs(t), browserOf(t.box, t.screen)]);
+  if (memo && !kept) Object.assign(memo, { tabs, changes });
   const info = tab == null ? tabs[0] : (tabs.find((x) => x.id === tab) ?? tabs.find((x) => x.label === tab));
   if (!info) {
     if (tab == null) throw new ApiError("screen_unavailable", `screen ${t.screen}'s browser has no tab open`, { retryable: true });
@@ -233,7 +267,7 @@ export async function pageOf(t: ScreenTarget, tab?: string | null): Promise<TabP
   }
   const page = await findPage(browser, info.id);
   if (!page) throw new ApiError("screen_unavailable", `tab ${info.id} is not ready yet`, { retryable: true });
-  return { page, tab: info, screen: t.screen };
+  return { page, tab: info, screen: t.screen, ...(kept && { reused: true as const }) };
 }
 
 async function findPage(browser: Browser, targetId: string): Promise<Page | undefined> {
@@ -254,12 +288,20 @@ async function findPage(browser: Browser, targetId: string): Promise<Page | unde
  */
 export async function screenOfTab(box: RunningBox, tab?: string | null): Promise<ScreenTarget> {
   if (tab == null) return { box, screen: 0 };
-  for (let screen = 0; screen < box.screens; screen++) {
-    const tabs = await listTabs({ box, screen }).catch(() => [] as TabInfo[]);
-    if (tabs.some((x) => x.id === tab || x.label === tab)) return { box, screen };
-  }
-  throw notFound(`no tab "${tab}" in box ${box.id}`);
+  // Every screen asked at once; the first (by number) with the tab is the one.
+  const listings = await Promise.all(
+    Array.from({ length: box.screens }, (_, screen) => listTabs({ box, screen }).catch(() => [] as TabInfo[])),
+  );
+  const screen = listings.findIndex((tabs) => tabs.some((x) => x.id === tab || x.label === tab));
+  if (screen < 0) throw notFound(`no tab "${tab}" in box ${box.id}`);
+  const t = { box, screen };
+  // The pageOf that follows uses this listing instead of asking the agent again.
+  listedFor.set(t, listings[screen]!);
+  return t;
 }
+
+/** Listings screenOfTab read, for the pageOf of the same call (by its target object). */
+const listedFor = new WeakMap<ScreenTarget, TabInfo[]>();
 
 /** Every screen's tabs, for `GET /v1/boxes/{id}/pages`. */
 export async function allTabs(box: RunningBox): Promise<(TabInfo & { screen: number })[]> {

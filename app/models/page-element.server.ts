@@ -51,7 +51,8 @@ const CATCH_UP_MS = 2000;
  */
 async function caughtUp(tp: TabPage): Promise<void> {
   const want = tp.tab.url;
-  if (!want || tp.page.url() === want) return;
+  // A listing kept from an earlier step tells nothing new (the page may have moved on since).
+  if (tp.reused || !want || tp.page.url() === want) return;
   await tp.page.waitForURL((u) => u.href === want, { timeout: CATCH_UP_MS, waitUntil: "commit" }).catch(() => undefined);
 }
 
