@@ -6,14 +6,16 @@ import type { ElementOpSchema } from "~/protocol/page-actions";
 import { ApiError, badRequest, notFound, unsupported } from "~/utils/api-error.server";
 import type { RunningBox } from "./box.server";
 import { type TabPage, targetIdOf } from "./page-browser.server";
-import { type AriaNode, type RefState, type SnapElement, ariaTreeAt, byRef, changesBetween, flatten, issue, toElement } from "./page-element-snap.server";
+import { type AriaNode, type RefState, type SnapElement, byRef, changesBetween, currentTree, flatten, issue, toElement } from "./page-element-snap.server";
 import { ACT_MS, type How, type Target, failure, named, prepare } from "./page-element-target.server";
 import { callAgent } from "./screen.server";
 import { secretValue } from "./secret-store.server";
 
 // The element operations that act (seed 000, "Element operations"), each through Playwright's
 // own actionability. An answer says what was acted on, the URL after, whether the page
-// navigated, and which controls changed state (a snapshot before and one after, compared by ref).
+// navigated, and which controls changed state (a snapshot before and one after, compared by ref;
+// either is the kept one when the page's watcher says nothing changed since it was taken, so an
+// operation that changes nothing on the page takes no snapshot after it).
 
 export type ElementOp = z.infer<typeof ElementOpSchema>;
 type Op<K extends ElementOp["op"]> = Extract<ElementOp, { op: K }>;
@@ -59,15 +61,16 @@ async function answer(tp: TabPage, st: RefState, op: ElementOp, b: Before, settl
   let after: AriaNode[] | undefined;
   let gen = st.gen;
   if (b.tree && gen === b.gen) {
-    const snap = await ariaTreeAt(st, page, false).catch(() => undefined);
+    const snap = await currentTree(page, st).catch(() => undefined);
     after = snap?.tree;
     gen = snap?.gen ?? st.gen;
   }
   const fresh = gen === b.gen;
-  const changes = after && fresh ? changesBetween(flatten(st, b.tree!), flatten(st, after)) : undefined;
+  // Boxes are the snapshot's business: an answer about an operation names controls and states.
+  const changes = after && fresh ? changesBetween(flatten(st, b.tree!, false), flatten(st, after, false)) : undefined;
   const node = b.target?.node;
   let element: Partial<SnapElement> | undefined;
-  if (node?.ref) element = toElement(st, (fresh && after && byRef(after).get(node.ref)) || node, node.ref);
+  if (node?.ref) element = toElement(st, (fresh && after && byRef(after).get(node.ref)) || node, node.ref, false);
   else if (node) element = { role: node.role, ...(node.name && { name: node.name }) };
   if (element && !fresh) delete element.ref;
   issue(st, b.gen, [element?.ref, ...(changes?.changed ?? []).map((e) => e.ref), ...(changes?.appeared ?? []).map((e) => e.ref)]);
@@ -96,16 +99,18 @@ async function onElement(
   act: (t: Target, doing: string) => Promise<Extra | void>,
   compare = true,
 ): Promise<Extra> {
-  const { targets, before, gen } = await prepare(tp.page, st, [q]);
+  const { targets, before, gen, described } = await prepare(tp.page, st, [q]);
   const target = targets[0]!;
   const b = mark(tp.page, st, gen, compare ? before : undefined, target);
-  const doing = `${op.op} on ${named(q, target)}`;
+  const doing = () => `${op.op} on ${named(q, target)}`;
   let extra: Extra | void;
   try {
-    extra = await act(target, doing);
+    extra = await act(target, doing());
   } catch (err) {
-    throw failure(err, doing, st);
+    await described;
+    throw failure(err, doing(), st);
   }
+  await described;
   return answer(tp, st, op, b, opts.settle_ms, extra ?? {});
 }
 
@@ -139,7 +144,8 @@ async function centre(loc: Locator, hover: boolean): Promise<Point> {
 async function drag(tp: TabPage, st: RefState, op: Op<"drag">, opts: ActOptions) {
   const { page } = tp;
   const queries = [op.from, op.to].filter((e): e is string => typeof e === "string");
-  const { targets, before, gen } = await prepare(page, st, queries);
+  const { targets, before, gen, described } = await prepare(page, st, queries);
+  await described;
   const [from, to] = [op.from, op.to].map((e) => (typeof e === "string" ? targets[queries.indexOf(e)] : undefined));
   const b = mark(page, st, gen, before, from ?? to);
   const where = (e: string | Point, t?: Target) => (typeof e === "string" ? named(e, t) : `(${e.x}, ${e.y})`);
@@ -340,7 +346,7 @@ async function scroll(tp: TabPage, st: RefState, op: Op<"scroll">, opts: ActOpti
   }
   if (!moves) throw badRequest("scroll needs a `query` to bring into view, `to` (top, bottom), or `dx`/`dy`");
   const { page } = tp;
-  const snap = await ariaTreeAt(st, page, false);
+  const snap = await currentTree(page, st);
   const b = mark(page, st, snap.gen, snap.tree);
   let at: { x: number; y: number };
   try {

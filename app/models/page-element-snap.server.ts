@@ -1,4 +1,5 @@
 import type { Locator, Page } from "playwright-core";
+import { take } from "./page-element-watch.server";
 
 // Element refs and snapshots, on top of Playwright's AI-mode aria snapshot. Playwright issues the
 // refs (`e12`, or `f1e3` in an iframe), keeps them for an element whose role and name stay the
@@ -85,6 +86,15 @@ interface Kept {
   sigs: Map<string, string>;
 }
 
+/** The latest full snapshot of a page, and the epoch of the page's watcher it is current as of. */
+interface KeptTree {
+  nodes: AriaNode[];
+  gen: number;
+  epoch: number;
+  /** `RefState.partial` when it was taken: Playwright still resolves its refs while that holds. */
+  seq: number;
+}
+
 export interface RefState {
   /** Navigations of the page or any frame in it, seen so far: a new one makes every ref stale. */
   gen: number;
@@ -95,6 +105,13 @@ export interface RefState {
   /** Values typed into this tab from secrets: masked wherever an answer would show them. */
   secrets: Set<string>;
   history: Kept[];
+  /** The page's latest full snapshot (page-element-watch.server.ts says whether it is still current). */
+  tree?: KeptTree;
+  /**
+   * Counts snapshots of a single element, before and after each: Playwright resolves `aria-ref=`
+   * against the latest snapshot of the frame, and one of an element narrows it to that subtree.
+   */
+  partial: number;
 }
 
 const states = new WeakMap<Page, RefState>();
@@ -102,12 +119,13 @@ const states = new WeakMap<Page, RefState>();
 export function refState(page: Page): RefState {
   let st = states.get(page);
   if (!st) {
-    const s: RefState = { gen: 0, mainNavs: 0, known: new Set(), secrets: new Set(), history: [] };
+    const s: RefState = { gen: 0, mainNavs: 0, known: new Set(), secrets: new Set(), history: [], partial: 0 };
     // Same-document navigations count too (Playwright's event does not tell them apart): a ref
     // made stale for nothing costs a snapshot; one kept wrongly could act on another element.
     page.on("framenavigated", (frame) => {
       s.gen++;
       s.known.clear();
+      s.tree = undefined;
       if (frame === page.mainFrame()) s.mainNavs++;
     });
     states.set(page, (st = s));
@@ -158,9 +176,44 @@ export async function ariaTreeAt(st: RefState, of: Page | Locator, boxes: boolea
 }
 
 /** The aria tree of the page (every frame) or of one element's subtree. */
-export async function ariaTree(of: Page | Locator, boxes: boolean, depth?: number): Promise<AriaNode[]> {
-  const json = (await of.ariaSnapshotJSON({ mode: "ai", boxes, ...(depth !== undefined && { depth }) })) as unknown;
-  return Array.isArray(json) ? (json as AriaNode[]) : json ? [json as AriaNode] : [];
+export async function ariaTree(of: Page | Locator, boxes: boolean, depth?: number, timeout?: number): Promise<AriaNode[]> {
+  const st = isPage(of) ? undefined : refState(of.page());
+  if (st) st.partial++;
+  try {
+    const json = (await of.ariaSnapshotJSON({ mode: "ai", boxes, ...(depth !== undefined && { depth }), ...(timeout !== undefined && { timeout }) })) as unknown;
+    return Array.isArray(json) ? (json as AriaNode[]) : json ? [json as AriaNode] : [];
+  } finally {
+    if (st) st.partial++;
+  }
+}
+
+const isPage = (of: Page | Locator): of is Page => typeof (of as Page).mainFrame === "function";
+
+export interface CurrentTree {
+  tree: AriaNode[];
+  gen: number;
+  /** The kept snapshot, nothing having changed since: no new one was taken. */
+  kept: boolean;
+}
+
+/**
+ * The page's aria tree (boxes included) as it is now: the kept snapshot when the page's watcher
+ * says nothing changed since it was taken (one round trip), else a new one, kept in its place.
+ * `resolve`: refs from it must resolve in Playwright, so the kept one also needs no snapshot of a
+ * single element to have come after it.
+ */
+export async function currentTree(page: Page, st: RefState, resolve = false): Promise<CurrentTree> {
+  const k = st.tree;
+  const t = await take(page, k && k.gen === st.gen ? k.epoch : undefined);
+  if (t.same && k && st.tree === k && k.gen === st.gen && (!resolve || k.seq === st.partial)) {
+    k.epoch = t.epoch;
+    return { tree: k.nodes, gen: k.gen, kept: true };
+  }
+  const seq = st.partial;
+  const { tree, gen } = await ariaTreeAt(st, page, true);
+  // An epoch of -1: the watcher could not be asked, so this snapshot is never taken as current.
+  st.tree = { nodes: tree, gen, epoch: t.epoch, seq };
+  return { tree, gen, kept: false };
 }
 
 /** Replaces every secret typed into the tab by dots (short ones only when they are the whole text). */
@@ -184,8 +237,8 @@ function valueOf(n: AriaNode): string | undefined {
   return typeof n.text === "string" ? n.text : undefined;
 }
 
-/** One node as the API shows it (secrets masked, long text cut). */
-export function toElement(st: RefState, n: AriaNode, ref: string): SnapElement {
+/** One node as the API shows it (secrets masked, long text cut; its box unless `box` is false). */
+export function toElement(st: RefState, n: AriaNode, ref: string, box = true): SnapElement {
   const textName = !VALUE_ROLES.has(n.role) && typeof n.text === "string" ? n.text : undefined;
   const name = n.name || textName;
   const value = valueOf(n);
@@ -200,7 +253,7 @@ export function toElement(st: RefState, n: AriaNode, ref: string): SnapElement {
   if (n.role === "option") e.selected ??= false;
   if (n.url) e.url = cap(n.url, MAX_VALUE);
   if (n.placeholder) e.placeholder = cap(masked(st, n.placeholder), MAX_NAME);
-  if (n.box) e.box = { x: Math.round(n.box.x), y: Math.round(n.box.y), width: Math.round(n.box.width), height: Math.round(n.box.height) };
+  if (n.box && box) e.box = { x: Math.round(n.box.x), y: Math.round(n.box.y), width: Math.round(n.box.width), height: Math.round(n.box.height) };
   return e;
 }
 
@@ -209,12 +262,12 @@ function listed(n: AriaNode): boolean {
   return CONTROL_ROLES.has(n.role) || n.role === "heading" || n.cursor === "pointer";
 }
 
-/** The listed elements of a tree, in document order. */
-export function flatten(st: RefState, nodes: (AriaNode | string)[]): SnapElement[] {
+/** The listed elements of a tree, in document order (with their boxes unless `boxes` is false). */
+export function flatten(st: RefState, nodes: (AriaNode | string)[], boxes = true): SnapElement[] {
   const out: SnapElement[] = [];
   const walk = (n: AriaNode | string) => {
     if (typeof n === "string") return;
-    if (n.ref && listed(n)) out.push(toElement(st, n, n.ref));
+    if (n.ref && listed(n)) out.push(toElement(st, n, n.ref, boxes));
     for (const c of n.children ?? []) walk(c);
   };
   nodes.forEach(walk);

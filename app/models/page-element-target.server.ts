@@ -1,6 +1,6 @@
 import type { Frame, Locator, Page } from "playwright-core";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
-import { type AriaNode, type RefState, REF_RE, ariaTree, ariaTreeAt, byRef } from "./page-element-snap.server";
+import { type AriaNode, type CurrentTree, type RefState, REF_RE, ariaTree, byRef, currentTree } from "./page-element-snap.server";
 
 // From a `query` to a Playwright locator, and from a Playwright failure to the seed's error.
 // A query is a ref from a snapshot (`e12`, `f1e3` in an iframe), a Playwright selector with its
@@ -103,8 +103,15 @@ export async function locate(page: Page, q: string, exact: boolean): Promise<Tar
   // The page first; its frames only when nothing in the page itself matches.
   for (const root of rootsOf(page)) {
     const cands = candidates(root, q, exact);
-    const visible = await Promise.all(cands.map((c) => countOf(c.loc.filter({ visible: true }), q)));
-    let i = visible.findIndex((n) => n > 0);
+    // Counted in two waves: most queries are a label, a placeholder or a control's name, and the
+    // later strategies cannot win once one of those has a visible match.
+    const visible: number[] = [];
+    let i = -1;
+    for (const wave of [cands.slice(0, 3), cands.slice(3)]) {
+      if (i >= 0 || !wave.length) break;
+      visible.push(...(await Promise.all(wave.map((c) => countOf(c.loc.filter({ visible: true }), q)))));
+      i = visible.findIndex((n) => n > 0);
+    }
     if (i >= 0) {
       // Several near matches ("Sign in", "Sign in with Google"): an exact one comes first.
       if (visible[i]! > 1 && !exact) {
@@ -126,43 +133,60 @@ export function rootsOf(page: Page): (Page | Frame)[] {
   return [page, ...page.frames().filter((f) => f !== page.mainFrame() && !f.isDetached())];
 }
 
+/** How long describing an element may take (it may have gone: Playwright would wait for it). */
+const DESCRIBE_MS = 2000;
+
 /** The snapshot node of one element (ref, role, name), if it is in the accessibility tree. */
 export async function nodeOf(loc: Locator): Promise<AriaNode | undefined> {
   try {
-    const [n] = await ariaTree(loc, false, 0);
+    const [n] = await ariaTree(loc, false, 0, DESCRIBE_MS);
     return n?.role && n.role !== "text" ? n : undefined;
   } catch {
     return undefined;
   }
 }
 
+export interface Prepared {
+  targets: Target[];
+  before: AriaNode[];
+  gen: number;
+  /**
+   * Settles once every target found by text has its `node`: they are described alongside the
+   * operation (their snapshots are sent before it, so they see the element as it was), not
+   * before it. Targets named by ref have theirs at once.
+   */
+  described: Promise<unknown>;
+}
+
 /**
- * The elements the queries name, with a fresh snapshot of the page taken for the operation. A
- * ref must have been handed out in this document (else 404 at once) and be in the fresh snapshot:
- * the same element, with the same role and name (else it is stale: 404). The fresh snapshot is
- * taken last, so Playwright's `aria-ref=` resolves against the whole page.
+ * The elements the queries name, with the page's current snapshot (currentTree: the kept one when
+ * nothing changed since, else a fresh one). A ref must have been handed out in this document
+ * (else 404 at once) and be in that snapshot: the same element, with the same role and name (else
+ * it is stale: 404). With a ref, the snapshot comes last and must be one Playwright still resolves
+ * `aria-ref=` against (the whole page's, not an element's).
  */
-export async function prepare(
-  page: Page,
-  st: RefState,
-  queries: string[],
-  exact = false,
-): Promise<{ targets: Target[]; before: AriaNode[]; gen: number }> {
+export async function prepare(page: Page, st: RefState, queries: string[], exact = false): Promise<Prepared> {
   const gen = st.gen;
   for (const q of queries) if (isRef(q) && !st.known.has(q)) throw unknownRef(q);
-  const found: (Target | undefined)[] = [];
-  for (const q of queries) found.push(isRef(q) ? undefined : await locate(page, q, exact));
-  const texts = found.filter((t): t is Target => t !== undefined);
-  let snap: { tree: AriaNode[]; gen: number };
-  if (texts.length === queries.length) {
-    // No ref to resolve afterwards, so the element's own snapshot and the page's may overlap.
-    const [whole, ...nodes] = await Promise.all([ariaTreeAt(st, page, false), ...texts.map((t) => nodeOf(t.loc))]);
-    snap = whole as { tree: AriaNode[]; gen: number };
-    texts.forEach((t, i) => (t.node = nodes[i]));
+  const locateAll = async () => {
+    const found: (Target | undefined)[] = [];
+    for (const q of queries) found.push(isRef(q) ? undefined : await locate(page, q, exact));
+    return found;
+  };
+  let snap: CurrentTree;
+  let found: (Target | undefined)[];
+  let described: Promise<unknown>;
+  if (!queries.some(isRef)) {
+    // No ref to resolve afterwards, so the page's snapshot, the finding and the elements' own
+    // snapshots may overlap.
+    [snap, found] = await Promise.all([currentTree(page, st), locateAll()]);
+    described = Promise.all(found.map(async (t) => t && (t.node = await nodeOf(t.loc))));
   } else {
     // An element's own snapshot narrows what `aria-ref=` resolves against: the page's comes last.
-    for (const t of texts) t.node = await nodeOf(t.loc);
-    snap = await ariaTreeAt(st, page, false);
+    found = await locateAll();
+    for (const t of found) if (t) t.node = await nodeOf(t.loc);
+    snap = await currentTree(page, st, true);
+    described = Promise.resolve();
   }
   const nodes = byRef(snap.tree);
   const targets = queries.map((q, i) => {
@@ -175,7 +199,7 @@ export async function prepare(
     }
     return { loc: page.getByRef(q), how: "ref" as const, node };
   });
-  return { targets, before: snap.tree, gen: snap.gen };
+  return { targets, before: snap.tree, gen: snap.gen, described };
 }
 
 /** How an answer names the element it acted on: `e5 (button "Save")` or `"Save"`. */

@@ -3,9 +3,10 @@ import { badRequest } from "~/utils/api-error.server";
 import type { RunningBox } from "./box.server";
 import type { TabPage } from "./page-browser.server";
 import { type ElementOp, act } from "./page-element-ops.server";
-import { type AriaNode, type SnapElement, ariaTree, ariaTreeAt, flatten, issue, keep, nextRev, refState, signature, toElement } from "./page-element-snap.server";
+import { type AriaNode, type SnapElement, ariaTree, ariaTreeAt, currentTree, flatten, issue, keep, nextRev, refState, signature, toElement } from "./page-element-snap.server";
 import { ACT_MS, type How, candidates, failure, isRef, locate, prepare, rootsOf } from "./page-element-target.server";
 import { waitFor, waitQuiet } from "./page-element-wait.server";
+import { warm } from "./page-element-watch.server";
 
 // Pages by element (seed 000 "Pages" and "Element operations", 004): snapshots of a tab's
 // controls with refs, finding elements, and acting on them, all through playwright-core attached
@@ -52,8 +53,11 @@ const CATCH_UP_MS = 2000;
 async function caughtUp(tp: TabPage): Promise<void> {
   const want = tp.tab.url;
   // A listing kept from an earlier step tells nothing new (the page may have moved on since).
-  if (tp.reused || !want || tp.page.url() === want) return;
-  await tp.page.waitForURL((u) => u.href === want, { timeout: CATCH_UP_MS, waitUntil: "commit" }).catch(() => undefined);
+  if (!tp.reused && want && tp.page.url() !== want) {
+    await tp.page.waitForURL((u) => u.href === want, { timeout: CATCH_UP_MS, waitUntil: "commit" }).catch(() => undefined);
+  }
+  // The page's watcher (page-element-watch.server.ts), ready by the time a snapshot is wanted.
+  warm(tp.page, refState(tp.page).gen);
 }
 
 /**
@@ -107,7 +111,8 @@ async function takeSnapshot(tp: TabPage, q: SnapshotQuery): Promise<Record<strin
   let snap: { tree: AriaNode[]; gen: number };
   let title: string;
   try {
-    [snap, title] = await Promise.all([ariaTreeAt(st, of ?? page, true), page.title()]);
+    // The whole page's: the kept snapshot when nothing changed since it was taken.
+    [snap, title] = await Promise.all([of ? ariaTreeAt(st, of, true) : currentTree(page, st), page.title()]);
   } catch (err) {
     throw failure(err, "taking the snapshot", st);
   }

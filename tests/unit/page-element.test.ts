@@ -7,7 +7,7 @@ import { ElementOpSchema } from "~/protocol/page-actions";
 // operation reports as changed, and how a Playwright failure becomes the seed's error without
 // ever carrying a typed secret. tests/integration/page-element*.test.ts drive real pages.
 
-const state = (secrets: string[] = []): RefState => ({ gen: 0, mainNavs: 0, known: new Set(), secrets: new Set(secrets), history: [] });
+const state = (secrets: string[] = []): RefState => ({ gen: 0, mainNavs: 0, known: new Set(), secrets: new Set(secrets), history: [], partial: 0 });
 
 /** A Playwright error as its client throws it: a first line, then the call log. */
 function pwError(name: string, lines: string[]): Error {
