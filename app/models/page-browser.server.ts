@@ -2,6 +2,7 @@ import { type Browser, type BrowserContext, type ConsoleMessage, type Dialog, ty
 import { AGENT_PORT, agentCall } from "~/protocol/agent";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { agentFetch, readCapped, signAgentRequest } from "./agent.server";
+import { lookAhead } from "./page-element-snap.server";
 import type { RunningBox } from "./box.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { takeoverOf } from "./takeover.server";
@@ -207,7 +208,7 @@ export function forgetBox(boxId: string): void {
     browsers.delete(key);
     p.then((b) => b.close().catch(() => undefined), () => undefined);
   }
-  for (const key of tabChanges.keys()) if (key.startsWith(`${boxId}/`)) tabChanges.delete(key);
+  for (const map of [tabChanges, lastPage]) for (const key of map.keys()) if (key.startsWith(`${boxId}/`)) map.delete(key);
 }
 
 /** Chromium's target id of a page (asked once per page). */
@@ -258,6 +259,12 @@ export async function pageOf(t: ScreenTarget, tab?: string | null, memo?: TabMem
   // A listing screenOfTab read for this very call is as fresh as a new one.
   const justListed = listedFor.get(t);
   listedFor.delete(t);
+  const named = `${key}/${tab ?? ""}`;
+  if (!kept && !justListed) {
+    // While the agent lists the tabs, the page this name found last is asked whether it changed.
+    const guess = lastPage.get(named)?.deref();
+    if (guess && !guess.isClosed()) lookAhead(guess);
+  }
   const [tabs, browser] = await Promise.all([kept ?? justListed ?? listTabs(t), browserOf(t.box, t.screen)]);
   if (memo && !kept) Object.assign(memo, { tabs, changes });
   const info = tab == null ? tabs[0] : (tabs.find((x) => x.id === tab) ?? tabs.find((x) => x.label === tab));
@@ -267,8 +274,12 @@ export async function pageOf(t: ScreenTarget, tab?: string | null, memo?: TabMem
   }
   const page = await findPage(browser, info.id);
   if (!page) throw new ApiError("screen_unavailable", `tab ${info.id} is not ready yet`, { retryable: true });
+  lastPage.set(named, new WeakRef(page));
   return { page, tab: info, screen: t.screen, ...(kept && { reused: true as const }) };
 }
+
+/** The page each tab name (or none: the front tab) of each screen resolved to last. */
+const lastPage = new Map<string, WeakRef<Page>>();
 
 async function findPage(browser: Browser, targetId: string): Promise<Page | undefined> {
   for (let attempt = 0; attempt < 20; attempt++) {

@@ -1,5 +1,5 @@
 import type { Locator, Page } from "playwright-core";
-import { take } from "./page-element-watch.server";
+import { type Taken, peek, take } from "./page-element-watch.server";
 
 // Element refs and snapshots, on top of Playwright's AI-mode aria snapshot. Playwright issues the
 // refs (`e12`, or `f1e3` in an iframe), keeps them for an element whose role and name stay the
@@ -204,16 +204,44 @@ export interface CurrentTree {
  */
 export async function currentTree(page: Page, st: RefState, resolve = false): Promise<CurrentTree> {
   const k = st.tree;
-  const t = await take(page, k && k.gen === st.gen ? k.epoch : undefined);
-  if (t.same && k && st.tree === k && k.gen === st.gen && (!resolve || k.seq === st.partial)) {
-    k.epoch = t.epoch;
-    return { tree: k.nodes, gen: k.gen, kept: true };
+  const since = k && k.gen === st.gen ? k.epoch : undefined;
+  const usable = () => (k && st.tree === k && k.gen === st.gen && (!resolve || k.seq === st.partial) ? k : undefined);
+  const early = ahead.get(page);
+  ahead.delete(page);
+  // A peek that found nothing changed leaves the epoch: the next take still covers all since.
+  if (early && early.since === since && Date.now() - early.at < AHEAD_MS && (await early.taken).same) {
+    const kept = usable();
+    if (kept) return { tree: kept.nodes, gen: kept.gen, kept: true };
+  }
+  const t = await take(page, since);
+  const kept = t.same ? usable() : undefined;
+  if (kept) {
+    kept.epoch = t.epoch;
+    return { tree: kept.nodes, gen: kept.gen, kept: true };
   }
   const seq = st.partial;
   const { tree, gen } = await ariaTreeAt(st, page, true);
   // An epoch of -1: the watcher could not be asked, so this snapshot is never taken as current.
   st.tree = { nodes: tree, gen, epoch: t.epoch, seq };
   return { tree, gen, kept: false };
+}
+
+/** How long a take started ahead stays good for the call it was started for. */
+const AHEAD_MS = 250;
+const ahead = new WeakMap<Page, { since: number; at: number; taken: Promise<Taken> }>();
+
+/**
+ * Asks the page whether its kept snapshot is still current ahead of the page's next currentTree,
+ * while the call that will want it still waits for the agent's tab listing
+ * (page-browser.server.ts): the round trips overlap. The page is the one the same tab name
+ * resolved to last; when it turns out to be another, or the call wants no snapshot, the answer
+ * is not used, and a peek changes nothing in the page.
+ */
+export function lookAhead(page: Page): void {
+  const st = states.get(page);
+  const k = st?.tree;
+  if (!st || !k || k.gen !== st.gen) return;
+  ahead.set(page, { since: k.epoch, at: Date.now(), taken: peek(page, k.epoch) });
 }
 
 /** Replaces every secret typed into the tab by dots (short ones only when they are the whole text). */

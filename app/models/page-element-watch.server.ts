@@ -15,7 +15,7 @@ import { inWorld } from "./page-content-world.server";
 //   every control's state, the scroll offsets and the viewport is compared;
 // - a page with frames in it (their documents are not watched): never unchanged.
 // Each `take` answers whether nothing changed since the previous one (named by its epoch) and
-// starts a new epoch; a snapshot taken after a `take` is current for as long as the next `take`
+// starts a new epoch (a `peek` answers the same and leaves the epoch); a snapshot taken after a `take` is current for as long as the next `take`
 // names that epoch and finds nothing changed. Two callers taking turns move the epoch on, so
 // either of them then sees "changed": a wrong "changed" costs a snapshot, a wrong "unchanged"
 // would hand out a stale view, so every doubt is a change.
@@ -36,7 +36,7 @@ const WATCH = String.raw`(() => {
     return true;
   };
   const EVENTS = ["input", "change", "reset", "beforetoggle", "toggle", "mouseover", "mouseout", "focusin", "focusout",
-    "animationstart", "animationend", "animationcancel", "transitionstart", "transitionend", "transitioncancel",
+    "animationstart", "animationiteration", "animationend", "animationcancel", "transitionstart", "transitionend", "transitioncancel",
     "load", "error", "fullscreenchange"];
   for (const e of EVENTS) document.addEventListener(e, mark, { capture: true, passive: true });
   // Boxes that scrolled once: their offsets go into the fingerprint (reading every element's
@@ -80,10 +80,16 @@ const WATCH = String.raw`(() => {
     add([scrollX, scrollY, innerWidth, innerHeight].join(","));
     return { grew, print: String(h >>> 0) };
   };
-  w.take = (since) => {
-    const pending = counts(mo.takeRecords());
+  const check = (since) => {
+    if (counts(mo.takeRecords())) w.dirty = true;
     const { grew, print } = look();
-    const same = !w.dirty && !pending && !grew && since === w.epoch && print === w.print && window.length === 0;
+    if (grew) w.dirty = true;
+    return { same: !w.dirty && since === w.epoch && print === w.print && window.length === 0, print };
+  };
+  // Whether nothing changed since the epoch, leaving the epoch as it is.
+  w.peek = (since) => ({ same: check(since).same, epoch: w.epoch });
+  w.take = (since) => {
+    const { same, print } = check(since);
     w.dirty = false;
     w.epoch += 1;
     w.print = print;
@@ -115,11 +121,20 @@ export function warm(page: Page, gen: number): void {
 }
 
 /** Whether nothing changed since `since` (an epoch from an earlier take); starts a new epoch. */
-export async function take(page: Page, since: number | undefined): Promise<Taken> {
+export function take(page: Page, since: number | undefined): Promise<Taken> {
+  return ask(page, "take", since);
+}
+
+/** Whether nothing changed since `since`, the epoch left as it is (`epoch` is the current one). */
+export function peek(page: Page, since: number): Promise<Taken> {
+  return ask(page, "peek", since);
+}
+
+async function ask(page: Page, what: "take" | "peek", since: number | undefined): Promise<Taken> {
   // Two worlds made at once would each get a watcher, and the epochs of one mean nothing to the other.
   await warming.get(page)?.done;
   try {
-    return await inWorld<Taken>(page, `__holmWatch.take(${since ?? -1})`, { watch: WATCH });
+    return await inWorld<Taken>(page, `__holmWatch.${what}(${since ?? -1})`, { watch: WATCH });
   } catch {
     // The page could not be asked (it navigated, a dialog holds it): a change, no epoch.
     return { same: false, epoch: -1 };
