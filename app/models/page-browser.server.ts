@@ -1,5 +1,5 @@
 import { type Browser, type BrowserContext, type ConsoleMessage, type Dialog, type Page, chromium } from "playwright-core";
-import { AGENT_PORT, agentCall } from "~/protocol/agent";
+import { AGENT_PORT, type TabInfo, agentCall } from "~/protocol/agent";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { agentFetch, readCapped, signAgentRequest } from "./agent.server";
 import { lookAhead } from "./page-element-snap.server";
@@ -15,13 +15,7 @@ import { takeoverOf } from "./takeover.server";
 // Tabs are named as the agent names them (target id or the label open_url gave), and the front
 // tab is the agent's (Chromium's /json/list order), so pixel steps and page steps agree.
 
-export interface TabInfo {
-  id: string;
-  label?: string;
-  url: string;
-  title: string;
-  active: boolean;
-}
+export type { TabInfo };
 
 export interface ConsoleEntry {
   type: string;

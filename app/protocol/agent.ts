@@ -28,6 +28,15 @@ export interface AgentHealth {
   screens: ScreenHealth[];
 }
 
+/** A tab as the agent lists it (`tabs`): target id, the label `open_url` gave it, front one `active`. */
+export interface TabInfo {
+  id: string;
+  label?: string;
+  url: string;
+  title: string;
+  active: boolean;
+}
+
 /** Every route the agent serves: method and path (`:name` is one path segment). */
 export const AGENT_ROUTES = {
   health: ["GET", "/health"],

@@ -8,14 +8,9 @@ import { toRgb, type Rect } from "./frames";
 import { decodePngBgrx, encodePng } from "./png";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
+import type { TabInfo } from "../../../app/protocol/agent";
 
-export interface TabInfo {
-  id: string;
-  label?: string;
-  url: string;
-  title: string;
-  active: boolean;
-}
+export type { TabInfo };
 
 /** How long open_url waits for `document.readyState` to reach `interactive`. */
 export const READY_WITHIN_MS = 15_000;
