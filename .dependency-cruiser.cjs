@@ -37,6 +37,13 @@ module.exports = {
       from: { path: "^app/components/" },
       to: { path: "(\\.server\\.tsx?$|^server/|^app/runtime/)", dependencyTypesNot: ["type-only"] },
     },
+    {
+      name: "client-runs-anywhere",
+      comment: "app/client/ (the /v1 client, for the CLI, MCP tools and tests) runs outside the server: protocol, itself, and types of the models' schemas only.",
+      severity: "error",
+      from: { path: "^app/client/" },
+      to: { path: "^(app/(?!(protocol|client)/)|server/|db/|images/)", dependencyTypesNot: ["type-only"] },
+    },
     ...RULES.map(([name, from, to, comment]) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } })),
   ],
   options: {
