@@ -31,7 +31,11 @@ export async function parseQuietBody<S extends z.ZodType>(request: Request, sche
   return validate(schema, raw, "body");
 }
 
-const NoBody = z.strictObject({});
+/** A browser route's body when it takes none. */
+export const NoBody = z.strictObject({});
+
+/** A browser route's query: `tab`, then the route's own fields (the OpenAPI registry builds it the same way). */
+export const browserQuerySchema = <Q extends z.ZodRawShape>(shape?: Q) => z.strictObject({ ...TabQuery, ...shape });
 
 /**
  * A box route on one screen's browser: the member role (cookies and states are credentials: a
@@ -45,7 +49,7 @@ export async function browserRoute<Q extends z.ZodRawShape = {}, B extends z.Zod
 ) {
   const actor = await requireActor(args.request, "member");
   const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
-  const query = parseQuery(args.request, z.strictObject({ ...TabQuery, ...opts.query })) as z.output<z.ZodObject<typeof TabQuery & Q>>;
+  const query = parseQuery(args.request, browserQuerySchema(opts.query)) as z.output<z.ZodObject<typeof TabQuery & Q>>;
   const body = (await parseQuietBody(args.request, opts.body ?? NoBody)) as z.output<B>;
   const t = await screenOfTab(box, (query as { tab?: string }).tab);
   if (opts.doing) assertMayDrive(actor, box.id, t.screen, opts.doing);

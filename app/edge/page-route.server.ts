@@ -1,4 +1,3 @@
-import { z } from "zod";
 import type { Actor } from "~/models/actor";
 import type { RunningBox } from "~/models/box.server";
 import { pageOf, screenOfTab } from "~/models/page-browser.server";
@@ -13,8 +12,8 @@ import { param, validate } from "./route.server";
 
 type RouteArgs = Parameters<typeof param>[0];
 
-/** `?tab=`, for the POST routes whose body does not name it (evaluate, pdf, console). */
-export const TabQuerySchema = z.strictObject({ tab: TabRef.optional() });
+/** `?tab=` (app/protocol/api-page.ts), for the POST routes whose body does not name it. */
+export { TabQuerySchema } from "~/protocol/api-page";
 
 /** `/pages/{tab}…`: the running box, the tab named in the path and its screen, held or not (`doing`). */
 export async function tabOfRoute(args: RouteArgs, doing: string) {

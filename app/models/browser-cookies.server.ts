@@ -58,6 +58,8 @@ export interface CookieJson {
 
 /** The query of the box-wide state and cookie routes: `tab` picks the screen whose browser has it. */
 export const TabQuery = { tab: TabRef.optional() };
+/** `GET` / `DELETE …/cookies`: `?url=` (and `tab`). */
+export const CookieQuery = { url: HttpUrl.optional() };
 
 /**
  * The default context of a screen's browser, where Chromium keeps every tab's cookies and

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX } from "~/protocol/api-box";
 import { db } from "~/utils/db.server";
 
 // The trace's shared vocabulary: the types, limits and entry helpers both stores use. The
@@ -122,8 +123,8 @@ export interface TraceStore {
 export const MEMORY_MAX_ENTRIES_PER_BOX = 10_000;
 export const MEMORY_MAX_FRAMES_PER_BOX = 256;
 export const MEMORY_MAX_BOXES = 256;
-export const TRACE_PAGE_MAX = 500;
-export const TRACE_PAGE_DEFAULT = 100;
+// Written once with the trace route's query (app/protocol/api-box.ts).
+export { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX };
 const DAY_MS = 86_400_000;
 export const DEFAULT_MAX_FRAME_AGE_MS = 7 * DAY_MS;
 export const DEFAULT_MAX_ENTRY_AGE_MS = 30 * DAY_MS;

@@ -1,9 +1,7 @@
-import { z } from "zod";
 import { boxWrite } from "~/edge/box-route.server";
 import { v1 } from "~/edge/route.server";
 import { installApps } from "~/models/batch.server";
-
-const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });
+import { AppsSchema } from "~/protocol/api-box";
 
 const route = v1({
   POST: async (args) => {

@@ -1,16 +1,11 @@
-import { z } from "zod";
 import { runningBoxOf } from "~/edge/box-route.server";
-import { TabQuerySchema, tabPageOf } from "~/edge/page-route.server";
+import { tabPageOf } from "~/edge/page-route.server";
 import { parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { readConsole } from "~/models/page-content.server";
+import { ConsoleBodySchema, TabQuerySchema } from "~/protocol/api-page";
 
 // POST /v1/boxes/{id}/page/console?tab=…: reads the tab's console. Body: {errors, clear, limit}.
 // Not input (clearing empties the server's copy, not the page), so it answers during a takeover.
-const ConsoleBodySchema = z.strictObject({
-  errors: z.boolean().optional(),
-  clear: z.boolean().optional(),
-  limit: z.number().int().min(1).max(10_000).optional(),
-});
 
 const route = v1({
   POST: async (args) => {

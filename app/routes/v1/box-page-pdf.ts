@@ -1,19 +1,13 @@
-import { z } from "zod";
 import { runningBoxOf } from "~/edge/box-route.server";
-import { TabQuerySchema, tabPageOf } from "~/edge/page-route.server";
+import { tabPageOf } from "~/edge/page-route.server";
 import { parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { printPdf } from "~/models/page-content.server";
 import { assertMayWriteBox } from "~/models/takeover.server";
-import { Path } from "~/protocol/action-fields";
+import { PdfBodySchema, TabQuerySchema } from "~/protocol/api-page";
 
 // POST /v1/boxes/{id}/page/pdf?tab=…: prints the page. Body: {landscape, no_background, path}.
 // With `path` the PDF is written into the box, a box-wide write like PUT …/files: refused while a
 // person holds any screen of the box. Without, it comes back in the answer, as a read.
-const PdfBodySchema = z.strictObject({
-  landscape: z.boolean().optional(),
-  no_background: z.boolean().optional(),
-  path: Path.optional(),
-});
 
 const route = v1({
   POST: async (args) => {

@@ -1,14 +1,10 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, parseQuery, v1 } from "~/edge/route.server";
 import { recordClipboardSet } from "~/models/recorder.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { agentCall } from "~/protocol/agent";
-
-const Selection = z.enum(["clipboard", "primary"]);
-const ClipboardQuerySchema = z.strictObject({ selection: Selection.optional() });
-const ClipboardSetSchema = z.strictObject({ text: z.string().max(1_000_000), selection: Selection.optional() });
+import { ClipboardQuerySchema, ClipboardSetSchema } from "~/protocol/api-box";
 
 const route = v1({
   GET: async (args) => {

@@ -1,10 +1,8 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
-
-const RecordingStartSchema = z.strictObject({ fps: z.number().int().min(1).max(60).optional() });
+import { RecordingStartSchema } from "~/protocol/api-box";
 
 async function target(args: Parameters<Parameters<typeof v1>[0]["GET"] & {}>[0]) {
   return requireScreen(await requireActor(args.request), param(args, "id"), param(args, "screen"));

@@ -1,4 +1,3 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
 import { issuerOf } from "~/models/actor";
@@ -8,8 +7,7 @@ import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
 import { viewerSocketUrl } from "~/protocol/viewer-socket";
 import { publicUrl } from "~/utils/env.server";
-
-const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
+import { TicketSchema } from "~/protocol/api-box";
 
 // A ticket for the viewer socket: the box must be one the caller sees, and not `starting` or
 // `failed` (409); a paused or stopped box gets one (its socket waits for a paused box, and answers
