@@ -5,6 +5,7 @@ import { NOT_BUILT } from "./routes/v1/not-built-list";
 // The contract's routes not built yet are v1NotBuilt below.
 export const v1Routes = [
   route("v1/health", "routes/v1/health.ts"),
+  route("v1/openapi.json", "routes/v1/openapi.ts"),
   route("v1/boxes", "routes/v1/boxes.ts"),
   route("v1/boxes/:id", "routes/v1/box.ts"),
   route("v1/boxes/:id/pause", "routes/v1/box-pause.ts"),

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ClipboardSetSchema, Path, Selection } from "./action-fields";
+import { BatchSchema, StepSchema } from "./actions";
 
 // The queries and small bodies of the /v1 box, file, screen, history and secret routes that no
 // model owns, written once here: the routes validate with them, the OpenAPI registry
@@ -12,6 +13,13 @@ export const TRACE_PAGE_DEFAULT = 100;
 
 /** `POST /v1/boxes/{id}/apps`. */
 export const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });
+
+/**
+ * `POST …/screens/{screen}/actions` as a caller writes it. The route checks BatchSchema, then each
+ * of `actions` against StepSchema on its own (so a refusal names the step): this is that same
+ * pair in one schema, for the document and the client's types.
+ */
+export const BatchBodySchema = BatchSchema.extend({ actions: z.array(StepSchema).max(500) });
 
 /** `GET /v1/boxes/{id}/files` and `…/files/list`: `?path=`. */
 export const PathQuerySchema = z.strictObject({ path: Path });

@@ -1,0 +1,263 @@
+import type { z } from "zod";
+import { ArrangeSchema, ExecSchema, GrepSchema, WaitWindowSchema, WriteFileSchema } from "~/models/action-schema.server";
+import { CookieQuery, SetCookiesSchema } from "~/models/browser-cookies.server";
+import { LoadSchema, SaveSchema } from "~/models/browser-state.server";
+import { ForkSchema } from "~/models/fork.server";
+import { FrameQuerySchema } from "~/models/screen.server";
+import { CreateBoxSchema } from "~/models/spec.server";
+import {
+  AppsSchema,
+  BatchBodySchema,
+  ClipboardQuerySchema,
+  ClipboardSetSchema,
+  EventsQuerySchema,
+  GlobQuerySchema,
+  PathQuerySchema,
+  RecordingStartSchema,
+  SecretPutSchema,
+  TakeoverSchema,
+  TicketSchema,
+  TraceQuerySchema,
+} from "~/protocol/api-box";
+import {
+  ConsoleBodySchema,
+  ElementQuerySchema,
+  EvaluateBodySchema,
+  FindQuerySchema,
+  PdfBodySchema,
+  ReadQuerySchema,
+  ShotBodySchema,
+  SnapshotQuerySchema,
+  TabQuerySchema,
+} from "~/protocol/api-page";
+import { ElementOpSchema } from "~/protocol/page-actions";
+import type { ErrorCode } from "~/protocol/errors";
+import { browserQuerySchema } from "./browser-route.server";
+
+// The operations of /v1, one row each: the single source of GET /v1/openapi.json
+// (openapi.server.ts). Each row names the very zod schemas its route validates with (the route
+// imports the same export), so the document cannot describe a body the route does not check.
+// tests/unit/openapi.test.ts fails when a route of app/routes.ts has no row here or a row names
+// a path or method no route serves; tests/integration/openapi.test.ts sends each row's example
+// with an unknown key to the live route and expects the 400 the schema gives.
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface Operation {
+  method: Method;
+  /** The OpenAPI path template: `/v1/boxes/{id}`. */
+  path: string;
+  /** operationId, and the client method it maps to. */
+  id: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** A body the route accepts: the drift tests add an unknown key to it. */
+  example?: unknown;
+  /** A success that is not JSON (`image/png`), or its description. */
+  binary?: string;
+  /** Error codes beyond the ones every operation of its kind can answer. */
+  errors?: ErrorCode[];
+  /** Served without the bearer token (000: health; the CDP token routes). */
+  open?: true;
+  /** Takes an `idempotency-key` header (000, Conventions). */
+  idempotent?: true;
+  /** Can answer 202 with a `starting` box (queued jobs). */
+  accepted?: true;
+  /** Headers the route needs, by name, with what they mean. */
+  headers?: Record<string, string>;
+  /** A route of the contract this server does not build yet: it answers 400 `unsupported`. */
+  notBuilt?: true;
+}
+
+const BOX = "/v1/boxes/{id}";
+const SCREEN = `${BOX}/screens/{screen}`;
+const WINDOW = `${SCREEN}/windows/{window}`;
+
+type Row = Omit<Operation, "method" | "path" | "id"> & { op: `${Method} ${string}`; id: string };
+const rows: Row[] = [
+  { op: "GET /v1/health", id: "health", tag: "health", summary: 'Returns {"ok": true, "service": "holm-server"}.', open: true },
+  { op: "GET /v1/openapi.json", id: "openapi", tag: "health", summary: "This document (OpenAPI 3.1), generated from the routes' zod schemas.", open: true },
+  // Boxes
+  { op: "GET /v1/boxes", id: "listBoxes", tag: "boxes", summary: "List boxes: {boxes}." },
+  {
+    op: "POST /v1/boxes",
+    id: "createBox",
+    tag: "boxes",
+    summary: "Create a box; answers the box (202 and `starting` when jobs are queued).",
+    body: CreateBoxSchema,
+    example: { spec: { desktop: { width: 1280, height: 800 } }, placement: { expires_after_secs: 3600 } },
+    idempotent: true,
+    accepted: true,
+    errors: ["unsupported", "unavailable"],
+  },
+  { op: `GET ${BOX}`, id: "getBox", tag: "boxes", summary: "Get one box." },
+  {
+    op: `DELETE ${BOX}`,
+    id: "removeBox",
+    tag: "boxes",
+    summary: "Remove a box (its trace stays).",
+    headers: { "x-holm-confirm-delete": "Must be `true`." },
+  },
+  { op: `POST ${BOX}/pause`, id: "pauseBox", tag: "boxes", summary: "Pause the box." },
+  { op: `POST ${BOX}/resume`, id: "resumeBox", tag: "boxes", summary: "Resume a paused or stopped box." },
+  { op: `POST ${BOX}/stop`, id: "stopBox", tag: "boxes", summary: "Stop the box and keep its files." },
+  { op: `POST ${BOX}/apps`, id: "installApps", tag: "boxes", summary: "Install catalog applications.", body: AppsSchema, example: { apps: ["gimp"] } },
+  {
+    op: `POST ${BOX}/fork`,
+    id: "forkBox",
+    tag: "boxes",
+    summary: "Make a new box from the trace: {box, replay}.",
+    body: ForkSchema,
+    example: { up_to: 40 },
+    idempotent: true,
+    accepted: true,
+  },
+  { op: "GET /v1/catalog", id: "catalog", tag: "boxes", summary: "The application names of the catalog: {apps}." },
+  // Screen
+  {
+    op: `POST ${SCREEN}/actions`,
+    id: "batch",
+    tag: "screen",
+    summary: "Run a batch of actions: {results, stopped_at, frame?, cursor?, windows, tabs, …}.",
+    body: BatchBodySchema,
+    example: { actions: [{ type: "wait", ms: 10 }] },
+    idempotent: true,
+    errors: ["failed", "screen_unavailable"],
+  },
+  { op: `GET ${SCREEN}/frame`, id: "frame", tag: "screen", summary: "A screenshot: {hash, unchanged, png_base64}.", query: FrameQuerySchema },
+  { op: `GET ${SCREEN}/cursor`, id: "cursor", tag: "screen", summary: "The pointer position." },
+  { op: `GET ${SCREEN}/clipboard`, id: "readClipboard", tag: "screen", summary: "Read the clipboard.", query: ClipboardQuerySchema },
+  { op: `PUT ${SCREEN}/clipboard`, id: "setClipboard", tag: "screen", summary: "Set the clipboard.", body: ClipboardSetSchema, example: { text: "hi" } },
+  { op: `GET ${SCREEN}/recording`, id: "recordingStatus", tag: "screen", summary: "The recording state." },
+  { op: `POST ${SCREEN}/recording`, id: "startRecording", tag: "screen", summary: "Start a recording.", body: RecordingStartSchema, example: { fps: 12 } },
+  { op: `DELETE ${SCREEN}/recording`, id: "stopRecording", tag: "screen", summary: "Stop the recording; answers the file's path in the box." },
+  // Windows
+  { op: `GET ${SCREEN}/windows`, id: "listWindows", tag: "windows", summary: "List windows." },
+  { op: `GET ${SCREEN}/windows/active`, id: "activeWindow", tag: "windows", summary: "The window that receives keyboard input." },
+  { op: `POST ${SCREEN}/windows/wait`, id: "waitWindow", tag: "windows", summary: "Wait for a window.", body: WaitWindowSchema, example: { class: "xterm", within_ms: 10 } },
+  { op: `DELETE ${WINDOW}`, id: "closeWindow", tag: "windows", summary: "Close a window." },
+  { op: `POST ${WINDOW}/focus`, id: "focusWindow", tag: "windows", summary: "Bring a window to the front." },
+  { op: `POST ${WINDOW}/arrange`, id: "arrangeWindow", tag: "windows", summary: "Move or resize a window.", body: ArrangeSchema, example: { how: "maximise" } },
+  // Human control
+  {
+    op: `POST ${SCREEN}/takeover`,
+    id: "takeover",
+    tag: "human-control",
+    summary: "Give the screen to a person: {url, exclusive, screen}.",
+    body: TakeoverSchema,
+    example: { shared: false },
+  },
+  { op: `DELETE ${SCREEN}/takeover`, id: "giveBack", tag: "human-control", summary: "Take the screen back." },
+  { op: `GET ${SCREEN}/viewers`, id: "viewers", tag: "human-control", summary: "{watching, driving, person_driving, taken_over}." },
+  {
+    op: `POST ${SCREEN}/viewer/ticket`,
+    id: "viewerTicket",
+    tag: "human-control",
+    summary: "A short-lived ticket for the viewer socket: {ticket, expires_at_ms, mode, view_socket, control_socket?}.",
+    body: TicketSchema,
+    example: { mode: "view" },
+  },
+  // Files and commands
+  { op: `POST ${BOX}/exec`, id: "exec", tag: "files", summary: "Run a command: {code, stdout, stderr, timed_out}.", body: ExecSchema, example: { argv: ["true"] } },
+  { op: `GET ${BOX}/files`, id: "readFile", tag: "files", summary: "Read a file: {path, contents_base64}.", query: PathQuerySchema },
+  { op: `PUT ${BOX}/files`, id: "writeFile", tag: "files", summary: "Write a file.", body: WriteFileSchema, example: { path: "/tmp/a.txt", contents_base64: "aGk=" } },
+  { op: `GET ${BOX}/files/list`, id: "listFiles", tag: "files", summary: "List a directory.", query: PathQuerySchema },
+  { op: `POST ${BOX}/files/grep`, id: "grep", tag: "files", summary: "Search in files.", body: GrepSchema, example: { pattern: "root", path: "/etc" } },
+  { op: `GET ${BOX}/files/glob`, id: "glob", tag: "files", summary: "Find files by name.", query: GlobQuerySchema },
+  // Pages
+  { op: `GET ${BOX}/pages`, id: "listTabs", tag: "pages", summary: "Every screen's tabs: {tabs}." },
+  { op: `DELETE ${BOX}/pages/{tab}`, id: "closeTab", tag: "pages", summary: "Close a tab." },
+  { op: `POST ${BOX}/pages/{tab}/focus`, id: "focusTab", tag: "pages", summary: "Bring a tab to the front." },
+  { op: `GET ${BOX}/page`, id: "readPage", tag: "pages", summary: "Read the page: {url, title, format, content, links, cut}.", query: ReadQuerySchema },
+  { op: `GET ${BOX}/page/find`, id: "findElements", tag: "pages", summary: "Find elements.", query: FindQuerySchema },
+  { op: `GET ${BOX}/page/snapshot`, id: "snapshot", tag: "pages", summary: "The page's controls, with refs.", query: SnapshotQuerySchema },
+  {
+    op: `POST ${BOX}/page/element`,
+    id: "element",
+    tag: "pages",
+    summary: "One element operation.",
+    query: ElementQuerySchema,
+    body: ElementOpSchema,
+    example: { op: "focus", query: "Search" },
+    errors: ["failed"],
+  },
+  {
+    op: `POST ${BOX}/page/evaluate`,
+    id: "evaluate",
+    tag: "pages",
+    summary: "Run JavaScript in the page.",
+    query: TabQuerySchema,
+    body: EvaluateBodySchema,
+    example: { expression: "document.title" },
+    errors: ["failed"],
+  },
+  { op: `POST ${BOX}/page/screenshot`, id: "pageShot", tag: "pages", summary: "Capture the page.", body: ShotBodySchema, example: { format: "png" } },
+  { op: `POST ${BOX}/page/pdf`, id: "pdf", tag: "pages", summary: "Print the page.", query: TabQuerySchema, body: PdfBodySchema, example: { landscape: false } },
+  { op: `POST ${BOX}/page/console`, id: "pageConsole", tag: "pages", summary: "Read the console.", query: TabQuerySchema, body: ConsoleBodySchema, example: { errors: true } },
+  // Browser state
+  { op: `POST ${BOX}/state/save`, id: "saveState", tag: "browser-state", summary: "Save cookies and storage.", query: browserQuerySchema(), body: SaveSchema, example: { name: "work" } },
+  { op: `POST ${BOX}/state/load`, id: "loadState", tag: "browser-state", summary: "Load a saved state.", query: browserQuerySchema(), body: LoadSchema, example: { name: "work" } },
+  { op: "GET /v1/states", id: "listStates", tag: "browser-state", summary: "The saved names: {states}." },
+  { op: "DELETE /v1/states/{name}", id: "deleteState", tag: "browser-state", summary: "Remove a saved name." },
+  { op: `GET ${BOX}/cookies`, id: "listCookies", tag: "browser-state", summary: "List cookies: {cookies}.", query: browserQuerySchema(CookieQuery) },
+  {
+    op: `POST ${BOX}/cookies`,
+    id: "setCookies",
+    tag: "browser-state",
+    summary: "Set cookies: {set, expired}.",
+    query: browserQuerySchema(),
+    body: SetCookiesSchema,
+    example: { url: "https://example.com", cookies: [{ name: "a", value: "b" }] },
+  },
+  { op: `DELETE ${BOX}/cookies`, id: "clearCookies", tag: "browser-state", summary: "Clear cookies: {cleared}.", query: browserQuerySchema(CookieQuery) },
+  // Secrets (holm's, for 004's secret_ref)
+  { op: "GET /v1/secrets", id: "listSecrets", tag: "secrets", summary: "Secret names and dates, never values: {secrets}." },
+  { op: "PUT /v1/secrets/{name}", id: "putSecret", tag: "secrets", summary: "Set a secret (write-only).", body: SecretPutSchema, example: { value: "s3cret" } },
+  { op: "DELETE /v1/secrets/{name}", id: "deleteSecret", tag: "secrets", summary: "Remove a secret." },
+  // History and events
+  { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },
+  { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: "The frame, a PNG." },
+  { op: "GET /v1/events", id: "events", tag: "events", summary: "Read events in order: {events, next, more}.", query: EventsQuerySchema },
+  // Scheduled work: GET and POST alike, with the server token or CRON_SECRET.
+  ...(["reap", "prune", "run"] as const).flatMap((job) =>
+    (["GET", "POST"] as const).map((m): Row => ({ op: `${m} /v1/jobs/${job}`, id: `${m.toLowerCase()}Jobs${job[0]!.toUpperCase()}${job.slice(1)}`, tag: "jobs", summary: `The ${job} job.` })),
+  ),
+];
+
+export const OPERATIONS: readonly Operation[] = rows.map(({ op, ...rest }) => {
+  const [method, path] = op.split(" ") as [Method, string];
+  return { method, path, ...rest };
+});
+
+/** A route of the contract not built yet, as app/routes/v1/not-built-list.ts lists it. */
+export interface NotBuiltEntry {
+  path: string;
+  methods: readonly Method[];
+  open?: true;
+}
+
+/** The React Router pattern of a /v1 route (`v1/boxes/:id`) as an OpenAPI path (`/v1/boxes/{id}`). */
+export const openApiPath = (pattern: string) => `/${pattern.replace(/^\/+/, "")}`.replace(/:(\w+)/g, "{$1}");
+
+/**
+ * The not-built routes as operations (400 `unsupported` until built). A splat (`…/json/*`) has
+ * no OpenAPI path template, so it is left out here and listed under `x-holm-not-built`.
+ */
+export function notBuiltOperations(list: readonly NotBuiltEntry[]): Operation[] {
+  return list
+    .filter((r) => !r.path.endsWith("*"))
+    .flatMap((r) =>
+      r.methods.map((method) => ({
+        method,
+        path: openApiPath(r.path),
+        id: `notBuilt_${method.toLowerCase()}_${r.path.replace(/^v1\//, "").replace(/[^a-z0-9]+/gi, "_")}`,
+        tag: "not-built",
+        summary: "Part of the contract, not built on this server yet: answers 400 `unsupported`.",
+        notBuilt: true as const,
+        ...(r.open ? { open: true as const } : {}),
+      })),
+    );
+}
