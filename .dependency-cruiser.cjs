@@ -44,6 +44,13 @@ module.exports = {
       from: { path: "^app/client/" },
       to: { path: "^(app/(?!(protocol|client)/)|server/|db/|images/)", dependencyTypesNot: ["type-only"] },
     },
+    {
+      name: "cli-is-a-client",
+      comment: "The holm CLI (cli/) is bundled alone and talks to a server over /v1: the client, the protocol, the trace's words; types of the rest only.",
+      severity: "error",
+      from: { path: "^cli/" },
+      to: { path: "^(app/(?!(protocol|client)/|components/trace-describe\\.tsx$)|server/|db/|images/)", dependencyTypesNot: ["type-only"] },
+    },
     ...RULES.map(([name, from, to, comment]) => ({ name, comment, severity: "error", from: { path: from }, to: { path: to } })),
   ],
   options: {

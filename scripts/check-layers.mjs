@@ -12,7 +12,7 @@ let failed = false;
 
 try {
   const bin = path.join(root, "node_modules/.bin/depcruise");
-  const out = execFileSync(bin, ["app", "server", "images/x11/agent", "--config", ".dependency-cruiser.cjs"], {
+  const out = execFileSync(bin, ["app", "server", "images/x11/agent", "cli", "--config", ".dependency-cruiser.cjs"], {
     cwd: root,
     encoding: "utf8",
   });

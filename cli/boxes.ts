@@ -1,0 +1,141 @@
+import fs from "node:fs";
+import type { Command } from "commander";
+import type { Box, CreateBox, Holm } from "~/client/holm";
+import { type Out, UsageError, printJson, printTable, progress, ticker, when } from "./output";
+
+// holm boxes ls|create|get|rm, and the seed's short forms (002): holm new, box, rm, pause,
+// resume, stop.
+
+type Ctx = { holm: () => Holm; out: (cmd: Command) => Out };
+
+interface CreateFlags {
+  spec?: string;
+  width?: string;
+  height?: string;
+  screens?: string;
+  ttl?: string;
+  idle?: string;
+  memory?: string;
+  cpus?: string;
+  network?: boolean;
+  persistent?: boolean;
+  wait?: boolean;
+}
+
+const int = (name: string, v: string | undefined) => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(v)}`);
+  return n;
+};
+
+/** The create body: a `--spec` file (a spec, or `{spec, placement}`), with the flags over it. */
+export function createBody(f: CreateFlags): CreateBox {
+  let body: CreateBox = {};
+  if (f.spec) {
+    const raw = JSON.parse(fs.readFileSync(f.spec === "-" ? 0 : f.spec, "utf8"));
+    body = raw && typeof raw === "object" && ("spec" in raw || "placement" in raw) ? raw : { spec: raw };
+  }
+  const desktop = { ...body.spec?.desktop };
+  const placement = { ...body.placement };
+  if (f.width) desktop.width = int("width", f.width);
+  if (f.height) desktop.height = int("height", f.height);
+  if (f.screens) desktop.screens = int("screens", f.screens);
+  if (f.ttl) placement.expires_after_secs = int("ttl", f.ttl)! * 60;
+  if (f.idle) placement.idle_timeout_secs = int("idle", f.idle)! * 60;
+  if (f.memory) placement.memory = f.memory;
+  if (f.cpus) placement.cpus = f.cpus;
+  if (f.persistent) placement.persistent = true;
+  const spec = { ...body.spec, ...(Object.keys(desktop).length ? { desktop } : {}) };
+  if (f.network === false) spec.policy = { ...spec.policy, network: false };
+  return { ...(Object.keys(spec).length ? { spec } : {}), ...(Object.keys(placement).length ? { placement } : {}) };
+}
+
+function printBoxes(boxes: Box[]) {
+  printTable(
+    ["ID", "STATE", "SCREENS", "SIZE", "CREATED", "EXPIRES"],
+    boxes.map((b) => [b.id, b.reason ? `${b.state} (${b.reason})` : b.state, b.screens, `${b.width}x${b.height}`, when(b.created_at_ms), when(b.expires_at_ms)]),
+  );
+}
+
+function printBox(b: Box) {
+  printTable(
+    ["FIELD", "VALUE"],
+    [["id", b.id], ["state", b.state], ["reason", b.reason], ["runtime", b.runtime], ["spec_digest", b.spec_digest], ["screens", b.screens],
+      ["size", `${b.width}x${b.height}`], ["viewer_url", b.viewer_url], ["created", when(b.created_at_ms)], ["expires", when(b.expires_at_ms)], ["owner", b.owner]]
+      .filter((r) => r[1] !== undefined),
+  );
+}
+
+export function boxCommands(program: Command, ctx: Ctx) {
+  const boxes = program.command("boxes").description("list, create, read and remove boxes");
+
+  const ls = async (_: unknown, cmd: Command) => {
+    const list = await ctx.holm().boxes.list();
+    if (ctx.out(cmd).json) printJson({ boxes: list });
+    else if (list.length === 0) progress("no boxes");
+    else printBoxes(list);
+  };
+  boxes.command("ls").alias("list").description("list boxes").action(ls);
+
+  const create = async (f: CreateFlags, cmd: Command) => {
+    const tick = ticker("creating a box");
+    try {
+      const box = await ctx.holm().boxes.create(createBody(f), {
+        wait: f.wait !== false,
+        onProgress: (b) => tick.update(`${b.id} is starting`),
+      });
+      tick.done(`${box.id} ${box.state}`);
+      // Only the id on stdout, so BOX=$(holm boxes create) works.
+      if (ctx.out(cmd).json) printJson(box);
+      else process.stdout.write(`${box.id}\n`);
+    } catch (e) {
+      tick.stop();
+      throw e;
+    }
+  };
+  const withCreateFlags = (c: Command) =>
+    c
+      .option("--spec <file>", "a spec (or {spec, placement}) as JSON; - reads stdin")
+      .option("--width <px>", "screen width")
+      .option("--height <px>", "screen height")
+      .option("--screens <n>", "number of screens (1 to 8)")
+      .option("--ttl <minutes>", "remove the box after this long")
+      .option("--idle <minutes>", "remove the box after this long unused")
+      .option("--memory <size>", 'memory limit, e.g. "2g"')
+      .option("--cpus <n>", 'CPU limit, e.g. "2"')
+      .option("--no-network", "no network access in the box")
+      .option("--persistent", "keep the files when the box stops")
+      .option("--no-wait", "answer at once, even while the box is starting")
+      .action(create);
+  withCreateFlags(boxes.command("create").description("create a box, wait until it runs, print its id"));
+  withCreateFlags(program.command("new").description("the same as boxes create"));
+
+  const get = async (id: string, _: unknown, cmd: Command) => {
+    const box = await ctx.holm().boxes.get(id);
+    if (ctx.out(cmd).json) printJson(box);
+    else printBox(box);
+  };
+  boxes.command("get <box>").description("show one box").action(get);
+  program.command("box <box>").description("the same as boxes get").action(get);
+
+  const rm = async (ids: string[], _: unknown, cmd: Command) => {
+    const removed = [];
+    for (const id of ids) removed.push(await ctx.holm().boxes.remove(id));
+    if (ctx.out(cmd).json) printJson({ boxes: removed });
+    else for (const b of removed) process.stdout.write(`removed ${b.id}\n`);
+  };
+  boxes.command("rm <box...>").alias("remove").description("remove boxes (their traces stay)").action(rm);
+  program.command("rm <box...>").description("the same as boxes rm").action(rm);
+
+  for (const verb of ["pause", "resume", "stop"] as const) {
+    const run = async (id: string, _: unknown, cmd: Command) => {
+      const box = await ctx.holm().boxes[verb](id);
+      if (ctx.out(cmd).json) printJson(box);
+      else process.stdout.write(`${box.id} ${box.state}\n`);
+    };
+    const what = { pause: "pause a box", resume: "resume a paused or stopped box", stop: "stop a box and keep its files" }[verb];
+    boxes.command(`${verb} <box>`).description(what).action(run);
+    program.command(`${verb} <box>`).description(what).action(run);
+  }
+}

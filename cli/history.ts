@@ -1,0 +1,102 @@
+import type { Command } from "commander";
+import type { Holm, HolmEvent, TraceEntry } from "~/client/holm";
+import { describeEntry } from "~/components/trace-describe";
+import { type Out, UsageError, printJson, progress, ticker, when } from "./output";
+
+// holm trace, fork and events: what happened to a box, doing it again, and the event log.
+
+type Ctx = { holm: () => Holm; out: (cmd: Command) => Out };
+
+const intOpt = (name: string, v: string | undefined) => {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(v)}`);
+  return n;
+};
+
+/** One entry in the seed's words (001): `   6  agent    ran ls /tmp → 0`. */
+const entryLine = (e: TraceEntry) => `${String(e.seq).padStart(4)}  ${e.actor.padEnd(7)}  ${describeEntry(e)}\n`;
+
+const eventLine = (e: HolmEvent) =>
+  `${String(e.seq).padStart(6)}  ${when(e.at_ms)}  ${e.kind.padEnd(18)} ${e.box_id ?? ""}${e.data ? `  ${JSON.stringify(e.data)}` : ""}\n`;
+
+/** Stops a follow on Ctrl-C or SIGTERM, quietly, with exit code 0. */
+function untilInterrupted(): AbortSignal {
+  const ac = new AbortController();
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => ac.abort());
+  return ac.signal;
+}
+
+export function historyCommands(program: Command, ctx: Ctx) {
+  program
+    .command("trace <box>")
+    .description("read the box's trace; --follow prints entries as they are recorded")
+    .option("--after <seq>", "only entries after this sequence number")
+    .option("--limit <n>", "at most this many entries (without --follow)")
+    .option("-f, --follow", "keep printing new entries until interrupted")
+    .action(async (box: string, f: { after?: string; limit?: string; follow?: boolean }, cmd: Command) => {
+      const holm = ctx.holm();
+      const json = ctx.out(cmd).json;
+      const after = intOpt("after", f.after) ?? -1;
+      if (f.follow) {
+        // One JSON object a line with --json, so a script reads entries as they come.
+        for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) process.stdout.write(json ? `${JSON.stringify(e)}\n` : entryLine(e));
+        return;
+      }
+      const limit = intOpt("limit", f.limit);
+      let entries = await holm.trace.all(box, after);
+      if (limit !== undefined) entries = entries.slice(0, limit);
+      if (json) printJson({ entries });
+      else for (const e of entries) process.stdout.write(entryLine(e));
+    });
+
+  program
+    .command("fork <box>")
+    .description("make a new box that does the trace's steps again; prints the new box's id")
+    .option("--up-to <seq>", "repeat the trace up to this sequence number")
+    .option("--idempotency-key <key>", "the same key and body answer the first result")
+    .action(async (box: string, f: { upTo?: string; idempotencyKey?: string }, cmd: Command) => {
+      const tick = ticker(`forking ${box}`);
+      try {
+        const out = await ctx.holm().boxes.fork(box, { up_to: intOpt("up-to", f.upTo) }, {
+          wait: true,
+          idempotencyKey: f.idempotencyKey,
+          onProgress: (b) => tick.update(`${b.id} is starting`),
+        });
+        const r = out.replay;
+        tick.done(`${out.box.id} ${out.box.state}: replayed ${r.ok} of ${r.attempted} steps${r.stopped_at !== null ? `, stopped at entry ${r.stopped_at}` : ""}${r.skipped.length ? `, ${r.skipped.length} skipped` : ""}`);
+        for (const s of r.skipped) progress(`  skipped ${s.seq} (${s.kind}): ${s.why}`);
+        // Only the id on stdout, so NEW=$(holm fork "$BOX") works (001).
+        if (ctx.out(cmd).json) printJson(out);
+        else process.stdout.write(`${out.box.id}\n`);
+      } catch (e) {
+        tick.stop();
+        throw e;
+      }
+    });
+
+  program
+    .command("events")
+    .description("read the event log (box created, ready, removed, taken over, …); --follow keeps reading")
+    .option("--after <seq>", "only events after this sequence number")
+    .option("-f, --follow", "keep printing new events until interrupted (about 2 s after they happen)")
+    .action(async (f: { after?: string; follow?: boolean }, cmd: Command) => {
+      const holm = ctx.holm();
+      const json = ctx.out(cmd).json;
+      let after = intOpt("after", f.after) ?? 0;
+      if (f.follow) {
+        for await (const e of holm.events.follow({ after, signal: untilInterrupted() })) process.stdout.write(json ? `${JSON.stringify(e)}\n` : eventLine(e));
+        return;
+      }
+      const events: HolmEvent[] = [];
+      for (;;) {
+        const page = await holm.events.list({ after, limit: 1000 });
+        events.push(...page.events);
+        after = page.next;
+        if (!page.more) break;
+      }
+      if (json) printJson({ events, next: after });
+      else for (const e of events) process.stdout.write(eventLine(e));
+    });
+}
+
