@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Holm, HolmApiError } from "~/client/holm";
+import { OPERATIONS, type Operation } from "~/edge/api-operations.server";
+import { type TestServer, removeTestBoxes, startServer } from "../support/server";
+
+// The OpenAPI document against the live routes, on one real box: every documented body, sent
+// with an unknown key added to its example, is refused by the route with the 400 its schema
+// gives (naming the key), and so is every documented query with an unknown parameter. So a route
+// that stopped using the schema the registry names (or a schema that stopped refusing unknown
+// keys) fails here. The document itself is served without a token. (The registry against the
+// router's list: tests/unit/openapi.test.ts.)
+
+let server: TestServer;
+let holm: Holm;
+let box: string;
+const UNKNOWN = "__holm_unknown__";
+
+/** A value for each required query parameter, so only the unknown one is wrong. */
+const REQUIRED: Record<string, string> = { path: "/etc", pattern: "*", q: "x" };
+
+function concrete(op: Operation) {
+  return op.path
+    .replace("{id}", box)
+    .replace("{screen}", "0")
+    .replace("{window}", "0x00000001")
+    .replace("{name}", "openapi-test")
+    .replace("{tab}", "none")
+    .replace("{hash}", "0".repeat(40));
+}
+
+async function refusal(p: Promise<unknown>): Promise<HolmApiError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof HolmApiError) return e;
+    throw e;
+  }
+  throw new Error("the route took it");
+}
+
+beforeAll(async () => {
+  server = await startServer();
+  holm = new Holm({ baseUrl: server.base, token: server.token });
+  box = (await holm.boxes.create({}, { wait: true })).id;
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+describe("GET /v1/openapi.json against the live routes", () => {
+  it("is served without a token, and is the document of this server's routes", async () => {
+    const anon = new Holm({ baseUrl: server.base });
+    const doc = (await anon.openapi()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe("3.1.0");
+    for (const op of OPERATIONS) expect(doc.paths[op.path]?.[op.method.toLowerCase()], `${op.method} ${op.path}`).toBeDefined();
+    // Everything else still needs one.
+    expect((await refusal(anon.boxes.list())).code).toBe("unauthorized");
+  });
+
+  it("every documented body with an unknown key is refused by its route: 400 naming the key", async () => {
+    const withBody = OPERATIONS.filter((op) => op.body && !op.notBuilt);
+    const wrong: string[] = [];
+    for (const op of withBody) {
+      const e = await refusal(holm.request(op.method, concrete(op), { body: { ...(op.example as object), [UNKNOWN]: 1 } }));
+      if (e.status !== 400 || e.code !== "bad_request" || !e.message.includes(`unknown key "${UNKNOWN}"`)) wrong.push(`${op.method} ${op.path}: ${e.status} ${e.code} ${e.message}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(withBody.length).toBeGreaterThan(20);
+    // Nothing was done: no box was made by the create with a bad body.
+    expect((await holm.boxes.list()).map((b) => b.id)).toEqual([box]);
+  });
+
+  it("every documented query with an unknown parameter is refused by its route: 400 naming it", async () => {
+    const withQuery = OPERATIONS.filter((op) => op.query && !op.notBuilt);
+    const wrong: string[] = [];
+    for (const op of withQuery) {
+      const doc = (await holm.openapi()) as { paths: Record<string, Record<string, { parameters: { name: string; in: string; required: boolean }[] }>> };
+      const required = doc.paths[op.path]![op.method.toLowerCase()]!.parameters.filter((p) => p.in === "query" && p.required).map((p) => p.name);
+      const query = Object.fromEntries([...required.map((n) => [n, REQUIRED[n] ?? "x"]), [UNKNOWN, "1"]]);
+      const e = await refusal(holm.request(op.method, concrete(op), { query }));
+      if (e.status !== 400 || !e.message.includes(`unknown key "${UNKNOWN}" in the query`)) wrong.push(`${op.method} ${op.path}: ${e.status} ${e.code} ${e.message}`);
+    }
+    expect(wrong).toEqual([]);
+    expect(withQuery.length).toBeGreaterThan(15);
+  });
+});
