@@ -171,6 +171,7 @@ describe("holm CLI", () => {
     const before = await holm.trace.all(box);
     const last = before[before.length - 1]!.seq;
     const child = spawn("holm", ["--json", "trace", box, "--follow", "--after", String(last)], { cwd: work, env: env() });
+    const exited = new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
     try {
       const out = lines(child);
       await new Promise((r) => setTimeout(r, 700)); // it is reading by now, and has nothing to print
@@ -182,8 +183,8 @@ describe("holm CLI", () => {
     } finally {
       child.kill("SIGTERM");
     }
-    const [code] = (await new Promise((r) => child.once("exit", (...a) => r(a)))) as [number | null];
-    expect(code).toBe(0);
+    // Interrupted, a follow ends quietly with 0.
+    expect(await exited).toBe(0);
   });
 
   it("fork --up-to prints only the new box's id; events --follow shows it being created", async () => {
