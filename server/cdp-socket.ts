@@ -5,7 +5,7 @@ import WebSocket, { WebSocketServer } from "ws";
 import { signAgentRequest } from "~/models/agent.server";
 import { type BoxJson, boxChanges } from "~/models/box.server";
 import { type CdpAccess, cdpAccess, issuerAccess } from "~/models/cdp-access.server";
-import { guardCommand } from "~/models/cdp-guard.server";
+import { type GuardState, guardCommand } from "~/models/cdp-guard.server";
 import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { controlRefusal } from "~/models/takeover.server";
@@ -120,6 +120,7 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   const c: Conn = { access, client, up };
   open.add(c);
   const { issuer, box_id, screen } = access.claims;
+  const guard: GuardState = new Map();
   const left = Math.max(0, access.untilMs - Date.now());
   // Timers hold at most ~24.8 days; a token lives at most a day.
   c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
@@ -129,7 +130,7 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
     if (up.readyState !== WebSocket.OPEN) return;
     // Read only while someone else holds the screen; otherwise the bytes go as they came.
     if (!controlRefusal(issuer, box_id, screen)) return up.send(data, { binary: false });
-    const r = guardCommand(data.toString("utf8"), screen);
+    const r = guardCommand(data.toString("utf8"), screen, guard);
     if ("reply" in r) client.send(r.reply);
     else up.send(r.forward);
   });

@@ -127,12 +127,32 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
 
 export type GuardResult = { forward: string } | { reply: string };
 
+/** Commands Playwright retries, silently, until its timeout when they fail (the steps of an action). */
+const RETRIED = /^(?:Input\.|DOM\.scrollIntoViewIfNeeded$|DOM\.focus$|DOM\.setFileInputFiles$)/;
+/** How long after such a refusal the next gesture evaluation on that session reports it. */
+const REPORT_WITHIN_MS = 1000;
+
+/**
+ * Per socket: the sessions whose last command was refused, and when. Playwright retries a failed
+ * input step, and between tries runs an evaluation (with a user gesture) to find the element
+ * again; answering that one evaluation with a JavaScript exception naming the takeover is what
+ * makes it stop and report `page.click: … takeover …` instead of a bare timeout.
+ */
+export type GuardState = Map<string, number>;
+
+function takeoverMessage(method: string, screen: number): string {
+  return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} is refused until they give it back. Reads go on.`;
+}
+
 function takeoverError(cmd: Command, method: string, screen: number): string {
-  const error = {
-    code: -32000,
-    message: `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} is refused until they give it back. Reads go on.`,
-  };
+  const error = { code: -32000, message: takeoverMessage(method, screen) };
   return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), error });
+}
+
+function takeoverException(cmd: Command, screen: number): string {
+  const description = `Error: ${takeoverMessage("input", screen)}`;
+  const exceptionDetails = { exceptionId: 0, text: "Uncaught", lineNumber: 0, columnNumber: 0, exception: { type: "object", subtype: "error", className: "Error", description } };
+  return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), result: { result: { type: "undefined" }, exceptionDetails } });
 }
 
 /**
@@ -142,7 +162,7 @@ function takeoverError(cmd: Command, method: string, screen: number): string {
  * (duplicate keys, say). A gesture on an evaluation is dropped, not refused: Playwright and
  * Puppeteer mark every evaluation, reads included, as a user gesture.
  */
-export function guardCommand(text: string, screen: number): GuardResult {
+export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now()): GuardResult {
   let cmd: Command;
   try {
     cmd = JSON.parse(text) as Command;
@@ -152,9 +172,16 @@ export function guardCommand(text: string, screen: number): GuardResult {
   if (!cmd || typeof cmd !== "object" || Array.isArray(cmd) || typeof cmd.method !== "string") {
     return { reply: JSON.stringify({ id: 0, error: { code: -32600, message: "holm: not a CDP command" } }) };
   }
+  const session = typeof cmd.sessionId === "string" ? cmd.sessionId : "";
   const params = cmd.params && typeof cmd.params === "object" ? cmd.params : {};
-  if (refusedDuringTakeover(cmd.method, params)) return { reply: takeoverError(cmd, cmd.method, screen) };
+  if (refusedDuringTakeover(cmd.method, params)) {
+    if (RETRIED.test(cmd.method)) state.set(session, now);
+    return { reply: takeoverError(cmd, cmd.method, screen) };
+  }
   if ((cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
+    const refusedAt = state.get(session);
+    state.delete(session);
+    if (refusedAt !== undefined && now - refusedAt <= REPORT_WITHIN_MS) return { reply: takeoverException(cmd, screen) };
     cmd.params = { ...params, userGesture: false };
   }
   // The old, unflattened sessions carry a command inside a command.
