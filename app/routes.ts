@@ -50,6 +50,11 @@ export const v1Routes = [
   route("v1/states", "routes/v1/states.ts"),
   route("v1/states/:name", "routes/v1/state.ts"),
   route("v1/boxes/:id/cookies", "routes/v1/box-cookies.ts"),
+  route("v1/boxes/:id/cdp", "routes/v1/box-cdp.ts"),
+  // No bearer: the token in the path is the credential (the WebSocket: server/cdp-socket.ts).
+  route("v1/cdp/:token/json", "routes/v1/cdp-json.ts", { id: "routes/v1/cdp-json" }),
+  route("v1/cdp/:token/json/*", "routes/v1/cdp-json.ts", { id: "routes/v1/cdp-json-rest" }),
+  route("v1/cdp/:token/devtools/*", "routes/v1/cdp-devtools.ts"),
   route("v1/secrets", "routes/v1/secrets.ts"),
   route("v1/secrets/:name", "routes/v1/secret.ts"),
   route("v1/catalog", "routes/v1/catalog.ts"),

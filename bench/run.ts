@@ -1,6 +1,7 @@
 import { benchAuth } from "./auth";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
+import { benchCdp } from "./cdp";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
 import { benchScrub } from "./scrub";
@@ -17,6 +18,7 @@ const benches: Record<string, () => Promise<void>> = {
   "box-read": benchBoxRead,
   drive: benchDrive,
   pages: benchPages,
+  cdp: benchCdp,
   auth: benchAuth,
   trace: benchTrace,
   scrub: benchScrub,

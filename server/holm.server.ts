@@ -7,6 +7,7 @@ import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
 import { attachRevocation } from "./revocation";
+import { registerCdpSocket } from "./cdp-socket";
 import { attachUpgradeRouter } from "./upgrade-router";
 import { registerViewerSocket } from "./viewer-socket";
 
@@ -32,6 +33,7 @@ export const holm = {
 
   attach(server: HttpServer) {
     registerViewerSocket();
+    registerCdpSocket();
     attachUpgradeRouter(server);
     io = attachSocketIo(server);
     attachRevocation(io);

@@ -34,6 +34,8 @@ export interface BoxJson {
   viewer_url: string;
   /** One per screen: the console page of that screen of this desktop. */
   viewer_urls: string[];
+  /** The CDP proxy's address of screen 0 (for connectOverCDP), on /v1 answers to a caller who may drive. */
+  devtools_url?: string;
   created_at_ms: number;
   expires_at_ms: number;
   owner?: string;
@@ -95,8 +97,8 @@ export function toBoxJson(row: BoxRow): BoxJson {
     height: row.height,
     viewer_url: urls[0]!,
     viewer_urls: urls,
-    // No devtools_url until the CDP proxy (/v1/boxes/{id}/cdp) is built: a URL that answers 404
-    // is worse than none.
+    // devtools_url carries a credential: only GET /v1/boxes/{id} adds it, for a caller who may
+    // drive (withDevtoolsUrl, app/models/cdp-access.server.ts; docs/decisions/0011).
     created_at_ms: Number(row.created_at_ms),
     expires_at_ms: Number(row.expires_at_ms),
     spec,

@@ -14,11 +14,6 @@ export interface NotBuiltRoute {
 }
 
 export const NOT_BUILT: readonly NotBuiltRoute[] = [
-  // Chrome DevTools
-  { path: "v1/boxes/:id/cdp", methods: ["POST"] },
-  { path: "v1/cdp/:token/json", methods: ANY, open: true },
-  { path: "v1/cdp/:token/json/*", methods: ANY, open: true },
-  { path: "v1/cdp/:token/devtools/*", methods: ["GET"], open: true },
   // Runtimes and images
   { path: "v1/runtimes", methods: ["GET", "POST"] },
   { path: "v1/runtimes/:name", methods: ["GET", "PATCH", "DELETE"] },

@@ -1,0 +1,203 @@
+// Human control over CDP (docs/decisions/0011-cdp-proxy.md): while a person holds a screen
+// exclusively, the commands a CDP client sends to that screen's browser are read, and those that
+// would inject input, navigate, or change what the person sees or does are answered with a CDP
+// error naming the takeover instead of being forwarded. Reads go on. The lists below are the
+// decision; the ADR gives the reasons and the known gaps.
+
+/** Refused in every form: each command of these domains injects input or changes the screen. */
+const DOMAINS = new Set(["Input", "Overlay", "Autofill", "FedCm", "DeviceAccess", "PWA", "Extensions"]);
+
+/** Overlay commands that only read or take highlights away. */
+const OVERLAY_READS = new Set(["Overlay.enable", "Overlay.disable", "Overlay.hideHighlight"]);
+
+const METHODS = new Set([
+  // Navigation and what the tab shows.
+  "Page.navigate",
+  "Page.reload",
+  "Page.navigateToHistoryEntry",
+  "Page.resetNavigationHistory",
+  "Page.stopLoading",
+  "Page.setDocumentContent",
+  "Page.close",
+  "Page.crash",
+  "Page.bringToFront",
+  "Page.setWebLifecycleState",
+  // The person's own dialogs and file choosers are theirs to answer.
+  "Page.handleJavaScriptDialog",
+  "DOM.setFileInputFiles",
+  // Tabs and windows.
+  "Target.createTarget",
+  "Target.closeTarget",
+  "Target.activateTarget",
+  "Target.disposeBrowserContext",
+  "Target.exposeDevToolsProtocol",
+  "Browser.close",
+  "Browser.crash",
+  "Browser.crashGpuProcess",
+  "Browser.setWindowBounds",
+  "Browser.executeBrowserCommand",
+  "Browser.cancelDownload",
+  // The DOM under the person's eyes and their focus and scroll position.
+  "DOM.focus",
+  "DOM.scrollIntoViewIfNeeded",
+  "DOM.setAttributeValue",
+  "DOM.setAttributesAsText",
+  "DOM.removeAttribute",
+  "DOM.removeNode",
+  "DOM.setNodeName",
+  "DOM.setNodeValue",
+  "DOM.setOuterHTML",
+  "DOM.moveTo",
+  "DOM.copyTo",
+  "DOM.undo",
+  "DOM.redo",
+  "CSS.addRule",
+  "CSS.createStyleSheet",
+  "CSS.forcePseudoState",
+  "CSS.forceStartingStyle",
+  "Animation.seekAnimations",
+  // How the page is laid out and drawn.
+  "Emulation.setDeviceMetricsOverride",
+  "Emulation.clearDeviceMetricsOverride",
+  "Emulation.setVisibleSize",
+  "Emulation.setPageScaleFactor",
+  "Emulation.resetPageScaleFactor",
+  "Emulation.setDefaultBackgroundColorOverride",
+  "Emulation.setEmitTouchEventsForMouse",
+  "Emulation.setScrollbarsHidden",
+  "Emulation.setScriptExecutionDisabled",
+  "Emulation.setAutoDarkModeOverride",
+  "Emulation.setEmulatedVisionDeficiency",
+  "Emulation.setVirtualTimePolicy",
+  "Page.setDeviceMetricsOverride",
+  // Freezing the page in the debugger, or changing its code.
+  "Debugger.pause",
+  "Debugger.setScriptSource",
+  "Debugger.setBreakpoint",
+  "Debugger.setBreakpointByUrl",
+  "Debugger.setBreakpointOnFunctionCall",
+  "Debugger.setInstrumentationBreakpoint",
+  "Debugger.setVariableValue",
+  "Debugger.setReturnValue",
+  // Rewriting or cutting what the person's page loads, and their signed-in state.
+  "Fetch.enable",
+  "Network.setRequestInterception",
+  "Network.setBlockedURLs",
+  "Network.clearBrowserCookies",
+  "Network.deleteCookies",
+  "Network.setCookie",
+  "Network.setCookies",
+  "Storage.clearCookies",
+  "Storage.setCookies",
+  "Storage.clearDataForOrigin",
+  "Storage.clearDataForStorageKey",
+]);
+
+/** Method prefixes refused: every setter of these domains changes the page or freezes it. */
+const PREFIXES = ["CSS.set", "Animation.set", "DOMDebugger.set", "EventBreakpoints.set"];
+
+interface Command {
+  id?: unknown;
+  sessionId?: unknown;
+  method?: unknown;
+  params?: Record<string, unknown>;
+}
+
+/** Whether a command (method and params) is refused while a person holds the screen. */
+export function refusedDuringTakeover(method: string, params: Record<string, unknown> = {}): boolean {
+  const domain = method.split(".")[0]!;
+  if (DOMAINS.has(domain)) return !(domain === "Overlay" && OVERLAY_READS.has(method));
+  if (METHODS.has(method)) return true;
+  if (PREFIXES.some((p) => method.startsWith(p))) return true;
+  switch (method) {
+    // Playwright clears every override when it attaches ({media: "", features: [{value: ""}]});
+    // only an override that changes the look is refused.
+    case "Emulation.setEmulatedMedia":
+      return !!params.media || (Array.isArray(params.features) && params.features.some((f) => !!(f as { value?: unknown })?.value));
+    case "Emulation.setTouchEmulationEnabled":
+    case "Page.setInterceptFileChooserDialog":
+      return params.enabled === true;
+    case "Network.emulateNetworkConditions":
+      return params.offline === true;
+    case "Debugger.setPauseOnExceptions":
+      return params.state !== "none";
+  }
+  return false;
+}
+
+export type GuardResult = { forward: string } | { reply: string };
+
+/** Commands Playwright retries, silently, until its timeout when they fail (the steps of an action). */
+const RETRIED = /^(?:Input\.|DOM\.scrollIntoViewIfNeeded$|DOM\.focus$|DOM\.setFileInputFiles$)/;
+/** How long after such a refusal the next gesture evaluation on that session reports it. */
+const REPORT_WITHIN_MS = 1000;
+
+/**
+ * Per socket: the sessions whose last command was refused, and when. Playwright retries a failed
+ * input step, and between tries runs an evaluation (with a user gesture) to find the element
+ * again; answering that one evaluation with a JavaScript exception naming the takeover is what
+ * makes it stop and report `page.click: … takeover …` instead of a bare timeout.
+ */
+export type GuardState = Map<string, number>;
+
+function takeoverMessage(method: string, screen: number): string {
+  return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} is refused until they give it back. Reads go on.`;
+}
+
+function takeoverError(cmd: Command, method: string, screen: number): string {
+  const error = { code: -32000, message: takeoverMessage(method, screen) };
+  return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), error });
+}
+
+function takeoverException(cmd: Command, screen: number): string {
+  const description = `Error: ${takeoverMessage("input", screen)}`;
+  const exceptionDetails = { exceptionId: 0, text: "Uncaught", lineNumber: 0, columnNumber: 0, exception: { type: "object", subtype: "error", className: "Error", description } };
+  return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), result: { result: { type: "undefined" }, exceptionDetails } });
+}
+
+/**
+ * Checks one command (the socket's text, as the client sent it) while a person holds the screen:
+ * `{reply}` answers it without forwarding, `{forward}` is what goes to the browser. What goes is
+ * re-serialised from what was checked, so the browser's JSON parser never reads anything else
+ * (duplicate keys, say). A gesture on an evaluation is dropped, not refused: Playwright and
+ * Puppeteer mark every evaluation, reads included, as a user gesture.
+ */
+export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now()): GuardResult {
+  let cmd: Command;
+  try {
+    cmd = JSON.parse(text) as Command;
+  } catch {
+    return { reply: JSON.stringify({ id: 0, error: { code: -32700, message: "holm: the message is not JSON; during a takeover only JSON commands are read" } }) };
+  }
+  if (!cmd || typeof cmd !== "object" || Array.isArray(cmd) || typeof cmd.method !== "string") {
+    return { reply: JSON.stringify({ id: 0, error: { code: -32600, message: "holm: not a CDP command" } }) };
+  }
+  const session = typeof cmd.sessionId === "string" ? cmd.sessionId : "";
+  const params = cmd.params && typeof cmd.params === "object" ? cmd.params : {};
+  if (refusedDuringTakeover(cmd.method, params)) {
+    if (RETRIED.test(cmd.method)) state.set(session, now);
+    return { reply: takeoverError(cmd, cmd.method, screen) };
+  }
+  if ((cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
+    const refusedAt = state.get(session);
+    state.delete(session);
+    if (refusedAt !== undefined && now - refusedAt <= REPORT_WITHIN_MS) return { reply: takeoverException(cmd, screen) };
+    cmd.params = { ...params, userGesture: false };
+  }
+  // The old, unflattened sessions carry a command inside a command.
+  if (cmd.method === "Target.sendMessageToTarget") {
+    if (typeof params.message !== "string") return { reply: takeoverError(cmd, cmd.method, screen) };
+    const inner = guardCommand(params.message, screen);
+    if ("reply" in inner) {
+      let innerMethod = "a command";
+      try {
+        innerMethod = String((JSON.parse(params.message) as Command).method ?? innerMethod);
+      } catch {
+        /* named generically */
+      }
+      return { reply: takeoverError(cmd, innerMethod, screen) };
+    }
+    cmd.params = { ...params, message: inner.forward };
+  }
+  return { forward: JSON.stringify(cmd) };
+}

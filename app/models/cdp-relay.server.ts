@@ -1,0 +1,60 @@
+import { ApiError, badRequest } from "~/utils/api-error.server";
+import { agentFetch, readCapped } from "./agent.server";
+import type { Actor } from "./actor";
+import { type RunningBox, requireRunningBox } from "./box.server";
+import { type CdpAccess, rewriteDevtools } from "./cdp-access.server";
+import { controlRefusal } from "./takeover.server";
+
+// The DevTools HTTP endpoints through the proxy (`/v1/cdp/{token}/json[/…]`): relayed to the
+// box's agent (signed, images/README.md "DevTools through the agent"), with every DevTools
+// address in the answer rewritten to come back through the proxy.
+
+const SERVER: Actor = { kind: "server" };
+/** /json/protocol is the largest answer (about 1 MB today). */
+const ANSWER_MAX = 16 * 1024 * 1024;
+const RELAY_MS = 15_000;
+/** What may follow /json: Chromium's endpoints (version, list, new, activate/ID, close/ID, protocol). */
+const REST = /^(?:\/[A-Za-z0-9_-]{1,128}){0,2}\/?$/;
+/** The endpoints that open, raise or close a tab: control, refused while a person holds the screen. */
+const CONTROL = /^\/(?:new|activate|close)(?:\/|$)/;
+
+export interface DevtoolsAnswer {
+  status: number;
+  contentType: string;
+  text: string;
+}
+
+/** The running box of an access (a paused box waits until it resumes, as every call does). */
+export function cdpBox(a: CdpAccess, signal?: AbortSignal): Promise<RunningBox> {
+  return requireRunningBox(SERVER, a.claims.box_id, signal);
+}
+
+/**
+ * One call to `/json{rest}{search}` of the token's screen, its answer rewritten for `origin`.
+ * `rest` is what follows /json (checked: no dots, so the agent path cannot climb to another
+ * screen).
+ */
+export async function relayDevtoolsHttp(a: CdpAccess, box: RunningBox, method: string, rest: string, search: string, origin: string, token: string): Promise<DevtoolsAnswer> {
+  if (!REST.test(rest)) throw badRequest(`no DevTools endpoint /json${rest.slice(0, 60)}`);
+  if (CONTROL.test(rest)) {
+    const why = controlRefusal(a.claims.issuer, box.id, a.claims.screen);
+    if (why) throw new ApiError("denied", `${why} (/json${rest} opens, raises or closes a tab)`, { retryable: true });
+  }
+  const res = await agentFetch(box.id, box.address, `/screens/${a.claims.screen}/cdp/json${rest}${search}`, { method, timeoutMs: RELAY_MS });
+  const text = (await readCapped(res, ANSWER_MAX)).toString("utf8");
+  if (res.status === 422 && /does not answer/.test(text)) {
+    throw new ApiError("screen_unavailable", `screen ${a.claims.screen}'s browser does not answer DevTools now`, { retryable: true });
+  }
+  return { status: res.status, contentType: res.headers.get("content-type") ?? "application/json; charset=UTF-8", text: rewriteDevtools(text, origin, token) };
+}
+
+/** The browser-level WebSocket address through the proxy (what Puppeteer's browserWSEndpoint takes). */
+export async function browserWsUrl(a: CdpAccess, box: RunningBox, origin: string, token: string): Promise<string> {
+  const v = await relayDevtoolsHttp(a, box, "GET", "/version", "", origin, token);
+  try {
+    if (v.status === 200) return String((JSON.parse(v.text) as { webSocketDebuggerUrl: string }).webSocketDebuggerUrl);
+  } catch {
+    /* below */
+  }
+  throw new ApiError("screen_unavailable", `screen ${a.claims.screen}'s browser did not name its DevTools endpoint (${v.status})`, { retryable: true });
+}

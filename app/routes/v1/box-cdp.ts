@@ -1,0 +1,33 @@
+import { z } from "zod";
+import { requireActor } from "~/edge/auth.server";
+import { param, parseQuery, v1 } from "~/edge/route.server";
+import { getSettledBox } from "~/models/box.server";
+import { cdpAccess, cdpUrl } from "~/models/cdp-access.server";
+import { browserWsUrl, cdpBox } from "~/models/cdp-relay.server";
+import { CDP_TTL_DEFAULT_SECS, CDP_TTL_MAX_SECS, mintCdpToken } from "~/models/cdp-token.server";
+import { parseScreen } from "~/models/screen.server";
+
+const CdpQuerySchema = z.strictObject({
+  ttl_secs: z.coerce.number().int().min(1).max(CDP_TTL_MAX_SECS).optional(),
+  screen: z.string().regex(/^[0-9]{1,2}$/, "a screen number").optional(),
+});
+
+// POST /v1/boxes/{id}/cdp?ttl_secs=&screen=: a CDP address with a short-lived token, for
+// Playwright's connectOverCDP (`url`) and Puppeteer's browserWSEndpoint (`ws_url`). CDP drives
+// the browser: the member role is needed (a viewer gets 409 `denied`). The addresses name the
+// host the caller reached (docs/decisions/0011-cdp-proxy.md).
+const route = v1({
+  POST: async (args) => {
+    const actor = await requireActor(args.request, "member");
+    const box = await getSettledBox(actor, param(args, "id"));
+    const q = parseQuery(args.request, CdpQuerySchema);
+    const screen = parseScreen(q.screen ?? "0", box);
+    const { token, expires_at_ms } = mintCdpToken(actor, box, screen, q.ttl_secs ?? CDP_TTL_DEFAULT_SECS);
+    const origin = new URL(args.request.url).origin;
+    const access = await cdpAccess(token);
+    const ws_url = await browserWsUrl(access, await cdpBox(access, args.request.signal), origin, token);
+    return { url: cdpUrl(origin, token), ws_url, expires_at_ms };
+  },
+});
+
+export const loader = route.loader, action = route.action;

@@ -1,0 +1,172 @@
+import type { IncomingMessage } from "node:http";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import WebSocket, { WebSocketServer } from "ws";
+import { signAgentRequest } from "~/models/agent.server";
+import { type BoxJson, boxChanges } from "~/models/box.server";
+import { type CdpAccess, cdpAccess, issuerAccess } from "~/models/cdp-access.server";
+import { type GuardState, guardCommand } from "~/models/cdp-guard.server";
+import { cdpBox } from "~/models/cdp-relay.server";
+import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
+import { controlRefusal } from "~/models/takeover.server";
+import { AGENT_PORT } from "~/protocol/agent";
+import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
+import { crossSiteReason } from "./http-edge";
+import { registerUpgrade } from "./upgrade-router";
+
+// GET /v1/cdp/{token}/devtools/<kind>/<id>: the DevTools WebSocket of one screen's Chromium,
+// through the server (docs/decisions/0011-cdp-proxy.md). The token is the credential; it and its
+// issuer's access are checked before the upgrade is accepted, and the agent's relay in the box
+// is opened (signed, images/README.md) before the client gets its 101, so a refusal is a plain
+// HTTP answer with the seed's status. Then messages pass through: the browser's untouched (a
+// screenshot is megabytes; nothing parses it), the client's untouched too unless a person holds
+// the screen, when each is read and the commands that would change the screen are answered
+// with a CDP error instead (app/models/cdp-guard.server.ts). A socket closes when its issuer's
+// access ends (key revoked or expired, member removed, session ended), when its token expires
+// and when the box stops or goes away. The token is never logged.
+
+const UPGRADE = /^\/v1\/cdp\/([^/]*)\/devtools\/(.*)$/;
+/** Chromium's WebSocket paths: /devtools/browser/<uuid>, /devtools/page/<id>. No dots: the agent path cannot climb. */
+const REST = /^[a-z_]{1,32}\/[A-Za-z0-9_-]{1,128}$/;
+const MAX_PAYLOAD = 512 * 1024 * 1024;
+const PAUSED_WAIT_MS = 60_000;
+/** Close codes: 1008 (policy) when access ends, 1001 when the box goes away. */
+const CLOSE_POLICY = 1008;
+const CLOSE_AWAY = 1001;
+
+interface Conn {
+  access: CdpAccess;
+  client: WebSocket;
+  up: WebSocket;
+  timer?: NodeJS.Timeout;
+}
+
+const open = new Set<Conn>();
+let wss: WebSocketServer | undefined;
+
+function refuse(socket: Duplex, err: ApiError) {
+  if (socket.destroyed) return;
+  const status = ERROR_STATUS[err.code];
+  const body = JSON.stringify(err.toJSON());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
+function close(c: Conn, code: number, reason: string) {
+  if (!open.delete(c)) return;
+  clearTimeout(c.timer);
+  if (c.client.readyState === WebSocket.OPEN) c.client.close(code, reason.slice(0, 120));
+  else c.client.terminate();
+  c.up.terminate();
+}
+
+/** The agent's relay for the token's screen, open (or the refusal to answer the client with). */
+function openUpstream(access: CdpAccess, address: string, rest: string): Promise<WebSocket> {
+  const path = `/screens/${access.claims.screen}/cdp/devtools/${rest}`;
+  const up = new WebSocket(`ws://${address}:${AGENT_PORT}${path}`, {
+    headers: { authorization: signAgentRequest(access.claims.box_id, "GET", path) },
+    perMessageDeflate: false,
+    maxPayload: MAX_PAYLOAD,
+    handshakeTimeout: 10_000,
+  });
+  return new Promise((resolve, reject) => {
+    up.once("open", () => resolve(up));
+    up.once("unexpected-response", (_req, res) => {
+      up.terminate();
+      reject(
+        res.statusCode === 404
+          ? notFound(`screen ${access.claims.screen}'s browser has no DevTools target ${rest.slice(0, 80)}`)
+          : new ApiError("transport", `screen ${access.claims.screen}'s DevTools refused the connection (${res.statusCode})`),
+      );
+    });
+    up.once("error", (err) => reject(new ApiError("transport", `the server could not reach the box's DevTools: ${err.message}`)));
+  });
+}
+
+async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+  // A WebSocket from a web page carries its Origin: refused, as Chromium itself refuses one. The
+  // DevTools front end (devtools://devtools) is not a web page, and may connect.
+  if (req.headers.origin !== "devtools://devtools") {
+    const why = crossSiteReason(req.headers);
+    if (why) return refuse(socket, new ApiError("forbidden", why));
+  }
+  const token = match[1]!;
+  const rest = match[2]!;
+  let access: CdpAccess;
+  let up: WebSocket;
+  try {
+    access = await cdpAccess(token);
+    if (!REST.test(rest)) throw notFound("no such DevTools WebSocket; use the address /json/version or /json/list names");
+    const box = await cdpBox(access, AbortSignal.timeout(PAUSED_WAIT_MS));
+    up = await openUpstream(access, box.address, rest);
+  } catch (e) {
+    return refuse(socket, isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
+  }
+  // Access changed while the relay opened: checked again, so the listener below misses none.
+  if (access.seq !== principalSeq()) {
+    const again = await issuerAccess(access.claims, access.owner);
+    if (!again.ok || access.seq !== principalSeq()) {
+      up.terminate();
+      return refuse(socket, again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
+    }
+  }
+  if (socket.destroyed) return void up.terminate();
+  wss!.handleUpgrade(req, socket, head, (client) => relay(access, client, up));
+}
+
+function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
+  const c: Conn = { access, client, up };
+  open.add(c);
+  const { issuer, box_id, screen } = access.claims;
+  const guard: GuardState = new Map();
+  const left = Math.max(0, access.untilMs - Date.now());
+  // Timers hold at most ~24.8 days; a token lives at most a day.
+  c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
+  c.timer.unref();
+  client.on("message", (data: Buffer, isBinary) => {
+    if (isBinary) return close(c, 1003, "DevTools takes text messages");
+    if (up.readyState !== WebSocket.OPEN) return;
+    // Read only while someone else holds the screen; otherwise the bytes go as they came.
+    if (!controlRefusal(issuer, box_id, screen)) return up.send(data, { binary: false });
+    const r = guardCommand(data.toString("utf8"), screen, guard);
+    if ("reply" in r) client.send(r.reply);
+    else up.send(r.forward);
+  });
+  up.on("message", (data: Buffer, isBinary) => {
+    if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
+  });
+  client.on("close", () => close(c, 1000, ""));
+  up.on("close", (code) => close(c, code === 1000 ? 1000 : CLOSE_AWAY, "the browser closed the connection"));
+  client.on("error", () => close(c, 1011, ""));
+  up.on("error", () => close(c, 1011, "the box's DevTools connection failed"));
+}
+
+async function recheck(c: Conn) {
+  const a = await issuerAccess(c.access.claims, c.access.owner).catch((err) => {
+    console.error("[holm] checking a CDP socket's access failed:", (err as Error).message);
+    return { ok: false as const, err: new ApiError("unauthorized", "your access could not be confirmed; connect again") };
+  });
+  if (!a.ok) close(c, CLOSE_POLICY, a.err.message);
+}
+
+/** Registers the DevTools socket's upgrade route and its listeners (once, before listening). */
+export function registerCdpSocket() {
+  if (wss) return;
+  wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+  registerUpgrade(UPGRADE, (req, socket, head, match) => {
+    socket.on("error", () => undefined);
+    accept(req, socket, head, match).catch((err) => {
+      console.error("[holm] CDP socket:", (err as Error).message);
+      refuse(socket, new ApiError("internal", "the DevTools socket failed to open"));
+    });
+  });
+  onPrincipalChange((change) => {
+    for (const c of open) if (concerns(change, c.access.claims.issuer, c.access.sessionId)) void recheck(c);
+  });
+  boxChanges.on("change", (box: BoxJson) => {
+    if (box.state === "ready" || box.state === "paused") return;
+    for (const c of open) if (c.access.claims.box_id === box.id) close(c, CLOSE_AWAY, `the box is ${box.state}`);
+  });
+}

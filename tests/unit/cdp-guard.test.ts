@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { rewriteDevtools } from "~/models/cdp-access.server";
+import { guardCommand } from "~/models/cdp-guard.server";
+
+// What the CDP proxy does with a client's command while a person holds the screen
+// (docs/decisions/0011-cdp-proxy.md), and how it rewrites DevTools addresses.
+
+const send = (cmd: unknown, state?: Map<string, number>, now?: number) => guardCommand(JSON.stringify(cmd), 0, state, now);
+
+describe("CDP takeover guard", () => {
+  it("refuses input and navigation with a CDP error naming the takeover, on the command's session", () => {
+    for (const method of ["Input.dispatchMouseEvent", "Input.insertText", "Page.navigate", "Target.createTarget", "DOM.setFileInputFiles"]) {
+      const r = send({ id: 7, sessionId: "S", method, params: {} });
+      expect("reply" in r, method).toBe(true);
+      const reply = JSON.parse((r as { reply: string }).reply);
+      expect(reply).toMatchObject({ id: 7, sessionId: "S", error: { code: -32000 } });
+      expect(reply.error.message).toContain("takeover");
+    }
+  });
+
+  it("lets reads go, and drops the gesture of an evaluation instead of refusing it", () => {
+    for (const method of ["Page.captureScreenshot", "DOM.getDocument", "Runtime.getProperties", "Accessibility.getFullAXTree"]) {
+      expect("forward" in send({ id: 1, method }), method).toBe(true);
+    }
+    const r = send({ id: 2, method: "Runtime.callFunctionOn", params: { functionDeclaration: "() => 1", userGesture: true } });
+    expect(JSON.parse((r as { forward: string }).forward).params.userGesture).toBe(false);
+  });
+
+  it("clearing emulated media passes (Playwright's attach); setting it is refused", () => {
+    expect("forward" in send({ id: 1, method: "Emulation.setEmulatedMedia", params: { media: "", features: [{ name: "prefers-color-scheme", value: "" }] } })).toBe(true);
+    expect("reply" in send({ id: 1, method: "Emulation.setEmulatedMedia", params: { media: "print" } })).toBe(true);
+    expect("reply" in send({ id: 1, method: "Emulation.setEmulatedMedia", params: { features: [{ name: "prefers-color-scheme", value: "dark" }] } })).toBe(true);
+  });
+
+  it("checks the command inside Target.sendMessageToTarget, and forwards only what it checked", () => {
+    const inner = JSON.stringify({ id: 1, method: "Input.dispatchKeyEvent", params: {} });
+    expect("reply" in send({ id: 3, method: "Target.sendMessageToTarget", params: { sessionId: "X", message: inner } })).toBe(true);
+    // Duplicate keys: JSON.parse keeps the last; the browser gets exactly that, re-serialised.
+    const r = guardCommand('{"id":4,"method":"Input.dispatchMouseEvent","method":"DOM.getDocument"}', 0);
+    expect(JSON.parse((r as { forward: string }).forward)).toEqual({ id: 4, method: "DOM.getDocument" });
+    const dup = guardCommand('{"id":5,"method":"DOM.getDocument","method":"Input.dispatchMouseEvent"}', 0);
+    expect("reply" in dup).toBe(true);
+  });
+
+  it("after a refused input step, the next gesture evaluation on that session reports the takeover (once, within 1 s)", () => {
+    const state = new Map<string, number>();
+    send({ id: 1, sessionId: "S", method: "DOM.scrollIntoViewIfNeeded", params: {} }, state, 1000);
+    const evalCmd = { id: 2, sessionId: "S", method: "Runtime.callFunctionOn", params: { userGesture: true } };
+    const r = JSON.parse((send(evalCmd, state, 1500) as { reply: string }).reply);
+    expect(r.result.exceptionDetails.exception.description).toContain("taken over");
+    expect("forward" in send(evalCmd, state, 1600)).toBe(true);
+    send({ id: 3, sessionId: "S", method: "Input.dispatchMouseEvent", params: {} }, state, 2000);
+    expect("forward" in send(evalCmd, state, 3500)).toBe(true);
+  });
+});
+
+describe("DevTools address rewriting", () => {
+  it("points webSocketDebuggerUrl and devtoolsFrontendUrl back through the proxy", () => {
+    const body = JSON.stringify({
+      webSocketDebuggerUrl: "ws://127.0.0.1:9222/devtools/page/AB12",
+      devtoolsFrontendUrl: "https://chrome-devtools-frontend.appspot.com/serve_rev/@x/inspector.html?ws=127.0.0.1:9222/devtools/page/AB12",
+    });
+    const out = JSON.parse(rewriteDevtools(body, "http://holm.local:8080", "T.K"));
+    expect(out.webSocketDebuggerUrl).toBe("ws://holm.local:8080/v1/cdp/T.K/devtools/page/AB12");
+    expect(out.devtoolsFrontendUrl).toContain("?ws=holm.local:8080/v1/cdp/T.K/devtools/page/AB12");
+    expect(JSON.parse(rewriteDevtools(body, "https://holm.example", "T")).webSocketDebuggerUrl).toBe("wss://holm.example/v1/cdp/T/devtools/page/AB12");
+  });
+});
