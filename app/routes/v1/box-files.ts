@@ -1,12 +1,10 @@
-import { z } from "zod";
 import { boxWrite, fileQuery } from "~/edge/box-route.server";
 import { v1 } from "~/edge/route.server";
+import { PathQuerySchema } from "~/edge/v1-schemas.server";
 import { WriteFileSchema } from "~/models/action-schema.server";
 import { recordFileWritten } from "~/models/recorder.server";
 import { callAgent } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
-
-const PathQuerySchema = z.strictObject({ path: z.string().min(1).max(4096) });
 
 const route = v1({
   GET: fileQuery("fileRead", PathQuerySchema, 120_000),

@@ -1,20 +1,15 @@
-import { z } from "zod";
 import { runningBoxOf } from "~/edge/box-route.server";
 import { parseBody, parseQuery, v1 } from "~/edge/route.server";
+import { ElementQuerySchema } from "~/edge/v1-schemas.server";
 import { pageOf, screenOfTab } from "~/models/page-browser.server";
 import { elementOp } from "~/models/page-element.server";
 import { recordingPageAct } from "~/models/recorder.server";
 import { assertMayDrive } from "~/models/takeover.server";
-import { Ms30, TabRef } from "~/protocol/action-fields";
 import { ElementOpSchema } from "~/protocol/page-actions";
 
 // POST /v1/boxes/{id}/page/element: one element operation (seed 000, "Element operations"). It is
 // agent input: refused while a person holds the tab's screen, and recorded in the trace as an
 // `acted` entry (an `on_page` step, which a fork replays).
-const ElementQuerySchema = z.strictObject({
-  settle_ms: z.coerce.number().pipe(Ms30).optional(),
-  tab: TabRef.optional(),
-});
 
 const route = v1({
   POST: async (args) => {

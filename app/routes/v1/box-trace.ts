@@ -1,14 +1,8 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseQuery, v1 } from "~/edge/route.server";
+import { TraceQuerySchema } from "~/edge/v1-schemas.server";
 import { refuseUnsettled } from "~/models/box.server";
-import { readTrace, TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, traceBox } from "~/models/trace.server";
-
-const TraceQuerySchema = z.strictObject({
-  /** Entries with seq > after; -1 (the default) reads from the start. */
-  after: z.coerce.number().int().min(-1).default(-1),
-  limit: z.coerce.number().int().min(1).max(TRACE_PAGE_MAX).default(TRACE_PAGE_DEFAULT),
-});
+import { readTrace, traceBox } from "~/models/trace.server";
 
 const route = v1({
   GET: async (args) => {

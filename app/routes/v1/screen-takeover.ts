@@ -1,10 +1,8 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { TakeoverSchema } from "~/edge/v1-schemas.server";
 import { requireScreen } from "~/models/screen.server";
 import { giveBack, takeOver } from "~/models/takeover.server";
-
-const TakeoverSchema = z.strictObject({ shared: z.boolean().optional() });
 
 const route = v1({
   POST: async (args) => {

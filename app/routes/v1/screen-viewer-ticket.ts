@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { TicketSchema } from "~/edge/v1-schemas.server";
 import { issuerOf } from "~/models/actor";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
@@ -8,8 +8,6 @@ import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
 import { viewerSocketUrl } from "~/protocol/viewer-socket";
 import { publicUrl } from "~/utils/env.server";
-
-const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 
 // A ticket for the viewer socket: the box must be one the caller sees, and not `starting` or
 // `failed` (409); a paused or stopped box gets one (its socket waits for a paused box, and answers
