@@ -16,6 +16,8 @@ const RULES = [
     "The runtime runs containers; it knows no box record, route or socket."],
   ["edge-uses-no-socket-module", "^app/edge/", "^(server/|app/routes/|app/runtime/)",
     "The request edge (app/edge/) serves routes and sockets alike; it imports neither."],
+  ["mcp-calls-v1-through-the-client", "^app/mcp/", "^(server/|app/(routes|runtime|components)/)",
+    "app/mcp/ (the MCP tools, docs/decisions/0013) calls /v1 through app/client/; it takes schemas from protocol, edge and models, and no route, socket module or runtime."],
   ["the-agent-shares-only-the-protocol", "^images/", "^(app/(?!protocol/)|server/|db/)",
     "The in-box agent is bundled alone for Node 18: from app/ it takes only app/protocol/."],
 ];

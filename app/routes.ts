@@ -87,4 +87,6 @@ export default [
   route("boxes/:id/trace/frames/:hash", "routes/box-trace-data.ts", { id: "routes/box-trace-frames" }),
   ...v1Routes,
   ...v1NotBuilt,
+  // MCP over Streamable HTTP, with the same keys as /v1 (docs/decisions/0013).
+  route("mcp", "routes/mcp.ts"),
 ] satisfies RouteConfig;

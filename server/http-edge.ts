@@ -6,9 +6,9 @@ import { env } from "~/utils/env.server";
 // (docs/decisions/0005). A browser is the threat here: any page the user visits can send it
 // simple requests to 127.0.0.1, and a rebound DNS name can read the answers. So:
 //   - Host must be a name this server answers to (DNS rebinding): 421.
-//   - /v1 (every method) and console changes refuse a cross-site or same-site Origin,
+//   - /v1 and /mcp (every method) and console changes refuse a cross-site or same-site Origin,
 //     `Origin: null` and `Sec-Fetch-Site: cross-site|same-site`: 403 `denied`. No CORS is granted.
-//   - /v1 bodies must be application/json (a form or text/plain POST needs no preflight): 415.
+//   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight): 415.
 //   - Bodies are capped while they stream: 413, never buffered whole.
 
 const MiB = 1024 * 1024;
@@ -176,7 +176,9 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
     return send(res, hostRefusal(req.headers.host), hasBody(req) ? req : undefined);
   }
   const path = (req.url ?? "/").split("?")[0]!;
-  const v1 = path === "/v1" || path.startsWith("/v1/");
+  // /mcp (MCP over Streamable HTTP, docs/decisions/0013) is the API too: the same rules. The
+  // MCP spec asks the server to check Origin on every request, the SSE GET included.
+  const v1 = path === "/v1" || path.startsWith("/v1/") || path === "/mcp";
   if (v1 || !SAFE_METHODS.has(req.method ?? "GET")) {
     const why = crossSiteReason(req.headers);
     if (why) return send(res, new ApiError("forbidden", why), hasBody(req) ? req : undefined);

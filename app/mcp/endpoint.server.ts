@@ -1,0 +1,62 @@
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { requireActor } from "~/edge/auth.server";
+import { rememberPeer } from "~/edge/peer.server";
+import { readText } from "~/edge/route.server";
+import { issuerOf } from "~/models/actor";
+import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { findSession, openSession } from "./sessions.server";
+
+// `/mcp`: MCP over Streamable HTTP (docs/decisions/0013). POST carries JSON-RPC (an initialize
+// request opens a session), GET opens the session's SSE stream (with Last-Event-ID, it replays
+// what a dropped stream missed), DELETE ends the session. Before this runs, the HTTP edge
+// (server/http-edge.ts) has checked Host, Origin, the JSON content type and the body size as for
+// /v1; here every request is authorized as /v1 is, and a session answers only its own principal.
+
+/** A JSON-RPC error answer in the SDK transport's shape (what an MCP client expects there). */
+function rpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
+}
+
+function bearerOf(request: Request): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+}
+
+export async function serveMcp(request: Request, context: unknown): Promise<Response> {
+  // The peer address (from server.ts's load context), for open mode's loopback rule.
+  rememberPeer(request, (context as { remoteAddress?: string } | undefined)?.remoteAddress);
+  try {
+    const actor = await requireActor(request);
+    if (actor.kind === "workspace" && actor.via !== "key") {
+      // A console session's cookie is not forwarded to /v1 (and changes there need its CSRF
+      // token): MCP clients use a key.
+      throw new ApiError("unauthorized", "MCP takes Authorization: Bearer <a holm_sk_ key from the console's Keys page, or HOLM_SERVER_TOKEN>");
+    }
+    const principal = issuerOf(actor);
+    // The tools forward this bearer to /v1 (tool-kit.server.ts): each call is authorized there too.
+    const authInfo: AuthInfo = { token: bearerOf(request) ?? "", clientId: principal, scopes: [] };
+    let parsedBody: unknown;
+    if (request.method === "POST") {
+      try {
+        parsedBody = JSON.parse(await readText(request));
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        return rpcError(400, -32700, "Parse error: the body is not JSON");
+      }
+    }
+    const sessionId = request.headers.get("mcp-session-id");
+    if (sessionId !== null) {
+      // Another principal's session is answered exactly as one that does not exist.
+      const session = findSession(sessionId, principal);
+      if (!session) return rpcError(404, -32001, "Session not found");
+      return await session.transport.handleRequest(request, { parsedBody, authInfo });
+    }
+    if (request.method !== "POST" || !isInitializeRequest(parsedBody)) {
+      return rpcError(400, -32000, "Bad Request: send Mcp-Session-Id, or open a session with an initialize request (POST)");
+    }
+    const transport = await openSession(principal, actor.kind === "workspace" ? actor.workspaceId : null);
+    return await transport.handleRequest(request, { parsedBody, authInfo });
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

@@ -1,0 +1,134 @@
+import { randomUUID } from "node:crypto";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { principalAccess } from "~/models/access.server";
+import { concerns, onPrincipalChange } from "~/models/principal-changes.server";
+import { ApiError } from "~/utils/api-error.server";
+import { addBoxTools } from "./box-tools.server";
+import { BoundedEventStore } from "./event-store.server";
+import { addScreenTools } from "./screen-tools.server";
+
+// MCP sessions (docs/decisions/0013). A session is bound to the principal that opened it
+// (`server` or `key:<id>`): a request naming it with any other credentials is answered as for an
+// unknown session, so a leaked session id is worth nothing without its key. Sessions live in this
+// process only (one copy: ADR 0002) and end on DELETE, after SESSION_LIMITS.idleMs without a
+// request, when their key is revoked or expires (open streams close then), or, past
+// `perPrincipal`, when the same principal opens another (its least recently used one goes).
+
+export const SESSION_LIMITS = { perPrincipal: 16, total: 512, idleMs: 30 * 60_000, sweepMs: 60_000 };
+
+export interface McpSession {
+  id: string;
+  /** `server` or `key:<id>` (issuerOf). */
+  principal: string;
+  /** The workspace of a key; null for the server token. */
+  owner: string | null;
+  transport: WebStandardStreamableHTTPServerTransport;
+  server: McpServer;
+  lastSeenMs: number;
+  /** Ends the session when its key expires. */
+  expiry?: NodeJS.Timeout;
+}
+
+const sessions = new Map<string, McpSession>();
+let watching = false;
+
+/** The session `id`, if it exists and `principal` opened it. */
+export function findSession(id: string, principal: string): McpSession | undefined {
+  const s = sessions.get(id);
+  if (!s || s.principal !== principal) return undefined;
+  s.lastSeenMs = Date.now();
+  return s;
+}
+
+export function openSessionCount(principal?: string): number {
+  let n = 0;
+  for (const s of sessions.values()) if (principal === undefined || s.principal === principal) n++;
+  return n;
+}
+
+/** The MCP server of one session: its tools call /v1 (tool-kit.server.ts). */
+function buildServer(): McpServer {
+  const server = new McpServer(
+    { name: "holm", version: "0.1.0" },
+    {
+      capabilities: { tools: {} },
+      instructions:
+        "holm runs isolated Linux desktops (boxes) with Chromium. Launch one with launch_box, drive it with batch (pointer, keys, " +
+        "open_url, page steps by element) or page_element, look with frame and page_snapshot, read what happened with read_trace, " +
+        "and remove it with remove_box (confirm: true) when done. While a person holds a screen, input is refused with `denied`.",
+    },
+  );
+  addBoxTools(server);
+  addScreenTools(server);
+  return server;
+}
+
+/** Closes a session and its streams (an open SSE stream ends). */
+export async function closeSession(s: McpSession, why: string) {
+  if (sessions.get(s.id) === s) sessions.delete(s.id);
+  if (s.expiry) clearTimeout(s.expiry);
+  await s.server.close().catch((err) => console.error(`[holm] closing MCP session (${why}) failed:`, err));
+}
+
+/**
+ * A new session for `principal`, its transport ready to answer the initialize request. The
+ * session is registered (and its id made) when that request is taken.
+ */
+export async function openSession(principal: string, owner: string | null): Promise<WebStandardStreamableHTTPServerTransport> {
+  watch();
+  const access = await principalAccess(principal, owner, "member");
+  if (!access.ok) throw new ApiError("unauthorized", access.why);
+  const mine = [...sessions.values()].filter((s) => s.principal === principal).sort((a, b) => a.lastSeenMs - b.lastSeenMs);
+  for (const s of mine.slice(0, Math.max(0, mine.length - SESSION_LIMITS.perPrincipal + 1))) {
+    await closeSession(s, "too many sessions for one key");
+  }
+  if (sessions.size >= SESSION_LIMITS.total) {
+    throw new ApiError("unavailable", `this server has ${sessions.size} MCP sessions open, its limit; end one (DELETE /mcp) or try again later`);
+  }
+  const server = buildServer();
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    eventStore: new BoundedEventStore(),
+    onsessioninitialized: (id) => {
+      const s: McpSession = { id, principal, owner, transport, server, lastSeenMs: Date.now() };
+      if (access.untilMs !== undefined) {
+        s.expiry = setTimeout(() => void closeSession(s, "the key expired"), Math.max(0, access.untilMs - Date.now()));
+        s.expiry.unref();
+      }
+      sessions.set(id, s);
+    },
+  });
+  // Before connect(), which chains its own handler after this one. DELETE, close() and the
+  // checks below all end here.
+  transport.onclose = () => {
+    const s = transport.sessionId ? sessions.get(transport.sessionId) : undefined;
+    if (s?.transport === transport) {
+      sessions.delete(s.id);
+      if (s.expiry) clearTimeout(s.expiry);
+    }
+  };
+  await server.connect(transport);
+  return transport;
+}
+
+async function recheck(s: McpSession) {
+  const access = await principalAccess(s.principal, s.owner, "member").catch((err) => {
+    console.error("[holm] checking an MCP session's access failed:", err);
+    return { ok: false } as const;
+  });
+  if (!access.ok) await closeSession(s, "its key no longer reaches the workspace");
+}
+
+/** Starts, once, the idle sweep and the revocation listener. */
+function watch() {
+  if (watching) return;
+  watching = true;
+  onPrincipalChange((change) => {
+    for (const s of sessions.values()) if (concerns(change, s.principal)) void recheck(s);
+  });
+  setInterval(() => {
+    const idleSince = Date.now() - SESSION_LIMITS.idleMs;
+    for (const s of sessions.values()) if (s.lastSeenMs < idleSince) void closeSession(s, "idle");
+  }, SESSION_LIMITS.sweepMs).unref();
+}

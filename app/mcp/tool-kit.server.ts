@@ -1,0 +1,77 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { HolmApiError, HolmClient } from "~/client/holm-client";
+
+export { seg } from "~/client/holm-client";
+import { env } from "~/utils/env.server";
+
+// What every MCP tool shares (docs/decisions/0013): each tool is a thin call of one /v1 route
+// through the typed client, sent to this same server over loopback with the caller's own bearer,
+// so the route authorizes, validates, checks takeovers and records the trace exactly as it does
+// for a direct call. A /v1 error comes back as a tool result with isError (the agent reads it
+// and can act on it), never as a protocol error.
+
+export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** The box a tool acts on: the id /v1 takes in its path. */
+export const BoxId = z.string().min(1).max(200).describe("The box id (box_…), from launch_box or list_boxes.");
+/** A screen of the box: the `{screen}` of /v1's screen routes. */
+export const ScreenNo = z.number().int().min(0).max(7).default(0).describe("The screen, 0 (the default) to screens-1.");
+
+/** This server's own address, as a loopback client reaches it (0.0.0.0 and :: listen on it too). */
+export function loopbackBase(): string {
+  const { host, port } = env().HOLM_SERVER_ADDR;
+  const h = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  return `http://${h}:${port}`;
+}
+
+/**
+ * The client a tool call uses: the bearer of the HTTP request that carried this call (the MCP
+ * endpoint puts it in authInfo after checking it), none in open mode.
+ */
+export function clientFor(extra: Extra): HolmClient {
+  return new HolmClient({ baseUrl: loopbackBase(), token: extra.authInfo?.token || undefined });
+}
+
+export const text = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });
+export const json = (body: unknown): CallToolResult => text(body === undefined ? "{}" : JSON.stringify(body));
+export const refusal = (code: string, message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: `${code}: ${message}` }] });
+
+export interface ToolDef<S extends z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  input: S;
+  annotations?: ToolAnnotations;
+  run: (args: z.output<S>, client: HolmClient, extra: Extra) => Promise<CallToolResult>;
+}
+
+/** Registers a tool; a HolmApiError (the route's refusal) becomes the tool's `code: message` result. */
+export function addTool<S extends z.ZodObject>(server: McpServer, def: ToolDef<S>) {
+  server.registerTool(
+    def.name,
+    { title: def.title, description: def.description, inputSchema: def.input, annotations: def.annotations },
+    // The SDK validated `args` against def.input.
+    (async (args: z.output<S>, extra: Extra) => {
+      try {
+        return await def.run(args, clientFor(extra), extra);
+      } catch (e) {
+        if (e instanceof HolmApiError) return refusal(e.code, e.message);
+        if (extra.signal.aborted) return refusal("timeout", "the call was cancelled");
+        throw e;
+      }
+    }) as never,
+  );
+}
+
+/** Splits the path parameters from what goes in the body or query. */
+export function split<T extends { box: string; screen?: number }>(args: T): { box: string; screen: number; rest: Omit<T, "box" | "screen"> } {
+  const { box, screen, ...rest } = args;
+  return { box, screen: screen ?? 0, rest };
+}
+
+/** Tool annotations (hints for the client; /v1 decides what is allowed). */
+export const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
+export const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: true };
