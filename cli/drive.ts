@@ -94,4 +94,18 @@ export function driveCommands(program: Command, ctx: Ctx) {
       if (ctx.out(cmd).json) printJson({ id: b.id, screen: n, url });
       else process.stdout.write(`${url}\n`);
     });
+
+  program
+    .command("cdp <box>")
+    .description("print a CDP address for Playwright's connectOverCDP (--ws: the WebSocket, for Puppeteer)")
+    .option("--screen <n>", "the screen", "0")
+    .option("--ttl <secs>", "how long the address works, in seconds (at most 86400)")
+    .option("--ws", "print ws_url (Puppeteer's browserWSEndpoint) instead of url")
+    .action(async (box: string, f: { screen: string; ttl?: string; ws?: boolean }, cmd: Command) => {
+      const ttl = f.ttl === undefined ? undefined : Number(f.ttl);
+      if (ttl !== undefined && !Number.isInteger(ttl)) throw new UsageError(`--ttl must be a whole number of seconds, not ${JSON.stringify(f.ttl)}`);
+      const out = await ctx.holm().boxes.cdp(box, { screen: String(screenOf(f.screen)), ttl_secs: ttl });
+      if (ctx.out(cmd).json) printJson(out);
+      else process.stdout.write(`${f.ws ? out.ws_url : out.url}\n`);
+    });
 }

@@ -73,6 +73,14 @@ export class BoxesApi {
     return this.c.request("POST", `/v1/boxes/${seg(id)}/apps`, { body });
   }
 
+  /**
+   * `POST …/cdp`: a CDP address with a short-lived token. Give `url` to Playwright's
+   * connectOverCDP, `ws_url` to Puppeteer's connect({browserWSEndpoint}).
+   */
+  cdp(id: string, query: { ttl_secs?: number; screen?: string } = {}): Promise<{ url: string; ws_url: string; expires_at_ms: number }> {
+    return this.c.request("POST", `/v1/boxes/${seg(id)}/cdp`, { query });
+  }
+
   catalog(): Promise<{ apps: string[] }> {
     return this.c.request("GET", "/v1/catalog");
   }

@@ -8,6 +8,7 @@ import { CreateBoxSchema } from "~/models/spec.server";
 import {
   AppsSchema,
   BatchBodySchema,
+  CdpQuerySchema,
   ClipboardQuerySchema,
   ClipboardSetSchema,
   EventsQuerySchema,
@@ -213,6 +214,31 @@ const rows: Row[] = [
     example: { url: "https://example.com", cookies: [{ name: "a", value: "b" }] },
   },
   { op: `DELETE ${BOX}/cookies`, id: "clearCookies", tag: "browser-state", summary: "Clear cookies: {cleared}.", query: browserQuerySchema(CookieQuery) },
+  // Chrome DevTools: the token routes take no bearer (the token in the path is the credential).
+  {
+    op: `POST ${BOX}/cdp`,
+    id: "createCdp",
+    tag: "cdp",
+    summary: "A CDP address with a short-lived token (member role): {url, ws_url, expires_at_ms}. `url` for Playwright connectOverCDP, `ws_url` for Puppeteer.",
+    query: CdpQuerySchema,
+  },
+  ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).flatMap((m): Row[] => [
+    { op: `${m} /v1/cdp/{token}/json`, id: `cdpJson${m[0]}${m.slice(1).toLowerCase()}`, tag: "cdp", summary: "Chromium's DevTools HTTP endpoint, through the server.", open: true },
+    {
+      op: `${m} /v1/cdp/{token}/json/{rest}`,
+      id: `cdpJsonRest${m[0]}${m.slice(1).toLowerCase()}`,
+      tag: "cdp",
+      summary: "Chromium's DevTools HTTP endpoints (`version`, `list`, `new?<url>`, `activate/<target>`, `close/<target>`), through the server; addresses in answers point back through it.",
+      open: true,
+    },
+  ]),
+  {
+    op: "GET /v1/cdp/{token}/devtools/{rest}",
+    id: "cdpDevtools",
+    tag: "cdp",
+    summary: "The DevTools WebSocket (`browser/<id>`, `page/<id>`): send Upgrade: websocket. During a person's exclusive takeover, input and navigation commands answer a CDP error.",
+    open: true,
+  },
   // Secrets (holm's, for 004's secret_ref)
   { op: "GET /v1/secrets", id: "listSecrets", tag: "secrets", summary: "Secret names and dates, never values: {secrets}." },
   { op: "PUT /v1/secrets/{name}", id: "putSecret", tag: "secrets", summary: "Set a secret (write-only).", body: SecretPutSchema, example: { value: "s3cret" } },

@@ -30,6 +30,8 @@ const bodyName = (op: Operation) => `${op.id[0]!.toUpperCase()}${op.id.slice(1)}
 
 /** `{id}` → a parameter whose schema says what the route accepts there. */
 function pathParam(name: string): Json {
+  // A route's splat (`…/json/*`): the rest of the path, slashes and all.
+  if (name === "rest") return { name, in: "path", required: true, description: "The rest of the path; it may hold `/`.", schema: { type: "string" } };
   const schema: Json =
     name === "screen" ? { type: "integer", minimum: 0, maximum: 7 } : { type: "string", minLength: 1, ...(name === "id" ? { pattern: "^box_" } : {}) };
   return { name, in: "path", required: true, schema };

@@ -3,6 +3,9 @@ import { ApiError } from "~/utils/api-error.server";
 import { derive } from "~/utils/secret.server";
 import { type Actor, issuerOf } from "./actor";
 import { sessionTag } from "./ticket.server";
+import { CDP_TTL_DEFAULT_SECS, CDP_TTL_MAX_SECS } from "~/protocol/api-box";
+
+export { CDP_TTL_DEFAULT_SECS, CDP_TTL_MAX_SECS };
 
 // CDP tokens: the credential of the DevTools proxy (`/v1/cdp/{token}/…`), which Playwright and
 // Puppeteer reach without a bearer header. Built like viewer tickets (ticket.server.ts), with a
@@ -13,8 +16,6 @@ import { sessionTag } from "./ticket.server";
 // socket checks that the issuer still reaches the box (cdp-access.server.ts). Decisions:
 // docs/decisions/0011-cdp-proxy.md.
 
-export const CDP_TTL_DEFAULT_SECS = 3600;
-export const CDP_TTL_MAX_SECS = 24 * 3600;
 
 export interface CdpClaims {
   box_id: string;

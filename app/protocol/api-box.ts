@@ -58,6 +58,14 @@ export const TakeoverSchema = z.strictObject({ shared: z.boolean().optional() })
 /** `POST …/screens/{screen}/viewer/ticket`. */
 export const TicketSchema = z.strictObject({ mode: z.enum(["view", "control"]).optional() });
 
+/** `POST /v1/boxes/{id}/cdp`: how long the token lives (000: default 1 h, at most 24 h) and its screen. */
+export const CDP_TTL_DEFAULT_SECS = 3600;
+export const CDP_TTL_MAX_SECS = 24 * 3600;
+export const CdpQuerySchema = z.strictObject({
+  ttl_secs: z.coerce.number().int().min(1).max(CDP_TTL_MAX_SECS).optional(),
+  screen: z.string().regex(/^[0-9]{1,2}$/, "a screen number").optional(),
+});
+
 /** `PUT /v1/secrets/{name}`. */
 export const SecretPutSchema = z.strictObject({ value: z.string() });
 

@@ -15,7 +15,8 @@ import { v1Routes } from "../../app/routes";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const doc = openApiDocument(NOT_BUILT) as any;
 const UNKNOWN = "__holm_unknown__";
-const toPath = (p: string) => `/${p}`.replace(/:(\w+)/g, "{$1}");
+// A splat (`…/json/*`) is documented as a `{rest}` parameter.
+const toPath = (p: string) => `/${p}`.replace(/:(\w+)/g, "{$1}").replace(/\/\*$/, "/{rest}");
 
 async function served(): Promise<Set<string>> {
   const out = new Set<string>();

@@ -1,16 +1,11 @@
-import { z } from "zod";
 import { requireActor } from "~/edge/auth.server";
 import { param, parseQuery, v1 } from "~/edge/route.server";
 import { getSettledBox } from "~/models/box.server";
 import { cdpAccess, cdpUrl } from "~/models/cdp-access.server";
 import { browserWsUrl, cdpBox } from "~/models/cdp-relay.server";
-import { CDP_TTL_DEFAULT_SECS, CDP_TTL_MAX_SECS, mintCdpToken } from "~/models/cdp-token.server";
+import { mintCdpToken } from "~/models/cdp-token.server";
 import { parseScreen } from "~/models/screen.server";
-
-const CdpQuerySchema = z.strictObject({
-  ttl_secs: z.coerce.number().int().min(1).max(CDP_TTL_MAX_SECS).optional(),
-  screen: z.string().regex(/^[0-9]{1,2}$/, "a screen number").optional(),
-});
+import { CDP_TTL_DEFAULT_SECS, CdpQuerySchema } from "~/protocol/api-box";
 
 // POST /v1/boxes/{id}/cdp?ttl_secs=&screen=: a CDP address with a short-lived token, for
 // Playwright's connectOverCDP (`url`) and Puppeteer's browserWSEndpoint (`ws_url`). CDP drives
