@@ -1,5 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import WebSocket, { WebSocketServer } from "ws";
 import { signAgentRequest } from "~/models/agent.server";
@@ -10,9 +9,9 @@ import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
-import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
-import { registerUpgrade } from "./upgrade-router";
+import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 
 // GET /v1/cdp/{token}/devtools/<kind>/<id>: the DevTools WebSocket of one screen's Chromium,
 // through the server (docs/decisions/0011-cdp-proxy.md). The token is the credential; it and its
@@ -43,16 +42,6 @@ interface Conn {
 
 const open = new Set<Conn>();
 let wss: WebSocketServer | undefined;
-
-function refuse(socket: Duplex, err: ApiError) {
-  if (socket.destroyed) return;
-  const status = ERROR_STATUS[err.code];
-  const body = JSON.stringify(err.toJSON());
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
-      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-}
 
 function close(c: Conn, code: number, reason: string) {
   if (!open.delete(c)) return;

@@ -1,5 +1,6 @@
 import { type IncomingMessage, STATUS_CODES, type Server } from "node:http";
 import type { Duplex } from "node:stream";
+import { type ApiError, ERROR_STATUS } from "~/utils/api-error.server";
 import { socketRefusal } from "./http-edge";
 
 // Raw WebSocket upgrades by path (one module per socket path registers here). socket.io and
@@ -11,6 +12,20 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
 
 const routes: { pattern: RegExp; handler: UpgradeHandler }[] = [];
 
+/**
+ * Answers a refused upgrade with plain HTTP: the seed's status for the code (ERROR_STATUS) and
+ * the error body, like every /v1 answer.
+ */
+export function refuseUpgrade(socket: Duplex, err: ApiError) {
+  if (socket.destroyed) return;
+  const status = ERROR_STATUS[err.code];
+  const body = JSON.stringify(err.toJSON());
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}
+
 export function registerUpgrade(pattern: RegExp, handler: UpgradeHandler) {
   routes.push({ pattern, handler });
 }
@@ -21,14 +36,7 @@ export function attachUpgradeRouter(server: Server) {
     if (path.startsWith("/socket.io/")) return;
     if (req.headers["sec-websocket-protocol"]?.includes("vite-hmr")) return;
     const refused = socketRefusal(req, false);
-    if (refused) {
-      const body = JSON.stringify(refused.toJSON());
-      socket.end(
-        `HTTP/1.1 ${refused.status} ${STATUS_CODES[refused.status]}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
-          `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-      );
-      return;
-    }
+    if (refused) return refuseUpgrade(socket, refused);
     for (const { pattern, handler } of routes) {
       const match = pattern.exec(path);
       if (match) {

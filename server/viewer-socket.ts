@@ -1,5 +1,4 @@
 import type { IncomingMessage } from "node:http";
-import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import type { Actor } from "~/models/actor";
@@ -7,8 +6,8 @@ import { type RunningBox, getBox, requireRunningBox } from "~/models/box.server"
 import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticket.server";
 import { vncPort } from "~/protocol/agent";
 import { VIEWER_SOCKET_PATH } from "~/protocol/viewer-socket";
-import { ApiError, ERROR_STATUS, isApiError, notFound } from "~/utils/api-error.server";
-import { registerUpgrade } from "./upgrade-router";
+import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
+import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
 import { connectVnc, relay, startVncLogin } from "./viewer-relay";
 
@@ -46,20 +45,6 @@ export function registerViewerSocket() {
       refuse(socket, new ApiError("internal", "the viewer socket failed to open"));
     });
   });
-}
-
-/**
- * Answers a refused upgrade with plain HTTP: the seed's status for the code (ERROR_STATUS), and
- * the error body, like every /v1 answer.
- */
-function refuse(socket: Duplex, err: ApiError) {
-  if (socket.destroyed) return;
-  const status = ERROR_STATUS[err.code];
-  const body = JSON.stringify(err.toJSON());
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
-      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }
 
 /**

@@ -1,6 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { ApiError } from "~/utils/api-error.server";
-import { derive } from "~/utils/secret.server";
+import { openClaims, signClaims } from "~/utils/signed-claims.server";
 import { type Actor, issuerOf } from "./actor";
 import { sessionTag } from "./ticket.server";
 import { CDP_TTL_DEFAULT_SECS, CDP_TTL_MAX_SECS } from "~/protocol/api-box";
@@ -37,11 +37,6 @@ interface Payload {
   a?: string;
 }
 
-const SHAPE = /^[A-Za-z0-9_-]{16,1024}\.[A-Za-z0-9_-]{43}$/;
-
-function mac(payloadPart: string): Buffer {
-  return createHmac("sha256", derive("cdp-token")).update(payloadPart).digest();
-}
 
 /** Signs claims as they are; mintCdpToken is the way in (tests forge with other keys). */
 export function signCdpToken(claims: Omit<CdpClaims, "nonce"> & { nonce?: string }): string {
@@ -54,8 +49,7 @@ export function signCdpToken(claims: Omit<CdpClaims, "nonce"> & { nonce?: string
     n: claims.nonce ?? randomBytes(16).toString("base64url"),
     ...(claims.session_tag ? { a: claims.session_tag } : {}),
   };
-  const part = Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
-  return `${part}.${mac(part).toString("base64url")}`;
+  return signClaims("cdp-token", payload);
 }
 
 /**
@@ -80,18 +74,7 @@ const refused = (message: string) => new ApiError("unauthorized", message);
  * expired. The MAC is compared in constant time before anything in the payload is trusted.
  */
 export function verifyCdpToken(token: string, now = Date.now()): CdpClaims {
-  if (typeof token !== "string" || !SHAPE.test(token)) throw refused("the CDP token is missing or is not one this server issues");
-  const dot = token.indexOf(".");
-  const part = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = mac(part);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw refused("the CDP token was not issued by this server");
-  let p: Payload;
-  try {
-    p = JSON.parse(Buffer.from(part, "base64url").toString("utf8")) as Payload;
-  } catch {
-    throw refused("the CDP token cannot be read");
-  }
+  const p = openClaims("cdp-token", token, "CDP token", "the CDP token is missing or is not one this server issues") as Payload;
   if (
     p?.v !== 1 ||
     typeof p.b !== "string" ||
