@@ -167,8 +167,14 @@ describe('"A box that is starting or failed refuses other calls with 409" (000)'
 // ------------------------------------------------------------------ the box's JSON
 
 describe("the box's JSON", () => {
-  it("has no devtools_url while the CDP proxy is not built (issue 11, item 1)", async () => {
-    for (const id of [boxA.id, boxB.id, boxF.id]) expect(await json(await api(`/v1/boxes/${id}`))).not.toHaveProperty("devtools_url");
+  it("devtools_url (000): GET /v1/boxes/{id} gives one that answers through the proxy; listings carry none (a credential)", async () => {
+    const one = await json(await api(`/v1/boxes/${boxA.id}`));
+    expect(one.devtools_url).toMatch(new RegExp(`^${server.base}/v1/cdp/[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$`));
+    // What connectOverCDP asks first: the browser's address, pointing back through the proxy.
+    const version = await fetch(`${one.devtools_url}/json/version/`);
+    expect(version.status).toBe(200);
+    const ws = (await version.json()).webSocketDebuggerUrl as string;
+    expect(ws.startsWith(`${server.base.replace(/^http/, "ws")}/v1/cdp/`), ws).toBe(true);
     for (const b of (await json(await api("/v1/boxes"))).boxes) expect(b).not.toHaveProperty("devtools_url");
   });
 
