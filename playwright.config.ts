@@ -7,7 +7,9 @@ export default defineConfig({
   timeout: 180_000,
   expect: { timeout: 30_000 },
   workers: 1,
-  reporter: [["list"]],
+  // The HTML report keeps each test's attached screenshots (testInfo.attach): open
+  // playwright-report/index.html after a run.
+  reporter: [["list"], ["html", { open: "never", outputFolder: "playwright-report" }]],
   use: {
     browserName: "chromium",
     launchOptions: {

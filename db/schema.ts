@@ -24,6 +24,16 @@ export interface BoxTable {
   removed_at_ms: number | null;
   /** The box's desktop: 1 at launch, +1 each time a stopped box resumes (its viewer URLs name it). */
   desktop: ColumnType<number, number | undefined, number>;
+  /** A name people give the box (the console, PATCH /v1/boxes/{id}); not part of its spec. */
+  name: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Labels, a JSON object of strings (filterable in the console); not part of its spec. */
+  labels_json: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Who created it: `user:<id>`, `key:<id>` or `server` (issuerOf). */
+  created_by: ColumnType<string | null, string | null | undefined, string | null>;
+  /** That person's or key's name when the box was created. */
+  created_by_name: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Its start: phases with times, build progress and the last log lines (BoxStart as JSON). */
+  start_json: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EventTable {
@@ -43,6 +53,8 @@ export interface UserTable {
   password_hash: string;
   is_admin: number;
   created_at_ms: number;
+  /** The last time this person used the console (written at most once a minute). */
+  last_seen_ms: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface SessionTable {

@@ -1,8 +1,11 @@
 import type { ReactNode } from "react";
-import { Form, Link, useNavigation } from "react-router";
+import { Link, useNavigation } from "react-router";
 import type { BoxJson } from "~/models/box.server";
+import { removeBoxConfirm } from "./box-name";
+import type { ConfirmText } from "./confirm-dialog";
 import { CopyButton } from "./copy-button";
-import { CsrfInput, duration, when } from "./ui";
+import { PostForm } from "./post-form";
+import { duration, when } from "./ui";
 
 // The box page's facts about the box: its header (id, state, size, expiry, whether the page is
 // live), the Details card and the lifecycle actions (pause, resume, stop, remove).
@@ -86,15 +89,8 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
 export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
   const navigation = useNavigation();
   const pending = navigation.state !== "idle" ? navigation.formData?.get("intent") : undefined;
-  const act = (intent: string, label: string, opts: { danger?: boolean; confirmText?: string } = {}) => (
-    <Form
-      method="post"
-      onSubmit={(e) => {
-        if (opts.confirmText && !confirm(opts.confirmText)) e.preventDefault();
-      }}
-    >
-      <CsrfInput token={csrf} />
-      <input type="hidden" name="intent" value={intent} />
+  const act = (intent: string, label: string, opts: { danger?: boolean; confirm?: ConfirmText } = {}) => (
+    <PostForm csrf={csrf} intent={intent} confirm={opts.confirm}>
       <button
         type="submit"
         disabled={pending !== undefined}
@@ -104,7 +100,7 @@ export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
       >
         {pending === intent ? `${label}…` : label}
       </button>
-    </Form>
+    </PostForm>
   );
   return (
     <section aria-labelledby="actions-h" className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm">
@@ -113,7 +109,7 @@ export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
         {box.state === "ready" ? act("pause", "Pause") : null}
         {box.state === "paused" || box.state === "stopped" ? act("resume", "Resume") : null}
         {box.state === "ready" || box.state === "paused" ? act("stop", "Stop") : null}
-        {act("remove", "Remove", { danger: true, confirmText: `Remove ${box.id}? Its files are deleted; its history stays.` })}
+        {act("remove", "Remove", { danger: true, confirm: removeBoxConfirm(box) })}
       </div>
     </section>
   );

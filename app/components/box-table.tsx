@@ -1,5 +1,7 @@
 import { useEffect, useState } from "react";
 import type { BoxJson } from "~/models/box.server";
+import { removeBoxConfirm } from "./box-name";
+import type { ConfirmText } from "./confirm-dialog";
 import { PostForm } from "./post-form";
 import { Table } from "./table";
 import { duration } from "./ui";
@@ -24,9 +26,9 @@ function useNow(everyMs: number) {
   return now;
 }
 
-function Act({ box, intent, label, csrf, confirmText }: { box: BoxJson; intent: string; label: string; csrf: string; confirmText?: string }) {
+function Act({ box, intent, label, csrf, confirm }: { box: BoxJson; intent: string; label: string; csrf: string; confirm?: ConfirmText }) {
   return (
-    <PostForm csrf={csrf} intent={intent} fields={{ id: box.id }} confirmText={confirmText}>
+    <PostForm csrf={csrf} intent={intent} fields={{ id: box.id }} confirm={confirm}>
       <button
         type="submit"
         aria-label={`${label} ${box.id}`}
@@ -65,7 +67,7 @@ export function BoxTable({ boxes, csrf, canDrive }: { boxes: BoxJson[]; csrf: st
                 {box.state === "ready" ? <Act box={box} intent="pause" label="Pause" csrf={csrf} /> : null}
                 {box.state === "paused" || box.state === "stopped" ? <Act box={box} intent="resume" label="Resume" csrf={csrf} /> : null}
                 {box.state === "ready" || box.state === "paused" ? <Act box={box} intent="stop" label="Stop" csrf={csrf} /> : null}
-                <Act box={box} intent="remove" label="Remove" csrf={csrf} confirmText={`Remove ${box.id}? Its files are deleted; its history stays.`} />
+                <Act box={box} intent="remove" label="Remove" csrf={csrf} confirm={removeBoxConfirm(box)} />
               </div>
             ) : null}
           </td>

@@ -59,9 +59,9 @@ export function SecretsCard({
 }
 
 function DeleteSecret({ csrf, name }: { csrf: string; name: string }) {
-  const confirmText = `Delete the secret ${name}? Steps that name it will fail.`;
+  const confirm = { title: `Delete the secret ${name}?`, body: "Steps that name it will fail.", action: "Delete secret" };
   return (
-    <PostForm csrf={csrf} intent="secret-delete" fields={{ name }} confirmText={confirmText}>
+    <PostForm csrf={csrf} intent="secret-delete" fields={{ name }} confirm={confirm}>
       <Button type="submit" variant="danger" aria-label={`Delete ${name}`}>Delete</Button>
     </PostForm>
   );

@@ -26,6 +26,11 @@ function labelsFor(row: BoxRow): Record<string, string> {
     "holm.expires_at_ms": String(row.expires_at_ms),
   };
   if (row.owner) labels["holm.owner"] = row.owner;
+  // So a server that restarts on the memory store still knows who made the box and its name.
+  if (row.created_by) labels["holm.created_by"] = row.created_by;
+  if (row.created_by_name) labels["holm.created_by_name"] = row.created_by_name;
+  if (row.name) labels["holm.name"] = row.name;
+  if (row.labels_json) labels["holm.labels"] = row.labels_json;
   return labels;
 }
 

@@ -9,6 +9,8 @@ import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { type Actor, issuerOf, ownerOf } from "./actor";
 import { recordEvent } from "./event.server";
+import type { BoxStart, CreatedBy } from "~/protocol/box-console";
+import { kindOfIssuer } from "./actor-name.server";
 import type { NormalPlacement, NormalSpec } from "./spec.server";
 import { recordEntry } from "./trace.server";
 
@@ -41,6 +43,14 @@ export interface BoxJson {
   owner?: string;
   spec: NormalSpec;
   placement: NormalPlacement;
+  /** holm's: the name people gave the box, if any (not part of its spec). */
+  name?: string;
+  /** holm's: labels, `{}` when none. */
+  labels: Record<string, string>;
+  /** holm's: who created it, by the name it had then. */
+  created_by?: CreatedBy;
+  /** holm's: how its start went (phases, build progress, the end of its log). */
+  start?: BoxStart;
 }
 
 /** State changes, for the console's live list and for calls waiting on a paused box. */
@@ -103,9 +113,16 @@ export function toBoxJson(row: BoxRow): BoxJson {
     expires_at_ms: Number(row.expires_at_ms),
     spec,
     placement: JSON.parse(row.placement_json),
+    labels: {},
   };
   if (row.reason) out.reason = row.reason;
   if (row.owner) out.owner = row.owner;
+  if (row.name) out.name = row.name;
+  out.labels = row.labels_json ? (JSON.parse(row.labels_json) as Record<string, string>) : {};
+  if (row.created_by) {
+    out.created_by = { kind: kindOfIssuer(row.created_by), id: row.created_by, name: row.created_by_name ?? row.created_by };
+  }
+  if (row.start_json) out.start = JSON.parse(row.start_json) as BoxStart;
   return out;
 }
 

@@ -155,5 +155,10 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
     last_used_ms: Date.now(),
     removed_at_ms: null,
     desktop: 1,
+    name: labels["holm.name"] ?? null,
+    labels_json: labels["holm.labels"] ?? null,
+    created_by: labels["holm.created_by"] ?? null,
+    created_by_name: labels["holm.created_by_name"] ?? null,
+    start_json: null,
   };
 }

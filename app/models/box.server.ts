@@ -5,6 +5,7 @@ import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
+import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
 import {
   type BoxJson,
@@ -103,6 +104,7 @@ export async function createBox(
   // Only workspaces have a build limit, so only they need to know whether this one builds.
   const image = owner ? await imageStatusOf(rt, spec) : undefined;
   const now = Date.now();
+  const by = await actorIdentity(actor);
   const row: BoxRow = {
     id: `box_${randomBytes(16).toString("hex")}`,
     owner,
@@ -125,6 +127,11 @@ export async function createBox(
     last_used_ms: now,
     removed_at_ms: null,
     desktop: 1,
+    name: null,
+    labels_json: null,
+    created_by: by.id,
+    created_by_name: by.name,
+    start_json: null,
   };
   await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.

@@ -101,7 +101,7 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
                     <td className="py-2 pr-4">{k.expires_at_ms ? when(k.expires_at_ms) : "never"}</td>
                     <td className="py-2 text-right">
                       {status === "active" && canEdit ? (
-                        <PostForm csrf={csrf} intent="revoke" fields={{ id: k.id }} confirmText={`Revoke ${k.name}? Agents using it stop at once.`}>
+                        <PostForm csrf={csrf} intent="revoke" fields={{ id: k.id }} confirm={{ title: `Revoke ${k.name}?`, body: "Agents using it stop at once: open viewer, CDP and MCP connections made with it close.", action: "Revoke key" }}>
                           <Button type="submit" variant="danger" aria-label={`Revoke ${k.name}`}>Revoke</Button>
                         </PostForm>
                       ) : (

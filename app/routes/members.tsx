@@ -94,7 +94,7 @@ export default function Members({ loaderData }: Route.ComponentProps) {
                 </td>
                 <td className="py-2 text-right">
                   {manage ? (
-                    <PostForm csrf={csrf} intent="remove" fields={{ user: m.user_id }} confirmText={`Remove ${m.email} from the workspace?`}>
+                    <PostForm csrf={csrf} intent="remove" fields={{ user: m.user_id }} confirm={{ title: `Remove ${m.name} from ${workspace}?`, body: `${m.email} loses access to its boxes at once; a screen they hold is given back.`, action: "Remove member" }}>
                       <Button type="submit" variant="danger" aria-label={`Remove ${m.email}`}>Remove</Button>
                     </PostForm>
                   ) : null}

@@ -5,6 +5,7 @@ import { trace } from "./0003-trace";
 import { imageBuilds } from "./0004-image-builds";
 import { desktopGeneration } from "./0005-desktop-generation";
 import { secretsStates } from "./0006-secrets-states";
+import { consoleColumns } from "./0007-console";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ const migrations: Record<string, Migration> = {
   "0004-image-builds": imageBuilds,
   "0005-desktop-generation": desktopGeneration,
   "0006-secrets-states": secretsStates,
+  "0007-console": consoleColumns,
 };
 
 export const migrationProvider: MigrationProvider = {

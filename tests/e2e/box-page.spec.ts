@@ -373,8 +373,15 @@ test("pause and resume from the page; removing the box leaves a removed state wi
   await page.getByRole("button", { name: "Resume" }).click();
   await expect(page.getByTestId("box-state").first()).toHaveText("ready");
   await expect(page.getByTestId("vnc")).toHaveAttribute("data-state", "connected");
-  page.once("dialog", (d) => void d.accept());
-  await page.getByRole("button", { name: "Remove" }).click();
+  // The page asks in a dialog of its own that names the box; Cancel keeps it.
+  await page.getByRole("button", { name: "Remove", exact: true }).click();
+  const ask = page.getByRole("dialog", { name: /^Remove box_/ });
+  await expect(ask).toBeVisible();
+  await ask.getByRole("button", { name: "Cancel" }).click();
+  await expect(ask).toBeHidden();
+  await expect(page.getByTestId("box-state").first()).toHaveText("ready");
+  await page.getByRole("button", { name: "Remove", exact: true }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Remove box" }).click();
   await expect(page.getByRole("heading", { name: "This box was removed" })).toBeVisible();
   await expect(page.getByRole("link", { name: "See its trace" })).toHaveAttribute("href", `/boxes/${boxId}/trace`);
   const missing = await page.goto(`${server.base}/boxes/box_0123456789abcdef0123456789abcdef`);

@@ -74,8 +74,8 @@ test("first person: sign up, workspace, key, a box from curl and from the consol
   await expect(row.getByText("starting")).toBeVisible();
   await expect(row.getByText("ready")).toBeVisible({ timeout: 120_000 });
 
-  page.once("dialog", (d) => void d.accept());
   await row.getByRole("button", { name: /^Remove/ }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Remove box" }).click();
   await expect(row).toHaveCount(0);
   await expect(keyRow).toBeVisible();
 
