@@ -51,6 +51,8 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
   }
   return (
     <main className="mx-auto max-w-xl p-8">
+      {/* React hoists it into <head>: an error page still names itself in the tab and to screen readers. */}
+      <title>{`${title} · holm`}</title>
       <h1 className="text-2xl font-semibold">{title}</h1>
       <p className="mt-2 text-slate-600">{detail}</p>
       <a className="mt-4 inline-block text-indigo-600 underline" href="/">

@@ -1,0 +1,108 @@
+import AxeBuilder from "@axe-core/playwright";
+import { type Browser, type Page, expect, test } from "@playwright/test";
+import { signUp } from "../support/browser";
+import { type TestServer, removeTestBoxes, startServer } from "../support/server";
+import { attachShot } from "../support/shots";
+
+// Every console page, as a person sees it: light and dark (the system's setting), 1440×900 and
+// 390×844. On each: axe-core finds no serious or critical violation (contrast included), the
+// page does not scroll sideways, and a screenshot goes into the report.
+
+let server: TestServer;
+let boxId = "";
+let removedId = "";
+let inviteUrl = "";
+let cookies: Awaited<ReturnType<Awaited<ReturnType<Browser["newContext"]>>["cookies"]>> = [];
+
+
+
+test.beforeAll(async ({ browser }) => {
+  server = await startServer({ HOLM_SERVER_TOKEN: "" });
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ada Lovelace", "ada@example.com", "Research");
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  cookies = await context.cookies();
+  const csrf = await page.locator('input[name="csrf"]').first().inputValue();
+  const v1 = (path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
+    page.evaluate(
+      async ({ path, init, csrf }) => {
+        const res = await fetch(path, {
+          method: init.method ?? "GET",
+          headers: { "content-type": "application/json", "x-holm-csrf": csrf, ...(init.headers ?? {}) },
+          body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        });
+        return { status: res.status, body: await res.json() };
+      },
+      { path, init, csrf },
+    );
+  const made = await v1("/v1/boxes", { method: "POST", body: {} });
+  expect(made.status, JSON.stringify(made.body)).toBe(200);
+  boxId = made.body.id;
+  await v1(`/v1/boxes/${boxId}/screens/0/actions`, {
+    method: "POST",
+    body: { actions: [{ type: "open_url", url: "data:text/html,<h1>Hello</h1>", target: "current" }, { type: "wait", ms: 300 }] },
+  });
+  const other = await v1("/v1/boxes", { method: "POST", body: {} });
+  removedId = other.body.id;
+  await v1(`/v1/boxes/${removedId}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+  await page.goto(`${server.base}/members`);
+  await page.getByLabel("Email").fill("vic@example.com");
+  await page.getByRole("button", { name: "Create invitation" }).click();
+  inviteUrl = (await page.getByTestId("invite-link").first().textContent())!.trim();
+  await context.close();
+});
+
+test.afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+const PAGES: { name: string; path: () => string; signedIn: boolean; ready?: (p: Page) => Promise<void> }[] = [
+  { name: "log in", path: () => "/login", signedIn: false },
+  { name: "sign up (invited)", path: () => new URL(inviteUrl).pathname, signedIn: false },
+  { name: "boxes", path: () => "/", signedIn: true },
+  {
+    name: "box",
+    path: () => `/boxes/${boxId}`,
+    signedIn: true,
+    ready: (p) => expect(p.getByTestId("vnc")).toHaveAttribute("data-state", "connected"),
+  },
+  { name: "trace", path: () => `/boxes/${boxId}/trace`, signedIn: true, ready: (p) => expect(p.getByTestId("trace-entry").first()).toBeVisible() },
+  { name: "removed box", path: () => `/boxes/${removedId}`, signedIn: true },
+  { name: "members", path: () => "/members", signedIn: true },
+  { name: "keys", path: () => "/keys", signedIn: true },
+  { name: "settings", path: () => "/settings", signedIn: true },
+  { name: "new workspace", path: () => "/workspaces/new", signedIn: true },
+  { name: "not found", path: () => "/no-such-page", signedIn: true },
+];
+
+for (const scheme of ["light", "dark"] as const) {
+  for (const size of [{ width: 1440, height: 900 }, { width: 390, height: 844 }]) {
+    test(`every page in ${scheme} at ${size.width}px: no serious axe violation, no sideways scroll`, async ({ browser }, info) => {
+      const problems: string[] = [];
+      for (const p of PAGES) {
+        const context = await browser.newContext({ colorScheme: scheme, viewport: size });
+        if (p.signedIn) await context.addCookies(cookies);
+        const page = await context.newPage();
+        await page.goto(`${server.base}${p.path()}`);
+        await p.ready?.(page);
+        await page.waitForLoadState("networkidle").catch(() => undefined);
+        const dark = await page.evaluate(() => matchMedia("(prefers-color-scheme: dark)").matches);
+        expect(dark).toBe(scheme === "dark");
+        const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+        if (wide.scroll > wide.client) problems.push(`${p.name}: the page is ${wide.scroll} px wide in a ${wide.client} px window`);
+        const axe = await new AxeBuilder({ page }).analyze();
+        for (const v of axe.violations) {
+          if (v.impact !== "serious" && v.impact !== "critical") continue;
+          const where = v.nodes.slice(0, 3).map((n) => `${n.target.join(" ")}: ${n.failureSummary?.split("\n").slice(1, 2).join("")}`);
+          problems.push(`${p.name}: ${v.id} (${v.impact}) ${v.help}\n    ${where.join("\n    ")}`);
+        }
+        await attachShot(page, info, `${p.name} · ${scheme} · ${size.width}px`, { fullPage: true });
+        await context.close();
+      }
+      expect(problems, problems.join("\n")).toEqual([]);
+    });
+  }
+}
