@@ -49,6 +49,9 @@ class HeldRuntime implements Runtime {
   async inspect(ref: string): Promise<RuntimeBox> {
     return { ref, boxId: "", state: this.states.get(ref) ?? "running", labels: {}, address: "192.0.2.1" };
   }
+  async logs() {
+    return [];
+  }
   async list() {
     return [];
   }
