@@ -63,6 +63,8 @@ export async function launch(row: BoxRow): Promise<void> {
     await launchNow(row, start);
   } finally {
     release();
+    // A launch that ended without ready or failed (the box was removed) shows what it saved.
+    start.drop();
   }
 }
 

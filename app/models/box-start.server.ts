@@ -108,6 +108,12 @@ export class StartTracker {
     return `The box did not start while ${WAITING_FOR[phase]}: ${detail}`;
   }
 
+  /** Stops showing this start live (its row keeps what was saved); nothing more is pushed. */
+  drop(): void {
+    clearTimeout(this.timer);
+    if (this.shown) setLiveStart(this.row.id, undefined);
+  }
+
   private end(patch: Pick<BoxStart, "phase" | "ended_ms" | "failed_in">): Partial<BoxRow> {
     clearTimeout(this.timer);
     Object.assign(this.start, patch);
