@@ -11,7 +11,8 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // One start at a time, so the console's launch waits behind the image build (its phases are
 // then seen one by one), and queued launches (202) like the console's own.
-const SERVER_ENV = { HOLM_LAUNCH_CONCURRENCY: "1", HOLM_SERVER_JOBS: "queue" };
+// `local` keeps the records and sessions across the restarts of the last test.
+const SERVER_ENV = { HOLM_LAUNCH_CONCURRENCY: "1", HOLM_SERVER_JOBS: "queue", HOLM_STORAGE_BACKEND: "local" };
 // A tiny Debian package no other test asks for: its image is removed before and after, so the
 // build (a few later layers on an existing image: about 10 s here) happens in every run.
 const BUILD_PACKAGE = "tree";
@@ -265,6 +266,36 @@ test("pause, resume, stop and remove say what they are doing while they run", as
   await expect(pill).toHaveText("removing…");
   await attachShot(page, info, "Removing");
   await expect(page.getByRole("heading", { name: "This box was removed" })).toBeVisible();
+});
+
+test("a box whose runtime does not answer is unreachable: no screen, no control, only Remove", async ({ page }, info) => {
+  refuseNativeDialogs(page);
+  const res = await asKey("/v1/boxes", {});
+  expect(res.status).toBe(202);
+  const id: string = (await json(res)).id;
+  await expect.poll(async () => (await json(await asKey(`/v1/boxes/${id}`))).state, { timeout: 60_000 }).toBe("ready");
+  // The same server, restarted with no engine behind its socket.
+  const env = server.env;
+  await server.stop();
+  server = await startServer({}, { ...server, env: { ...env, HOLM_DOCKER_SOCKET: "/nonexistent/docker.sock" } });
+  try {
+    await logIn(page);
+    await page.goto(`${server.base}/boxes/${id}`);
+    await expect(page.getByTestId("box-state").first()).toHaveText("unreachable");
+    await expect(page.getByText("The box is unreachable: the docker runtime does not answer")).toBeVisible();
+    await expect(page.getByTestId("control-banner")).toHaveCount(0);
+    await expect(page.getByRole("button", { name: "Take over" })).toHaveCount(0);
+    await expect(page.getByText("Terminal", { exact: true })).toHaveCount(0);
+    await expect(page.getByTestId("vnc")).toHaveCount(0);
+    await expect(page.getByTestId("viewer-status")).toHaveCount(0);
+    const actions = page.getByRole("region", { name: "Actions" }).getByRole("button");
+    await expect(actions).toHaveText(["Remove"]);
+    await attachShot(page, info, "unreachable");
+  } finally {
+    await server.stop();
+    server = await startServer({}, { ...server, env });
+  }
+  await removeBox(id);
 });
 
 /** Holds back the page's form posts about a box for `ms` (as a slow server would). */
