@@ -5,10 +5,33 @@ import { removeBoxConfirm } from "./box-name";
 import type { ConfirmText } from "./confirm-dialog";
 import { CopyButton } from "./copy-button";
 import { PostForm } from "./post-form";
+import { seconds } from "./start-progress";
 import { duration, when } from "./ui";
 
 // The box page's facts about the box: its header (id, state, size, expiry, whether the page is
-// live), the Details card and the lifecycle actions (pause, resume, stop, remove).
+// live), the Details card and the lifecycle actions (pause, resume, stop, remove), each showing
+// what it is doing while it runs ("Pausing…", and the state pill "pausing…"). A failed box shows
+// neither its expiry nor the page's live status: nothing about it changes until it is removed.
+
+/** What each lifecycle intent is while it runs. */
+const DOING: Record<string, string> = {
+  pause: "Pausing",
+  resume: "Resuming",
+  stop: "Stopping",
+  remove: "Removing",
+  relaunch: "Launching",
+};
+
+/** The lifecycle intent this page has sent and not yet seen answered (with its reload), if any. */
+export function usePendingIntent(): string | undefined {
+  const navigation = useNavigation();
+  if (navigation.state === "idle") return undefined;
+  const intent = navigation.formData?.get("intent");
+  return typeof intent === "string" && intent in DOING ? intent : undefined;
+}
+
+/** A button's label while its intent runs: "Pausing…". */
+export const pendingLabel = (intent: string, label: string) => `${DOING[intent] ?? label}…`;
 
 const STATE_STYLE: Record<string, string> = {
   ready: "bg-emerald-100 text-emerald-800 ring-emerald-200",
@@ -21,19 +44,25 @@ const STATE_STYLE: Record<string, string> = {
 };
 
 function StatePill({ state, reason }: { state: string; reason?: string }) {
+  const pending = usePendingIntent();
   return (
     <span
       data-testid="box-state"
       title={reason}
+      aria-busy={pending ? true : undefined}
       className={`inline-flex items-center gap-1 rounded-full px-2.5 py-0.5 text-xs font-medium ring-1 ring-inset ${STATE_STYLE[state] ?? ""}`}
     >
-      <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${state === "ready" ? "bg-emerald-500" : "bg-current opacity-60"}`} />
-      {state}
+      <span
+        aria-hidden
+        className={`h-1.5 w-1.5 rounded-full ${pending ? "animate-pulse bg-current" : state === "ready" ? "bg-emerald-500" : "bg-current opacity-60"}`}
+      />
+      {pending ? pendingLabel(pending, state).toLowerCase() : state}
     </span>
   );
 }
 
 export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live: boolean }) {
+  const failed = box.state === "failed";
   return (
     <div className="flex flex-wrap items-start justify-between gap-4">
       <div className="min-w-0">
@@ -46,8 +75,13 @@ export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live:
         </h1>
         <p className="mt-1 text-sm text-slate-600">
           {box.width}×{box.height}
-          {box.screens > 1 ? ` · ${box.screens} screens` : ""} · expires in {duration(box.expires_at_ms - now)} ·{" "}
-          <span className={live ? "text-emerald-700" : "text-slate-500"}>{live ? "● live" : "○ connecting…"}</span>
+          {box.screens > 1 ? ` · ${box.screens} screens` : ""}
+          {failed ? null : (
+            <>
+              {" "}· expires in {duration(box.expires_at_ms - now)} ·{" "}
+              <span className={live ? "text-emerald-700" : "text-slate-600"}>{live ? "● live" : "○ connecting…"}</span>
+            </>
+          )}
         </p>
       </div>
     </div>
@@ -55,15 +89,20 @@ export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live:
 }
 
 export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number; workspace: { id: string; name: string } }) {
+  const failed = box.state === "failed";
+  const started = box.start?.phase === "ready" ? startTook(box.start) : undefined;
   const rows: [string, ReactNode][] = [
     ["State", <StatePill key="s" state={box.state} reason={box.reason} />],
     ["Size", `${box.width}×${box.height}${box.screens > 1 ? ` · ${box.screens} screens` : ""}`],
     ["Created", <span key="c" title={when(box.created_at_ms)}>{duration(now - box.created_at_ms)} ago</span>],
-    ["Expires", <span key="e" title={when(box.expires_at_ms)}>in {duration(box.expires_at_ms - now)}</span>],
+  ];
+  if (started) rows.push(["Started", <span key="st" title={started.title}>in {started.took}</span>]);
+  if (!failed) rows.push(["Expires", <span key="e" title={when(box.expires_at_ms)}>in {duration(box.expires_at_ms - now)}</span>]);
+  rows.push(
     ["Owner", box.owner === workspace.id ? workspace.name : (box.owner ?? "server token")],
     ["Runtime", box.runtime],
     ["Network", box.spec.policy.network ? "on" : "off"],
-  ];
+  );
   return (
     <section aria-labelledby="details-h" className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm">
       <h2 id="details-h" className="text-sm font-semibold">Details</h2>
@@ -75,7 +114,7 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
           </div>
         ))}
       </dl>
-      {box.reason ? <p className="mt-3 text-xs text-slate-500">{box.reason}</p> : null}
+      {box.reason && !failed ? <p className="mt-3 break-words text-xs text-slate-600 [overflow-wrap:anywhere]">{box.reason}</p> : null}
       <div className="mt-3 flex items-center justify-between gap-2 border-t border-slate-100 pt-3">
         <code className="truncate font-mono text-xs text-slate-500">{box.id}</code>
         <span className="shrink-0 whitespace-nowrap">
@@ -86,9 +125,18 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
   );
 }
 
+/** How long a finished start took, and each phase's share of it (for a tooltip). */
+function startTook(start: NonNullable<BoxJson["start"]>): { took: string; title: string } | undefined {
+  const first = start.phases[0]?.at_ms;
+  if (first === undefined || start.ended_ms === undefined) return undefined;
+  const parts = start.phases.map((p, i) => `${p.name} ${seconds((start.phases[i + 1]?.at_ms ?? start.ended_ms!) - p.at_ms)}`);
+  return { took: seconds(start.ended_ms - first), title: parts.join(" · ") };
+}
+
 export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
-  const navigation = useNavigation();
-  const pending = navigation.state !== "idle" ? navigation.formData?.get("intent") : undefined;
+  const pending = usePendingIntent();
+  // A failed box's actions are on its failure card (start-panel.tsx).
+  if (box.state === "failed") return null;
   const act = (intent: string, label: string, opts: { danger?: boolean; confirm?: ConfirmText } = {}) => (
     <PostForm csrf={csrf} intent={intent} confirm={opts.confirm}>
       <button
@@ -98,7 +146,7 @@ export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
           opts.danger ? "text-red-700 ring-red-200 hover:bg-red-50" : "text-slate-800 ring-slate-300 hover:bg-slate-50"
         }`}
       >
-        {pending === intent ? `${label}…` : label}
+        {pending === intent ? pendingLabel(intent, label) : label}
       </button>
     </PostForm>
   );

@@ -1,8 +1,18 @@
 import type { BoxJson } from "~/models/box.server";
 import { BoxNotice } from "./box-notice";
+import type { BoxActionResult } from "./screen-control";
+import { Alert } from "./ui";
 
 // What the box page shows instead of the box: the box was removed, or the page was opened for a
-// desktop the box no longer runs.
+// desktop the box no longer runs; and the page's answers to its forms where the screen's control
+// banner (which shows them for a running box) is not shown.
+
+export function ActionAlerts({ result }: { result: BoxActionResult | undefined }) {
+  if (!result) return null;
+  if ("error" in result) return <Alert>{result.error}</Alert>;
+  if ("ok" in result) return <Alert tone="success">{result.ok}</Alert>;
+  return null;
+}
 
 export function RemovedBox({ id, why }: { id: string; why: string }) {
   return (

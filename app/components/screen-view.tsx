@@ -56,7 +56,8 @@ export function ScreenFrame({
           Screen {screen}
           {mode === "control" ? " · your keyboard and mouse go to the box: click the screen, then type" : " · watching"}
         </span>
-        <ViewerBadge status={viewer} />
+        {/* The viewer's own state only means something while it runs. */}
+        {ready ? <ViewerBadge status={viewer} /> : null}
       </div>
       <div className="relative">
         {ready ? (
@@ -73,16 +74,13 @@ export function ScreenFrame({
           />
         ) : (
           <div
-            className="grid w-full place-items-center bg-slate-950 text-sm text-slate-400"
+            className="grid w-full place-items-center break-words bg-slate-950 p-4 text-center text-sm text-slate-300 [overflow-wrap:anywhere]"
             style={{ aspectRatio: `${box.width} / ${box.height}`, maxHeight: "78vh" }}
           >
+            {/* A starting or failed box shows its start instead (start-panel.tsx). */}
             {box.state === "paused" || box.state === "stopped"
               ? `The box is ${box.state}. Resume it to see the screen.`
-              : box.state === "starting"
-                ? "The box is starting…"
-                : box.state === "failed"
-                  ? `The box failed to start${box.reason ? `: ${box.reason}` : "."}`
-                  : `The box is ${box.state}${box.reason ? `: ${box.reason}` : "."}`}
+              : `The box is ${box.state}${box.reason ? `: ${box.reason}` : "."}`}
           </div>
         )}
         {ready && viewer.kind !== "connected" ? <ViewerOverlay status={viewer} /> : null}

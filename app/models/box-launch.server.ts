@@ -1,14 +1,18 @@
+import type { AgentHealth } from "~/protocol/agent";
+import { START_LOG_LINES, type StartPhase } from "~/protocol/box-console";
 import type { Runtime } from "~/runtime/runtime";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
+import { StartTracker } from "./box-start.server";
 import { recordEvent } from "./event.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, imageRequest } from "./spec.server";
 
 // Launching a recorded box: a start slot (a few desktops boot at once), the image, the
-// container, the secrets and the wait until X, VNC and CDP answer on every screen. A launch that
-// fails leaves the box `failed` with the reason; a box removed meanwhile is cleaned up.
+// container, the secrets and the wait until X, VNC and CDP answer on every screen, each phase
+// recorded as it happens (box-start.server.ts). A launch that fails leaves the box `failed` with
+// the reason in words and the end of its log; a box removed meanwhile is cleaned up.
 
 const READY_TIMEOUT_MS = 90_000;
 
@@ -53,27 +57,35 @@ async function startSlot(): Promise<() => void> {
 }
 
 export async function launch(row: BoxRow): Promise<void> {
+  const start = new StartTracker(row);
   const release = await startSlot();
   try {
-    await launchNow(row);
+    await launchNow(row, start);
   } finally {
     release();
+    // A launch that ended without ready or failed (the box was removed) shows what it saved.
+    start.drop();
   }
 }
 
-async function launchNow(row: BoxRow): Promise<void> {
+async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
   const rt = runtimeOf(row);
   const spec = JSON.parse(row.spec_json) as NormalSpec;
   const placement = JSON.parse(row.placement_json) as NormalPlacement;
   const stillWanted = async () => (await loadRow(row.id))?.removed_at_ms === null;
   try {
+    await start.enter("image");
     const { image, built } = await withTimeout(
-      rt.ensureImage(imageRequest(spec), (line) => console.log(`[holm] image for ${row.id}: ${line}`)),
+      rt.ensureImage(imageRequest(spec), (line) => {
+        console.log(`[holm] image for ${row.id}: ${line}`);
+        start.buildLine(line);
+      }),
       IMAGE_TIMEOUT_MS,
       "building the box image took too long",
     );
     if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image } });
     if (!(await stillWanted())) return;
+    await start.enter("container");
     const { ref } = await rt.create({
       boxId: row.id,
       image,
@@ -94,25 +106,61 @@ async function launchNow(row: BoxRow): Promise<void> {
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
     Object.assign(row, { runtime_ref: ref, image });
     await rt.start(ref);
+    await start.enter("x");
     // The secrets go in while the desktop boots (off the path to ready): x11vnc waits for its
     // password file, the agent answers 401 until its secret is there, and ready needs both.
-    await Promise.all([rt.putSecrets(ref, boxSecretFiles(row.id)), waitReady(rt, row)]);
+    await Promise.all([
+      rt.putSecrets(ref, boxSecretFiles(row.id)),
+      waitReady(rt, row, (h) => void start.enter(phaseOf(h, row.screens)).catch(() => undefined)),
+    ]);
+    await start.enter("agent");
     if (!(await stillWanted())) {
       await rt.remove(ref);
       return;
     }
-    await setState(row, "ready", null);
+    await setState(row, "ready", null, start.ready());
     await trace(row.id, "ready");
     await recordEvent("box.ready", { owner: row.owner, box_id: row.id, runtime: row.runtime });
   } catch (err) {
-    const why = (err as Error).message;
     console.error(`[holm] box ${row.id} did not start:`, err);
-    if (row.runtime_ref) await rt.remove(row.runtime_ref).catch((e) => console.error("[holm] cleanup failed:", e));
+    let lines: string[] = [];
+    // The container's own output says why it died; read it before the container goes.
+    if (row.runtime_ref) {
+      // More than the log keeps, so the entrypoint's last word is found behind a chatty part.
+      lines = await rt.logs(row.runtime_ref, START_LOG_LINES * 5).catch(() => []);
+      start.containerLines(lines.slice(-START_LOG_LINES));
+      await rt.remove(row.runtime_ref).catch((e) => console.error("[holm] cleanup failed:", e));
+    }
     if (!(await stillWanted())) return;
-    await setState(row, "failed", why);
+    const why = start.reason(causeOf(err, lines));
+    await setState(row, "failed", why, start.failed());
     await trace(row.id, "failed", { why });
     await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
   }
+}
+
+/** The phase a health answer puts a start in: the first part not yet up on every screen. */
+function phaseOf(h: AgentHealth | undefined, screens: number): StartPhase {
+  const all = (part: "x" | "vnc" | "cdp") => !!h && Array.isArray(h.screens) && h.screens.length >= screens && h.screens.every((s) => s[part]);
+  if (!all("x")) return "x";
+  if (!all("vnc")) return "vnc";
+  if (!all("cdp")) return "browser";
+  return "agent";
+}
+
+/**
+ * Why a launch failed, in words: the image builder's apt error rather than the command it ran,
+ * the box's own last word (its entrypoint says which part died) rather than a container id.
+ */
+function causeOf(err: unknown, containerLines: string[]): string {
+  const message = (err as Error).message ?? String(err);
+  const apt = /\((E: [^)]*)\)\s*$/.exec(message);
+  if (apt) return apt[1]!;
+  if (err instanceof StartFailure && err.kind === "exited") {
+    const last = containerLines.map((l) => /holm: (.*)$/.exec(l)?.[1]).filter((l) => l && !l.startsWith("still running")).at(-1);
+    return last ? `${message}; it said: ${last}` : message;
+  }
+  return message.replace(/The command '[^']*' returned/, "a build step returned");
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
@@ -125,8 +173,22 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> 
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Polls until X, VNC and CDP answer on every screen, or the container dies. */
-export async function waitReady(rt: Runtime, row: BoxRow): Promise<string> {
+/** Why a desktop did not come up: its container vanished or exited, or it did not answer in time. */
+export class StartFailure extends Error {
+  constructor(
+    readonly kind: "missing" | "exited" | "timeout",
+    message: string,
+  ) {
+    super(message);
+    this.name = "StartFailure";
+  }
+}
+
+/**
+ * Polls until X, VNC and CDP answer on every screen, or the container dies. `onHealth` sees
+ * each answer of the agent (undefined while it does not answer).
+ */
+export async function waitReady(rt: Runtime, row: BoxRow, onHealth?: (h: AgentHealth | undefined) => void): Promise<string> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let address: string | undefined;
   let lastInspect = 0;
@@ -134,15 +196,17 @@ export async function waitReady(rt: Runtime, row: BoxRow): Promise<string> {
     if (!address || Date.now() - lastInspect > 1000) {
       lastInspect = Date.now();
       const info = await rt.inspect(row.runtime_ref!);
-      if (info.state === "missing") throw new Error("the container disappeared while the box was starting");
-      if (info.state === "stopped") throw new Error(`the box exited while starting (docker logs holm-${row.id})`);
+      if (info.state === "missing") throw new StartFailure("missing", "its container disappeared");
+      if (info.state === "stopped") throw new StartFailure("exited", "its desktop stopped");
       address = info.address;
     }
-    if (address && allUp(await probeHealth(address, 500), row.screens)) {
+    const health = address ? await probeHealth(address, 500) : undefined;
+    onHealth?.(health);
+    if (address && allUp(health, row.screens)) {
       rememberAddress(row.id, address);
       return address;
     }
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error(`the desktop did not answer within ${READY_TIMEOUT_MS / 1000} s`);
+  throw new StartFailure("timeout", `the desktop did not answer within ${READY_TIMEOUT_MS / 1000} s`);
 }

@@ -57,6 +57,23 @@ export interface BoxJson {
 export const boxChanges = new EventEmitter();
 boxChanges.setMaxListeners(0);
 
+/**
+ * The starts under way, by box: their progress changes many times a second while an image
+ * builds, so it lives here and the row is written at phase changes only (box-start.server.ts).
+ */
+const liveStarts = new Map<string, BoxStart>();
+
+/** Shows `start` as the box's start until cleared (`undefined`); the row keeps the last saved. */
+export function setLiveStart(id: string, start: BoxStart | undefined) {
+  if (start) liveStarts.set(id, start);
+  else liveStarts.delete(id);
+}
+
+/** The start in progress of a box, if one is (the same object its tracker holds). */
+export function liveStart(id: string): BoxStart | undefined {
+  return liveStarts.get(id);
+}
+
 /** Where the server reaches each running box. Refreshed from the runtime when unknown. */
 const addresses = new Map<string, string>();
 
@@ -122,7 +139,9 @@ export function toBoxJson(row: BoxRow): BoxJson {
   if (row.created_by) {
     out.created_by = { kind: kindOfIssuer(row.created_by), id: row.created_by, name: row.created_by_name ?? row.created_by };
   }
-  if (row.start_json) out.start = JSON.parse(row.start_json) as BoxStart;
+  const live = liveStarts.get(row.id);
+  if (live) out.start = structuredClone(live);
+  else if (row.start_json) out.start = JSON.parse(row.start_json) as BoxStart;
   return out;
 }
 
@@ -205,6 +224,8 @@ export function serverId(): string {
 export async function removeRow(row: BoxRow, reason: string, actor: Actor = { kind: "server" }): Promise<BoxJson> {
   // Marked first, outside the chain, so a launch in progress sees it and stops.
   const at = Date.now();
+  // A start under way stops pushing its progress: nothing may show the box again after `gone`.
+  setLiveStart(row.id, undefined);
   await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
   return serial(row.id, async () => {
     const cur = (await loadRow(row.id))!;

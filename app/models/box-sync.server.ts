@@ -12,6 +12,7 @@ import {
   trace,
   serverId,
 } from "./box-record.server";
+import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
 import { traceStartedFresh } from "./trace.server";
@@ -85,7 +86,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       // With the memory store a box taken back starts a new trace.
       if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (row.state === "starting") {
-        await setState(row, "failed", "the server restarted while the box was starting");
+        await setState(row, "failed", "the server restarted while the box was starting", abandonedStart(row));
         if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
       } else await reconcile(row);
     } catch (err) {

@@ -7,6 +7,7 @@ import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
+import { queuedStart } from "./box-start.server";
 import {
   type BoxJson,
   type BoxRow,
@@ -131,7 +132,8 @@ export async function createBox(
     labels_json: null,
     created_by: by.id,
     created_by_name: by.name,
-    start_json: null,
+    // Shown from the first push: the box waits for a start slot until its launch takes one.
+    start_json: JSON.stringify(queuedStart(now)),
   };
   await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.
@@ -153,6 +155,17 @@ export async function createBox(
     });
   }
   return { box: toBoxJson(after), queued: false };
+}
+
+/**
+ * A new box with the spec and placement of one the actor sees (the console's "Launch again" for
+ * a box that failed to start); queued, so it answers at once with the box `starting`.
+ */
+export async function relaunchBox(actor: Actor, id: string): Promise<BoxJson> {
+  const row = await visibleRow(actor, id);
+  const spec = JSON.parse(row.spec_json) as Spec;
+  const placement = JSON.parse(row.placement_json) as Placement;
+  return (await createBox(actor, { spec, placement }, { queue: true })).box;
 }
 
 async function imageStatusOf(rt: Runtime, spec: NormalSpec) {

@@ -1,17 +1,18 @@
 import { useState } from "react";
-import { Link, data } from "react-router";
+import { Link, data, redirect } from "react-router";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
-import { RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
+import { ActionAlerts, RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
 import { ClipboardPanel } from "~/components/clipboard-panel";
 import { type BoxActionResult, ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame, ScreenTabs } from "~/components/screen-view";
+import { FailedPanel, StartingPanel } from "~/components/start-panel";
 import { Shell } from "~/components/shell";
 import { TerminalPanel } from "~/components/terminal-panel";
 import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
-import { type BoxJson, getBox } from "~/models/box.server";
+import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayDrive, giveBack, takeOver } from "~/models/takeover.server";
@@ -97,6 +98,10 @@ export async function action({ request, params }: Route.ActionArgs) {
         }).catch((err) => console.error("[holm] trace clipboard failed:", err));
         return { clipboard: "Sent: paste it in the box with Ctrl+V." };
       }
+      case "relaunch": {
+        const again = await relaunchBox(ctx.actor, id);
+        return redirect(`/boxes/${again.id}`);
+      }
       default: {
         const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
         if (!done) throw new ApiError("bad_request", "unknown action");
@@ -123,6 +128,9 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
   const now = useNow(5000, loaderData.now);
   const [boxClipboard, setBoxClipboard] = useState<string | null>(null);
   const ready = box.state === "ready";
+  // What applies to the box as it is: a screen once it has run, control and the terminal while
+  // it runs, nothing of a desktop while it starts or after it failed to.
+  const settled = box.state !== "starting" && box.state !== "failed";
 
   // Checked on the live box too: a resume while the page is open shows the notice then.
   if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
@@ -132,9 +140,21 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
 
       <div className="mt-6 grid gap-6 lg:grid-cols-[minmax(0,1fr)_18rem]">
         <div className="min-w-0 space-y-4">
-          <ScreenControl control={control} status={status} screen={screen} csrf={csrf} canDrive={canDrive} ready={ready} result={actionData} />
-          <ScreenTabs box={box} screen={screen} screens={screens} />
-          <ScreenFrame box={box} screen={screen} mode={mode} onClipboard={setBoxClipboard} />
+          {ready ? (
+            <ScreenControl control={control} status={status} screen={screen} csrf={csrf} canDrive={canDrive} ready={ready} result={actionData} />
+          ) : (
+            <ActionAlerts result={actionData} />
+          )}
+          {settled ? (
+            <>
+              <ScreenTabs box={box} screen={screen} screens={screens} />
+              <ScreenFrame box={box} screen={screen} mode={mode} onClipboard={setBoxClipboard} />
+            </>
+          ) : box.state === "starting" ? (
+            <StartingPanel box={box} now={loaderData.now} />
+          ) : (
+            <FailedPanel box={box} csrf={csrf} canDrive={canDrive} />
+          )}
 
           {canDrive && mode === "control" ? (
             <ClipboardPanel csrf={csrf} screen={screen} boxClipboard={boxClipboard} />
@@ -144,7 +164,7 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
             </p>
           ) : null}
 
-          {canDrive ? (
+          {canDrive && ready ? (
             <TerminalPanel boxId={box.id} workspace={workspace.id} ready={ready} />
           ) : null}
         </div>

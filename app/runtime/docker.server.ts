@@ -54,6 +54,21 @@ async function secretsTar(files: SecretFile[]): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
+/**
+ * The text of a container's log as the engine sends it without a TTY: frames of an 8-byte
+ * header (stream, 0, 0, 0, length) and that many bytes, stdout and stderr interleaved in order.
+ */
+function demuxLog(buf: Buffer): string {
+  if (buf.length < 8 || buf[0]! > 2 || buf[1] !== 0 || buf[2] !== 0 || buf[3] !== 0) return buf.toString("utf8");
+  const parts: Buffer[] = [];
+  for (let at = 0; at + 8 <= buf.length; ) {
+    const size = buf.readUInt32BE(at + 4);
+    parts.push(buf.subarray(at + 8, at + 8 + size));
+    at += 8 + size;
+  }
+  return Buffer.concat(parts).toString("utf8");
+}
+
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
 export class DockerRuntime implements Runtime {
   readonly name = "docker";
@@ -221,6 +236,21 @@ export class DockerRuntime implements Runtime {
       if (statusOf(err) === 404) return { ref, boxId: "", state: "missing", labels: {} };
       throw err;
     }
+  }
+
+  async logs(ref: string, tail: number): Promise<string[]> {
+    let raw: Buffer;
+    try {
+      raw = await this.docker.getContainer(ref).logs({ stdout: true, stderr: true, follow: false, tail });
+    } catch (err) {
+      if (statusOf(err) === 404) return [];
+      throw err;
+    }
+    return demuxLog(raw)
+      .split(/\r\n|\r|\n/)
+      .map((l) => l.trimEnd())
+      .filter((l) => l !== "")
+      .slice(-tail);
   }
 
   async list(): Promise<RuntimeBox[]> {

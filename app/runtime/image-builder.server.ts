@@ -44,12 +44,18 @@ async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
   }
 }
 
-/** Splits a stream of chunks into trimmed, non-empty lines; chunks may end mid-line. */
+/** Terminal colours and cursor moves (the engine colours a build step's stderr red). */
+const ANSI_RE = /\x1b\[[0-9;?]*[A-Za-z]/g;
+
+/**
+ * Splits a stream of chunks into trimmed, non-empty lines without terminal escapes; chunks may
+ * end mid-line.
+ */
 function lineSplitter(log: BuildLog): { push(chunk: string): void; flush(): void } {
   let rest = "";
   return {
     push(chunk) {
-      const parts = (rest + chunk).split(/\r\n|\r|\n/);
+      const parts = (rest + chunk).replace(ANSI_RE, "").split(/\r\n|\r|\n/);
       rest = parts.pop() ?? "";
       for (const p of parts) {
         const line = p.trim();
@@ -57,7 +63,7 @@ function lineSplitter(log: BuildLog): { push(chunk: string): void; flush(): void
       }
     },
     flush() {
-      const line = rest.trim();
+      const line = rest.replace(ANSI_RE, "").trim();
       rest = "";
       if (line) log(line);
     },

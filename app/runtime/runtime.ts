@@ -95,6 +95,11 @@ export interface Runtime {
   /** Removes the container and, for persistent boxes, its volume. Missing is not an error. */
   remove(ref: string): Promise<void>;
   inspect(ref: string): Promise<RuntimeBox>;
+  /**
+   * The last `tail` lines the box printed (its entrypoint's stdout and stderr), oldest first;
+   * none for a box that is gone. Read before removing a box that failed, to say why.
+   */
+  logs(ref: string, tail: number): Promise<string[]>;
   /** Every box this runtime holds that carries the `holm.box` label. */
   list(): Promise<RuntimeBox[]>;
   /** Whether the engine answers. */

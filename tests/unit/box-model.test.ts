@@ -49,6 +49,9 @@ class HeldRuntime implements Runtime {
   async inspect(ref: string): Promise<RuntimeBox> {
     return { ref, boxId: "", state: this.states.get(ref) ?? "running", labels: {}, address: "192.0.2.1" };
   }
+  async logs() {
+    return [];
+  }
   async list() {
     return [];
   }
@@ -95,7 +98,12 @@ describe("start slots (HOLM_LAUNCH_CONCURRENCY)", () => {
     rt.creating[0]!.reject(new Error("no room on the engine"));
     await until(() => rt.creating.length === 3);
     const failed = await box.getBox(server, made[0]!.box.id).catch((e) => e);
-    expect(failed).toMatchObject({ state: "failed", reason: "no room on the engine" });
+    // Said in words, with the phase it failed in (box-start.server.ts).
+    expect(failed).toMatchObject({
+      state: "failed",
+      reason: "The box's container could not be created or started: no room on the engine",
+      start: { phase: "failed", failed_in: "container" },
+    });
   });
 });
 
