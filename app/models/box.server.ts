@@ -79,7 +79,14 @@ export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
     .orderBy("created_at_ms", "desc");
   const owner = ownerOf(actor);
   if (owner !== undefined) q = q.where("owner", "=", owner);
-  return (await q.execute()).map(toBoxJson);
+  return (await q.execute()).map(listed);
+}
+
+/** A box in a list: without its start's log lines (GET /v1/boxes/{id} has them), so 80 stay light. */
+function listed(row: BoxRow): BoxJson {
+  const box = toBoxJson(row);
+  if (box.start?.log.length) box.start = { ...box.start, log: [] };
+  return box;
 }
 
 export interface CreateBoxInput {
