@@ -26,7 +26,9 @@ export function Table({
   children: ReactNode;
 }) {
   return (
-    <div className={framed ? `overflow-x-auto ${FRAME}` : "overflow-x-auto"}>
+    // `relative`: the header's sr-only labels are absolutely placed; without a positioned box here
+    // they sit outside the scroller and widen the page on a phone.
+    <div className={framed ? `relative overflow-x-auto ${FRAME}` : "relative overflow-x-auto"}>
       <table className={framed ? "min-w-full divide-y divide-slate-200 text-sm" : "min-w-full text-sm"}>
         <caption className="sr-only">{caption}</caption>
         <thead className={`${framed ? "bg-slate-50 font-medium " : ""}text-left text-xs uppercase tracking-wide text-slate-500`}>

@@ -1,7 +1,9 @@
 import type { TraceActor, TraceEntry } from "~/models/trace-summary";
 
 // One line per trace entry, in the words of `holm trace`: "click at 640,81", "typed 12
-// characters", "ran ls /tmp → 0", "screen 0 changed", "handed to a person", "taken back".
+// characters", "ran ls /tmp → 0", "screen 0 changed", "Ada took over screen 0", "Ada gave screen
+// 0 back", "removed by key agent-1". Who did it comes from the entry's `by_name`; steps an agent
+// ran (acted, ran) do not repeat it on every line: the actor badge says agent or person.
 
 type Obj = Record<string, unknown>;
 
@@ -110,14 +112,42 @@ export function describeStep(step: Obj | undefined): string {
   }
 }
 
-/** The entry in one line. */
+/**
+ * Who caused an entry, as people say it: a person's name, "key agent-1", "the server token", or
+ * undefined for the server's own doing and for entries recorded before names were (no `by_name`).
+ */
+export function causedBy(d: Obj): string | undefined {
+  const by = str(d.by);
+  const name = str(d.by_name);
+  if (!by || !name) return undefined;
+  if (by.startsWith("user:")) return name;
+  if (by.startsWith("key:")) return `key ${name}`;
+  return name === "server" ? undefined : `the ${name}`;
+}
+
+const byWho = (who: string | undefined) => (who ? ` by ${who}` : "");
+const isPerson = (d: Obj) => str(d.by)?.startsWith("user:") === true;
+
+function takeoverEnded(d: Obj, screen: number, who: string | undefined): string {
+  const why = str(d.why) && d.why !== "given back" ? ` (${d.why})` : "";
+  if (!who) return `screen ${screen} taken back${why}`;
+  if (!isPerson(d)) return `screen ${screen} taken back by ${who}${why}`;
+  // An owner or admin can end someone else's takeover.
+  const held = str(d.held_by);
+  if (!held || held === d.by) return `${who} gave screen ${screen} back${why}`;
+  const holder = causedBy({ by: held, by_name: d.held_by_name });
+  return `${who} took screen ${screen} back${holder ? ` from ${holder}` : ""}${why}`;
+}
+
+/** The entry in one line: "Ada took over screen 0", "removed by key agent-1". */
 export function describeEntry(e: TraceEntry): string {
   const d = (e.data ?? {}) as Obj;
   const screen = e.screen ?? 0;
+  const who = causedBy(d);
   switch (e.event) {
     case "box_created": {
       const desktop = ((d.spec as Obj | undefined)?.desktop ?? {}) as Obj;
-      return num(desktop.width) && num(desktop.height) ? `created ${desktop.width}×${desktop.height}` : "created";
+      return `${num(desktop.width) && num(desktop.height) ? `created ${desktop.width}×${desktop.height}` : "created"}${byWho(who)}`;
     }
     case "acted": {
       const text = describeStep(d.step as Obj | undefined);
@@ -137,31 +167,33 @@ export function describeEntry(e: TraceEntry): string {
       return `file ${short(str(d.path) ?? "?", 80)} written`;
     case "clipboard_set":
       return `clipboard set (${plural(num(d.chars) ?? 0, "character")})`;
-    case "takeover_started":
-      return `screen ${screen} handed to a person${d.exclusive === false ? " (shared)" : ""}`;
+    case "takeover_started": {
+      const shared = d.exclusive === false ? " (shared)" : "";
+      return who && isPerson(d) ? `${who} took over screen ${screen}${shared}` : `screen ${screen} handed to a person${byWho(who)}${shared}`;
+    }
     case "takeover_ended":
-      return `screen ${screen} taken back${str(d.why) && d.why !== "given back" ? ` (${d.why})` : ""}`;
-    case "person_input":
-      if (d.kind === "click") return `a person clicked at ${num(d.x) ?? "?"},${num(d.y) ?? "?"}`;
-      if (d.kind === "keys") return `a person pressed ${plural(num(d.count) ?? 0, "key")}`;
-      if (d.kind === "clipboard") return `a person pasted ${plural(num(d.bytes) ?? 0, "byte")}`;
-      return "a person's input";
+      return takeoverEnded(d, screen, who);
+    case "person_input": {
+      const person = who ?? "a person";
+      if (d.kind === "click") return `${person} clicked at ${num(d.x) ?? "?"},${num(d.y) ?? "?"}`;
+      if (d.kind === "keys") return `${person} pressed ${plural(num(d.count) ?? 0, "key")}`;
+      if (d.kind === "clipboard") return `${person} pasted ${plural(num(d.bytes) ?? 0, "byte")}`;
+      return who ? `${who}'s input` : "a person's input";
+    }
     case "terminal":
-      return `terminal ${str(d.phase) ?? "used"}`;
+      return `terminal ${str(d.phase) ?? "used"}${byWho(who)}`;
     case "ready":
       return "ready";
     case "paused":
-      return "paused";
     case "resumed":
-      return "resumed";
     case "stopped":
-      return "stopped";
+      return `${e.event}${byWho(who)}`;
     case "gone":
-      return str(d.reason) && d.reason !== "removed" ? `removed (${short(d.reason as string, 80)})` : "removed";
+      return str(d.reason) && d.reason !== "removed" ? `removed (${short(d.reason as string, 80)})${byWho(who)}` : `removed${byWho(who)}`;
     case "adopted":
       return "taken back by the server after a restart";
     case "forked_from":
-      return `forked from ${str(d.box)?.slice(0, 16) ?? "a box"}…${num(d.up_to) !== undefined ? ` up to entry ${d.up_to}` : ""}`;
+      return `forked from ${str(d.box)?.slice(0, 16) ?? "a box"}…${num(d.up_to) !== undefined ? ` up to entry ${d.up_to}` : ""}${byWho(who)}`;
     case "failed":
       return `failed${str(d.why) ? `: ${short(d.why as string, 100)}` : ""}`;
     default:
@@ -180,10 +212,15 @@ const BADGE: Record<TraceActor, string> = {
   server: "bg-slate-200 text-slate-700",
 };
 
-export function ActorBadge({ actor }: { actor: TraceActor }) {
+/** The entry's actor (agent, person, server); `name`, when given, is who (a tooltip and for screen readers). */
+export function ActorBadge({ actor, name }: { actor: TraceActor; name?: string }) {
   return (
-    <span className={`inline-flex w-14 shrink-0 justify-center rounded-full px-1.5 py-0.5 text-[11px] font-medium ${BADGE[actor] ?? BADGE.server}`}>
+    <span
+      title={name}
+      className={`inline-flex w-14 shrink-0 justify-center rounded-full px-1.5 py-0.5 text-[11px] font-medium ${BADGE[actor] ?? BADGE.server}`}
+    >
       {actor}
+      {name ? <span className="sr-only">: {name}</span> : null}
     </span>
   );
 }

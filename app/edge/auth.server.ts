@@ -53,6 +53,7 @@ async function sessionActor(request: Request): Promise<WorkspaceActor | undefine
   const workspaces = await workspacesOf(found.user.id);
   const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
   if (!workspace) throw new ApiError("forbidden", "you belong to no workspace yet; make one in the console");
+  // With its user: what it does is recorded as this person's (the trace's `by`).
   return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id };
 }
 
@@ -82,7 +83,7 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
       throw unauthorized("this server has no token; send a holm_sk_ key or no Authorization header");
     }
     if (!given || !safeEqual(given, token)) throw unauthorized(`the bearer token is not valid; ${SEND_KEY}`);
-    return { kind: "server" };
+    return { kind: "server", via: "token" };
   } else {
     actor = await sessionActor(request);
     if (!actor) {
@@ -93,7 +94,7 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
       if (await accountsExist()) {
         throw unauthorized(`this server has accounts, so open mode is over (it ends at the first sign-up); ${SEND_KEY}`);
       }
-      return { kind: "server" };
+      return { kind: "server", via: "open" };
     }
   }
   if (RANK[actor.role] < RANK[need]) {
@@ -106,7 +107,7 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
 export async function requireScheduler(request: Request): Promise<Actor> {
   const cron = env().CRON_SECRET;
   const given = bearer(request);
-  if (cron && given && safeEqual(given, cron)) return { kind: "server" };
+  if (cron && given && safeEqual(given, cron)) return { kind: "server", via: "token" };
   const actor = await requireActor(request, "viewer");
   if (actor.kind !== "server") throw new ApiError("denied", "scheduled work needs the server token or CRON_SECRET");
   return actor;

@@ -1,13 +1,17 @@
 import { db } from "~/utils/db.server";
 import { type Actor, issuerOf } from "./actor";
+import type { TraceActor } from "./trace-types.server";
 import type { CreatedBy } from "~/protocol/box-console";
 
 // The name people know an actor by: a person's name, a key's name, or "server token". Written
-// down with what the actor did (a box's creator, a trace entry's `by_name`), so it still reads
-// right after the key is deleted or the person leaves.
+// down with what the actor did (a box's creator, a trace entry's and an event's `by_name`), so
+// it still reads right after the key is revoked or the person leaves.
 
 const cache = new Map<string, { name: string; at: number }>();
 const CACHE_MS = 30_000;
+
+/** The server's own doing: the reaper, a grace timer, a launch, adopting boxes at start. */
+export const SERVER_ITSELF: Actor = { kind: "server" };
 
 /** The name of an issuer (`user:<id>`, `key:<id>`, `server`); the id itself when unknown. */
 export async function issuerName(issuer: string): Promise<string> {
@@ -34,8 +38,42 @@ export function kindOfIssuer(issuer: string): CreatedBy["kind"] {
   return issuer.startsWith("user:") ? "person" : issuer.startsWith("key:") ? "key" : "server";
 }
 
+/** The name of a server actor: its own doing, the server token, or an open-mode caller. */
+function serverName(actor: Extract<Actor, { kind: "server" }>): string {
+  return actor.via === "open" ? "open mode" : actor.via === "token" ? "server token" : "server";
+}
+
 /** Who an actor is, by name. */
 export async function actorIdentity(actor: Actor): Promise<CreatedBy> {
   const id = issuerOf(actor);
-  return { kind: kindOfIssuer(id), id, name: await issuerName(id) };
+  return { kind: kindOfIssuer(id), id, name: actor.kind === "server" ? serverName(actor) : await issuerName(id) };
+}
+
+/**
+ * The seed's trace actor for what this actor does: a person through their console session (its
+ * pages, or /v1 with the session), an agent through a key or the server token, the server for its
+ * own doing.
+ */
+export function traceActorOf(actor: Actor): TraceActor {
+  if (actor.kind === "server") return actor.via ? "agent" : "server";
+  return actor.via === "session" ? "person" : "agent";
+}
+
+/** Who caused something, as trace entries and events carry it in `data`. */
+export interface ByFields {
+  /** `user:<id>`, `key:<id>` or `server`. */
+  by: string;
+  /** The person's or key's name at that moment; "server token", "open mode" or "server". */
+  by_name: string;
+}
+
+export async function byFields(actor: Actor): Promise<ByFields> {
+  const by = issuerOf(actor);
+  // A name that cannot be looked up now (the store failing) leaves the id: the record still says who.
+  return { by, by_name: actor.kind === "server" ? serverName(actor) : await issuerName(by).catch(() => by) };
+}
+
+/** The trace actor and `by` fields of what an actor does. */
+export async function attribution(actor: Actor): Promise<{ actor: TraceActor; data: ByFields }> {
+  return { actor: traceActorOf(actor), data: await byFields(actor) };
 }

@@ -6,10 +6,12 @@ import type { Role } from "./roles";
 /**
  * Who is calling: the server token, or a workspace through a key or a person's session. A
  * session actor carries its session's id (never sent anywhere), so what it opens (viewer
- * tickets, sockets) ends when that session does.
+ * tickets, sockets) ends when that session does. A server actor with `via` came in from outside
+ * (the server token, CRON_SECRET, or a loopback caller in open mode); without it, it is the
+ * server's own doing (the reaper, a grace timer, a launch), which the trace records as such.
  */
 export type Actor =
-  | { kind: "server" }
+  | { kind: "server"; via?: "token" | "open" }
   | { kind: "workspace"; workspaceId: string; role: Role; via: "key" | "session"; userId?: string; keyId?: string; sessionId?: string };
 
 export type WorkspaceActor = Extract<Actor, { kind: "workspace" }>;

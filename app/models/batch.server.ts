@@ -227,7 +227,7 @@ export async function runBatch(
     try {
       assertMayRunSteps(actor, t.box.id, t.screen, steps);
     } catch (err) {
-      void recordRefusal(t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
+      void recordRefusal(actor, t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
         console.error("[holm] recording a refusal failed:", e),
       );
       throw err;
@@ -266,7 +266,7 @@ export async function runBatch(
   const frame = result.frame as { hash?: string; png_base64?: string } | undefined;
   const t1 = performance.now();
   const { settle_ms, want, keep_going } = input;
-  await recordBatch(t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame, { began_ms, settle_ms, want, keep_going });
+  await recordBatch(actor, t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame, { began_ms, settle_ms, want, keep_going });
   timings.trace = performance.now() - t1;
   return result;
 }

@@ -7,10 +7,10 @@ import { ApiError, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
-import { type Actor, issuerOf, ownerOf } from "./actor";
+import { type Actor, ownerOf } from "./actor";
 import { recordEvent } from "./event.server";
 import type { BoxStart, CreatedBy } from "~/protocol/box-console";
-import { kindOfIssuer } from "./actor-name.server";
+import { SERVER_ITSELF, attribution, kindOfIssuer } from "./actor-name.server";
 import type { NormalPlacement, NormalSpec } from "./spec.server";
 import { recordEntry } from "./trace.server";
 
@@ -158,16 +158,14 @@ export function serial<T>(id: string, fn: () => Promise<T>): Promise<T> {
   return next;
 }
 
-/** Who a lifecycle entry names: a person (session), an agent (key), or the server; and `by`. */
-export function changedBy(actor: Actor): { who: "agent" | "person" | "server"; by: string } {
-  if (actor.kind === "server") return { who: "server", by: "server" };
-  return { who: actor.via === "session" ? "person" : "agent", by: issuerOf(actor) };
-}
-
-/** A lifecycle entry in the box's trace; a store failure is logged, never fatal to the operation. */
-export async function trace(boxId: string, event: string, data?: Record<string, unknown>, actor: "agent" | "person" | "server" = "server") {
+/**
+ * A lifecycle entry in the box's trace, naming who caused it (`by`, `by_name`; the server itself
+ * by default); a store failure is logged, never fatal to the operation.
+ */
+export async function trace(boxId: string, event: string, data: Record<string, unknown> = {}, by: Actor = SERVER_ITSELF) {
   try {
-    await recordEntry(boxId, { actor, event, ...(data ? { data } : {}) });
+    const who = await attribution(by);
+    await recordEntry(boxId, { actor: who.actor, event, data: { ...data, ...who.data } });
   } catch (err) {
     console.error(`[holm] trace ${event} of ${boxId} failed:`, err);
   }
@@ -221,7 +219,7 @@ export function serverId(): string {
 }
 
 /** Removes the container and keeps the record (its history outlives it); `actor` asked for it. */
-export async function removeRow(row: BoxRow, reason: string, actor: Actor = { kind: "server" }): Promise<BoxJson> {
+export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERVER_ITSELF): Promise<BoxJson> {
   // Marked first, outside the chain, so a launch in progress sees it and stops.
   const at = Date.now();
   // A start under way stops pushing its progress: nothing may show the box again after `gone`.
@@ -232,9 +230,8 @@ export async function removeRow(row: BoxRow, reason: string, actor: Actor = { ki
     if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
     forgetAddress(row.id);
     await setState(cur, "gone", reason, { removed_at_ms: at });
-    const { who, by } = changedBy(actor);
-    await trace(cur.id, "gone", { reason, by }, who);
-    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
+    await trace(cur.id, "gone", { reason }, actor);
+    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason }, by: actor });
     return toBoxJson(cur);
   });
 }

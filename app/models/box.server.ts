@@ -13,7 +13,6 @@ import {
   type BoxRow,
   type BoxState,
   boxChanges,
-  changedBy,
   forgetAddress,
   boxAddress,
   loadRow,
@@ -144,9 +143,9 @@ export async function createBox(
   };
   await insertBoxWithinLimits(row, image);
   // The first entry carries what a fork needs to launch the same box again.
-  await trace(row.id, "box_created", { spec, placement }, actor.kind === "workspace" && actor.via === "session" ? "person" : "agent");
+  await trace(row.id, "box_created", { spec, placement }, actor);
   boxChanges.emit("change", toBoxJson(row));
-  await recordEvent("box.created", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+  await recordEvent("box.created", { owner: row.owner, box_id: row.id, runtime: row.runtime, by: actor });
 
   const launching = () => serial(row.id, () => launch(row));
   if (opts.queue) {
@@ -195,7 +194,7 @@ const LIFECYCLE = {
  * One lifecycle change of a box, shared by pause, resume and stop: the box must be visible and
  * settled, then (in the box's serial chain, on its current row) a box already in `to` answers as
  * it is; otherwise `run` checks the state and moves the container (returning any other columns
- * to write), and the new state, the trace entry (who and by) and the event are written.
+ * to write), and the new state, the trace entry and the event (each naming the actor) are written.
  */
 async function changeLifecycle(
   actor: Actor,
@@ -210,9 +209,8 @@ async function changeLifecycle(
     if (cur.state === to) return toBoxJson(cur);
     const extra = await run(cur);
     await setState(cur, to, null, extra ?? {});
-    const { who, by } = changedBy(actor);
-    await trace(id, LIFECYCLE[to].traced, { by }, who);
-    await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime });
+    await trace(id, LIFECYCLE[to].traced, {}, actor);
+    await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime, by: actor });
     return toBoxJson(cur);
   });
 }

@@ -1,5 +1,7 @@
 import { EventEmitter } from "node:events";
 import { db } from "~/utils/db.server";
+import type { Actor } from "./actor";
+import { SERVER_ITSELF, byFields, issuerName } from "./actor-name.server";
 
 export type EventKind =
   | "box.created"
@@ -28,10 +30,22 @@ export interface HolmEvent {
 export const events = new EventEmitter();
 events.setMaxListeners(0);
 
+/**
+ * Records an event, naming who caused it in `data.by` and `data.by_name`: `by`, the actor (the
+ * server itself when not given), unless `data` already names an issuer in `by`.
+ */
 export async function recordEvent(
   kind: EventKind,
-  fields: { owner?: string | null; box_id?: string; runtime?: string; data?: Record<string, unknown> } = {},
+  fields: { owner?: string | null; box_id?: string; runtime?: string; data?: Record<string, unknown>; by?: Actor } = {},
 ): Promise<HolmEvent> {
+  const given = fields.data?.by;
+  const data = {
+    ...fields.data,
+    ...(typeof given === "string"
+      ? { by_name: typeof fields.data?.by_name === "string" ? fields.data.by_name : await issuerName(given).catch(() => given) }
+      : await byFields(fields.by ?? SERVER_ITSELF)),
+  };
+  fields = { ...fields, data };
   const at_ms = Date.now();
   const row = await db()
     .insertInto("event")

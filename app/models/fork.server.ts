@@ -3,6 +3,7 @@ import { ApiError, unsupported } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import type { Actor } from "./actor";
+import { attribution } from "./actor-name.server";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
 import { enqueue } from "./job.server";
@@ -246,7 +247,8 @@ export async function forkBox(
   const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
   const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
-  await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null } });
+  const who = await attribution(actor);
+  await recordEntry(box.id, { actor: who.actor, event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null, ...who.data } });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
   if (opts.queue) {
     // Queued: answer 202 now; the replay runs once the box is ready.

@@ -66,7 +66,8 @@ export async function createKey(input: { workspaceId: string; name: string; crea
   return { secret, key: key as ApiKey };
 }
 
-export async function listKeys(workspaceId: string): Promise<(ApiKey & { creator: string })[]> {
+/** The workspace's keys, newest first, each with its creator's name and email (the id if they are gone). */
+export async function listKeys(workspaceId: string): Promise<(ApiKey & { creator: string; creator_email: string | null })[]> {
   const rows = await db()
     .selectFrom("api_key")
     .leftJoin("user", "user.id", "api_key.created_by")
@@ -80,12 +81,13 @@ export async function listKeys(workspaceId: string): Promise<(ApiKey & { creator
       "api_key.expires_at_ms",
       "api_key.last_used_ms",
       "api_key.revoked_at_ms",
-      "user.email as creator",
+      "user.name as creator",
+      "user.email as creator_email",
     ])
     .where("api_key.workspace_id", "=", workspaceId)
     .orderBy("api_key.created_at_ms", "desc")
     .execute();
-  return rows.map((r) => ({ ...toKey(r as ApiKey), creator: r.creator ?? r.created_by }));
+  return rows.map(({ creator, creator_email, ...r }) => ({ ...toKey(r as ApiKey), creator: creator ?? r.created_by, creator_email }));
 }
 
 export async function revokeKey(workspaceId: string, id: string): Promise<void> {

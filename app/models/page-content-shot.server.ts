@@ -1,5 +1,6 @@
 import { agentCall } from "~/protocol/agent";
 import { ApiError } from "~/utils/api-error.server";
+import type { Actor } from "./actor";
 import type { TabPage } from "./page-browser.server";
 import { cdpSend, inWorld } from "./page-content-world.server";
 import { recordFileWritten } from "./recorder.server";
@@ -202,7 +203,7 @@ export function imageSize(b: Buffer): { width: number; height: number } {
  * The page as a PDF. With `path`, written into the box (`{path, bytes}`); without, in the answer
  * (`{pdf_base64, bytes}`).
  */
-export async function printPdf(t: ScreenTarget, tp: TabPage, q: PdfQuery): Promise<Record<string, unknown>> {
+export async function printPdf(actor: Actor, t: ScreenTarget, tp: TabPage, q: PdfQuery): Promise<Record<string, unknown>> {
   let data: string;
   try {
     const printed = cdpSend<{ data: string }>(tp.page, "Page.printToPDF", {
@@ -225,6 +226,6 @@ export async function printPdf(t: ScreenTarget, tp: TabPage, q: PdfQuery): Promi
   const bytes = Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
   if (q.path === undefined) return { tab: tp.tab.id, pdf_base64: data, bytes };
   const out = await callAgent<{ path: string; bytes: number }>(t.box, agentCall("fileWrite", {}), { path: q.path, contents_base64: data }, 60_000, "bulk");
-  await recordFileWritten(t.box.id, out.path, out.bytes);
+  await recordFileWritten(actor, t.box.id, out.path, out.bytes);
   return { tab: tp.tab.id, path: out.path, bytes: out.bytes };
 }

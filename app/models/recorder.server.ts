@@ -2,6 +2,8 @@ import { randomBytes } from "node:crypto";
 import { agentCall } from "~/protocol/agent";
 import type { Step } from "./action-schema.server";
 import { INPUT_STEPS } from "./action-schema.server";
+import type { Actor } from "./actor";
+import { attribution } from "./actor-name.server";
 import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
 import type { ActedData, BatchMark } from "./trace-types.server";
@@ -9,7 +11,8 @@ import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, reco
 
 // What goes into a box's trace from the drive side: one `acted` entry per step (each marked with
 // its batch, so a fork can send the batch as one again: trace-types.server.ts), refusals, and a
-// `frame` entry when a screen changed. Frames are sampled after the answer has gone out, so
+// `frame` entry when a screen changed. Each but frames names who did it: the actor (a person
+// through their session, an agent through a key or the server token) and `by`, `by_name`. Frames are sampled after the answer has gone out, so
 // recording costs a batch almost nothing; while a person holds a screen it is sampled about once
 // a second. Bytes of written files and clipboard text are never stored, only that they happened.
 // The hash a box reports with a frame is only its change token (the next `have`); the trace names
@@ -37,6 +40,7 @@ interface StepOutcome {
 export type BatchRun = Partial<Omit<BatchMark, "id" | "index">>;
 
 export async function recordBatch(
+  actor: Actor,
   box: RunningBox,
   screen: number,
   steps: Step[],
@@ -48,6 +52,7 @@ export async function recordBatch(
   const id = randomBytes(8).toString("hex");
   const { began_ms = at, settle_ms, want, keep_going } = run;
   const extras = { ...(settle_ms !== undefined && { settle_ms }), ...(want && { want }), ...(keep_going !== undefined && { keep_going }) };
+  const who = await attribution(actor);
   const entries: TraceEntryInput[] = results.map((r, i) => {
     const data: ActedData = {
       step: traceableStep(steps[i]!),
@@ -55,7 +60,7 @@ export async function recordBatch(
       ...(r.ok === false ? { code: r.code } : {}),
       batch: { id, index: i, began_ms, ...extras },
     };
-    return { actor: "agent", event: "acted", screen, at_ms: at, data: { ...data } };
+    return { actor: who.actor, event: "acted", screen, at_ms: at, data: { ...data, ...who.data } };
   });
   if (entries.length) await recordEntries(box.id, entries);
   const key = `${box.id}/${screen}`;
@@ -70,12 +75,13 @@ export async function recordBatch(
   }
 }
 
-export async function recordRefusal(boxId: string, screen: number, steps: Step[], reason: string) {
+export async function recordRefusal(actor: Actor, boxId: string, screen: number, steps: Step[], reason: string) {
+  const who = await attribution(actor);
   await recordEntry(boxId, {
-    actor: "agent",
+    actor: who.actor,
     event: "refused",
     screen,
-    data: { reason, steps: steps.map(traceableStep) },
+    data: { reason, steps: steps.map(traceableStep), ...who.data },
   });
 }
 
@@ -109,16 +115,19 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
 }
 
 /** `ran ls /tmp → 0`: the command and its exit, never its output. */
-export async function recordRan(boxId: string, argv: string[], out: { code?: unknown; timed_out?: unknown }) {
-  await recordEntry(boxId, { actor: "agent", event: "ran", data: { argv, code: out.code ?? null, timed_out: out.timed_out === true } });
+export async function recordRan(actor: Actor, boxId: string, argv: string[], out: { code?: unknown; timed_out?: unknown }) {
+  const who = await attribution(actor);
+  await recordEntry(boxId, { actor: who.actor, event: "ran", data: { argv, code: out.code ?? null, timed_out: out.timed_out === true, ...who.data } });
 }
 
-export async function recordFileWritten(boxId: string, path: string, bytes: number) {
-  await recordEntry(boxId, { actor: "agent", event: "file_written", data: { path, bytes } });
+export async function recordFileWritten(actor: Actor, boxId: string, path: string, bytes: number) {
+  const who = await attribution(actor);
+  await recordEntry(boxId, { actor: who.actor, event: "file_written", data: { path, bytes, ...who.data } });
 }
 
-export async function recordClipboardSet(boxId: string, screen: number, selection: string, chars: number) {
-  await recordEntry(boxId, { actor: "agent", event: "clipboard_set", screen, data: { selection, chars } });
+export async function recordClipboardSet(actor: Actor, boxId: string, screen: number, selection: string, chars: number) {
+  const who = await attribution(actor);
+  await recordEntry(boxId, { actor: who.actor, event: "clipboard_set", screen, data: { selection, chars, ...who.data } });
 }
 
 /**
@@ -127,9 +136,17 @@ export async function recordClipboardSet(boxId: string, screen: number, selectio
  * `evaluate`, `on_tab`), with the tab it ran in; `code` when it was refused. The screen's frame
  * is sampled after it, as after input steps. A `fill` by `secret_ref` keeps the secret's name only.
  */
-export async function recordPageAct(box: RunningBox, screen: number, step: Record<string, unknown> & { type: string }, tab: string, code?: string) {
+export async function recordPageAct(
+  actor: Actor,
+  box: RunningBox,
+  screen: number,
+  step: Record<string, unknown> & { type: string },
+  tab: string,
+  code?: string,
+) {
   const ok = code === undefined;
-  await recordEntry(box.id, { actor: "agent", event: "acted", screen, data: { step, ok, ...(!ok && { code }), tab } });
+  const who = await attribution(actor);
+  await recordEntry(box.id, { actor: who.actor, event: "acted", screen, data: { step, ok, ...(!ok && { code }), tab, ...who.data } });
   if (ok) void sampleSoon(box, screen, "agent");
 }
 
@@ -138,6 +155,7 @@ const PAGE_ACT_RECORDED = new Set(["not_found", "failed", "timeout"]);
 
 /** Runs a page action of a route and records it (done, or refused once it began). */
 export async function recordingPageAct<T>(
+  actor: Actor,
   box: RunningBox,
   screen: number,
   step: Record<string, unknown> & { type: string },
@@ -149,9 +167,9 @@ export async function recordingPageAct<T>(
     out = await run();
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (typeof code === "string" && PAGE_ACT_RECORDED.has(code)) await recordPageAct(box, screen, step, tab, code);
+    if (typeof code === "string" && PAGE_ACT_RECORDED.has(code)) await recordPageAct(actor, box, screen, step, tab, code);
     throw err;
   }
-  await recordPageAct(box, screen, step, tab);
+  await recordPageAct(actor, box, screen, step, tab);
   return out;
 }

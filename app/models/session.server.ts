@@ -3,7 +3,7 @@ import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/enco
 import { randomBytes } from "node:crypto";
 import { db } from "~/utils/db.server";
 import { principalChanged } from "./principal-changes.server";
-import { type User, getUser } from "./user.server";
+import { type User, getUser, markSeen } from "./user.server";
 
 // Sessions as the Lucia guide builds them: a random token in the cookie, only its SHA-256 in
 // the store, a 30-day expiry that slides forward when a session is used in its second half.
@@ -51,7 +51,10 @@ export async function validateSession(token: string): Promise<{ session: Session
     await db().updateTable("session").set({ expires_at_ms: session.expires_at_ms }).where("id", "=", id).execute();
   }
   const user = await getUser(session.user_id);
-  return user ? { session, user } : undefined;
+  if (!user) return undefined;
+  // A session in use is its person seen (console pages, /v1 with the session, sockets).
+  markSeen(user.id, now);
+  return { session, user };
 }
 
 export async function invalidateSession(id: string): Promise<void> {

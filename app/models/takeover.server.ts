@@ -7,6 +7,7 @@ import { env, publicUrl } from "~/utils/env.server";
 import { principalAccess } from "./access.server";
 import type { Step } from "./action-schema.server";
 import { type Actor, issuerOf } from "./actor";
+import { SERVER_ITSELF, attribution, issuerName } from "./actor-name.server";
 import { type BoxJson, boxChanges, getBox, requireRunningBox } from "./box.server";
 import { recordEvent } from "./event.server";
 import { onPrincipalChange } from "./principal-changes.server";
@@ -229,11 +230,13 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
     await callAgent(t.box, agentCall("guard", { n: t.screen }), { on: false });
   }
   if (!cur) {
+    // A person taking the screen in the console, or an agent handing it to the people there.
+    const who = await attribution(actor);
     await recordEntry(t.box.id, {
-      actor: "person",
+      actor: who.actor,
       event: "takeover_started",
       screen: t.screen,
-      data: { by, exclusive: takeover.exclusive },
+      data: { ...who.data, exclusive: takeover.exclusive },
     }).catch((err) => console.error("[holm] trace takeover_started failed:", err));
     const box = t.box;
     const sampler = setInterval(() => {
@@ -246,15 +249,20 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       owner: t.box.owner,
       box_id: t.box.id,
       runtime: "docker",
-      data: { screen: t.screen, by, exclusive: takeover.exclusive },
+      data: { screen: t.screen, ...who.data, exclusive: takeover.exclusive },
     });
   }
   takeoverChanges.emit("change", { ...takeover, taken_over: true, released });
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
 }
 
-/** Ends a takeover; `endedBy` is who gave it back by hand (the trace and the event say so). */
-async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy?: string) {
+/**
+ * Ends a takeover. `endedBy` is who gave it back by hand; without it the server ended it (the
+ * grace timer, the box stopping, the holder losing access). The trace entry and the event name
+ * that one (`by`, `by_name`, and the entry's actor) and whose takeover it was (`held_by`,
+ * `held_by_name`).
+ */
+async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy: Actor = SERVER_ITSELF) {
   const k = keyOf(t.boxId, t.screen);
   if (held.get(k) !== t) return;
   held.delete(k);
@@ -263,12 +271,13 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy?
   guardRefresh.delete(k);
   clearInterval(samplers.get(k));
   samplers.delete(k);
-  const data = { by: t.by, why, ...(endedBy ? { ended_by: endedBy } : {}) };
-  await recordEntry(t.boxId, { actor: "server", event: "takeover_ended", screen: t.screen, data }).catch(
+  const who = await attribution(endedBy);
+  const data = { ...who.data, held_by: t.by, held_by_name: await issuerName(t.by).catch(() => t.by), why };
+  await recordEntry(t.boxId, { actor: who.actor, event: "takeover_ended", screen: t.screen, data }).catch(
     (err) => console.error("[holm] trace takeover_ended failed:", err),
   );
   if (t.exclusive) {
-    const target = box ?? (await requireRunningBox({ kind: "server" }, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
+    const target = box ?? (await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
     if (target) {
       await callAgent(target, agentCall("guard", { n: t.screen }), { on: false }).catch((err) =>
         console.error(`[holm] lowering the input guard of ${k} failed (it lapses by itself):`, err),
@@ -290,7 +299,7 @@ export async function giveBack(actor: Actor, t: ScreenTarget): Promise<{ given_b
   const cur = takeoverOf(t.box.id, t.screen);
   if (!cur) return { given_back: false, screen: t.screen };
   assertMayEnd(actor, cur);
-  await end(cur, "given back", t.box, issuerOf(actor));
+  await end(cur, "given back", t.box, actor);
   return { given_back: true, screen: t.screen };
 }
 

@@ -3,6 +3,7 @@ import { notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import type { Actor } from "./actor";
+import { issuerName } from "./actor-name.server";
 import { LocalTraceStore } from "./trace-local.server";
 import { MemoryTraceStore } from "./trace-memory.server";
 import type { FrameInput, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
@@ -58,12 +59,50 @@ export function traceStore(): TraceStore {
 
 /** Appends one entry; seq is assigned in call order per box, without gaps. */
 export async function recordEntry(boxId: string, entry: TraceEntryInput): Promise<TraceEntry> {
-  return (await traceStore().recordEntries(boxId, [entry]))[0]!;
+  return (await recordEntries(boxId, [entry]))[0]!;
 }
 
-/** Appends several entries (the steps of one batch) in one write. */
+/**
+ * Appends several entries (the steps of one batch) in one write. An entry that names an issuer
+ * in `data.by` but not its name (a person's input, the terminal) gets `data.by_name` here, so
+ * every entry someone caused reads with their name as it was then.
+ */
 export function recordEntries(boxId: string, entries: TraceEntryInput[]): Promise<TraceEntry[]> {
-  return traceStore().recordEntries(boxId, entries);
+  return inOrder(boxId, entries.some(needsName) ? withNames(entries) : entries, (named) => traceStore().recordEntries(boxId, named));
+}
+
+const needsName = (e: TraceEntryInput) => typeof e.data?.by === "string" && e.data.by_name === undefined;
+
+async function withNames(entries: TraceEntryInput[]): Promise<TraceEntryInput[]> {
+  return Promise.all(
+    entries.map(async (e) => {
+      if (!needsName(e)) return e;
+      const by = e.data!.by as string;
+      return { ...e, data: { ...e.data, by_name: await issuerName(by).catch(() => by) } };
+    }),
+  );
+}
+
+// The stores number entries in the order their calls arrive. A write that first looks up a name
+// waits for it, so until it has reached its store, later writes of the same box wait behind it.
+const naming = new Map<string, Promise<void>>();
+
+function inOrder<A, T>(boxId: string, ready: A | Promise<A>, write: (a: A) => Promise<T>): Promise<T> {
+  const before = naming.get(boxId);
+  if (!before && !(ready instanceof Promise)) return write(ready);
+  let reached!: () => void;
+  const gate = new Promise<void>((r) => (reached = r));
+  naming.set(boxId, gate);
+  return (async () => {
+    try {
+      await before;
+      // The call enters the store's own chain before `finally` lets the next write go.
+      return write(await ready);
+    } finally {
+      reached();
+      if (naming.get(boxId) === gate) naming.delete(boxId);
+    }
+  })();
 }
 
 /**
@@ -78,7 +117,7 @@ export function recordFrameIfChanged(
   frame: FrameInput,
   data?: Record<string, unknown>,
 ): Promise<TraceEntry | undefined> {
-  return traceStore().recordFrameIfChanged(boxId, frameEntry(screen, actor, frame, data));
+  return inOrder(boxId, frameEntry(screen, actor, frame, data), (entry) => traceStore().recordFrameIfChanged(boxId, entry));
 }
 
 /** A page of entries with seq > after (default -1: from the start); limit 1–500, default 100. */

@@ -73,6 +73,25 @@ export async function changePassword(userId: string, current: string, next: stri
   principalChanged({ kind: "sessions", userId });
 }
 
+const SEEN_EVERY_MS = 60_000;
+const seenAt = new Map<string, number>();
+
+/**
+ * Notes that a person used the console now (the members page's "last seen"): written at most
+ * once a minute per person, in the background, so a page load pays a map lookup.
+ */
+export function markSeen(userId: string, now = Date.now()): void {
+  if (now - (seenAt.get(userId) ?? 0) < SEEN_EVERY_MS) return;
+  seenAt.set(userId, now);
+  if (seenAt.size > 10_000) seenAt.delete(seenAt.keys().next().value!);
+  void db()
+    .updateTable("user")
+    .set({ last_seen_ms: now })
+    .where("id", "=", userId)
+    .execute()
+    .catch((err) => console.error("[holm] last-seen update failed:", err));
+}
+
 export async function getSetting(key: string): Promise<string | undefined> {
   return (await db().selectFrom("setting").select("value").where("key", "=", key).executeTakeFirst())?.value;
 }

@@ -22,9 +22,12 @@ export interface Member {
   name: string;
   role: Role;
   created_at_ms: number;
+  /** When they last used the console (at most a minute off); null: not since this was recorded. */
+  last_seen_ms: number | null;
 }
 
 const INVITE_DAYS = 7;
+const INVITE_MS = INVITE_DAYS * 24 * 3600 * 1000;
 
 export async function createWorkspace(userId: string, name: string): Promise<Workspace> {
   const trimmed = name.trim();
@@ -63,11 +66,16 @@ export async function membersOf(workspaceId: string): Promise<Member[]> {
   const rows = await db()
     .selectFrom("membership")
     .innerJoin("user", "user.id", "membership.user_id")
-    .select(["user.id as user_id", "user.email", "user.name", "membership.role", "membership.created_at_ms"])
+    .select(["user.id as user_id", "user.email", "user.name", "membership.role", "membership.created_at_ms", "user.last_seen_ms"])
     .where("membership.workspace_id", "=", workspaceId)
     .orderBy("membership.created_at_ms")
     .execute();
-  return rows.map((r) => ({ ...r, role: r.role as Role, created_at_ms: Number(r.created_at_ms) }));
+  return rows.map((r) => ({
+    ...r,
+    role: r.role as Role,
+    created_at_ms: Number(r.created_at_ms),
+    last_seen_ms: r.last_seen_ms === null ? null : Number(r.last_seen_ms),
+  }));
 }
 
 async function ownerCount(workspaceId: string): Promise<number> {
@@ -112,10 +120,15 @@ export async function removeMember(workspaceId: string, actorRole: Role, userId:
 
 const hashToken = (token: string) => encodeHexLowerCase(sha256(new TextEncoder().encode(token)));
 
-/** Makes an invitation; the token is returned once (it goes into the link) and stored hashed. */
+const newInviteToken = () => encodeBase32LowerCaseNoPadding(randomBytes(20));
+
+/**
+ * Makes an invitation; the token is returned once (it goes into the link) and stored hashed, so
+ * the link cannot be shown again later: renewInvitation makes a new one instead.
+ */
 export async function invite(workspaceId: string, actorRole: Role, actorId: string, email: string, role: Role) {
   mayManage(actorRole, role, role);
-  const token = encodeBase32LowerCaseNoPadding(randomBytes(20));
+  const token = newInviteToken();
   const now = Date.now();
   await db()
     .insertInto("invitation")
@@ -126,11 +139,45 @@ export async function invite(workspaceId: string, actorRole: Role, actorId: stri
       role,
       created_by: actorId,
       created_at_ms: now,
-      expires_at_ms: now + INVITE_DAYS * 24 * 3600 * 1000,
+      expires_at_ms: now + INVITE_MS,
       accepted_at_ms: null,
     })
     .execute();
-  return { token, expires_at_ms: now + INVITE_DAYS * 24 * 3600 * 1000 };
+  return { token, expires_at_ms: now + INVITE_MS };
+}
+
+/** A pending invitation of this workspace, by id, for someone who may manage its role. */
+async function pendingInvitation(workspaceId: string, actorRole: Role, id: string) {
+  const row = await db()
+    .selectFrom("invitation")
+    .select(["id", "email", "role"])
+    .where("id", "=", id)
+    .where("workspace_id", "=", workspaceId)
+    .where("accepted_at_ms", "is", null)
+    .where("expires_at_ms", ">", Date.now())
+    .executeTakeFirst();
+  if (!row) throw notFound("no such pending invitation; it may have been used, revoked or have expired");
+  mayManage(actorRole, row.role as Role);
+  return { ...row, role: row.role as Role };
+}
+
+/**
+ * A new link for a pending invitation (the old one stops working), valid for another
+ * INVITE_DAYS: the way to send a link again, since only its hash is kept.
+ */
+export async function renewInvitation(workspaceId: string, actorRole: Role, id: string) {
+  const inv = await pendingInvitation(workspaceId, actorRole, id);
+  const token = newInviteToken();
+  const expires_at_ms = Date.now() + INVITE_MS;
+  await db().updateTable("invitation").set({ id: hashToken(token), expires_at_ms }).where("id", "=", inv.id).execute();
+  return { token, email: inv.email, role: inv.role, expires_at_ms };
+}
+
+/** Revokes a pending invitation: its link stops working at once. */
+export async function revokeInvitation(workspaceId: string, actorRole: Role, id: string) {
+  const inv = await pendingInvitation(workspaceId, actorRole, id);
+  await db().deleteFrom("invitation").where("id", "=", inv.id).execute();
+  return { email: inv.email };
 }
 
 export async function findInvitation(token: string) {
@@ -161,13 +208,23 @@ export async function acceptInvitation(token: string, userId: string, email: str
   return inv.workspace_id;
 }
 
+/** Invitations not yet used, newest first, with who made each (their name; the id if they are gone). */
 export async function pendingInvitations(workspaceId: string) {
-  return db()
+  const rows = await db()
     .selectFrom("invitation")
-    .select(["email", "role", "created_at_ms", "expires_at_ms"])
-    .where("workspace_id", "=", workspaceId)
-    .where("accepted_at_ms", "is", null)
-    .where("expires_at_ms", ">", Date.now())
-    .orderBy("created_at_ms", "desc")
+    .leftJoin("user", "user.id", "invitation.created_by")
+    .select(["invitation.id", "invitation.email", "invitation.role", "invitation.created_at_ms", "invitation.expires_at_ms", "invitation.created_by", "user.name as inviter"])
+    .where("invitation.workspace_id", "=", workspaceId)
+    .where("invitation.accepted_at_ms", "is", null)
+    .where("invitation.expires_at_ms", ">", Date.now())
+    .orderBy("invitation.created_at_ms", "desc")
     .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    email: r.email,
+    role: r.role as Role,
+    created_at_ms: Number(r.created_at_ms),
+    expires_at_ms: Number(r.expires_at_ms),
+    invited_by: r.inviter ?? r.created_by,
+  }));
 }

@@ -51,7 +51,7 @@ export default function Invite({ loaderData }: Route.ComponentProps) {
               <Button type="submit">Join workspace</Button>
             </Form>
           ) : (
-            <Alert tone="info">This invitation is used, expired or unknown.</Alert>
+            <Alert tone="info">This invitation link no longer works: it was used, revoked or replaced by a new link, or it expired. Ask a workspace owner or admin for a new one.</Alert>
           )}
         </Card>
       </div>

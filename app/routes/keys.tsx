@@ -1,9 +1,10 @@
 import { useActionData } from "react-router";
+import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { CopyButton } from "~/components/copy-button";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
-import { Alert, Button, Card, Field, when } from "~/components/ui";
+import { Button, Card, Field, when } from "~/components/ui";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
@@ -46,10 +47,14 @@ export async function action({ request }: Route.ActionArgs) {
 }
 
 export default function Keys({ loaderData }: Route.ComponentProps) {
-  const result = useActionData<typeof action>();
+  const answer = useActionData<typeof action>();
+  // A revoke's message goes by itself; a new key's card stays until the next action or page.
+  const { shown, dismiss } = useActionBanner(answer, { okMs: 10_000 });
+  // The form starts empty again after each key made.
+  const made = useAnswerCount(answer, (a) => "created" in a);
   const { keys, csrf, base, role, workspace } = loaderData;
   const canEdit = role !== "viewer";
-  const created = result && "created" in result ? result.created : null;
+  const created = shown && "created" in shown ? shown.created : null;
   const curl = created
     ? `curl -fsS ${base}/v1/boxes -H 'authorization: Bearer ${created.secret}' -H 'content-type: application/json' -d '{}'`
     : "";
@@ -57,8 +62,7 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
     <Shell>
       <h1 className="mb-6 text-2xl font-semibold tracking-tight">API keys for {workspace}</h1>
       <div className="space-y-6">
-        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
-        {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
+        <OkOrError shown={shown} dismiss={dismiss} />
         {created ? (
           <Card title={`Key “${created.name}” created`}>
             <p className="text-sm text-slate-600">Copy it now: it is shown once and stored only as a hash.</p>
@@ -77,7 +81,7 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
         ) : null}
         {canEdit ? (
           <Card title="Create a key">
-            <PostForm csrf={csrf} intent="create" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
+            <PostForm key={`create-${made}`} csrf={csrf} intent="create" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
               <Field label="Name" name="name" required maxLength={80} placeholder="my agent" />
               <Field label="Expires after (days)" name="expires_days" type="number" min={1} max={3650} placeholder="never" />
               <Button type="submit">Create key</Button>
@@ -92,10 +96,10 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
               {keys.map((k) => {
                 const status = k.revoked_at_ms ? "revoked" : k.expires_at_ms && k.expires_at_ms < Date.now() ? "expired" : "active";
                 return (
-                  <tr key={k.id} className={status === "active" ? "" : "text-slate-400"}>
+                  <tr key={k.id} className={status === "active" ? "" : "text-slate-600"}>
                     <td className="py-2 pr-4">{k.name}</td>
                     <td className="py-2 pr-4 font-mono text-xs">{k.prefix}…</td>
-                    <td className="py-2 pr-4">{k.creator}</td>
+                    <td className="py-2 pr-4 break-words" title={k.creator_email ?? undefined}>{k.creator}</td>
                     <td className="py-2 pr-4">{when(k.created_at_ms)}</td>
                     <td className="py-2 pr-4">{when(k.last_used_ms)}</td>
                     <td className="py-2 pr-4">{k.expires_at_ms ? when(k.expires_at_ms) : "never"}</td>

@@ -1,15 +1,23 @@
 import { useActionData } from "react-router";
+import { ActionBanner, OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { CopyButton } from "~/components/copy-button";
+import { type PendingInvitation, type PersonKey, MembersTable } from "~/components/members-table";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
-import { Table } from "~/components/table";
-import { Alert, Button, Card, Field, when } from "~/components/ui";
+import { Button, Card, Field, when } from "~/components/ui";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { listKeys } from "~/models/key.server";
 import { ROLES, type Role, atLeast } from "~/models/roles";
-import { changeRole, invite, membersOf, pendingInvitations, removeMember } from "~/models/workspace.server";
+import { changeRole, invite, membersOf, pendingInvitations, removeMember, renewInvitation, revokeInvitation } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
 import type { Route } from "./+types/members";
+
+// The people of a workspace: who they are, their role (owners and admins change it), when each
+// was last seen in the console and the API keys each made; invitations, each with a new link or
+// revoke. An invitation's link is shown only when it is made (only a hash of it is kept), with
+// Copy; "New link" makes another and stops the old one.
 
 export const meta: Route.MetaFunction = () => [{ title: "Members · holm" }];
 
@@ -20,15 +28,24 @@ function parseRole(v: string): Role {
 
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
+  const keys: Record<string, PersonKey[]> = {};
+  for (const k of await listKeys(ctx.workspace.id)) {
+    const status = k.revoked_at_ms ? "revoked" : k.expires_at_ms && k.expires_at_ms < Date.now() ? "expired" : "active";
+    (keys[k.created_by] ??= []).push({ id: k.id, name: k.name, last_used_ms: k.last_used_ms, status });
+  }
   return {
     me: ctx.user.id,
     role: ctx.workspace.role,
     workspace: ctx.workspace.name,
     csrf: ctx.csrf,
+    now: Date.now(),
     members: await membersOf(ctx.workspace.id),
+    keys,
     invitations: atLeast(ctx.workspace.role, "admin") ? await pendingInvitations(ctx.workspace.id) : [],
   };
 }
+
+const linkOf = (token: string) => `${publicUrl()}/invite/${token}`;
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
@@ -40,11 +57,26 @@ export async function action({ request }: Route.ActionArgs) {
       case "invite": {
         const email = field(form, "email");
         if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
-        const { token } = await invite(ws.id, ws.role, ctx.user.id, email, parseRole(field(form, "role")));
-        return { invited: email, link: `${publicUrl()}/invite/${token}` };
+        const role = parseRole(field(form, "role"));
+        const { token } = await invite(ws.id, ws.role, ctx.user.id, email, role);
+        return { invited: email, role, link: linkOf(token), renewed: false };
+      }
+      case "renew": {
+        const r = await renewInvitation(ws.id, ws.role, field(form, "invitation"));
+        return { invited: r.email, role: r.role, link: linkOf(r.token), renewed: true };
+      }
+      case "revoke": {
+        const r = await revokeInvitation(ws.id, ws.role, field(form, "invitation"));
+        return { ok: `Invitation for ${r.email} revoked: its link no longer works.` };
       }
       case "role":
-        await changeRole(ws.id, ws.role, field(form, "user"), parseRole(field(form, "role")));
+        try {
+          await changeRole(ws.id, ws.role, field(form, "user"), parseRole(field(form, "role")));
+        } catch (e) {
+          // Said so, as the select goes back to the role the person still has.
+          if (e instanceof ApiError) throw new ApiError(e.code, `The role was not changed: ${e.message}.`);
+          throw e;
+        }
         return { ok: "Role changed." };
       case "remove":
         await removeMember(ws.id, ws.role, field(form, "user"));
@@ -55,57 +87,41 @@ export async function action({ request }: Route.ActionArgs) {
   });
 }
 
+/** How long a plain "done" message stays (errors and new links stay until the next action). */
+const OK_MS = 10_000;
+
 export default function Members({ loaderData }: Route.ComponentProps) {
-  const result = useActionData<typeof action>();
-  const { members, role, csrf, me, invitations, workspace } = loaderData;
+  const answer = useActionData<typeof action>();
+  const { shown, dismiss, answers } = useActionBanner(answer, { okMs: OK_MS });
+  // The invite form starts empty again after each invitation made.
+  const invites = useAnswerCount(answer, (a) => "link" in a && !a.renewed);
+  const { members, role, csrf, me, invitations, workspace, keys, now } = loaderData;
   const manage = atLeast(role, "admin");
   return (
     <Shell>
-      <h1 className="mb-6 text-2xl font-semibold tracking-tight">Members of {workspace}</h1>
+      <h1 className="mb-6 text-2xl font-semibold tracking-tight break-words">Members of {workspace}</h1>
       <div className="space-y-6">
-        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
-        {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
-        {result && "link" in result ? (
-          <Alert tone="success">
-            Invitation for {result.invited}. Send them this link (shown once):{" "}
-            <code className="break-all font-mono text-xs" data-testid="invite-link">
-              {result.link}
-            </code>
-          </Alert>
+        <OkOrError shown={shown} dismiss={dismiss} />
+        {shown && "link" in shown && shown.link ? (
+          <ActionBanner tone="success" onDismiss={dismiss}>
+            <p>
+              {shown.renewed ? "New link" : "Invitation"} for {shown.invited} as {shown.role}
+              {shown.renewed ? " (the old link no longer works)" : ""}. Send them this link; it is shown only now:
+            </p>
+            <div className="mt-2 flex flex-wrap items-center gap-2">
+              <code className="min-w-0 flex-1 break-all font-mono text-xs" data-testid="invite-link">
+                {shown.link}
+              </code>
+              <CopyButton text={shown.link} label="Copy link" />
+            </div>
+          </ActionBanner>
         ) : null}
         <Card title="People">
-          <Table caption="Members" columns={["Name", "Email", "Role"]} cell="py-2" actions>
-            {members.map((m) => (
-              <tr key={m.user_id}>
-                <td className="py-2">{m.name}{m.user_id === me ? " (you)" : ""}</td>
-                <td className="py-2 text-slate-600">{m.email}</td>
-                <td className="py-2">
-                  {manage ? (
-                    <PostForm csrf={csrf} intent="role" fields={{ user: m.user_id }} className="flex items-center gap-2">
-                      <label className="sr-only" htmlFor={`role-${m.user_id}`}>Role of {m.email}</label>
-                      <select id={`role-${m.user_id}`} name="role" defaultValue={m.role} className="rounded-md border border-slate-300 px-2 py-1 text-sm">
-                        {ROLES.map((r) => <option key={r} value={r}>{r}</option>)}
-                      </select>
-                      <Button type="submit" variant="secondary">Save</Button>
-                    </PostForm>
-                  ) : (
-                    m.role
-                  )}
-                </td>
-                <td className="py-2 text-right">
-                  {manage ? (
-                    <PostForm csrf={csrf} intent="remove" fields={{ user: m.user_id }} confirm={{ title: `Remove ${m.name} from ${workspace}?`, body: `${m.email} loses access to its boxes at once; a screen they hold is given back.`, action: "Remove member" }}>
-                      <Button type="submit" variant="danger" aria-label={`Remove ${m.email}`}>Remove</Button>
-                    </PostForm>
-                  ) : null}
-                </td>
-              </tr>
-            ))}
-          </Table>
+          <MembersTable roles={ROLES} members={members} keys={keys} me={me} manage={manage} csrf={csrf} workspace={workspace} now={now} answers={answers} />
         </Card>
         {manage ? (
           <Card title="Invite someone">
-            <PostForm csrf={csrf} intent="invite" className="grid gap-3 sm:grid-cols-[1fr_10rem_auto] sm:items-end">
+            <PostForm key={`invite-${invites}`} csrf={csrf} intent="invite" className="grid gap-3 sm:grid-cols-[1fr_10rem_auto] sm:items-end">
               <Field label="Email" name="email" type="email" required />
               <div className="text-sm">
                 <label htmlFor="invite-role" className="block font-medium text-slate-700">Role</label>
@@ -115,18 +131,47 @@ export default function Members({ loaderData }: Route.ComponentProps) {
               </div>
               <Button type="submit">Create invitation</Button>
             </PostForm>
-            {invitations.length ? (
-              <ul className="mt-4 space-y-1 text-sm text-slate-600">
-                {invitations.map((i) => (
-                  <li key={`${i.email}-${i.created_at_ms}`}>Pending: {i.email} as {i.role}, until {when(Number(i.expires_at_ms))}</li>
-                ))}
-              </ul>
-            ) : null}
+            <Invitations invitations={invitations} csrf={csrf} />
           </Card>
         ) : (
           <p className="text-sm text-slate-600">Only owners and admins invite and manage members.</p>
         )}
       </div>
     </Shell>
+  );
+}
+
+function Invitations({ invitations, csrf }: { invitations: PendingInvitation[]; csrf: string }) {
+  if (!invitations.length) return null;
+  return (
+    <section className="mt-6" aria-labelledby="pending-title">
+      <h3 id="pending-title" className="text-sm font-semibold text-slate-800">Pending invitations</h3>
+      <p className="mt-1 text-xs text-slate-600">A link is shown once, when it is made. To send one again, make a new link: the old one stops working.</p>
+      <ul className="mt-3 divide-y divide-slate-100 text-sm">
+        {invitations.map((i) => (
+          <li key={i.id} data-testid="invitation" className="flex flex-wrap items-center gap-x-4 gap-y-2 py-2">
+            <div className="min-w-0 flex-1 break-words">
+              <span className="font-medium">{i.email}</span> as {i.role}
+              <span className="block text-xs text-slate-600">
+                Invited by {i.invited_by}; the link works until {when(i.expires_at_ms)}
+              </span>
+            </div>
+            <div className="flex gap-2">
+              <PostForm csrf={csrf} intent="renew" fields={{ invitation: i.id }}>
+                <Button type="submit" variant="secondary" aria-label={`New link for ${i.email}`}>New link</Button>
+              </PostForm>
+              <PostForm
+                csrf={csrf}
+                intent="revoke"
+                fields={{ invitation: i.id }}
+                confirm={{ title: `Revoke the invitation for ${i.email}?`, body: "Its link stops working at once. You can invite them again later.", action: "Revoke invitation" }}
+              >
+                <Button type="submit" variant="danger" aria-label={`Revoke the invitation for ${i.email}`}>Revoke</Button>
+              </PostForm>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }

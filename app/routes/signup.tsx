@@ -24,6 +24,8 @@ export async function loader({ request }: Route.LoaderArgs) {
     first: m.first,
     open: m.open,
     invite: m.invitation ? { token: invite, email: m.invitation.email, workspace: m.invitation.workspace_name, role: m.invitation.role } : null,
+    // A link that no longer works (used, revoked, renewed, expired) says so rather than nothing.
+    staleInvite: invite !== null && !m.invitation,
   };
 }
 
@@ -53,7 +55,7 @@ export async function action({ request }: Route.ActionArgs) {
 export default function Signup({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
   const busy = useNavigation().state !== "idle";
-  const { first, open, invite } = loaderData;
+  const { first, open, invite, staleInvite } = loaderData;
   return (
     <div className="mx-auto mt-16 max-w-sm px-4">
       <h1 className="text-2xl font-semibold tracking-tight">{first ? "Set up holm" : "Create your account"}</h1>
@@ -64,6 +66,11 @@ export default function Signup({ loaderData }: Route.ComponentProps) {
             ? `You are invited to ${invite.workspace} as ${invite.role}.`
             : "Boxes are isolated desktops that agents drive and people watch."}
       </p>
+      {staleInvite ? (
+        <div className="mt-6">
+          <Alert tone="info">This invitation link no longer works: it was used, revoked or replaced by a new link, or it expired.</Alert>
+        </div>
+      ) : null}
       {!open && !invite ? (
         <div className="mt-6">
           <Alert tone="info">Sign-up on this server is by invitation. Ask a workspace owner for a link.</Alert>

@@ -63,7 +63,7 @@ export function consoleClient(server: TestServer) {
   /** The user id of a member, read from the members page. */
   async function userId(admin: Person, email: string): Promise<string> {
     const html = await page(admin, "/members");
-    const m = new RegExp(`${email.replace(/[.]/g, "\\.")}</td>[\\s\\S]*?name="user" value="([^"]+)"`).exec(html);
+    const m = new RegExp(`>${email.replace(/[.]/g, "\\.")}<[\\s\\S]*?name="user" value="([^"]+)"`).exec(html);
     expect(m, `no member ${email} on the members page`).toBeTruthy();
     return m![1]!;
   }

@@ -41,9 +41,9 @@ describe.each(["memory", "local"] as const)("frames by content (%s store)", (bac
     // What the victim's agent will report for its screen (a blank desktop is easy to predict).
     const predicted = createHash("sha1").update("pixels of a blank 1280x800 desktop").digest("hex");
 
-    await recorder.recordBatch(running(attacker), 0, [], [], { hash: predicted, png_base64: planted.toString("base64") });
+    await recorder.recordBatch({ kind: "server", via: "token" }, running(attacker), 0, [], [], { hash: predicted, png_base64: planted.toString("base64") });
     await frameEntries(trace, attacker);
-    await recorder.recordBatch(running(victim), 0, [], [], { hash: predicted, png_base64: real.toString("base64") });
+    await recorder.recordBatch({ kind: "server", via: "token" }, running(victim), 0, [], [], { hash: predicted, png_base64: real.toString("base64") });
     const [entry] = await frameEntries(trace, victim);
 
     expect(await trace.readBoxFrame(victim, entry!.frame!)).toEqual(real);

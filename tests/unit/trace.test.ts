@@ -114,6 +114,29 @@ describe.each(["memory", "local"] as const)("trace store: %s", (backend) => {
     expect(await trace.recordEntries(b, [])).toEqual([]);
   });
 
+  it("names the issuer of an entry that has `by` (a person's input), keeping call order", async () => {
+    const { dbm, trace } = await load(backend);
+    await dbm.db().insertInto("user").values({ id: "usr_ord", email: "ord@example.com", name: "Ord", password_hash: "x", is_admin: 0, created_at_ms: 0 }).execute();
+    const box = newBoxId();
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 60; i++) {
+      // Every third names a person (a name to look up, first uncached), the others name nobody.
+      const data = i % 3 === 0 ? { i, by: i % 2 ? "user:usr_ord" : "user:usr_gone" } : { i };
+      calls.push(trace.recordEntry(box, { actor: i % 3 === 0 ? "person" : "agent", event: "acted", data }));
+    }
+    calls.push(trace.recordEntry(box, { actor: "person", event: "acted", data: { i: 60, by: "user:usr_ord", by_name: "as given" } }));
+    await Promise.all(calls);
+    const all = await readAll(trace, box);
+    expect(all.map((e) => e.data!.i)).toEqual(Array.from({ length: 61 }, (_, i) => i));
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 61 }, (_, i) => i));
+    const names = all.filter((e) => e.data!.by).map((e) => [e.data!.by, e.data!.by_name]);
+    expect(names).toHaveLength(21);
+    // A known person by name; one the store does not know by the issuer itself; a given name stays.
+    for (const [by, name] of names.slice(0, -1)) expect(name).toBe(by === "user:usr_ord" ? "Ord" : "user:usr_gone");
+    expect(names.at(-1)).toEqual(["user:usr_ord", "as given"]);
+    expect(all.filter((e) => !e.data!.by).every((e) => e.data!.by_name === undefined)).toBe(true);
+  });
+
   it("pages with after and next", async () => {
     const { trace } = await load(backend);
     const box = newBoxId();

@@ -8,9 +8,9 @@ import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   POST: async (args) => {
-    const { box, body } = await boxWrite(args, ExecSchema, "exec");
+    const { actor, box, body } = await boxWrite(args, ExecSchema, "exec");
     const out = await callAgent<Record<string, unknown>>(box, agentCall("exec", {}), body, (body.timeout_ms ?? DEFAULT_EXEC_MS) + 15_000, "bulk");
-    await recordRan(box.id, body.argv, out);
+    await recordRan(actor, box.id, body.argv, out);
     return out;
   },
 });

@@ -9,9 +9,9 @@ import { PathQuerySchema } from "~/protocol/api-box";
 const route = v1({
   GET: fileQuery("fileRead", PathQuerySchema, 120_000),
   PUT: async (args) => {
-    const { box, body } = await boxWrite(args, WriteFileSchema, "writing a file");
+    const { actor, box, body } = await boxWrite(args, WriteFileSchema, "writing a file");
     const out = await callAgent(box, agentCall("fileWrite", {}), body, 120_000);
-    await recordFileWritten(box.id, body.path, Math.floor((body.contents_base64.length * 3) / 4));
+    await recordFileWritten(actor, box.id, body.path, Math.floor((body.contents_base64.length * 3) / 4));
     return out;
   },
 });

@@ -19,7 +19,7 @@ const route = v1({
     const t = await screenOfTab(box, q.tab);
     assertMayDrive(actor, box.id, t.screen, `acting on its page (${op.op})`);
     const tp = await pageOf(t, q.tab);
-    return recordingPageAct(box, t.screen, { type: "on_page", what: op }, tp.tab.id, () =>
+    return recordingPageAct(actor, box, t.screen, { type: "on_page", what: op }, tp.tab.id, () =>
       elementOp(tp, op, { settle_ms: q.settle_ms, owner: box.owner, box }),
     );
   },

@@ -13,7 +13,7 @@ const route = v1({
     const { tab } = parseQuery(args.request, TabQuerySchema);
     const body = await parseBody(args.request, EvaluateBodySchema);
     const { t, tp } = await tabPageOf(actor, box, tab, "running JavaScript in the page");
-    return recordingPageAct(box, t.screen, { type: "evaluate", what: body }, tp.tab.id, () => evaluate(tp, body));
+    return recordingPageAct(actor, box, t.screen, { type: "evaluate", what: body }, tp.tab.id, () => evaluate(tp, body));
   },
 });
 

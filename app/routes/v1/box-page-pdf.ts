@@ -16,7 +16,7 @@ const route = v1({
     const body = await parseBody(args.request, PdfBodySchema);
     if (body.path !== undefined) assertMayWriteBox(actor, box.id, "writing a PDF into the box");
     const { t, tp } = await tabPageOf(actor, box, tab);
-    return printPdf(t, tp, body);
+    return printPdf(actor, t, tp, body);
   },
 });
 

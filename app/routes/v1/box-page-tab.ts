@@ -8,8 +8,8 @@ import { agentCall } from "~/protocol/agent";
 // Closing a tab is input to that screen: refused during someone else's exclusive takeover.
 const route = v1({
   DELETE: async (args) => {
-    const { t, tab } = await tabOfRoute(args, "closing a tab");
-    const out = await recordingPageAct(t.box, t.screen, { type: "on_tab", tab, close: true }, tab, () => callAgent(t.box, agentCall("tabClose", { n: t.screen, tab })));
+    const { actor, t, tab } = await tabOfRoute(args, "closing a tab");
+    const out = await recordingPageAct(actor, t.box, t.screen, { type: "on_tab", tab, close: true }, tab, () => callAgent(t.box, agentCall("tabClose", { n: t.screen, tab })));
     return { screen: t.screen, ...out };
   },
 });

@@ -19,7 +19,7 @@ const route = v1({
     const body = await parseBody(args.request, ClipboardSetSchema);
     assertMayDrive(actor, t.box.id, t.screen, "setting the clipboard");
     const out = await callAgent(t.box, agentCall("clipboardWrite", { n: t.screen }), body);
-    await recordClipboardSet(t.box.id, t.screen, body.selection ?? "clipboard", body.text.length);
+    await recordClipboardSet(actor, t.box.id, t.screen, body.selection ?? "clipboard", body.text.length);
     return out;
   },
 });
