@@ -9,6 +9,7 @@
 // and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
 // None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
+import { constants as zlibConstants, inflateSync } from "node:zlib";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 
 export type RfbMode = "view" | "control";
@@ -27,7 +28,10 @@ export interface RfbFilterOptions {
   mode: RfbMode;
   /**
    * Control mode only: a button press (once per button, on its press transition, with where),
-   * key presses (a count per chunk, never which keys), cut text (its length only).
+   * key presses (a count per chunk, never which keys), cut text (its length only): a plain
+   * ClientCutText, or an extended clipboard Provide with text (the text's UTF-8 length as sent,
+   * without its closing NUL). The extended clipboard's Caps, Request, Peek and Notify are not
+   * pastes (noVNC answers a server's Caps with its own on every connection) and are not reported.
    */
   onInput?: (kind: RfbInput["kind"], detail: RfbInput["detail"]) => void;
   /**
@@ -104,13 +108,36 @@ export const MSG = {
 
 type Phase = "version" | "security" | "vncauth" | "init" | "messages" | "raw" | "closed";
 
-/** What to do with one framed message: its total length, and pass or drop. */
-type Framed = { total: number; pass: boolean; input?: () => void };
+/**
+ * What to do with one framed message: its total length, and pass or drop; `input` runs once its
+ * head is framed, `body` once its body has streamed through, with at most BODY_PEEK of it.
+ */
+type Framed = { total: number; pass: boolean; input?: () => void; body?: (head: Buffer) => void };
 type Decision = { need: number } | Framed;
 
 const u16 = (b: Buffer, at: number) => b.readUInt16BE(at);
 
 const MAX_HEAD = 12;
+
+/** Extended clipboard (the ClientCutText with a negative length): the flags' actions and formats. */
+const CLIPBOARD = { text: 1, caps: 1 << 24, request: 1 << 25, peek: 1 << 26, notify: 1 << 27, provide: 1 << 28 } as const;
+/**
+ * Bytes of a Provide's zlib stream kept to read the text's size (the first 4 bytes it inflates
+ * to): enough for the largest dynamic Huffman header (~560 bytes), and it bounds the inflate.
+ */
+const BODY_PEEK = 1024;
+
+/** The text's size in a Provide's zlib stream (text is the first format when present), or undefined. */
+function providedTextBytes(stream: Buffer): number | undefined {
+  try {
+    const out = inflateSync(stream, { finishFlush: zlibConstants.Z_SYNC_FLUSH });
+    if (out.length < 4) return undefined;
+    // The text is NUL-terminated (the extended clipboard's rule); its size counts the NUL.
+    return Math.max(0, out.readUInt32BE(0) - 1);
+  } catch {
+    return undefined;
+  }
+}
 
 export class RfbClientFilter {
   readonly mode: RfbMode;
@@ -126,6 +153,10 @@ export class RfbClientFilter {
   private bodyPass = true;
   private buttons = 0;
   private keyPresses = 0;
+  /** The body of the current message as far as it is kept (BODY_PEEK), and who wants it. */
+  private bodyWant: ((head: Buffer) => void) | undefined;
+  private bodyKept: Buffer[] = [];
+  private bodyKeptLen = 0;
   private readonly onInput: RfbFilterOptions["onInput"];
   private readonly holdUpdates: RfbFilterOptions["holdUpdates"];
   private readonly held = new HeldUpdateRequests();
@@ -175,8 +206,14 @@ export class RfbClientFilter {
         if (at >= data.length) break;
         const n = Math.min(this.bodyLeft, data.length - at);
         if (this.bodyPass) out.push(data.subarray(at, at + n));
+        if (this.bodyWant && this.bodyKeptLen < BODY_PEEK) {
+          const keep = data.subarray(at, at + Math.min(n, BODY_PEEK - this.bodyKeptLen));
+          this.bodyKept.push(Buffer.from(keep));
+          this.bodyKeptLen += keep.length;
+        }
         this.bodyLeft -= n;
         at += n;
+        if (this.bodyLeft === 0) this.bodyDone();
         continue;
       }
       if ((this.phase as Phase) === "raw") {
@@ -219,10 +256,24 @@ export class RfbClientFilter {
     this.bodyPass = d.pass;
     this.headLen = 0;
     d.input?.();
+    if (d.body) {
+      this.bodyWant = d.body;
+      if (this.bodyLeft === 0) this.bodyDone();
+    }
   }
 
-  private drop(type: number, total: number, input?: () => void): Framed {
-    if (this.mode === "control") return { total, pass: true, input };
+  private bodyDone() {
+    const want = this.bodyWant;
+    if (!want) return;
+    const kept = this.bodyKept.length === 1 ? this.bodyKept[0]! : Buffer.concat(this.bodyKept);
+    this.bodyWant = undefined;
+    this.bodyKept = [];
+    this.bodyKeptLen = 0;
+    want(kept);
+  }
+
+  private drop(type: number, total: number, input?: () => void, body?: (head: Buffer) => void): Framed {
+    if (this.mode === "control") return { total, pass: true, input, body };
     this.dropped.set(type, (this.dropped.get(type) ?? 0) + 1);
     return { total, pass: false };
   }
@@ -306,9 +357,19 @@ export class RfbClientFilter {
       }
       case MSG.ClientCutText: {
         if (have < 8) return { need: 8 };
-        // Extended clipboard sends a negative length; its payload is |length| bytes.
-        const len = Math.abs(h.readInt32BE(4));
-        return this.drop(type, 8 + len, () => this.onInput?.("cut", { bytes: len }));
+        const len = h.readInt32BE(4);
+        if (len >= 0) return this.drop(type, 8 + len, () => this.onInput?.("cut", { bytes: len }));
+        // Extended clipboard: a negative length, |length| bytes of payload that start with flags.
+        const size = -len;
+        if (size < 4) return this.drop(type, 8 + size);
+        if (have < 12) return { need: 12 };
+        const flags = h.readUInt32BE(8);
+        const provides = !(flags & CLIPBOARD.caps) && flags & CLIPBOARD.provide && flags & CLIPBOARD.text;
+        if (!provides) return this.drop(type, 8 + size);
+        return this.drop(type, 8 + size, undefined, (stream) => {
+          const bytes = providedTextBytes(stream);
+          if (bytes !== undefined) this.onInput?.("cut", { bytes });
+        });
       }
       case MSG.EnableContinuousUpdates:
         return { total: 10, pass: true };
