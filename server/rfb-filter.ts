@@ -9,8 +9,9 @@
 // and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
 // None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
-import { constants as zlibConstants, inflateSync } from "node:zlib";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
+import { BODY_PEEK, isTextProvide, providedTextBytes } from "./rfb-clipboard";
+import { HeldUpdateRequests } from "./rfb-held-updates";
 
 export type RfbMode = "view" | "control";
 
@@ -44,47 +45,7 @@ export interface RfbFilterOptions {
   greeted?: boolean;
 }
 
-/** One FramebufferUpdateRequest standing for several: their bounding box, incremental only if all were. */
-export class HeldUpdateRequests {
-  private incremental = true;
-  private x0 = 0;
-  private y0 = 0;
-  private x1 = 0;
-  private y1 = 0;
-  count = 0;
-
-  add(msg: Buffer) {
-    const inc = msg[1] !== 0;
-    const x = msg.readUInt16BE(2);
-    const y = msg.readUInt16BE(4);
-    const x1 = x + msg.readUInt16BE(6);
-    const y1 = y + msg.readUInt16BE(8);
-    if (this.count === 0) {
-      [this.incremental, this.x0, this.y0, this.x1, this.y1] = [inc, x, y, x1, y1];
-    } else {
-      this.incremental &&= inc;
-      this.x0 = Math.min(this.x0, x);
-      this.y0 = Math.min(this.y0, y);
-      this.x1 = Math.max(this.x1, x1);
-      this.y1 = Math.max(this.y1, y1);
-    }
-    this.count++;
-  }
-
-  /** The merged request, and empties the hold; undefined when nothing is held. */
-  take(): Buffer | undefined {
-    if (this.count === 0) return undefined;
-    const b = Buffer.alloc(10);
-    b[0] = MSG.FramebufferUpdateRequest;
-    b[1] = this.incremental ? 1 : 0;
-    b.writeUInt16BE(this.x0, 2);
-    b.writeUInt16BE(this.y0, 4);
-    b.writeUInt16BE(Math.min(0xffff, this.x1 - this.x0), 6);
-    b.writeUInt16BE(Math.min(0xffff, this.y1 - this.y0), 8);
-    this.count = 0;
-    return b;
-  }
-}
+export { HeldUpdateRequests } from "./rfb-held-updates";
 
 /** Close codes the filter asks for. */
 /** How the filter ends a connection whose bytes it cannot trust (the socket's close codes). */
@@ -118,26 +79,6 @@ type Decision = { need: number } | Framed;
 const u16 = (b: Buffer, at: number) => b.readUInt16BE(at);
 
 const MAX_HEAD = 12;
-
-/** Extended clipboard (the ClientCutText with a negative length): the flags' actions and formats. */
-const CLIPBOARD = { text: 1, caps: 1 << 24, request: 1 << 25, peek: 1 << 26, notify: 1 << 27, provide: 1 << 28 } as const;
-/**
- * Bytes of a Provide's zlib stream kept to read the text's size (the first 4 bytes it inflates
- * to): enough for the largest dynamic Huffman header (~560 bytes), and it bounds the inflate.
- */
-const BODY_PEEK = 1024;
-
-/** The text's size in a Provide's zlib stream (text is the first format when present), or undefined. */
-function providedTextBytes(stream: Buffer): number | undefined {
-  try {
-    const out = inflateSync(stream, { finishFlush: zlibConstants.Z_SYNC_FLUSH });
-    if (out.length < 4) return undefined;
-    // The text is NUL-terminated (the extended clipboard's rule); its size counts the NUL.
-    return Math.max(0, out.readUInt32BE(0) - 1);
-  } catch {
-    return undefined;
-  }
-}
 
 export class RfbClientFilter {
   readonly mode: RfbMode;
@@ -363,9 +304,7 @@ export class RfbClientFilter {
         const size = -len;
         if (size < 4) return this.drop(type, 8 + size);
         if (have < 12) return { need: 12 };
-        const flags = h.readUInt32BE(8);
-        const provides = !(flags & CLIPBOARD.caps) && flags & CLIPBOARD.provide && flags & CLIPBOARD.text;
-        if (!provides) return this.drop(type, 8 + size);
+        if (!isTextProvide(h.readUInt32BE(8))) return this.drop(type, 8 + size);
         return this.drop(type, 8 + size, undefined, (stream) => {
           const bytes = providedTextBytes(stream);
           if (bytes !== undefined) this.onInput?.("cut", { bytes });
