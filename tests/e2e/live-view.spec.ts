@@ -338,10 +338,13 @@ test("Ctrl+Alt+Shift+T takes over and Ctrl+Alt+Shift+G gives back, even while th
 
   // With the screen focused, the give-back chord still reaches the page, not the box.
   expect(await page.evaluate(() => document.activeElement?.tagName)).toBe("CANVAS");
-  await page.keyboard.press("Control+Alt+Shift+KeyG");
+  // The modifiers stay held until the screen is back with the agent (a person lets go late).
+  for (const k of ["Control", "Alt", "Shift"]) await page.keyboard.down(k);
+  await page.keyboard.press("KeyG");
   await expect(banner).toContainText("The agent has control");
   await expect(vnc).toHaveAttribute("data-mode", "view");
   await expect.poll(async () => (await viewers()).driving).toBe(0);
+  for (const k of ["Shift", "Alt", "Control"]) await page.keyboard.up(k);
   const keys = await cdp!.evaluate<string[]>("window.keys");
   expect(keys.filter((k) => k.toLowerCase() === "g" || k.toLowerCase() === "t"), JSON.stringify(keys)).toEqual([]);
   // No modifier stays held in the box: the agent's typing arrives as typed.
