@@ -1,7 +1,7 @@
-import { type Browser, type BrowserContext, type Page, chromium, expect, test } from "@playwright/test";
+import { type Browser, type BrowserContext, chromium, expect, test } from "@playwright/test";
 import { CHROMIUM_ARGS, CHROMIUM_PATH, signUp } from "../support/browser";
 import { Page as BoxPage } from "../support/cdp";
-import { decodePng } from "../support/png";
+import { clickBoxAt, layout, paintedFrames, restoredCount } from "../support/live-screen";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { attachShot } from "../support/shots";
 
@@ -74,24 +74,6 @@ test.afterAll(async () => {
   await server?.stop();
   await removeTestBoxes();
 });
-
-/** How often this document was restored from the back/forward cache (once it can be asked). */
-async function restoredCount(page: Page): Promise<number> {
-  let n = -1;
-  await expect
-    .poll(async () => (n = await page.evaluate(() => ((window as any).__restored as number | undefined) ?? 0).catch(() => -1)))
-    .toBeGreaterThanOrEqual(0);
-  return n;
-}
-
-/** Clicks the page at a point of the box's screen, through the scaled canvas. */
-async function clickBoxAt(page: Page, at: { x: number; y: number }) {
-  const box = await page.locator("[data-testid=vnc] canvas").evaluate((c: HTMLCanvasElement) => {
-    const r = c.getBoundingClientRect();
-    return { left: r.left, top: r.top, sx: r.width / c.width, sy: r.height / c.height };
-  });
-  await page.mouse.click(box.left + at.x * box.sx, box.top + at.y * box.sy);
-}
 
 async function openBoxPage(browser: Browser, viewport = { width: 1440, height: 900 }) {
   const context = await browser.newContext({ storageState: state, viewport });
@@ -200,25 +182,6 @@ test("a page whose JavaScript stops is counted out by the server within 20 s, an
   await expect.poll(async () => (await viewers()).watching).toBe(1);
   await context.close();
 });
-
-/** The sizes that say how the screen is laid out. */
-const layout = (page: Page) =>
-  page.evaluate(() => {
-    const c = document.querySelector("[data-testid=vnc] canvas")!.getBoundingClientRect();
-    const frame = document.querySelector<HTMLElement>("[data-testid=screen-frame]")!;
-    const area = document.querySelector<HTMLElement>("[data-testid=screen-area]")!;
-    return {
-      w: c.width,
-      h: c.height,
-      bottom: c.bottom - c.top + frame.getBoundingClientRect().top,
-      // What the screen's column offers (the frame sits in it, with its padding of 6 px a side).
-      avail: frame.parentElement!.clientWidth - 12,
-      area: { w: area.clientWidth, h: area.clientHeight, sw: area.scrollWidth, sh: area.scrollHeight },
-      vw: innerWidth,
-      vh: innerHeight,
-      pageScrollsSideways: document.documentElement.scrollWidth > innerWidth,
-    };
-  });
 
 test("the screen fills the width at 1440×900; Fit and 1:1; fullscreen; nothing scrolls sideways at 390 px", async ({ browser }, info) => {
   const { context, page } = await openBoxPage(browser);
@@ -353,37 +316,6 @@ test("Ctrl+Alt+Shift+T takes over and Ctrl+Alt+Shift+G gives back, even while th
   await expect.poll(() => cdp!.evaluate("document.getElementById('t').value")).toBe("hello world");
   await context.close();
 });
-
-/** Every frame the page paints (CDP screencast) while `during` runs, cut to the screen's area. */
-async function paintedFrames(page: Page, during: () => Promise<void>) {
-  const area = await page.getByTestId("vnc").boundingBox();
-  const session = await page.context().newCDPSession(page);
-  const frames: { png: Buffer }[] = [];
-  session.on("Page.screencastFrame", (f: any) => {
-    frames.push({ png: Buffer.from(f.data, "base64") });
-    void session.send("Page.screencastFrameAck", { sessionId: f.sessionId }).catch(() => undefined);
-  });
-  const vw = page.viewportSize()!.width;
-  await session.send("Page.startScreencast", { format: "png", maxWidth: vw, maxHeight: page.viewportSize()!.height, everyNthFrame: 1 });
-  await during();
-  await page.waitForTimeout(500);
-  await session.send("Page.stopScreencast");
-  await session.detach();
-  return frames.map(({ png }) => {
-    const img = decodePng(png);
-    const k = img.width / vw;
-    let dark = 0;
-    let n = 0;
-    for (let y = area!.y + 4; y < area!.y + area!.height - 4; y += 8) {
-      for (let x = area!.x + 4; x < area!.x + area!.width - 4; x += 8) {
-        const [r, g, b] = img.rgb(Math.floor(x * k), Math.floor(y * k));
-        if (Math.max(r, g, b) < 60) dark++;
-        n++;
-      }
-    }
-    return dark / n;
-  });
-}
 
 test("no black flash between watching and control: the last frame stays until the next one paints", async ({ browser }) => {
   const { context, page } = await openBoxPage(browser);
