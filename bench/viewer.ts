@@ -240,8 +240,10 @@ export class RfbClient {
       } else if (type === 2) {
         // Bell
       } else if (type === 3) {
-        const len = (await this.q.read(7)).readUInt32BE(3);
-        this.cutTexts.push((await this.q.read(len)).toString("latin1"));
+        // A negative length is the extended clipboard (Caps, Notify, Provide…): |length| bytes.
+        const len = (await this.q.read(7)).readInt32BE(3);
+        const body = await this.q.read(Math.abs(len));
+        if (len >= 0) this.cutTexts.push(body.toString("latin1"));
       } else {
         throw new Error(`unexpected server message ${type}`);
       }

@@ -15,6 +15,10 @@ import { attachTerminal } from "./terminal";
 export function attachSocketIo(server: HttpServer): IoServer {
   const io = new IoServer(server, {
     serveClient: false,
+    // engine.io's heartbeat is answered by the page's JavaScript (unlike WebSocket pings), so a
+    // page that froze or vanished without closing is dropped within 30 s.
+    pingInterval: 15_000,
+    pingTimeout: 15_000,
     // Upgrades for other paths belong to the raw upgrade router; do not let engine.io close them.
     destroyUpgrade: false,
     // Same-origin only, and only under a Host this server answers to (server/http-edge.ts):

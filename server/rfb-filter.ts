@@ -10,6 +10,8 @@
 // None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
+import { BODY_PEEK, isTextProvide, providedTextBytes } from "./rfb-clipboard";
+import { HeldUpdateRequests } from "./rfb-held-updates";
 
 export type RfbMode = "view" | "control";
 
@@ -27,7 +29,10 @@ export interface RfbFilterOptions {
   mode: RfbMode;
   /**
    * Control mode only: a button press (once per button, on its press transition, with where),
-   * key presses (a count per chunk, never which keys), cut text (its length only).
+   * key presses (a count per chunk, never which keys), cut text (its length only): a plain
+   * ClientCutText, or an extended clipboard Provide with text (the text's UTF-8 length as sent,
+   * without its closing NUL). The extended clipboard's Caps, Request, Peek and Notify are not
+   * pastes (noVNC answers a server's Caps with its own on every connection) and are not reported.
    */
   onInput?: (kind: RfbInput["kind"], detail: RfbInput["detail"]) => void;
   /**
@@ -40,47 +45,7 @@ export interface RfbFilterOptions {
   greeted?: boolean;
 }
 
-/** One FramebufferUpdateRequest standing for several: their bounding box, incremental only if all were. */
-export class HeldUpdateRequests {
-  private incremental = true;
-  private x0 = 0;
-  private y0 = 0;
-  private x1 = 0;
-  private y1 = 0;
-  count = 0;
-
-  add(msg: Buffer) {
-    const inc = msg[1] !== 0;
-    const x = msg.readUInt16BE(2);
-    const y = msg.readUInt16BE(4);
-    const x1 = x + msg.readUInt16BE(6);
-    const y1 = y + msg.readUInt16BE(8);
-    if (this.count === 0) {
-      [this.incremental, this.x0, this.y0, this.x1, this.y1] = [inc, x, y, x1, y1];
-    } else {
-      this.incremental &&= inc;
-      this.x0 = Math.min(this.x0, x);
-      this.y0 = Math.min(this.y0, y);
-      this.x1 = Math.max(this.x1, x1);
-      this.y1 = Math.max(this.y1, y1);
-    }
-    this.count++;
-  }
-
-  /** The merged request, and empties the hold; undefined when nothing is held. */
-  take(): Buffer | undefined {
-    if (this.count === 0) return undefined;
-    const b = Buffer.alloc(10);
-    b[0] = MSG.FramebufferUpdateRequest;
-    b[1] = this.incremental ? 1 : 0;
-    b.writeUInt16BE(this.x0, 2);
-    b.writeUInt16BE(this.y0, 4);
-    b.writeUInt16BE(Math.min(0xffff, this.x1 - this.x0), 6);
-    b.writeUInt16BE(Math.min(0xffff, this.y1 - this.y0), 8);
-    this.count = 0;
-    return b;
-  }
-}
+export { HeldUpdateRequests } from "./rfb-held-updates";
 
 /** Close codes the filter asks for. */
 /** How the filter ends a connection whose bytes it cannot trust (the socket's close codes). */
@@ -104,8 +69,11 @@ export const MSG = {
 
 type Phase = "version" | "security" | "vncauth" | "init" | "messages" | "raw" | "closed";
 
-/** What to do with one framed message: its total length, and pass or drop. */
-type Framed = { total: number; pass: boolean; input?: () => void };
+/**
+ * What to do with one framed message: its total length, and pass or drop; `input` runs once its
+ * head is framed, `body` once its body has streamed through, with at most BODY_PEEK of it.
+ */
+type Framed = { total: number; pass: boolean; input?: () => void; body?: (head: Buffer) => void };
 type Decision = { need: number } | Framed;
 
 const u16 = (b: Buffer, at: number) => b.readUInt16BE(at);
@@ -126,6 +94,10 @@ export class RfbClientFilter {
   private bodyPass = true;
   private buttons = 0;
   private keyPresses = 0;
+  /** The body of the current message as far as it is kept (BODY_PEEK), and who wants it. */
+  private bodyWant: ((head: Buffer) => void) | undefined;
+  private bodyKept: Buffer[] = [];
+  private bodyKeptLen = 0;
   private readonly onInput: RfbFilterOptions["onInput"];
   private readonly holdUpdates: RfbFilterOptions["holdUpdates"];
   private readonly held = new HeldUpdateRequests();
@@ -175,8 +147,14 @@ export class RfbClientFilter {
         if (at >= data.length) break;
         const n = Math.min(this.bodyLeft, data.length - at);
         if (this.bodyPass) out.push(data.subarray(at, at + n));
+        if (this.bodyWant && this.bodyKeptLen < BODY_PEEK) {
+          const keep = data.subarray(at, at + Math.min(n, BODY_PEEK - this.bodyKeptLen));
+          this.bodyKept.push(Buffer.from(keep));
+          this.bodyKeptLen += keep.length;
+        }
         this.bodyLeft -= n;
         at += n;
+        if (this.bodyLeft === 0) this.bodyDone();
         continue;
       }
       if ((this.phase as Phase) === "raw") {
@@ -219,10 +197,24 @@ export class RfbClientFilter {
     this.bodyPass = d.pass;
     this.headLen = 0;
     d.input?.();
+    if (d.body) {
+      this.bodyWant = d.body;
+      if (this.bodyLeft === 0) this.bodyDone();
+    }
   }
 
-  private drop(type: number, total: number, input?: () => void): Framed {
-    if (this.mode === "control") return { total, pass: true, input };
+  private bodyDone() {
+    const want = this.bodyWant;
+    if (!want) return;
+    const kept = this.bodyKept.length === 1 ? this.bodyKept[0]! : Buffer.concat(this.bodyKept);
+    this.bodyWant = undefined;
+    this.bodyKept = [];
+    this.bodyKeptLen = 0;
+    want(kept);
+  }
+
+  private drop(type: number, total: number, input?: () => void, body?: (head: Buffer) => void): Framed {
+    if (this.mode === "control") return { total, pass: true, input, body };
     this.dropped.set(type, (this.dropped.get(type) ?? 0) + 1);
     return { total, pass: false };
   }
@@ -306,9 +298,17 @@ export class RfbClientFilter {
       }
       case MSG.ClientCutText: {
         if (have < 8) return { need: 8 };
-        // Extended clipboard sends a negative length; its payload is |length| bytes.
-        const len = Math.abs(h.readInt32BE(4));
-        return this.drop(type, 8 + len, () => this.onInput?.("cut", { bytes: len }));
+        const len = h.readInt32BE(4);
+        if (len >= 0) return this.drop(type, 8 + len, () => this.onInput?.("cut", { bytes: len }));
+        // Extended clipboard: a negative length, |length| bytes of payload that start with flags.
+        const size = -len;
+        if (size < 4) return this.drop(type, 8 + size);
+        if (have < 12) return { need: 12 };
+        if (!isTextProvide(h.readUInt32BE(8))) return this.drop(type, 8 + size);
+        return this.drop(type, 8 + size, undefined, (stream) => {
+          const bytes = providedTextBytes(stream);
+          if (bytes !== undefined) this.onInput?.("cut", { bytes });
+        });
       }
       case MSG.EnableContinuousUpdates:
         return { total: 10, pass: true };

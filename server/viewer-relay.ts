@@ -5,7 +5,7 @@ import { vncPassword } from "~/models/agent.server";
 import { getBox, touchBox } from "~/models/box.server";
 import type { TicketClaims, ViewerMode } from "~/models/ticket.server";
 import { registerViewer, reportViewerInput } from "~/models/viewer.server";
-import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
+import { VIEWER_CLOSE, VIEWER_HEARTBEAT } from "~/protocol/viewer-socket";
 import { vncChallengeResponse } from "~/utils/vnc-auth.server";
 import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
 import type { ViewerAccess } from "./viewer-access";
@@ -24,6 +24,11 @@ import { ByteReader, ViewerGreetingError, greetViewer, loginToVnc } from "./vnc-
 // relay always reads VNC, and holds the viewer's FramebufferUpdateRequests (merged into one)
 // while the viewer is behind, so x11vnc only produces what the viewer can take; a viewer that
 // still piles up more than HARD_LIMIT (it ignores flow control) is closed with 4408.
+//
+// Liveness: WebSocket pings catch a viewer whose connection vanished; they cannot catch a page
+// that is frozen (the browser answers them), so a viewer that asks for the heartbeat of
+// protocol/viewer-socket.ts (the console does) is closed once its page stops answering: the
+// counts are of live connections only.
 
 const SERVER: Actor = { kind: "server" };
 /** Hold the viewer's update requests while this much is queued for it; release below LOW_WATER. */
@@ -194,12 +199,25 @@ export function relay(
     }, QUIET_MS);
   }
 
+  /** The heartbeat (asked for by the viewer's first text frame): when it last answered. */
+  let heardAt = 0;
+  let beat: NodeJS.Timeout | undefined;
+  const heartbeat = () => {
+    if (Date.now() - heardAt > VIEWER_HEARTBEAT.closeAfterMs) {
+      end(VIEWER_CLOSE.unresponsive, "the viewer stopped answering the heartbeat");
+      ws.terminate();
+      return;
+    }
+    if (ws.readyState === WebSocket.OPEN) ws.send(VIEWER_HEARTBEAT.text, { binary: false });
+  };
+
   const end = (code: number, reason: string) => {
     if (ended) return;
     ended = true;
     greeting.fail(new Error("the viewer socket closed"));
     unregister();
     clearInterval(ping);
+    clearInterval(beat);
     clearTimeout(releaseTimer);
     tcp.destroy();
     if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(code, reason);
@@ -253,8 +271,14 @@ export function relay(
   let held: Buffer[] | undefined = [];
   let heldBytes = 0;
   let greeted = false;
-  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
+  ws.on("message", (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
     if (ended) return;
+    // Text frames are the heartbeat, never RFB.
+    if (!isBinary) {
+      heardAt = Date.now();
+      if (!beat) beat = setInterval(heartbeat, VIEWER_HEARTBEAT.everyMs).unref();
+      return;
+    }
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     if (!greeted) return greeting.push(bytes);
     if (held) {

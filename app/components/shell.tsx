@@ -3,8 +3,9 @@ import { Form, NavLink, useRouteLoaderData } from "react-router";
 import type { loader as rootLoader } from "~/root";
 import { CsrfInput } from "./ui";
 
-/** The console frame: product name, workspace switcher, navigation, account. */
-export function Shell({ children }: { children: ReactNode }) {
+/** The console frame: product name, workspace switcher, navigation, account. `wide`: the page uses the window's width (a box's screen). */
+export function Shell({ children, wide = false }: { children: ReactNode; wide?: boolean }) {
+  const width = wide ? "max-w-[120rem]" : "max-w-6xl";
   const root = useRouteLoaderData<typeof rootLoader>("root");
   const me = root?.me;
   const link = ({ isActive }: { isActive: boolean }) =>
@@ -12,7 +13,7 @@ export function Shell({ children }: { children: ReactNode }) {
   return (
     <div className="min-h-screen">
       <header className="border-b border-slate-200 bg-white">
-        <div className="mx-auto flex max-w-6xl flex-wrap items-center gap-3 px-4 py-3 sm:px-6">
+        <div className={`mx-auto flex ${width} flex-wrap items-center gap-3 px-4 py-3 sm:px-6`}>
           <a href="/" className="mr-2 text-lg font-semibold tracking-tight text-indigo-700">
             holm
           </a>
@@ -67,7 +68,7 @@ export function Shell({ children }: { children: ReactNode }) {
           ) : null}
         </div>
       </header>
-      <main className="mx-auto max-w-6xl px-4 py-8 sm:px-6">{children}</main>
+      <main className={`mx-auto ${width} px-4 py-8 sm:px-6`}>{children}</main>
     </div>
   );
 }

@@ -5,7 +5,9 @@ import type { BoxJson } from "~/models/box.server";
 import type { ScreenStatus } from "~/models/screen-status.server";
 
 // The box page's live state: the box and its screens as the server pushes them over socket.io
-// (`box` and `screens` on /boxes), and a clock for ages and deadlines.
+// (`box` and `screens` on /boxes), and a clock for ages and deadlines. A page that is put away
+// (the back/forward cache, a frozen tab) closes its socket and opens it again when it is shown,
+// catching up through the loader.
 
 /** Re-renders every few seconds so ages and deadlines stay true; starts at the server's clock so hydration matches. */
 export function useNow(everyMs: number, initial: number) {
@@ -58,7 +60,22 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
     socket.on("screens", (s: ScreenStatus) => {
       if (s.box_id === initial.id) merge(s);
     });
+    const hide = () => socket.disconnect();
+    const show = () => {
+      if (!socket.connected) socket.connect();
+    };
+    const shown = (e: PageTransitionEvent) => {
+      if (e.persisted) show();
+    };
+    window.addEventListener("pagehide", hide);
+    window.addEventListener("pageshow", shown);
+    document.addEventListener("freeze", hide);
+    document.addEventListener("resume", show);
     return () => {
+      window.removeEventListener("pagehide", hide);
+      window.removeEventListener("pageshow", shown);
+      document.removeEventListener("freeze", hide);
+      document.removeEventListener("resume", show);
       socket.close();
     };
   }, [workspace, initial.id, merge]);

@@ -1,6 +1,7 @@
 import type RFB from "@novnc/novnc";
-import { useEffect, useRef } from "react";
-import { VIEWER_CLOSE, type ViewerMode } from "~/protocol/viewer-socket";
+import { useEffect, useRef, useState } from "react";
+import { VIEWER_CLOSE, VIEWER_HEARTBEAT, type ViewerMode } from "~/protocol/viewer-socket";
+import { MODIFIER_KEYSYMS, matchShortcut } from "./screen-shortcuts";
 
 // The live screen of a box: noVNC over the server's viewer socket
 // (/v1/boxes/{id}/screens/{n}/viewer/socket?ticket=…&mode=view|control). Client-only: noVNC is
@@ -12,8 +13,19 @@ import { VIEWER_CLOSE, type ViewerMode } from "~/protocol/viewer-socket";
 // Keys and the pointer go to the box in control mode while the screen has focus. Text for the
 // box's clipboard does not go over VNC: x11vnc takes ClientCutText but then cannot serve the
 // selection to X clients (LibVNC/x11vnc#87, seen here), so the page sets it through the agent.
+//
+// Only a live page counts as watching: the page closes its connection on `pagehide` and `freeze`
+// (Chromium keeps a page's sockets open while it sits in the back/forward cache) and comes back on
+// `pageshow`/`resume`, and it answers the server's heartbeat (protocol/viewer-socket.ts), so a page
+// frozen without notice is closed by the server. Between two connections (take over, give back, a
+// reconnect) the last frame stays on screen: noVNC takes its canvas out of the page when it
+// disconnects, so the canvas moves under the next connection's, which is transparent until its
+// first update paints over it.
 
 export type { ViewerMode };
+
+/** `fit`: the whole screen in the space given; `1:1`: one box pixel per device pixel, scrolling. */
+export type ViewerScale = "fit" | "1:1";
 
 export type ViewerStatus =
   | { kind: "connecting" }
@@ -22,6 +34,23 @@ export type ViewerStatus =
   | { kind: "ended"; why: string };
 
 const BACKOFF_MS = [500, 1000, 2000, 4000, 8000, 10_000];
+/** How long a kept frame waits for the next connection's first paint before it goes anyway. */
+const KEEP_FRAME_MS = 8000;
+
+/** Whether a canvas has been drawn on (noVNC's draws are opaque; a fresh canvas is transparent). */
+function painted(c: HTMLCanvasElement): boolean {
+  if (c.width === 0 || c.height === 0) return false;
+  const ctx = c.getContext("2d");
+  if (!ctx) return false;
+  const points = [
+    [0.5, 0.5],
+    [0.02, 0.02],
+    [0.98, 0.02],
+    [0.02, 0.98],
+    [0.98, 0.98],
+  ];
+  return points.every(([x, y]) => ctx.getImageData(Math.floor(x! * (c.width - 1)), Math.floor(y! * (c.height - 1)), 1, 1).data[3]! > 0);
+}
 
 export function VncViewer({
   boxId,
@@ -29,6 +58,8 @@ export function VncViewer({
   width,
   height,
   mode,
+  scale = "fit",
+  fill = false,
   label,
   onStatus,
   onClipboard,
@@ -39,6 +70,9 @@ export function VncViewer({
   width: number;
   height: number;
   mode: ViewerMode;
+  scale?: ViewerScale;
+  /** Fill the parent's height (fullscreen, the pop-out) instead of keeping the screen's aspect. */
+  fill?: boolean;
   label: string;
   onStatus?: (s: ViewerStatus) => void;
   onClipboard?: (text: string) => void;
@@ -46,6 +80,7 @@ export function VncViewer({
   onControlEnded?: () => void;
 }) {
   const host = useRef<HTMLDivElement>(null);
+  const kept = useRef<HTMLDivElement>(null);
   const callbacks = useRef({ onStatus, onClipboard, onControlEnded });
   callbacks.current = { onStatus, onClipboard, onControlEnded };
   // The mode the next connection uses; the connection loop reads it, the [mode] effect sets it.
@@ -53,14 +88,17 @@ export function VncViewer({
   const loop = useRef<{ reconnect(): void; mode(): ViewerMode | undefined } | null>(null);
   // Focus the screen on the first control connection after taking over, not on every reconnect.
   const focusNext = useRef(mode === "control");
+  const dpr = useDevicePixelRatio();
 
   useEffect(() => {
     const target = host.current;
     if (!target) return;
     const el: HTMLDivElement = target;
     let stopped = false;
+    let suspended = false;
     let rfb: RFB | undefined;
     let rfbMode: ViewerMode | undefined;
+    let canvas: HTMLCanvasElement | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let attempt = 0;
     let generation = 0;
@@ -68,6 +106,32 @@ export function VncViewer({
     const status = (s: ViewerStatus) => {
       el.dataset.state = s.kind;
       callbacks.current.onStatus?.(s);
+    };
+
+    // noVNC has just taken its screen out of the page; its canvas still holds the last frame.
+    // An unpainted one (a connection that never drew) leaves the frame kept before it.
+    const keepFrame = () => {
+      const c = canvas;
+      canvas = undefined;
+      if (!c || !kept.current || !painted(c)) return;
+      c.removeAttribute("aria-label");
+      c.removeAttribute("role");
+      kept.current.replaceChildren(c);
+      el.dataset.frame = "kept";
+    };
+    const releaseFrame = () => {
+      kept.current?.replaceChildren();
+      delete el.dataset.frame;
+    };
+    // Until the new connection's canvas has painted, the kept frame shows through it.
+    const releaseWhenPainted = (gen: number, c: HTMLCanvasElement | undefined) => {
+      const until = performance.now() + KEEP_FRAME_MS;
+      const tick = () => {
+        if (gen !== generation) return;
+        if (!c || painted(c) || performance.now() > until) return releaseFrame();
+        setTimeout(tick, 40);
+      };
+      tick();
     };
 
     const drop = () => {
@@ -81,10 +145,11 @@ export function VncViewer({
       } catch {
         /* already gone */
       }
+      keepFrame();
     };
 
     const retry = (why: string) => {
-      if (stopped) return;
+      if (stopped || suspended) return;
       const delay = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
       attempt++;
       status({ kind: "waiting", retryInMs: delay, why });
@@ -110,7 +175,7 @@ export function VncViewer({
           cache: "no-store",
         });
         const body = (await res.json().catch(() => ({}))) as { path?: string; message?: string; code?: string; retryable?: boolean };
-        if (stopped || gen !== generation) return;
+        if (stopped || suspended || gen !== generation) return;
         if (!res.ok || !body.path) {
           // The seed's table: no box (404 not_found), removed (410 gone), signed out (401
           // unauthorized) end the viewer; 409 denied is about this mode or this box's state.
@@ -133,26 +198,33 @@ export function VncViewer({
         let closed: { code: number; reason: string } | undefined;
         // Registered before noVNC's handler, so the close code is known when noVNC reports.
         ws.addEventListener("close", (e) => (closed = { code: e.code, reason: e.reason }));
+        // The heartbeat: ask for it, then answer each beat (noVNC ignores text frames).
+        ws.addEventListener("open", () => ws.send(VIEWER_HEARTBEAT.text));
+        ws.addEventListener("message", (e) => {
+          if (typeof e.data === "string" && ws.readyState === WebSocket.OPEN) ws.send(VIEWER_HEARTBEAT.text);
+        });
         const r = new RFBClass(el, ws, { shared: true });
         r.scaleViewport = true;
         r.resizeSession = false;
         r.clipViewport = false;
         r.viewOnly = mode !== "control";
         r.focusOnClick = mode === "control";
-        r.background = "rgb(2, 6, 23)";
+        // Transparent until the first update, so the kept frame shows through.
+        r.background = "transparent";
         rfb = r;
         rfbMode = mode;
+        canvas = el.querySelector("canvas") ?? undefined;
         r.addEventListener("connect", () => {
           if (gen !== generation) return;
           performance.mark(`holm:connected:${boxId}:${screen}`);
           attempt = 0;
           status({ kind: "connected", mode });
           el.dataset.mode = mode;
-          const canvas = el.querySelector("canvas");
           if (canvas) {
             canvas.setAttribute("aria-label", label);
             canvas.setAttribute("role", "img");
           }
+          releaseWhenPainted(gen, canvas);
           // Just took over: the keyboard goes to the box without a first click.
           if (mode === "control" && focusNext.current) {
             focusNext.current = false;
@@ -161,9 +233,10 @@ export function VncViewer({
         });
         r.addEventListener("clipboard", (e) => callbacks.current.onClipboard?.(e.detail.text));
         r.addEventListener("disconnect", () => {
-          if (stopped || gen !== generation) return;
+          if (stopped || suspended || gen !== generation) return;
           rfb = undefined;
           rfbMode = undefined;
+          keepFrame();
           const why = closed;
           if (why?.code === VIEWER_CLOSE.noBox) return end(why.reason || "the box was removed");
           if ((why?.code === VIEWER_CLOSE.normal || why?.code === VIEWER_CLOSE.denied) && mode === "control") {
@@ -177,13 +250,13 @@ export function VncViewer({
           retry(why?.reason || "the connection dropped");
         });
       } catch (err) {
-        if (!stopped && gen === generation) retry((err as Error).message || "the connection failed");
+        if (!stopped && !suspended && gen === generation) retry((err as Error).message || "the connection failed");
       }
     }
 
     loop.current = {
       reconnect: () => {
-        if (stopped) return;
+        if (stopped || suspended) return;
         attempt = 0;
         void connect();
       },
@@ -191,20 +264,53 @@ export function VncViewer({
     };
     // The browser knows before the socket does: drop at once when offline, try again when back.
     const offline = () => {
-      if (stopped) return;
+      if (stopped || suspended) return;
       drop();
       status({ kind: "waiting", retryInMs: 0, why: "this browser is offline" });
     };
     const online = () => {
       if (!rfb && !stopped) loop.current?.reconnect();
     };
+    // Leaving the page (into the back/forward cache, or frozen): nobody watches from here.
+    const suspend = () => {
+      if (stopped || suspended) return;
+      suspended = true;
+      drop();
+    };
+    const resume = () => {
+      if (stopped || !suspended) return;
+      suspended = false;
+      loop.current?.reconnect();
+    };
+    const shown = (e: PageTransitionEvent) => {
+      if (e.persisted) resume();
+    };
+    // The shortcuts' chord stays out of the box; before a give back, the modifiers noVNC already
+    // pressed in the box are released (the connection closes before the person lets go).
+    const chord = (e: KeyboardEvent) => {
+      const which = matchShortcut(e);
+      if (!which || !rfb || rfbMode !== "control") return;
+      e.preventDefault();
+      e.stopPropagation();
+      if (which === "giveBack") for (const [keysym, code] of MODIFIER_KEYSYMS) rfb.sendKey(keysym, code, false);
+    };
     window.addEventListener("offline", offline);
     window.addEventListener("online", online);
+    window.addEventListener("pagehide", suspend);
+    window.addEventListener("pageshow", shown);
+    document.addEventListener("freeze", suspend);
+    document.addEventListener("resume", resume);
+    window.addEventListener("keydown", chord, true);
     void connect();
     return () => {
       stopped = true;
       window.removeEventListener("offline", offline);
       window.removeEventListener("online", online);
+      window.removeEventListener("pagehide", suspend);
+      window.removeEventListener("pageshow", shown);
+      document.removeEventListener("freeze", suspend);
+      document.removeEventListener("resume", resume);
+      window.removeEventListener("keydown", chord, true);
       drop();
       loop.current = null;
     };
@@ -218,14 +324,38 @@ export function VncViewer({
     loop.current?.reconnect();
   }, [mode]);
 
+  // Fit: noVNC scales the screen into the stage. 1:1: the stage is the screen's size in CSS
+  // pixels of one device pixel each, and the area around it scrolls.
+  const oneToOne = scale === "1:1";
+  const area = fill
+    ? undefined
+    : oneToOne
+      ? { height: `min(${height / dpr}px, calc(100dvh - 4rem))` }
+      : { aspectRatio: `${width} / ${height}` };
+  const stage = oneToOne ? { width: `${width / dpr}px`, height: `${height / dpr}px`, margin: "0 auto" } : undefined;
   return (
     <div
-      ref={host}
-      data-testid="vnc"
-      data-box-id={boxId}
-      data-screen={screen}
-      className="relative w-full overflow-hidden bg-slate-950"
-      style={{ aspectRatio: `${width} / ${height}`, maxHeight: "78vh" }}
-    />
+      data-testid="screen-area"
+      data-scale={scale}
+      className={`relative w-full bg-slate-950 ${fill ? "h-full" : ""} ${oneToOne ? "overflow-auto" : "overflow-hidden"}`}
+      style={area}
+    >
+      <div className={`relative ${oneToOne ? "" : "h-full w-full"}`} style={stage}>
+        <div ref={kept} aria-hidden="true" data-testid="kept-frame" className="pointer-events-none absolute inset-0 flex overflow-hidden" />
+        <div ref={host} data-testid="vnc" data-box-id={boxId} data-screen={screen} className="relative h-full w-full overflow-hidden" />
+      </div>
+    </div>
   );
+}
+
+/** The display's device pixels per CSS pixel (1 while rendering on the server); follows zoom. */
+function useDevicePixelRatio(): number {
+  const [dpr, setDpr] = useState(1);
+  useEffect(() => {
+    const read = () => setDpr(window.devicePixelRatio || 1);
+    read();
+    window.addEventListener("resize", read);
+    return () => window.removeEventListener("resize", read);
+  }, []);
+  return dpr;
 }

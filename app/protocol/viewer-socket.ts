@@ -34,6 +34,8 @@ export const VIEWER_CLOSE = {
   noBox: 4404,
   /** The viewer asked for updates faster than it read them. */
   tooSlow: 4408,
+  /** The viewer stopped answering the heartbeat it asked for (its page froze, or went away). */
+  unresponsive: 4410,
   /** The box is no longer running (stopped, unreachable). */
   notReady: 4409,
   /** A security type or message type the filter cannot frame (view mode), so nothing after it is safe. */
@@ -43,3 +45,15 @@ export const VIEWER_CLOSE = {
 } as const;
 
 export type ViewerCloseCode = (typeof VIEWER_CLOSE)[keyof typeof VIEWER_CLOSE];
+
+/**
+ * A heartbeat the page answers, not its browser. WebSocket pings do not tell a frozen page
+ * (Chromium's back/forward cache, a paused debugger) from a live one: the browser's network
+ * stack answers them while the page's JavaScript is stopped (seen with Chromium 156). So a
+ * client may ask for this one by sending a text frame (RFB itself is binary; noVNC ignores text
+ * frames): the server then sends a text frame every `everyMs`, the client answers each with a
+ * text frame, and the server closes with `unresponsive` when no text frame came for
+ * `closeAfterMs`. Server-driven, so a hidden tab's throttled timers do not make it miss beats.
+ * Clients that never send a text frame are never sent one.
+ */
+export const VIEWER_HEARTBEAT = { text: "holm-heartbeat", everyMs: 5_000, closeAfterMs: 15_000 } as const;

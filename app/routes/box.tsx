@@ -135,10 +135,11 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
   // Checked on the live box too: a resume while the page is open shows the notice then.
   if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
   return (
-    <Shell>
+    <Shell wide>
       <BoxHeader box={box} now={now} live={live} />
 
-      <div className="mt-6 grid gap-6 lg:grid-cols-[minmax(0,1fr)_18rem]">
+      {/* The screen takes the width; details and actions go below it, beside it only on very wide windows. */}
+      <div className="mt-6 grid gap-6 min-[1800px]:grid-cols-[minmax(0,1fr)_18rem]">
         <div className="min-w-0 space-y-4">
           {ready ? (
             <ScreenControl control={control} status={status} screen={screen} csrf={csrf} canDrive={canDrive} ready={ready} result={actionData} />
@@ -169,10 +170,10 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
           ) : null}
         </div>
 
-        <aside className="space-y-4">
+        <aside className="grid content-start gap-4 md:grid-cols-2 min-[1800px]:grid-cols-1">
           <BoxDetails box={box} now={now} workspace={workspace} />
           {canDrive ? <BoxLifecycle box={box} csrf={csrf} /> : null}
-          <Link to={`/boxes/${box.id}/trace`} className="block text-sm font-medium text-indigo-700 hover:underline">
+          <Link to={`/boxes/${box.id}/trace`} className="block text-sm font-medium text-indigo-700 hover:underline md:col-span-2 min-[1800px]:col-span-1">
             Trace: what happened in this box →
           </Link>
         </aside>

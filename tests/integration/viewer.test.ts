@@ -1,3 +1,4 @@
+import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RfbClient, viewerTicket } from "../../bench/viewer";
 import { Page } from "../support/cdp";
@@ -260,6 +261,72 @@ describe("control mode", () => {
     c.close();
     await c.closed;
   });
+});
+
+describe("a person's pastes in the trace", () => {
+  // noVNC's extended clipboard (core/rfb.js): a ClientCutText with a negative length; 4 bytes of
+  // flags (actions in the top byte, formats below), then Caps sizes or a Provide's zlib stream.
+  const extended = (payload: Buffer) => {
+    const h = Buffer.alloc(8);
+    h[0] = 6;
+    h.writeInt32BE(-payload.length, 4);
+    return Buffer.concat([h, payload]);
+  };
+  const flags = (n: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(n >>> 0);
+    return b;
+  };
+  const TEXT = 1, CAPS = 1 << 24, REQUEST = 1 << 25, PEEK = 1 << 26, NOTIFY = 1 << 27, PROVIDE = 1 << 28;
+  const provide = (text: string) => {
+    const t = Buffer.from(`${text}\0`, "utf8");
+    const size = Buffer.alloc(4);
+    size.writeUInt32BE(t.length);
+    return extended(Buffer.concat([flags(PROVIDE | TEXT), deflateSync(Buffer.concat([size, t]), { finishFlush: zlibConstants.Z_FULL_FLUSH })]));
+  };
+  const clipboardEntries = async (after: number) => {
+    const trace = await json(await api(`/v1/boxes/${box.id}/trace?limit=500&after=${after}`));
+    return (trace.entries as any[]).filter((e) => e.event === "person_input" && e.data.kind === "clipboard").map((e) => e.data.bytes);
+  };
+
+  it("only real pastes are recorded, with their size: never noVNC's capability or notify messages", async () => {
+    const start = await lastSeq();
+    const t = await viewerTicket(server, box.id, 0);
+    const { c } = await connect(t.control_socket!);
+    // As noVNC does: raw, and the extended clipboard pseudo-encoding (0xC0A1E5CE), without
+    // which x11vnc hangs up on a negative length.
+    const encodings = Buffer.alloc(12);
+    encodings[0] = 2;
+    encodings.writeUInt16BE(2, 2);
+    encodings.writeInt32BE(0, 4);
+    encodings.writeInt32BE(0xc0a1e5ce | 0, 8);
+    c.raw(encodings);
+    // What noVNC sends on every connection and when the box copies something: no paste.
+    c.raw(extended(Buffer.concat([flags(CAPS | REQUEST | PEEK | NOTIFY | PROVIDE | TEXT), Buffer.alloc(4)])));
+    c.raw(extended(flags(NOTIFY | TEXT)));
+    c.raw(extended(flags(REQUEST | TEXT)));
+    c.raw(extended(flags(PEEK)));
+    await sync(c);
+    await sleep(500);
+    expect(await clipboardEntries(start)).toEqual([]);
+    // A plain cut and an extended Provide are pastes, by their size in bytes.
+    c.cut("twelve bytes");
+    c.raw(provide("héllo"));
+    await sync(c);
+    expect(await until(() => clipboardEntries(start), (v) => v.length >= 2)).toEqual([12, Buffer.byteLength("héllo")]);
+    c.close();
+    await c.closed;
+  });
+
+  async function lastSeq(): Promise<number> {
+    let after = -1;
+    for (;;) {
+      const page = await json(await api(`/v1/boxes/${box.id}/trace?limit=500&after=${after}`));
+      if (page.entries.length) after = page.entries[page.entries.length - 1].seq;
+      if (page.next === null) return after;
+      after = page.next;
+    }
+  }
 });
 
 describe("several viewers, counts and closing", () => {

@@ -1,3 +1,4 @@
+import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { HeldUpdateRequests, MSG, RFB_CLOSE, RfbClientFilter, type RfbInput, type RfbMode } from "../../server/rfb-filter";
 
@@ -331,6 +332,16 @@ describe("input reports (control mode)", () => {
     expect(inputs).toEqual([{ kind: "cut", detail: { bytes: 11 } }]);
   });
 
+  it("reports a plain cut of any size split anywhere, and an empty one as 0 bytes", () => {
+    const all = Buffer.concat([handshake(8), m.cut("abc"), m.cut("")]);
+    for (const chunks of [[all], byteByByte(all)]) {
+      expect(run("control", chunks).inputs).toEqual([
+        { kind: "cut", detail: { bytes: 3 } },
+        { kind: "cut", detail: { bytes: 0 } },
+      ]);
+    }
+  });
+
   it("view mode reports nothing", () => {
     const { inputs } = run("view", [handshake(8), m.pointer(1, 1, 1), m.key(true, 0x61), m.cut("x")]);
     expect(inputs).toEqual([]);
@@ -377,5 +388,88 @@ describe("holding update requests (flow control towards a slow viewer)", () => {
     hold = false;
     expect(f.push(cut.subarray(20)).out).toEqual(cut.subarray(20));
     expect(f.release()).toEqual(m.fbur(0, 0, 0, 1, 1));
+  });
+});
+
+// The extended clipboard (a ClientCutText with a negative length), as noVNC 1.7 sends it
+// (core/rfb.js RFB.messages.extendedClipboard*): 4 bytes of flags (actions in the top byte,
+// formats in the low ones), then per action: Caps the maximum size of each format, Provide a
+// zlib stream (one per message, full-flushed) of a 4-byte size and the NUL-terminated text with
+// CRLF line ends, Request, Peek and Notify nothing more.
+const CB = { text: 1, rtf: 2, html: 4, caps: 1 << 24, request: 1 << 25, peek: 1 << 26, notify: 1 << 27, provide: 1 << 28 };
+const flags = (actions: number, formats: number) => b(...u32((actions | formats) >>> 0));
+const clip = {
+  // What noVNC answers a server's Caps with, on every connection: all five actions, text of size 0.
+  caps: () => m.cutExtended(Buffer.concat([flags(CB.caps | CB.request | CB.peek | CB.notify | CB.provide, CB.text), b(...u32(0))])),
+  request: () => m.cutExtended(flags(CB.request, CB.text)),
+  peek: () => m.cutExtended(flags(CB.peek, 0)),
+  notify: () => m.cutExtended(flags(CB.notify, CB.text)),
+  notifyNone: () => m.cutExtended(flags(CB.notify, 0)),
+  provide: (text: string, formats = CB.text) => {
+    const t = Buffer.from(text.replace(/\r\n|\r|\n/g, "\r\n") + "\0", "utf8");
+    const z = deflateSync(Buffer.concat([b(...u32(t.length)), t]), { finishFlush: zlibConstants.Z_FULL_FLUSH });
+    return m.cutExtended(Buffer.concat([flags(CB.provide, formats), z]));
+  },
+};
+
+describe("extended clipboard", () => {
+  const notPastes: [string, Buffer][] = [
+    ["Caps (noVNC's answer to the server's, the phantom 8-byte paste)", clip.caps()],
+    ["Request", clip.request()],
+    ["Peek", clip.peek()],
+    ["Notify with text", clip.notify()],
+    ["Notify with nothing", clip.notifyNone()],
+  ];
+  for (const [name, msg] of notPastes) {
+    it(`${name}: passes in control mode, dropped in view mode, and is not a paste`, () => {
+      const tail = m.fbur(1, 0, 0, 5, 5);
+      const all = Buffer.concat([handshake(8), msg, tail]);
+      for (const chunks of [[all], byteByByte(all)]) {
+        const control = run("control", chunks);
+        expect(control.close).toBeUndefined();
+        expect(control.out).toEqual(Buffer.concat([handshake(8, 1), msg, tail]));
+        expect(control.inputs).toEqual([]);
+        const view = run("view", chunks);
+        expect(view.out).toEqual(Buffer.concat([handshake(8, 1), tail]));
+        expect(view.inputs).toEqual([]);
+      }
+    });
+  }
+
+  it("Provide with text is a paste of the text's size as sent (UTF-8, CRLF, without the NUL), however split", () => {
+    const msg = clip.provide("héllo\nworld");
+    const all = Buffer.concat([handshake(8), clip.caps(), clip.notify(), msg, m.fbur(1, 0, 0, 5, 5)]);
+    for (const chunks of [[all], byteByByte(all), ...[1, 2, 3].map((seed) => randomChunks(all, seed, 7))]) {
+      const control = run("control", chunks);
+      expect(control.out).toEqual(Buffer.concat([handshake(8, 1), clip.caps(), clip.notify(), msg, m.fbur(1, 0, 0, 5, 5)]));
+      expect(control.inputs).toEqual([{ kind: "cut", detail: { bytes: Buffer.byteLength("héllo\r\nworld") } }]);
+      expect(run("view", chunks).inputs).toEqual([]);
+    }
+  });
+
+  it("Provide of a large text reads its size from the start of the stream only", () => {
+    const r = rng(5);
+    const text = Array.from({ length: 20_000 }, () => String.fromCharCode(33 + Math.floor(r() * 90))).join("");
+    const msg = clip.provide(text);
+    expect(msg.length).toBeGreaterThan(4096);
+    const { inputs, out } = run("control", randomChunks(Buffer.concat([handshake(8), msg]), 9, 300));
+    expect(out.subarray(handshake(8).length)).toEqual(msg);
+    expect(inputs).toEqual([{ kind: "cut", detail: { bytes: 20_000 } }]);
+  });
+
+  it("Provide of an empty text is a paste of 0 bytes; one without text, or with a broken stream, is none", () => {
+    expect(run("control", [handshake(8), clip.provide("")]).inputs).toEqual([{ kind: "cut", detail: { bytes: 0 } }]);
+    expect(run("control", [handshake(8), clip.provide("<b>x</b>", CB.html)]).inputs).toEqual([]);
+    const broken = m.cutExtended(Buffer.concat([flags(CB.provide, CB.text), b(5, 6, 7)]));
+    const r = run("control", [handshake(8), broken, m.fbur(0, 0, 0, 1, 1)]);
+    expect(r.inputs).toEqual([]);
+    expect(r.out).toEqual(Buffer.concat([handshake(8, 1), broken, m.fbur(0, 0, 0, 1, 1)]));
+  });
+
+  it("a payload too short for its flags is framed and passed, never a paste", () => {
+    const short = m.cutExtended(b(0x10, 0));
+    const r = run("control", [handshake(8), short, m.fbur(0, 0, 0, 1, 1)]);
+    expect(r.out).toEqual(Buffer.concat([handshake(8, 1), short, m.fbur(0, 0, 0, 1, 1)]));
+    expect(r.inputs).toEqual([]);
   });
 });

@@ -1,0 +1,71 @@
+import { data } from "react-router";
+import { boxTitle } from "~/components/box-name";
+import { RemovedBox } from "~/components/box-page-notices";
+import { ScreenControl, controlOf } from "~/components/screen-control";
+import { ScreenFrame } from "~/components/screen-view";
+import { useLiveBox } from "~/components/use-live-box";
+import { requireWorkspace } from "~/edge/console.server";
+import { type BoxJson, getBox } from "~/models/box.server";
+import { screenStatus } from "~/models/screen-status.server";
+import { isApiError } from "~/utils/api-error.server";
+import type { Route } from "./+types/box-screen";
+
+// GET /boxes/:id/screen?screen=n — one screen of a box and nothing else, for the box page's
+// "Pop out" window: the same session, the same roles and the same mode rules as the box page
+// (it watches, and drives while this person has control, following take over and give back
+// made anywhere), with take over and give back and their shortcuts posting to the box page's
+// action. The clipboard and everything else stay on the box page.
+
+export const meta: Route.MetaFunction = ({ data }) => [
+  { title: data && "box" in data && data.box ? `Screen ${data.screen} · ${boxTitle(data.box)} · holm` : "Screen · holm" },
+];
+
+export async function loader({ request, params }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  const common = { me: `user:${ctx.user.id}`, role: ctx.workspace.role, workspace: ctx.workspace.id, csrf: ctx.csrf };
+  let box: BoxJson;
+  try {
+    box = await getBox(ctx.actor, params.id);
+  } catch (e) {
+    if (isApiError(e) && e.code === "gone") return { ...common, box: null, removed: { id: params.id, why: e.message } };
+    if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
+    throw e;
+  }
+  const raw = new URL(request.url).searchParams.get("screen") ?? "0";
+  const screen = /^[0-9]{1,2}$/.test(raw) && Number(raw) < box.screens ? Number(raw) : 0;
+  const screens = await Promise.all(Array.from({ length: box.screens }, (_, n) => screenStatus(box.id, n)));
+  return { ...common, box, removed: null, screen, screens };
+}
+
+type Loaded = Extract<Route.ComponentProps["loaderData"], { removed: null }>;
+
+export default function BoxScreen({ loaderData }: Route.ComponentProps) {
+  if (!loaderData.box) return <RemovedBox id={loaderData.removed!.id} why={loaderData.removed!.why} />;
+  return <LiveScreen loaderData={loaderData as Loaded} />;
+}
+
+function LiveScreen({ loaderData }: { loaderData: Loaded }) {
+  const { me, role, workspace, csrf, screen } = loaderData;
+  const { box, screens } = useLiveBox(loaderData.box, loaderData.screens, workspace);
+  const canDrive = role !== "viewer";
+  const status = screens[screen];
+  const control = controlOf(status, me, canDrive);
+  const mode = control.mine && canDrive ? "control" : "view";
+  return (
+    <div className="flex h-dvh flex-col gap-1.5 bg-slate-950 p-1.5">
+      <ScreenControl
+        control={control}
+        status={status}
+        screen={screen}
+        csrf={csrf}
+        canDrive={canDrive}
+        ready={box.state === "ready"}
+        action={`/boxes/${encodeURIComponent(box.id)}`}
+        compact
+      />
+      <div className="min-h-0 flex-1">
+        <ScreenFrame box={box} screen={screen} mode={mode} onClipboard={() => undefined} popOut={false} fill />
+      </div>
+    </div>
+  );
+}
