@@ -44,7 +44,7 @@ export function ConfirmDialog({
         // A click on the backdrop (the dialog element itself, outside its panel) cancels.
         if (e.target === ref.current) onCancel();
       }}
-      className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-xl bg-white p-0 text-slate-900 shadow-2xl ring-1 ring-slate-200 backdrop:bg-slate-950/50"
+      className="m-auto w-[min(28rem,calc(100vw-2rem))] rounded-xl bg-white p-0 text-slate-900 shadow-2xl ring-1 ring-slate-200 backdrop:bg-black/50"
     >
       {open ? (
         <div className="p-5">

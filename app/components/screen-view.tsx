@@ -120,7 +120,7 @@ export function ScreenFrame({
     <div
       ref={frame}
       data-testid="screen-frame"
-      className={`mx-auto overflow-hidden bg-slate-900 p-1.5 ring-1 ${filling ? "flex h-full flex-col" : "rounded-2xl shadow-xl"} ${
+      className={`tone-fixed mx-auto overflow-hidden bg-slate-900 p-1.5 ring-1 ${filling ? "flex h-full flex-col" : "rounded-2xl shadow-xl"} ${
         mode === "control" ? "ring-2 ring-indigo-500" : "ring-slate-800"
       }`}
       style={{ width }}

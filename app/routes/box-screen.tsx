@@ -52,7 +52,7 @@ function LiveScreen({ loaderData }: { loaderData: Loaded }) {
   const control = controlOf(status, me, canDrive);
   const mode = control.mine && canDrive ? "control" : "view";
   return (
-    <div className="flex h-dvh flex-col gap-1.5 bg-slate-950 p-1.5">
+    <div className="tone-fixed flex h-dvh flex-col gap-1.5 bg-slate-950 p-1.5">
       <ScreenControl
         control={control}
         status={status}
