@@ -7,6 +7,7 @@ import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
+import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import {
   type BoxJson,
   type BoxRow,
@@ -84,6 +85,8 @@ export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
 export interface CreateBoxInput {
   spec?: Spec;
   placement?: Placement;
+  /** holm's name and labels (box-metadata.server.ts); not part of the spec. */
+  metadata?: BoxMetadata;
 }
 
 /**
@@ -127,8 +130,7 @@ export async function createBox(
     last_used_ms: now,
     removed_at_ms: null,
     desktop: 1,
-    name: null,
-    labels_json: null,
+    ...metadataColumns(input.metadata),
     created_by: by.id,
     created_by_name: by.name,
     start_json: null,
