@@ -82,6 +82,7 @@ export default [
   route("settings", "routes/settings.tsx"),
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
+  route("boxes/:id/thumb", "routes/box-thumb.ts"),
   route("boxes/:id/trace", "routes/box-trace.tsx"),
   route("boxes/:id/trace/entries", "routes/box-trace-data.ts", { id: "routes/box-trace-entries" }),
   route("boxes/:id/trace/frames/:hash", "routes/box-trace-data.ts", { id: "routes/box-trace-frames" }),
