@@ -147,10 +147,6 @@ export function BoxTable({
   hrefFor: (label: string) => string;
 }) {
   const now = useNow(5000);
-  useEffect(() => {
-    // For bench/box-list.ts: the list has hydrated and its controls answer.
-    performance.mark("holm:box-list:interactive");
-  }, []);
   return (
     <div className="rounded-xl border border-slate-200 bg-white shadow-sm">
       <table role="table" className="block w-full text-sm md:table md:min-w-full md:divide-y md:divide-slate-200">

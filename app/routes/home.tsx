@@ -153,6 +153,10 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
   const navigation = useNavigation();
   const launching = navigation.formData?.get("intent") === "launch";
   const canDrive = workspace.role !== "viewer";
+  useEffect(() => {
+    // For bench/box-list.ts: the page has hydrated (children's effects ran first), so its controls answer.
+    performance.mark("holm:box-list:interactive");
+  }, []);
   return (
     <Shell>
       <div className="flex flex-wrap items-end justify-between gap-4">
