@@ -8,7 +8,8 @@ import { summarize } from "./stats";
 //  (a) 80 boxes in the list (20 ready, 60 stopped: a stopped container costs no CPU or memory):
 //      navigation start → interactive (the page's `holm:box-list:interactive` mark, set once it has
 //      hydrated, after which the first row's rename control opens its editor: checked every run),
-//      against the same page of an empty workspace (the page and framework without rows). Goal ≤ 300 ms.
+//      against the same page of an empty workspace (the page and framework without rows); and to
+//      every row on the page (the first FIRST_ROWS are server-rendered, the rest follow). Goal ≤ 300 ms.
 //  (b) the server process's CPU (utime + stime from /proc/<pid>/stat) over 60 s with the 20 ready
 //      boxes' rows all on screen and their thumbnails refreshing, against the same 60 s with the
 //      list closed; then the same with every screen changing every 2 s (each ask a new picture).
@@ -89,6 +90,9 @@ async function launchAll(server: TestServer, key: string) {
   console.log(`setup: ${TOTAL} boxes launched (${TOTAL - READY} then stopped) in ${secs.toFixed(0)} s (${(secs / TOTAL).toFixed(1)} s a box)`);
 }
 
+/** Navigation start → every row rendered (`holm:box-list:all-rows`), per run with rows. */
+const allRows: number[] = [];
+
 /** Navigation start → the page's interactive mark; then checks the first row's rename opens. */
 async function timeToInteractive(page: Page, url: string, rows: boolean): Promise<number> {
   await page.goto(url);
@@ -96,6 +100,8 @@ async function timeToInteractive(page: Page, url: string, rows: boolean): Promis
   await page.waitForFunction(() => performance.getEntriesByName("holm:box-list:interactive").length > 0, undefined, { timeout: 10_000, polling: 5 });
   const t = await page.evaluate(() => performance.getEntriesByName("holm:box-list:interactive")[0]!.startTime);
   if (rows) {
+    await page.waitForFunction(() => performance.getEntriesByName("holm:box-list:all-rows").length > 0, undefined, { timeout: 10_000, polling: 5 });
+    allRows.push(await page.evaluate(() => performance.getEntriesByName("holm:box-list:all-rows")[0]!.startTime));
     const first = page.getByRole("row").filter({ hasText: "box_" }).first();
     await first.getByRole("button", { name: /^Rename / }).click({ timeout: 2000 });
     await first.getByRole("textbox", { name: /^Name of box_/ }).waitFor({ timeout: 2000 });
@@ -121,6 +127,8 @@ export async function benchBoxList() {
       if (i >= WARMUP) full.push(t);
     }
     const rows = await page.getByRole("row").filter({ hasText: "box_" }).count();
+    if (rows !== TOTAL) throw new Error(`the list shows ${rows} rows, not ${TOTAL}`);
+    const all = allRows.slice(WARMUP);
     await page.goto(`${server.base}/workspaces/new`);
     await page.getByLabel("Workspace name").fill("Empty");
     await page.getByRole("button", { name: "Create workspace" }).click();
@@ -132,8 +140,9 @@ export async function benchBoxList() {
     }
     const a = summarize(`box list, ${rows} boxes: navigation → interactive`, full);
     summarize("  anchor: the same page, empty workspace", empty);
+    summarize(`  then: navigation → all ${rows} rows on the page`, all);
     console.log(`  goal median ≤ 300 ms (${a.median <= 300 ? "met" : "missed"})`);
-    await page.getByLabel("Workspace").selectOption({ label: "Bench (owner)" });
+    await page.getByLabel("Workspace", { exact: true }).selectOption({ label: "Bench (owner)" });
     await page.getByText("Isolated desktops in Bench").waitFor();
 
     // (b) the server's CPU: list closed, then open with the 20 ready rows on screen.

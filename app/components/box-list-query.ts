@@ -5,6 +5,27 @@ import { boxTitle } from "./box-name";
 // (`?q=…&state=…&label=k=v&sort=…`), so a reload or a shared link keeps them. Applied in the
 // page to the live list: changing them fetches nothing.
 
+/**
+ * What the list shows of a box: the loader sends only this (no spec, placement, start log), so
+ * 80 boxes cost the page little to carry and parse. A full BoxJson from the live socket is one.
+ */
+export type ListBox = Pick<
+  BoxJson,
+  "id" | "state" | "reason" | "screens" | "width" | "height" | "created_at_ms" | "expires_at_ms" | "owner" | "name" | "labels" | "created_by"
+> & { start?: Pick<NonNullable<BoxJson["start"]>, "phase"> };
+
+export function toListBox(b: BoxJson): ListBox {
+  const { id, state, reason, screens, width, height, created_at_ms, expires_at_ms, owner, name, labels, created_by, start } = b;
+  return {
+    id, state, screens, width, height, created_at_ms, expires_at_ms, labels,
+    ...(reason !== undefined && { reason }),
+    ...(owner !== undefined && { owner }),
+    ...(name !== undefined && { name }),
+    ...(created_by !== undefined && { created_by }),
+    ...(start !== undefined && { start: { phase: start.phase } }),
+  };
+}
+
 export const SORTS = {
   newest: "Newest first",
   oldest: "Oldest first",
@@ -48,13 +69,13 @@ export function writeListQuery(params: URLSearchParams, query: Partial<ListQuery
 export const labelText = (key: string, value: string) => (value === "" ? key : `${key}=${value}`);
 
 /** Every label on these boxes, as `key=value`, sorted. */
-export function labelsOf(boxes: BoxJson[]): string[] {
+export function labelsOf(boxes: ListBox[]): string[] {
   const all = new Set<string>();
   for (const b of boxes) for (const [k, v] of Object.entries(b.labels)) all.add(labelText(k, v));
   return [...all].sort();
 }
 
-function hasLabel(box: BoxJson, label: string): boolean {
+function hasLabel(box: ListBox, label: string): boolean {
   const i = label.indexOf("=");
   const key = i === -1 ? label : label.slice(0, i);
   const value = i === -1 ? "" : label.slice(i + 1);
@@ -62,7 +83,7 @@ function hasLabel(box: BoxJson, label: string): boolean {
 }
 
 /** What a search matches: the name, the id, each label and the creator's name. */
-function haystack(box: BoxJson): string {
+function haystack(box: ListBox): string {
   const labels = Object.entries(box.labels).map(([k, v]) => labelText(k, v));
   return [box.name ?? "", box.id, ...labels, box.created_by?.name ?? ""].join("\n").toLowerCase();
 }
@@ -72,7 +93,7 @@ const stateRank = (s: string) => {
   return i === -1 ? STATE_ORDER.length : i;
 };
 
-const COMPARE: Record<Sort, (a: BoxJson, b: BoxJson) => number> = {
+const COMPARE: Record<Sort, (a: ListBox, b: ListBox) => number> = {
   newest: (a, b) => b.created_at_ms - a.created_at_ms,
   oldest: (a, b) => a.created_at_ms - b.created_at_ms,
   // Named boxes first, by name; unnamed ones after, newest first.
@@ -82,7 +103,7 @@ const COMPARE: Record<Sort, (a: BoxJson, b: BoxJson) => number> = {
   state: (a, b) => stateRank(a.state) - stateRank(b.state) || boxTitle(a).localeCompare(boxTitle(b)),
 };
 
-export function applyListQuery(boxes: BoxJson[], query: ListQuery): BoxJson[] {
+export function applyListQuery(boxes: ListBox[], query: ListQuery): ListBox[] {
   const words = query.q.toLowerCase().split(/\s+/).filter(Boolean);
   const out = boxes.filter(
     (b) =>

@@ -1,4 +1,4 @@
-import { type RefObject, memo, useEffect, useRef, useState } from "react";
+import { type RefObject, memo, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import type { BoxJson } from "~/models/box.server";
 
 // A row's live thumbnail of screen 0 (GET /boxes/:id/thumb, app/routes/box-thumb.ts). It asks
@@ -34,16 +34,13 @@ function useOnScreen(ref: RefObject<Element | null>): boolean {
   return on;
 }
 
-function usePageVisible(): boolean {
-  const [visible, setVisible] = useState(true);
-  useEffect(() => {
-    const update = () => setVisible(document.visibilityState === "visible");
-    update();
-    document.addEventListener("visibilitychange", update);
-    return () => document.removeEventListener("visibilitychange", update);
-  }, []);
-  return visible;
-}
+// Whether the tab is visible: one listener for the whole list.
+const onVisibility = (notify: () => void) => {
+  document.addEventListener("visibilitychange", notify);
+  return () => document.removeEventListener("visibilitychange", notify);
+};
+const usePageVisible = () =>
+  useSyncExternalStore(onVisibility, () => document.visibilityState === "visible", () => true);
 
 // Not the state's own word: the row's state pill says that, once.
 const PLACEHOLDER: Partial<Record<BoxJson["state"], string>> = {
@@ -97,13 +94,13 @@ function BoxThumbInner({ id, state, width, height, title }: { id: string; state:
   return (
     <div
       ref={ref}
-      className="relative w-full overflow-hidden rounded-md bg-slate-100 ring-1 ring-slate-200 md:w-40"
+      className="box-thumb"
       style={{ aspectRatio: `${width} / ${height}` }}
     >
       {shown ? (
         <img src={shown} alt={`Screen of ${title}`} data-etag={etag.current ?? undefined} className="absolute inset-0 h-full w-full object-cover" />
       ) : (
-        <span className="absolute inset-0 flex items-center justify-center text-xs text-slate-600">{PLACEHOLDER[state] ?? "No picture yet"}</span>
+        <span className="box-thumb-none">{PLACEHOLDER[state] ?? "No picture yet"}</span>
       )}
     </div>
   );

@@ -18,7 +18,7 @@ function NumberField({ label, name, min, max, value }: { label: string; name: st
 
 function TextField({ label, name, placeholder, maxLength }: { label: string; name: string; placeholder: string; maxLength?: number }) {
   return (
-    <label className="block text-sm sm:col-span-1 lg:col-span-2">
+    <label className="col-span-2 block text-sm">
       <span className="font-medium text-slate-700">{label}</span>
       <input name={name} placeholder={placeholder} maxLength={maxLength}
         className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
@@ -30,7 +30,7 @@ export function LaunchForm({ csrf, open, launching }: { csrf: string; open: bool
   return (
     <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={open}>
       <summary className="cursor-pointer text-sm font-semibold">Launch a box</summary>
-      <Form method="post" className="mt-4 grid gap-4 sm:grid-cols-2 lg:grid-cols-4" aria-label="Launch a box">
+      <Form method="post" className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4" aria-label="Launch a box">
         <CsrfInput token={csrf} />
         <input type="hidden" name="intent" value="launch" />
         <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX} />
@@ -39,7 +39,7 @@ export function LaunchForm({ csrf, open, launching }: { csrf: string; open: bool
         <NumberField label="Height" name="height" min={240} max={4320} value={800} />
         <NumberField label="Screens" name="screens" min={1} max={8} value={1} />
         <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60} />
-        <fieldset className="sm:col-span-2 lg:col-span-3">
+        <fieldset className="col-span-2 lg:col-span-3">
           <legend className="text-sm font-medium text-slate-700">Features</legend>
           <div className="mt-1 flex flex-wrap gap-3">
             {FEATURES.map((f) => (
@@ -50,10 +50,10 @@ export function LaunchForm({ csrf, open, launching }: { csrf: string; open: bool
             ))}
           </div>
         </fieldset>
-        <label className="flex items-center gap-2 self-end text-sm">
+        <label className="col-span-2 flex items-center gap-2 self-end text-sm lg:col-span-1">
           <input type="checkbox" name="network" value="off" /> No network
         </label>
-        <div className="sm:col-span-2 lg:col-span-4">
+        <div className="col-span-2 lg:col-span-4">
           <Button type="submit" disabled={launching}>{launching ? "Launching…" : "Launch box"}</Button>
         </div>
       </Form>

@@ -2,7 +2,17 @@ import { useCallback, useEffect, useMemo, useState } from "react";
 import { type ShouldRevalidateFunctionArgs, useNavigation, useSearchParams } from "react-router";
 import { io } from "socket.io-client";
 import { BoxListControls } from "~/components/box-list-controls";
-import { type ListQuery, applyListQuery, isFiltered, labelsOf, parseLabelsText, readListQuery, writeListQuery } from "~/components/box-list-query";
+import {
+  type ListBox,
+  type ListQuery,
+  applyListQuery,
+  isFiltered,
+  labelsOf,
+  parseLabelsText,
+  readListQuery,
+  toListBox,
+  writeListQuery,
+} from "~/components/box-list-query";
 import { boxTitle } from "~/components/box-name";
 import { BoxTable } from "~/components/box-table";
 import { LaunchForm } from "~/components/launch-form";
@@ -27,10 +37,11 @@ export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
   return {
-    boxes: await listBoxes(ctx.actor),
+    boxes: (await listBoxes(ctx.actor)).map(toListBox),
     workspace: { id: ctx.workspace.id, name: ctx.workspace.name, role: ctx.workspace.role },
     csrf: ctx.csrf,
     base: publicUrl(),
+    now: Date.now(),
   };
 }
 
@@ -103,8 +114,14 @@ export async function action({ request }: Route.ActionArgs) {
   });
 }
 
+/** The box as the list shows it, the same object as before when nothing it shows changed (so its row does not render again). */
+function merge(prev: ListBox | undefined, box: BoxJson): ListBox {
+  const next = toListBox(box);
+  return prev && JSON.stringify(prev) === JSON.stringify(next) ? prev : next;
+}
+
 /** Keeps the list current from the server's pushes for this workspace; the loader paints first. */
-function useLiveBoxes(initial: BoxJson[], workspace: string) {
+function useLiveBoxes(initial: ListBox[], workspace: string) {
   const [boxes, setBoxes] = useState(initial);
   const [live, setLive] = useState(false);
   useEffect(() => setBoxes(initial), [initial]);
@@ -112,14 +129,19 @@ function useLiveBoxes(initial: BoxJson[], workspace: string) {
     const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
     socket.on("connect", () => setLive(true));
     socket.on("disconnect", () => setLive(false));
-    socket.on("boxes", (all: BoxJson[]) => setBoxes(all));
+    socket.on("boxes", (all: BoxJson[]) =>
+      setBoxes((prev) => {
+        const byId = new Map(prev.map((b) => [b.id, b]));
+        return all.map((b) => merge(byId.get(b.id), b));
+      }),
+    );
     socket.on("box", (box: BoxJson) =>
       setBoxes((prev) => {
         if (box.state === "gone") return prev.filter((b) => b.id !== box.id);
         const i = prev.findIndex((b) => b.id === box.id);
-        if (i === -1) return [box, ...prev];
+        if (i === -1) return [toListBox(box), ...prev];
         const next = prev.slice();
-        next[i] = box;
+        next[i] = merge(prev[i], box);
         return next;
       }),
     );
@@ -136,13 +158,14 @@ function useListQuery() {
   const query = useMemo(() => readListQuery(params), [params]);
   const change = useCallback((q: Partial<ListQuery>) => setParams((p) => writeListQuery(p, q), { replace: true, preventScrollReset: true }), [setParams]);
   const hrefFor = useCallback((label: string) => `?${writeListQuery(params, { label }).toString()}`, [params]);
-  return { query, change, hrefFor };
+  const onLabel = useCallback((label: string) => change({ label }), [change]);
+  return { query, change, hrefFor, onLabel };
 }
 
 export default function Home({ loaderData, actionData }: Route.ComponentProps) {
   const { workspace, csrf, base } = loaderData;
   const { boxes, live } = useLiveBoxes(loaderData.boxes, workspace.id);
-  const { query, change, hrefFor } = useListQuery();
+  const { query, change, hrefFor, onLabel } = useListQuery();
   const shown = useMemo(() => applyListQuery(boxes, query), [boxes, query]);
   const labels = useMemo(() => labelsOf(boxes), [boxes]);
   const counts = useMemo(() => {
@@ -180,7 +203,7 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
           <>
             <BoxListControls query={query} labels={labels} counts={counts} shown={shown.length} total={boxes.length} onChange={change} />
             {shown.length ? (
-              <BoxTable boxes={shown} csrf={csrf} canDrive={canDrive} hrefFor={hrefFor} />
+              <BoxTable boxes={shown} csrf={csrf} canDrive={canDrive} hrefFor={hrefFor} onLabel={onLabel} serverNow={loaderData.now} />
             ) : (
               <Card>
                 <h2 className="text-base font-medium">No boxes match</h2>

@@ -157,6 +157,10 @@ test("names from /v1 and from the console show live, with labels and who created
 });
 
 test("label and state filters, search and sort live in the URL", async ({}, info) => {
+  // The page logs no error on the way (a hydration mismatch would be one).
+  const errors: string[] = [];
+  page.on("console", (m) => void (m.type() === "error" && errors.push(m.text())));
+  page.on("pageerror", (e) => void errors.push(e.message));
   await openList(page);
   await expect(boxRows(page)).toHaveCount(2);
   const filter = page.getByRole("search", { name: "Filter boxes" });
@@ -219,6 +223,8 @@ test("label and state filters, search and sort live in the URL", async ({}, info
   // The state filter follows the box live: stop one, and it is the only stopped one.
   await rowOf(page, consoleBox).getByRole("button", { name: `Stop ${consoleBox}` }).click();
   await expect(rowOf(page, consoleBox).getByText("stopped")).toBeVisible();
+  // A row's action keeps the list's query.
+  await expect(page).toHaveURL(/sort=name/);
   await filter.getByLabel("State").selectOption("stopped");
   await expect(boxRows(page)).toHaveCount(1);
   await expect(rowOf(page, consoleBox)).toBeVisible();
@@ -226,6 +232,7 @@ test("label and state filters, search and sort live in the URL", async ({}, info
   await filter.getByLabel("State").selectOption("ready");
   await expect(boxRows(page)).toHaveCount(1);
   await expect(rowOf(page, apiBox)).toBeVisible();
+  expect(errors).toEqual([]);
 });
 
 test("a thumbnail follows the screen: it changes after an agent's batch, and stays when the box stops", async ({}, info) => {
