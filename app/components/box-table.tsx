@@ -149,7 +149,7 @@ const COLUMNS = ["Screen", "Box", "State", "Created by", "Age", "Expires in"];
  * render right after, in a transition (the page answers input meanwhile), so a long list costs
  * its first paint and hydration no more than a screenful.
  */
-export const FIRST_ROWS = 24;
+export const FIRST_ROWS = 16;
 
 /** How many rows to render: FIRST_ROWS until the page has hydrated, then all. */
 function useRowLimit(): number {
