@@ -114,27 +114,28 @@ export async function action({ request }: Route.ActionArgs) {
   });
 }
 
-/** The box as the list shows it, the same object as before when nothing it shows changed (so its row does not render again). */
-function merge(prev: ListBox | undefined, box: BoxJson): ListBox {
-  const next = toListBox(box);
+/** `next`, or the same object as `prev` when nothing the list shows changed (so its row does not render again). */
+function same(prev: ListBox | undefined, next: ListBox): ListBox {
   return prev && JSON.stringify(prev) === JSON.stringify(next) ? prev : next;
+}
+const merge = (prev: ListBox | undefined, box: BoxJson) => same(prev, toListBox(box));
+
+/** A new whole list (the loader's, the socket's first), keeping the rows that did not change. */
+function mergeAll(prev: ListBox[], next: ListBox[]): ListBox[] {
+  const byId = new Map(prev.map((b) => [b.id, b]));
+  return next.map((b) => same(byId.get(b.id), b));
 }
 
 /** Keeps the list current from the server's pushes for this workspace; the loader paints first. */
 function useLiveBoxes(initial: ListBox[], workspace: string) {
   const [boxes, setBoxes] = useState(initial);
   const [live, setLive] = useState(false);
-  useEffect(() => setBoxes(initial), [initial]);
+  useEffect(() => setBoxes((prev) => mergeAll(prev, initial)), [initial]);
   useEffect(() => {
     const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
     socket.on("connect", () => setLive(true));
     socket.on("disconnect", () => setLive(false));
-    socket.on("boxes", (all: BoxJson[]) =>
-      setBoxes((prev) => {
-        const byId = new Map(prev.map((b) => [b.id, b]));
-        return all.map((b) => merge(byId.get(b.id), b));
-      }),
-    );
+    socket.on("boxes", (all: BoxJson[]) => setBoxes((prev) => mergeAll(prev, all.map(toListBox))));
     socket.on("box", (box: BoxJson) =>
       setBoxes((prev) => {
         if (box.state === "gone") return prev.filter((b) => b.id !== box.id);
