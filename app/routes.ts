@@ -82,6 +82,7 @@ export default [
   route("settings", "routes/settings.tsx"),
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
+  route("boxes/thumbs", "routes/box-thumbs.ts"),
   route("boxes/:id/thumb", "routes/box-thumb.ts"),
   route("boxes/:id/trace", "routes/box-trace.tsx"),
   route("boxes/:id/trace/entries", "routes/box-trace-data.ts", { id: "routes/box-trace-entries" }),

@@ -1,5 +1,6 @@
 import { agentCall } from "~/protocol/agent";
-import type { Actor } from "./actor";
+import { db } from "~/utils/db.server";
+import { type Actor, ownerOf } from "./actor";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, rememberAddress, runtimeOf, visibleRow } from "./box-record.server";
 import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
@@ -9,8 +10,11 @@ import { callAgent } from "./screen.server";
 // hold, so an unchanged screen costs one small signed request and no image bytes; we ask a box at
 // most once per FRESH_MS however many people look (one capture in flight per box), and answer
 // everyone from the picture kept here, named by the agent's hash (the ETag, so a browser that
-// has it gets 304). A paused or stopped box is not asked (a paused one would not answer): it
-// shows the last picture kept, if any. Thumbnails never count as use for the idle timeout.
+// has it gets 304). A list asks for the ETags of all its visible rows in one request
+// (thumbnailEtags) and fetches a picture only when its ETag changed, by a URL naming that ETag
+// (cached by the browser for good), so an unchanged screen costs the server no request per row.
+// A paused or stopped box is not asked (a paused one would not answer): it shows the last
+// picture kept, if any. Thumbnails never count as use for the idle timeout.
 
 /** About this wide (px); the agent scales by whole percents. */
 export const THUMB_WIDTH = 320;
@@ -64,6 +68,30 @@ export async function boxThumbnail(actor: Actor, id: string): Promise<Thumbnail 
   if (row.state === "ready") await refresh(row);
   const k = kept.get(row.id);
   return k && { etag: `"${k.token}"`, png: k.png, captured_ms: k.captured_ms };
+}
+
+/** The most boxes one list asks about at once. */
+export const THUMBS_MAX = 100;
+
+/**
+ * The current ETag of each of these boxes' thumbnails (null: no picture yet), refreshing ready
+ * ones as boxThumbnail does; ids the actor does not see (another workspace's, removed, unknown)
+ * are left out. One query for the rows, the captures in parallel.
+ */
+export async function thumbnailEtags(actor: Actor, ids: string[]): Promise<Record<string, string | null>> {
+  const wanted = [...new Set(ids)].filter((id) => /^box_[0-9a-f]{8,64}$/.test(id)).slice(0, THUMBS_MAX);
+  if (wanted.length === 0) return {};
+  let q = db().selectFrom("box").selectAll().where("id", "in", wanted).where("removed_at_ms", "is", null).where("state", "!=", "gone");
+  const owner = ownerOf(actor);
+  if (owner !== undefined) q = q.where("owner", "=", owner);
+  const rows = await q.execute();
+  await Promise.all(rows.filter((r) => r.state === "ready").map(refresh));
+  const out: Record<string, string | null> = {};
+  for (const r of rows) {
+    const k = kept.get(r.id);
+    out[r.id] = k ? `"${k.token}"` : null;
+  }
+  return out;
 }
 
 function refresh(row: BoxRow): Promise<void> {

@@ -68,6 +68,28 @@ describe("GET /boxes/:id/thumb", () => {
     expect(wrongId.status).toBe(404);
   });
 
+  it("GET /boxes/thumbs answers the ETags of the boxes the person sees, in one request", async () => {
+    const current = (await thumb(ada)).headers.get("etag");
+    const ask = (p: Person | undefined, ids: string) =>
+      fetch(`${server.base}/boxes/thumbs?ids=${ids}`, { headers: p ? { cookie: p.cookie } : {} });
+    const other = "box_0123456789abcdef0123456789abcdef";
+    const mine = await ask(ada, `${boxId},${other},not-a-box`);
+    expect(mine.status).toBe(200);
+    expect(mine.headers.get("cache-control")).toBe("no-store");
+    expect(await json(mine)).toEqual({ thumbs: { [boxId]: current } });
+    expect(await json(await ask(vic, boxId))).toEqual({ thumbs: { [boxId]: current } });
+    expect(await json(await ask(bob, boxId))).toEqual({ thumbs: {} });
+    expect((await ask(undefined, boxId)).status).toBe(401);
+    const tooMany = await ask(ada, Array.from({ length: 101 }, () => boxId).join(","));
+    expect(tooMany.status).toBe(400);
+    expect((await json(tooMany)).message).toContain("at most 100 ids");
+    // The picture by that ETag is cached for good; by any other name it is revalidated.
+    const byName = await fetch(`${server.base}/boxes/${boxId}/thumb?v=${encodeURIComponent(current!)}`, { headers: { cookie: ada.cookie } });
+    expect(byName.headers.get("cache-control")).toBe("private, max-age=31536000, immutable");
+    const stale = await fetch(`${server.base}/boxes/${boxId}/thumb?v=%22old%22`, { headers: { cookie: ada.cookie } });
+    expect(stale.headers.get("cache-control")).toBe("private, no-cache");
+  });
+
   it("captures a changing screen at most once per few seconds however often it is asked", async () => {
     // A page whose every frame differs: a clock in big digits, redrawn every 200 ms.
     const ticking = "data:text/html,<body style='font:160px monospace'><script>setInterval(()=>document.body.textContent=Date.now(),200)</script>";
