@@ -83,6 +83,8 @@ export default [
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
   route("boxes/:id/screen", "routes/box-screen.tsx"),
+  route("boxes/thumbs", "routes/box-thumbs.ts"),
+  route("boxes/:id/thumb", "routes/box-thumb.ts"),
   route("boxes/:id/trace", "routes/box-trace.tsx"),
   route("boxes/:id/trace/entries", "routes/box-trace-data.ts", { id: "routes/box-trace-entries" }),
   route("boxes/:id/trace/frames/:hash", "routes/box-trace-data.ts", { id: "routes/box-trace-frames" }),

@@ -1,4 +1,5 @@
 import { benchAuth } from "./auth";
+import { benchBoxList } from "./box-list";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchCdp } from "./cdp";
@@ -16,6 +17,7 @@ import { benchViewersLoad } from "./viewers-load";
 const benches: Record<string, () => Promise<void>> = {
   "box-start": benchBoxStart,
   "box-read": benchBoxRead,
+  "box-list": benchBoxList,
   drive: benchDrive,
   pages: benchPages,
   cdp: benchCdp,

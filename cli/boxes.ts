@@ -20,6 +20,8 @@ interface CreateFlags {
   network?: boolean;
   persistent?: boolean;
   wait?: boolean;
+  name?: string;
+  label?: string[];
 }
 
 const int = (name: string, v: string | undefined) => {
@@ -48,20 +50,35 @@ export function createBody(f: CreateFlags): CreateBox {
   if (f.persistent) placement.persistent = true;
   const spec = { ...body.spec, ...(Object.keys(desktop).length ? { desktop } : {}) };
   if (f.network === false) spec.policy = { ...spec.policy, network: false };
-  return { ...(Object.keys(spec).length ? { spec } : {}), ...(Object.keys(placement).length ? { placement } : {}) };
+  // holm's name and labels (PATCH /v1/boxes/{id} changes them later).
+  const metadata = { ...body.metadata, labels: { ...body.metadata?.labels } };
+  if (f.name !== undefined) metadata.name = f.name;
+  for (const l of f.label ?? []) {
+    const i = l.indexOf("=");
+    if (i === 0) throw new UsageError(`--label takes key=value, not ${JSON.stringify(l)}`);
+    metadata.labels[i === -1 ? l : l.slice(0, i)] = i === -1 ? "" : l.slice(i + 1);
+  }
+  const { labels, ...rest } = metadata;
+  const meta = { ...rest, ...(Object.keys(labels).length ? { labels } : {}) };
+  return {
+    ...(Object.keys(spec).length ? { spec } : {}),
+    ...(Object.keys(placement).length ? { placement } : {}),
+    ...(Object.keys(meta).length ? { metadata: meta } : {}),
+  };
 }
 
 function printBoxes(boxes: Box[]) {
   printTable(
-    ["ID", "STATE", "SCREENS", "SIZE", "CREATED", "EXPIRES"],
-    boxes.map((b) => [b.id, b.reason ? `${b.state} (${b.reason})` : b.state, b.screens, `${b.width}x${b.height}`, when(b.created_at_ms), when(b.expires_at_ms)]),
+    ["ID", "STATE", "SCREENS", "SIZE", "CREATED", "EXPIRES", "NAME"],
+    boxes.map((b) => [b.id, b.reason ? `${b.state} (${b.reason})` : b.state, b.screens, `${b.width}x${b.height}`, when(b.created_at_ms), when(b.expires_at_ms), b.name ?? ""]),
   );
 }
 
 function printBox(b: Box) {
   printTable(
     ["FIELD", "VALUE"],
-    [["id", b.id], ["state", b.state], ["reason", b.reason], ["runtime", b.runtime], ["spec_digest", b.spec_digest], ["screens", b.screens],
+    [["id", b.id], ["name", b.name], ["labels", Object.keys(b.labels ?? {}).length ? Object.entries(b.labels).map(([k, v]) => (v ? `${k}=${v}` : k)).join(", ") : undefined],
+      ["created_by", b.created_by?.name], ["state", b.state], ["reason", b.reason], ["runtime", b.runtime], ["spec_digest", b.spec_digest], ["screens", b.screens],
       ["size", `${b.width}x${b.height}`], ["viewer_url", b.viewer_url], ["created", when(b.created_at_ms)], ["expires", when(b.expires_at_ms)], ["owner", b.owner]]
       .filter((r) => r[1] !== undefined),
   );
@@ -107,6 +124,8 @@ export function boxCommands(program: Command, ctx: Ctx) {
       .option("--no-network", "no network access in the box")
       .option("--persistent", "keep the files when the box stops")
       .option("--no-wait", "answer at once, even while the box is starting")
+      .option("--name <name>", "the box's name (holm's metadata)")
+      .option("--label <key=value>", "a label (holm's metadata); repeat for more", (v: string, all: string[] = []) => [...all, v])
       .action(create);
   withCreateFlags(boxes.command("create").description("create a box, wait until it runs, print its id"));
   withCreateFlags(program.command("new").description("the same as boxes create"));

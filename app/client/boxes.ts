@@ -3,7 +3,7 @@ import type { ExecSchema } from "~/models/action-schema.server";
 import type { BoxJson } from "~/models/box-record.server";
 import type { ForkSchema, ReplayReport } from "~/models/fork.server";
 import type { CreateBoxSchema } from "~/models/spec.server";
-import type { AppsSchema } from "~/protocol/api-box";
+import type { AppsSchema, BoxPatchSchema } from "~/protocol/api-box";
 import { type HolmClient, HolmApiError, seg } from "./holm-client";
 
 // Boxes (000: Boxes; Files and commands for exec): typed from the zod schemas the routes
@@ -12,6 +12,7 @@ import { type HolmClient, HolmApiError, seg } from "./holm-client";
 export type Box = BoxJson;
 export type CreateBox = z.input<typeof CreateBoxSchema>;
 export type ForkBody = z.input<typeof ForkSchema>;
+export type BoxPatch = z.input<typeof BoxPatchSchema>;
 export type ExecBody = z.input<typeof ExecSchema>;
 export interface ExecResult {
   code: number | null;
@@ -50,6 +51,11 @@ export class BoxesApi {
 
   get(id: string, signal?: AbortSignal): Promise<Box> {
     return this.c.request<Box>("GET", `/v1/boxes/${seg(id)}`, { signal });
+  }
+
+  /** `PATCH /v1/boxes/{id}` (holm's): `name` (null clears it) and/or `labels` (replacing the set). */
+  update(id: string, body: BoxPatch): Promise<Box> {
+    return this.c.request<Box>("PATCH", `/v1/boxes/${seg(id)}`, { body });
   }
 
   /** Removes the box (the call is the confirmation: it sends `x-holm-confirm-delete: true`). */

@@ -8,6 +8,7 @@ import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
 import { queuedStart } from "./box-start.server";
+import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import {
   type BoxJson,
   type BoxRow,
@@ -91,6 +92,8 @@ function listed(row: BoxRow): BoxJson {
 export interface CreateBoxInput {
   spec?: Spec;
   placement?: Placement;
+  /** holm's name and labels (box-metadata.server.ts); not part of the spec. */
+  metadata?: BoxMetadata;
 }
 
 /**
@@ -134,8 +137,7 @@ export async function createBox(
     last_used_ms: now,
     removed_at_ms: null,
     desktop: 1,
-    name: null,
-    labels_json: null,
+    ...metadataColumns(input.metadata),
     created_by: by.id,
     created_by_name: by.name,
     // Shown from the first push: the box waits for a start slot until its launch takes one.

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { BoxMetadataSchema } from "~/protocol/api-box";
 import { FEATURES, type Feature, type ImageRequest } from "~/runtime/runtime";
 import { badRequest, unsupported } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
@@ -61,6 +62,8 @@ export const PlacementSchema = z.strictObject({
 export const CreateBoxSchema = z.strictObject({
   spec: SpecSchema.optional(),
   placement: PlacementSchema.optional(),
+  /** holm's: the box's name and labels, kept beside the spec (not in it, nor in spec_digest). */
+  metadata: BoxMetadataSchema.optional(),
 });
 
 export type Spec = z.infer<typeof SpecSchema>;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ClipboardSetSchema, Path, Selection } from "./action-fields";
 import { BatchSchema, StepSchema } from "./actions";
+import { BOX_LABELS_MAX, BOX_LABEL_KEY, BOX_LABEL_VALUE_MAX, BOX_NAME_MAX } from "./box-console";
 
 // The queries and small bodies of the /v1 box, file, screen, history and secret routes that no
 // model owns, written once here: the routes validate with them, the OpenAPI registry
@@ -10,6 +11,38 @@ import { BatchSchema, StepSchema } from "./actions";
 /** A trace page: "A page has at most 500 entries" (001); the default when none is asked. */
 export const TRACE_PAGE_MAX = 500;
 export const TRACE_PAGE_DEFAULT = 100;
+
+// A box's name and labels (holm's, issue 14; not part of the spec or its digest). Set at create
+// (`metadata` beside spec and placement) and by PATCH /v1/boxes/{id}; the console's rename and
+// label chips send the same values through the same model (app/models/box-metadata.server.ts).
+
+/** No control characters, and no space at either end (a name that looks empty is no name). */
+const PRINTABLE = /^[^\p{Cc}]*$/u;
+export const BoxNameSchema = z
+  .string()
+  .min(1, "a name needs at least one character")
+  .max(BOX_NAME_MAX, `a name has at most ${BOX_NAME_MAX} characters`)
+  .regex(PRINTABLE, "a name has no control characters")
+  .regex(/^\S(.*\S)?$/su, "a name does not start or end with a space");
+
+export const BoxLabelsSchema = z
+  .record(
+    z.string().regex(BOX_LABEL_KEY, "a label key is 1–63 of a-z, 0-9, '.', '_', '/', '-', starting with a letter or digit"),
+    z.string().max(BOX_LABEL_VALUE_MAX, `a label value has at most ${BOX_LABEL_VALUE_MAX} characters`).regex(PRINTABLE, "a label value has no control characters"),
+  )
+  .refine((labels) => Object.keys(labels).length <= BOX_LABELS_MAX, `a box has at most ${BOX_LABELS_MAX} labels`);
+
+/** `POST /v1/boxes`: `metadata`, beside `spec` and `placement`. */
+export const BoxMetadataSchema = z.strictObject({
+  name: BoxNameSchema.optional(),
+  labels: BoxLabelsSchema.optional(),
+});
+
+/** `PATCH /v1/boxes/{id}`: `name` (null clears it) and `labels` (the whole set, replacing it). */
+export const BoxPatchSchema = z.strictObject({
+  name: BoxNameSchema.nullable().optional(),
+  labels: BoxLabelsSchema.optional(),
+});
 
 /** `POST /v1/boxes/{id}/apps`. */
 export const AppsSchema = z.strictObject({ apps: z.array(z.string().min(1).max(64)).min(1).max(20) });

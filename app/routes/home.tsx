@@ -1,17 +1,33 @@
-import { useEffect, useState } from "react";
-import { Form, useNavigation } from "react-router";
+import { useCallback, useEffect, useMemo, useState } from "react";
+import { type ShouldRevalidateFunctionArgs, useNavigation, useSearchParams } from "react-router";
 import { io } from "socket.io-client";
+import { BoxListControls } from "~/components/box-list-controls";
+import {
+  type ListBox,
+  type ListQuery,
+  applyListQuery,
+  isFiltered,
+  labelsOf,
+  parseLabelsText,
+  readListQuery,
+  toListBox,
+  writeListQuery,
+} from "~/components/box-list-query";
+import { boxTitle } from "~/components/box-name";
 import { BoxTable } from "~/components/box-table";
+import { LaunchForm } from "~/components/launch-form";
 import { Shell } from "~/components/shell";
-import { Alert, Button, Card, CsrfInput } from "~/components/ui";
+import { Alert, Card } from "~/components/ui";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { validate } from "~/edge/route.server";
+import { updateBoxMetadata } from "~/models/box-metadata.server";
 import type { BoxJson } from "~/models/box.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
-import { FEATURES } from "~/protocol/features";
+import { BoxPatchSchema } from "~/protocol/api-box";
+import type { FEATURES } from "~/protocol/features";
 import { ApiError } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
 import type { Route } from "./+types/home";
@@ -21,11 +37,18 @@ export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
   return {
-    boxes: await listBoxes(ctx.actor),
+    boxes: (await listBoxes(ctx.actor)).map(toListBox),
     workspace: { id: ctx.workspace.id, name: ctx.workspace.name, role: ctx.workspace.role },
     csrf: ctx.csrf,
     base: publicUrl(),
+    now: Date.now(),
   };
+}
+
+/** Filter, sort and search live in the query and are applied in the page: they need no new list. */
+export function shouldRevalidate({ currentUrl, nextUrl, formMethod, defaultShouldRevalidate }: ShouldRevalidateFunctionArgs) {
+  if (!formMethod && currentUrl.pathname === nextUrl.pathname) return false;
+  return defaultShouldRevalidate;
 }
 
 function num(form: FormData, name: string, fallback: number): number {
@@ -34,6 +57,14 @@ function num(form: FormData, name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n)) throw new ApiError("bad_request", `${name} must be a whole number`);
   return n;
+}
+
+/** The launch form's name and labels as `metadata` (validated with the rest, by the /v1 schema). */
+function metadataOf(form: FormData) {
+  const name = field(form, "name").trim();
+  const labels = parseLabelsText(field(form, "labels"));
+  if (!labels) throw new ApiError("bad_request", "labels: write key=value, separated by commas");
+  return { ...(name ? { name } : {}), ...(Object.keys(labels).length ? { labels } : {}) };
 }
 
 export async function action({ request }: Route.ActionArgs) {
@@ -53,10 +84,26 @@ export async function action({ request }: Route.ActionArgs) {
             policy: { network: form.get("network") !== "off" },
           },
           placement: { expires_after_secs: minutes * 60 },
+          metadata: metadataOf(form),
         }, "form");
         // Queued, so the list shows the box `starting` and then `ready` as it happens.
         const { box } = await createBox(ctx.actor, input, { queue: true });
-        return { ok: `Launching ${box.id.slice(0, 16)}…` };
+        return { ok: `Launching ${boxTitle(box)}…` };
+      }
+      case "rename": {
+        const name = field(form, "name").trim();
+        const box = await updateBoxMetadata(ctx.actor, id, validate(BoxPatchSchema, { name: name === "" ? null : name }, "form"));
+        return { ok: box.name ? `Renamed to ${box.name}` : "Name cleared" };
+      }
+      case "labels": {
+        let labels: unknown;
+        try {
+          labels = JSON.parse(field(form, "labels") || "{}");
+        } catch {
+          throw new ApiError("bad_request", "labels: not a JSON object");
+        }
+        await updateBoxMetadata(ctx.actor, id, validate(BoxPatchSchema, { labels }, "form"));
+        return { ok: "Labels saved" };
       }
       default: {
         const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
@@ -67,23 +114,35 @@ export async function action({ request }: Route.ActionArgs) {
   });
 }
 
+/** `next`, or the same object as `prev` when nothing the list shows changed (so its row does not render again). */
+function same(prev: ListBox | undefined, next: ListBox): ListBox {
+  return prev && JSON.stringify(prev) === JSON.stringify(next) ? prev : next;
+}
+const merge = (prev: ListBox | undefined, box: BoxJson) => same(prev, toListBox(box));
+
+/** A new whole list (the loader's, the socket's first), keeping the rows that did not change. */
+function mergeAll(prev: ListBox[], next: ListBox[]): ListBox[] {
+  const byId = new Map(prev.map((b) => [b.id, b]));
+  return next.map((b) => same(byId.get(b.id), b));
+}
+
 /** Keeps the list current from the server's pushes for this workspace; the loader paints first. */
-function useLiveBoxes(initial: BoxJson[], workspace: string) {
+function useLiveBoxes(initial: ListBox[], workspace: string) {
   const [boxes, setBoxes] = useState(initial);
   const [live, setLive] = useState(false);
-  useEffect(() => setBoxes(initial), [initial]);
+  useEffect(() => setBoxes((prev) => mergeAll(prev, initial)), [initial]);
   useEffect(() => {
     const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
     socket.on("connect", () => setLive(true));
     socket.on("disconnect", () => setLive(false));
-    socket.on("boxes", (all: BoxJson[]) => setBoxes(all));
+    socket.on("boxes", (all: BoxJson[]) => setBoxes((prev) => mergeAll(prev, all.map(toListBox))));
     socket.on("box", (box: BoxJson) =>
       setBoxes((prev) => {
         if (box.state === "gone") return prev.filter((b) => b.id !== box.id);
         const i = prev.findIndex((b) => b.id === box.id);
-        if (i === -1) return [box, ...prev];
+        if (i === -1) return [toListBox(box), ...prev];
         const next = prev.slice();
-        next[i] = box;
+        next[i] = merge(prev[i], box);
         return next;
       }),
     );
@@ -94,12 +153,34 @@ function useLiveBoxes(initial: BoxJson[], workspace: string) {
   return { boxes, live };
 }
 
+/** The list's query in the URL (replacing the entry, so typing a search is not a history of it). */
+function useListQuery() {
+  const [params, setParams] = useSearchParams();
+  const query = useMemo(() => readListQuery(params), [params]);
+  const change = useCallback((q: Partial<ListQuery>) => setParams((p) => writeListQuery(p, q), { replace: true, preventScrollReset: true }), [setParams]);
+  const hrefFor = useCallback((label: string) => `?${writeListQuery(params, { label }).toString()}`, [params]);
+  const onLabel = useCallback((label: string) => change({ label }), [change]);
+  return { query, change, hrefFor, onLabel };
+}
+
 export default function Home({ loaderData, actionData }: Route.ComponentProps) {
   const { workspace, csrf, base } = loaderData;
   const { boxes, live } = useLiveBoxes(loaderData.boxes, workspace.id);
+  const { query, change, hrefFor, onLabel } = useListQuery();
+  const shown = useMemo(() => applyListQuery(boxes, query), [boxes, query]);
+  const labels = useMemo(() => labelsOf(boxes), [boxes]);
+  const counts = useMemo(() => {
+    const c: Record<string, number> = {};
+    for (const b of boxes) c[b.state] = (c[b.state] ?? 0) + 1;
+    return c;
+  }, [boxes]);
   const navigation = useNavigation();
   const launching = navigation.formData?.get("intent") === "launch";
   const canDrive = workspace.role !== "viewer";
+  useEffect(() => {
+    // For bench/box-list.ts: the page has hydrated (children's effects ran first), so its controls answer.
+    performance.mark("holm:box-list:interactive");
+  }, []);
   return (
     <Shell>
       <div className="flex flex-wrap items-end justify-between gap-4">
@@ -107,7 +188,7 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
           <h1 className="text-2xl font-semibold tracking-tight">Boxes</h1>
           <p className="text-sm text-slate-600">
             Isolated desktops in {workspace.name}.{" "}
-            <span aria-live="polite" className={live ? "text-emerald-700" : "text-slate-500"}>
+            <span aria-live="polite" className={live ? "text-emerald-700" : "text-slate-600"}>
               {live ? "● live" : "○ connecting…"}
             </span>
           </p>
@@ -116,53 +197,26 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
       <div className="mt-4 space-y-4">
         {actionData && "error" in actionData ? <Alert>{actionData.error}</Alert> : null}
         {actionData && "ok" in actionData ? <Alert tone="success">{actionData.ok}</Alert> : null}
-        {canDrive ? (
-          <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={boxes.length === 0}>
-            <summary className="cursor-pointer text-sm font-semibold">Launch a box</summary>
-            <Form method="post" className="mt-4 grid gap-4 sm:grid-cols-2 lg:grid-cols-4" aria-label="Launch a box">
-              <CsrfInput token={csrf} />
-              <input type="hidden" name="intent" value="launch" />
-              <NumberField label="Width" name="width" min={320} max={7680} value={1280} />
-              <NumberField label="Height" name="height" min={240} max={4320} value={800} />
-              <NumberField label="Screens" name="screens" min={1} max={8} value={1} />
-              <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60} />
-              <fieldset className="sm:col-span-2 lg:col-span-3">
-                <legend className="text-sm font-medium text-slate-700">Features</legend>
-                <div className="mt-1 flex flex-wrap gap-3">
-                  {FEATURES.map((f) => (
-                    <label key={f} className="flex items-center gap-1 text-sm">
-                      <input type="checkbox" name="features" value={f} defaultChecked={["wide_fonts", "video", "dock", "accessibility"].includes(f)} />
-                      {f}
-                    </label>
-                  ))}
-                </div>
-              </fieldset>
-              <label className="flex items-center gap-2 self-end text-sm">
-                <input type="checkbox" name="network" value="off" /> No network
-              </label>
-              <div className="sm:col-span-2 lg:col-span-4">
-                <Button type="submit" disabled={launching}>{launching ? "Launching…" : "Launch box"}</Button>
-              </div>
-            </Form>
-          </details>
-        ) : null}
+        {canDrive ? <LaunchForm csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
         {boxes.length === 0 ? (
           <EmptyState base={base} canDrive={canDrive} />
         ) : (
-          <BoxTable boxes={boxes} csrf={csrf} canDrive={canDrive} />
+          <>
+            <BoxListControls query={query} labels={labels} counts={counts} shown={shown.length} total={boxes.length} onChange={change} />
+            {shown.length ? (
+              <BoxTable boxes={shown} csrf={csrf} canDrive={canDrive} hrefFor={hrefFor} onLabel={onLabel} serverNow={loaderData.now} />
+            ) : (
+              <Card>
+                <h2 className="text-base font-medium">No boxes match</h2>
+                <p className="mt-1 text-sm text-slate-600">
+                  {isFiltered(query) ? "Nothing in this workspace matches the search and filters above." : ""}
+                </p>
+              </Card>
+            )}
+          </>
         )}
       </div>
     </Shell>
-  );
-}
-
-function NumberField({ label, name, min, max, value }: { label: string; name: string; min: number; max: number; value: number }) {
-  return (
-    <label className="block text-sm">
-      <span className="font-medium text-slate-700">{label}</span>
-      <input name={name} type="number" min={min} max={max} defaultValue={value}
-        className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
-    </label>
   );
 }
 
@@ -175,7 +229,7 @@ function EmptyState({ base, canDrive }: { base: string; canDrive: boolean }) {
           <li>Launch one with <strong>Launch a box</strong> above, and watch it start here.</li>
           <li>
             Or let an agent do it: <a className="text-indigo-700 underline" href="/keys">create an API key</a>, then
-            <pre className="mt-2 overflow-x-auto rounded-lg bg-slate-900 p-3 text-xs text-slate-100">
+            <pre data-testid="empty-curl" className="mt-2 overflow-x-auto rounded-lg bg-slate-900 p-3 text-xs text-slate-100">
               {`curl -fsS ${base}/v1/boxes -H "authorization: Bearer $HOLM_KEY" -H 'content-type: application/json' -d '{}'`}
             </pre>
           </li>

@@ -16,5 +16,7 @@ function describeIssue(issue: z.core.$ZodIssue | undefined, where: string): stri
     const keys = issue.keys.map((k) => `"${k}"`).join(", ");
     return `unknown key ${keys} in ${at === where ? `the ${where}` : at}`;
   }
+  // A record key that failed its own schema: say what that schema says, not "Invalid key in record".
+  if (issue.code === "invalid_key" && issue.issues[0]) return `${at}: ${issue.issues[0].message}`;
   return `${at}: ${issue.message}`;
 }

@@ -25,7 +25,7 @@ describe("the typed client", () => {
     const { sent, holm } = recorder({ boxes: [], tabs: [], entries: [], next: null, events: [], more: false, hash: "h", contents_base64: "aGk=", state: "ready", id: "box_1" });
     const id = "box_1";
     await Promise.all([
-      holm.health(), holm.openapi(), holm.boxes.list(), holm.boxes.create({}), holm.boxes.get(id), holm.boxes.remove(id),
+      holm.health(), holm.openapi(), holm.boxes.list(), holm.boxes.create({}), holm.boxes.get(id), holm.boxes.update(id, { name: "n" }), holm.boxes.remove(id),
       holm.boxes.pause(id), holm.boxes.resume(id), holm.boxes.stop(id), holm.boxes.fork(id, { up_to: 3 }), holm.boxes.exec(id, { argv: ["true"] }),
       holm.boxes.installApps(id, { apps: ["gimp"] }), holm.boxes.catalog(),
       holm.screens.batch(id, [{ type: "wait", ms: 1 }]), holm.screens.frame(id), holm.screens.cursor(id), holm.screens.readClipboard(id),

@@ -1,14 +1,24 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, parseBody, v1 } from "~/edge/route.server";
+import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { getBox, removeBox } from "~/models/box.server";
 import { withDevtoolsUrl } from "~/models/cdp-access.server";
 import { assertMayChangeBox } from "~/models/takeover.server";
+import { BoxPatchSchema } from "~/protocol/api-box";
 import { ApiError } from "~/utils/api-error.server";
 
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
     return withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), new URL(args.request.url).origin);
+  },
+  // holm's: the box's name and labels (member role, as every change).
+  PATCH: async (args) => {
+    const actor = await requireActor(args.request);
+    const id = param(args, "id");
+    // The box must be visible before the body is read: another workspace learns nothing.
+    await getBox(actor, id);
+    return updateBoxMetadata(actor, id, await parseBody(args.request, BoxPatchSchema));
   },
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
