@@ -12,7 +12,7 @@ import { boxTitle } from "./box-name";
 export type ListBox = Pick<
   BoxJson,
   "id" | "state" | "reason" | "screens" | "width" | "height" | "created_at_ms" | "expires_at_ms" | "owner" | "name" | "labels" | "created_by"
-> & { start?: Pick<NonNullable<BoxJson["start"]>, "phase"> };
+> & { start?: Omit<NonNullable<BoxJson["start"]>, "log"> };
 
 export function toListBox(b: BoxJson): ListBox {
   const { id, state, reason, screens, width, height, created_at_ms, expires_at_ms, owner, name, labels, created_by, start } = b;
@@ -22,7 +22,10 @@ export function toListBox(b: BoxJson): ListBox {
     ...(owner !== undefined && { owner }),
     ...(name !== undefined && { name }),
     ...(created_by !== undefined && { created_by }),
-    ...(start !== undefined && { start: { phase: start.phase } }),
+    // A starting box's phases and build step (for its progress bar); the phase alone otherwise.
+    ...(start !== undefined && {
+      start: state === "starting" ? { phase: start.phase, phases: start.phases, ...(start.build && { build: start.build }) } : { phase: start.phase, phases: [] },
+    }),
   };
 }
 

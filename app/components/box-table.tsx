@@ -1,6 +1,7 @@
 import { type FormEvent, memo, startTransition, useEffect, useState } from "react";
 import { useFormAction, useSubmit } from "react-router";
 import type { ListBox } from "./box-list-query";
+import { StartProgress } from "./start-progress";
 import { BoxLabels, BoxNameCell } from "./box-meta-edit";
 import { removeBoxConfirm, shortId } from "./box-name";
 import { BoxThumb } from "./box-thumb";
@@ -69,8 +70,8 @@ function StateCell({ box, now }: { box: ListBox; now: number }) {
         {box.state}
       </span>
       {box.state === "starting" ? (
-        <span className="text-xs text-slate-700 tabular-nums" data-testid="start-phase">
-          {`${box.start?.phase ? `${box.start.phase} · ` : ""}${duration(now - box.created_at_ms)}`}
+        <span className="w-full" data-testid="start-phase">
+          <StartProgress start={box.start && { ...box.start, log: [] }} createdAt={box.created_at_ms} now={now} />
         </span>
       ) : null}
       {box.state === "failed" && box.reason ? <span className="w-full text-xs text-red-800 break-words md:max-w-48">{box.reason}</span> : null}
