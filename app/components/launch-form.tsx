@@ -1,27 +1,50 @@
 import { Form } from "react-router";
-import { FEATURES } from "~/protocol/features";
+import { type Feature, FEATURES } from "~/protocol/features";
 import { BOX_NAME_MAX } from "~/protocol/box-console";
 import { Button, CsrfInput } from "./ui";
 
 // The console's "Launch a box": the same spec and placement as POST /v1/boxes, plus the box's
-// name and labels (its `metadata`).
+// name and labels (its `metadata`). Every field says in plain words what it does; a feature
+// that adds packages to the image says so, since a new combination builds an image first.
 
-function NumberField({ label, name, min, max, value }: { label: string; name: string; min: number; max: number; value: number }) {
+/** What each desktop feature gives the box, for people choosing them. */
+export const FEATURE_HELP: Record<Feature, { title: string; help: string }> = {
+  wide_fonts: { title: "Wide fonts", help: "Chinese, Japanese, Korean and emoji fonts, so pages in any language show real letters, not boxes." },
+  video: { title: "Screen recording", help: "Lets agents record the screen to a video file (ffmpeg)." },
+  dock: { title: "Taskbar", help: "A taskbar at the bottom listing open windows, with no clock, so a still screen stays still." },
+  accessibility: { title: "Accessibility tree", help: "Exposes native widgets to assistive tools (AT-SPI) and builds Chromium's accessibility tree." },
+  audio: { title: "Sound", help: "A sound server (PulseAudio) so apps that need audio can play it." },
+  x11_apps: { title: "Classic X apps", help: "xeyes, xclock, xcalc and friends: small apps for trying input and windows." },
+};
+
+const DEFAULT_FEATURES: readonly Feature[] = ["wide_fonts", "video", "dock", "accessibility"];
+
+const input = "mt-1 block w-full rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm";
+
+function Help({ id, children }: { id: string; children: string }) {
   return (
-    <label className="block text-sm">
+    <span id={id} className="mt-1 block text-xs text-slate-600">
+      {children}
+    </span>
+  );
+}
+
+function NumberField({ label, name, min, max, value, help }: { label: string; name: string; min: number; max: number; value: number; help: string }) {
+  return (
+    <label className="block min-w-0 text-sm">
       <span className="font-medium text-slate-700">{label}</span>
-      <input name={name} type="number" min={min} max={max} defaultValue={value}
-        className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
+      <input name={name} type="number" min={min} max={max} defaultValue={value} aria-describedby={`${name}-help`} className={input} />
+      <Help id={`${name}-help`}>{help}</Help>
     </label>
   );
 }
 
-function TextField({ label, name, placeholder, maxLength }: { label: string; name: string; placeholder: string; maxLength?: number }) {
+function TextField({ label, name, placeholder, maxLength, help }: { label: string; name: string; placeholder: string; maxLength?: number; help: string }) {
   return (
-    <label className="col-span-2 block text-sm">
+    <label className="col-span-2 block min-w-0 text-sm">
       <span className="font-medium text-slate-700">{label}</span>
-      <input name={name} placeholder={placeholder} maxLength={maxLength}
-        className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm" />
+      <input name={name} placeholder={placeholder} maxLength={maxLength} aria-describedby={`${name}-help`} className={input} />
+      <Help id={`${name}-help`}>{help}</Help>
     </label>
   );
 }
@@ -33,25 +56,36 @@ export function LaunchForm({ csrf, open, launching }: { csrf: string; open: bool
       <Form method="post" className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4" aria-label="Launch a box">
         <CsrfInput token={csrf} />
         <input type="hidden" name="intent" value="launch" />
-        <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX} />
-        <TextField label="Labels (optional)" name="labels" placeholder="team=web, env=dev" />
-        <NumberField label="Width" name="width" min={320} max={7680} value={1280} />
-        <NumberField label="Height" name="height" min={240} max={4320} value={800} />
-        <NumberField label="Screens" name="screens" min={1} max={8} value={1} />
-        <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60} />
-        <fieldset className="col-span-2 lg:col-span-3">
+        <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX}
+          help="How the box shows in the list. Change it any time." />
+        <TextField label="Labels (optional)" name="labels" placeholder="team=web, env=dev"
+          help="key=value pairs, separated by commas, to filter the list by." />
+        <NumberField label="Width" name="width" min={320} max={7680} value={1280} help="Screen width in pixels." />
+        <NumberField label="Height" name="height" min={240} max={4320} value={800} help="Screen height in pixels." />
+        <NumberField label="Screens" name="screens" min={1} max={8} value={1} help="Each screen is its own display with its own Chromium." />
+        <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60}
+          help="The box is removed this long after launch; its trace stays." />
+        <fieldset className="col-span-2 min-w-0 lg:col-span-4">
           <legend className="text-sm font-medium text-slate-700">Features</legend>
-          <div className="mt-1 flex flex-wrap gap-3">
+          <p className="text-xs text-slate-600">A combination the server has not built before builds its image first (a minute or so).</p>
+          <div className="mt-2 grid gap-2 sm:grid-cols-2 lg:grid-cols-3">
             {FEATURES.map((f) => (
-              <label key={f} className="flex items-center gap-1 text-sm">
-                <input type="checkbox" name="features" value={f} defaultChecked={["wide_fonts", "video", "dock", "accessibility"].includes(f)} />
-                {f}
+              <label key={f} className="flex min-w-0 items-start gap-2 rounded-md p-1 text-sm hover:bg-slate-50">
+                <input type="checkbox" name="features" value={f} defaultChecked={DEFAULT_FEATURES.includes(f)} aria-describedby={`feature-${f}-help`} className="mt-0.5" />
+                <span className="min-w-0">
+                  <span className="font-medium">{FEATURE_HELP[f].title}</span> <code className="text-xs text-slate-600">{f}</code>
+                  <Help id={`feature-${f}-help`}>{FEATURE_HELP[f].help}</Help>
+                </span>
               </label>
             ))}
           </div>
         </fieldset>
-        <label className="col-span-2 flex items-center gap-2 self-end text-sm lg:col-span-1">
-          <input type="checkbox" name="network" value="off" /> No network
+        <label className="col-span-2 flex min-w-0 items-start gap-2 text-sm lg:col-span-4">
+          <input type="checkbox" name="network" value="off" aria-describedby="network-help" className="mt-0.5" />
+          <span>
+            <span className="font-medium">No network</span>
+            <Help id="network-help">The box reaches nothing outside it: no web, no other boxes, not this server.</Help>
+          </span>
         </label>
         <div className="col-span-2 lg:col-span-4">
           <Button type="submit" disabled={launching}>{launching ? "Launching…" : "Launch box"}</Button>
