@@ -40,7 +40,7 @@ const STATE_STYLE: Record<string, string> = {
   stopped: "bg-slate-200 text-slate-700 ring-slate-300",
   unreachable: "bg-orange-100 text-orange-800 ring-orange-200",
   failed: "bg-red-100 text-red-800 ring-red-200",
-  gone: "bg-slate-100 text-slate-500 ring-slate-200",
+  gone: "bg-slate-100 text-slate-600 ring-slate-200",
 };
 
 function StatePill({ state, reason }: { state: string; reason?: string }) {
@@ -66,7 +66,7 @@ export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live:
   return (
     <div className="flex flex-wrap items-start justify-between gap-4">
       <div className="min-w-0">
-        <nav aria-label="Breadcrumb" className="text-sm text-slate-500">
+        <nav aria-label="Breadcrumb" className="text-sm text-slate-600">
           <Link to="/" className="hover:underline">Boxes</Link> / <span className="font-mono">{box.id.slice(0, 16)}…</span>
         </nav>
         <h1 className="mt-1 flex flex-wrap items-center gap-3 text-2xl font-semibold tracking-tight">
@@ -109,14 +109,14 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
       <dl className="mt-3 space-y-2 text-sm">
         {rows.map(([k, v]) => (
           <div key={k} className="flex items-center justify-between gap-3">
-            <dt className="text-slate-500">{k}</dt>
+            <dt className="text-slate-600">{k}</dt>
             <dd className="text-right tabular-nums text-slate-800">{v}</dd>
           </div>
         ))}
       </dl>
       {box.reason && !failed ? <p className="mt-3 break-words text-xs text-slate-600 [overflow-wrap:anywhere]">{box.reason}</p> : null}
       <div className="mt-3 flex items-center justify-between gap-2 border-t border-slate-100 pt-3">
-        <code className="truncate font-mono text-xs text-slate-500">{box.id}</code>
+        <code className="truncate font-mono text-xs text-slate-600">{box.id}</code>
         <span className="shrink-0 whitespace-nowrap">
           <CopyButton text={box.id} label="Copy id" />
         </span>

@@ -19,7 +19,7 @@ export function BoxNotice({
 }) {
   return (
     <Shell>
-      <nav aria-label="Breadcrumb" className="text-sm text-slate-500">
+      <nav aria-label="Breadcrumb" className="text-sm text-slate-600">
         <Link to="/" className="hover:underline">Boxes</Link> / <span className="font-mono">{id.slice(0, 16)}…</span>
       </nav>
       <section data-testid="box-notice" className="mt-6 rounded-xl border border-slate-200 bg-white p-8 text-center shadow-sm">

@@ -39,7 +39,7 @@ export function ClipboardPanel({ csrf, screen, boxClipboard }: { csrf: string; s
             >
               Send to box clipboard
             </button>
-            <span role="status" className={`text-xs ${result && "error" in result ? "text-red-700" : "text-slate-500"}`}>
+            <span role="status" className={`text-xs ${result && "error" in result ? "text-red-700" : "text-slate-600"}`}>
               {fetcher.state === "idle" && result ? ("error" in result ? result.error : "clipboard" in result ? result.clipboard : "") : ""}
             </span>
           </div>

@@ -31,7 +31,7 @@ export function Table({
     <div className={framed ? `relative overflow-x-auto ${FRAME}` : "relative overflow-x-auto"}>
       <table className={framed ? "min-w-full divide-y divide-slate-200 text-sm" : "min-w-full text-sm"}>
         <caption className="sr-only">{caption}</caption>
-        <thead className={`${framed ? "bg-slate-50 font-medium " : ""}text-left text-xs uppercase tracking-wide text-slate-500`}>
+        <thead className={`${framed ? "bg-slate-50 font-medium " : ""}text-left text-xs uppercase tracking-wide text-slate-600`}>
           <tr>
             {columns.map((c) => (
               <th key={c} scope="col" className={cell}>

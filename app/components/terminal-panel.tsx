@@ -18,7 +18,7 @@ export function TerminalPanel({ boxId, workspace, ready }: { boxId: string; work
         ) : open ? (
           <p className="text-sm text-slate-600">The terminal needs a running box.</p>
         ) : null}
-        <p className="mt-2 text-xs text-slate-500">
+        <p className="mt-2 text-xs text-slate-600">
           A login shell as root in the box. The trace records that a session was opened and closed, not what was typed.
         </p>
       </div>

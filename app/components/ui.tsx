@@ -30,7 +30,7 @@ export function Field({ label, hint, ...props }: ComponentProps<"input"> & { lab
         />
       </label>
       {hint ? (
-        <span id={hintId} className="mt-1 block text-xs text-slate-500">
+        <span id={hintId} className="mt-1 block text-xs text-slate-600">
           {hint}
         </span>
       ) : null}

@@ -160,7 +160,7 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
           {canDrive && mode === "control" ? (
             <ClipboardPanel csrf={csrf} screen={screen} boxClipboard={boxClipboard} />
           ) : boxClipboard !== null ? (
-            <p className="text-xs text-slate-500">
+            <p className="text-xs text-slate-600">
               Box clipboard: <code className="break-all">{boxClipboard.slice(0, 200)}</code>
             </p>
           ) : null}
