@@ -172,8 +172,9 @@ export function BoxLabels({ box, csrf, canEdit, hrefFor, onLabel }: LabelsProps 
         <Chip key={k} label={labelText(k, v)} href={hrefFor(labelText(k, v))} onLabel={onLabel} title={title} />
       ))}
       {canEdit && editable(box) ? (
-        <button type="button" onClick={() => setEditing(true)} aria-label={`Edit labels of ${title}`} className="box-small-btn">
-          {entries.length ? "Edit labels" : "+ label"}
+        // The accessible name starts with the visible words (WCAG 2.5.3), then names the box.
+        <button type="button" onClick={() => setEditing(true)} aria-label={entries.length ? `Edit labels of ${title}` : `Add labels to ${title}`} className="box-small-btn">
+          {entries.length ? "Edit labels" : "Add labels"}
         </button>
       ) : null}
     </div>
