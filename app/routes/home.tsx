@@ -17,7 +17,8 @@ import { boxTitle } from "~/components/box-name";
 import { BoxTable } from "~/components/box-table";
 import { LaunchForm } from "~/components/launch-form";
 import { Shell } from "~/components/shell";
-import { Alert, Card } from "~/components/ui";
+import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { Card } from "~/components/ui";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
@@ -176,6 +177,10 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
   }, [boxes]);
   const navigation = useNavigation();
   const launching = navigation.formData?.get("intent") === "launch";
+  // "Launching …" belongs to that launch: it goes on the next action, on Dismiss or after 10 s;
+  // a launch that went through empties the form for the next one.
+  const banner = useActionBanner(actionData, { okMs: 10_000 });
+  const launches = useAnswerCount(actionData, (a) => "ok" in a && /^Launching /.test(String(a.ok)));
   const canDrive = workspace.role !== "viewer";
   useEffect(() => {
     // For bench/box-list.ts: the page has hydrated (children's effects ran first), so its controls answer.
@@ -195,9 +200,8 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
         </div>
       </div>
       <div className="mt-4 space-y-4">
-        {actionData && "error" in actionData ? <Alert>{actionData.error}</Alert> : null}
-        {actionData && "ok" in actionData ? <Alert tone="success">{actionData.ok}</Alert> : null}
-        {canDrive ? <LaunchForm csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
+        <OkOrError shown={banner.shown} dismiss={banner.dismiss} />
+        {canDrive ? <LaunchForm key={`launch-${launches}`} csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
         {boxes.length === 0 ? (
           <EmptyState base={base} canDrive={canDrive} />
         ) : (
