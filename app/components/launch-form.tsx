@@ -1,3 +1,4 @@
+import { useState } from "react";
 import { Form } from "react-router";
 import { type Feature, FEATURES } from "~/protocol/features";
 import { BOX_NAME_MAX } from "~/protocol/box-console";
@@ -49,11 +50,15 @@ function TextField({ label, name, placeholder, maxLength, help }: { label: strin
   );
 }
 
-export function LaunchForm({ csrf, open, launching }: { csrf: string; open: boolean; launching: boolean }) {
+/** `resetKey`: a new value empties the fields (after a launch went through); the panel stays open. */
+export function LaunchForm({ csrf, open, launching, resetKey }: { csrf: string; open: boolean; launching: boolean; resetKey?: number }) {
+  // Open at first when there is nothing else to see; from then on the person opens and closes it
+  // (a launch that makes the list non-empty does not snap it shut under them).
+  const [initiallyOpen] = useState(open);
   return (
-    <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={open}>
+    <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={initiallyOpen}>
       <summary className="cursor-pointer text-sm font-semibold">Launch a box</summary>
-      <Form method="post" className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4" aria-label="Launch a box">
+      <Form key={resetKey} method="post" className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4" aria-label="Launch a box">
         <CsrfInput token={csrf} />
         <input type="hidden" name="intent" value="launch" />
         <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX}

@@ -201,7 +201,7 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
       </div>
       <div className="mt-4 space-y-4">
         <OkOrError shown={banner.shown} dismiss={banner.dismiss} />
-        {canDrive ? <LaunchForm key={`launch-${launches}`} csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
+        {canDrive ? <LaunchForm resetKey={launches} csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
         {boxes.length === 0 ? (
           <EmptyState base={base} canDrive={canDrive} />
         ) : (

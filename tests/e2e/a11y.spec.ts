@@ -91,6 +91,21 @@ for (const scheme of ["light", "dark"] as const) {
         await page.waitForLoadState("networkidle").catch(() => undefined);
         const dark = await page.evaluate(() => matchMedia("(prefers-color-scheme: dark)").matches);
         expect(dark).toBe(scheme === "dark");
+        // The page follows the setting: a dark page behind light text, or the other way round.
+        const tone = await page.evaluate(() => {
+          const lum = (c: string) => {
+            const probe = document.createElement("canvas").getContext("2d")!;
+            probe.fillStyle = c;
+            probe.fillRect(0, 0, 1, 1);
+            const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
+            return (0.2126 * r! + 0.7152 * g! + 0.0722 * b!) / 255;
+          };
+          const body = getComputedStyle(document.body);
+          return { bg: lum(body.backgroundColor), fg: lum(body.color) };
+        });
+        if (scheme === "dark" ? !(tone.bg < 0.2 && tone.fg > 0.8) : !(tone.bg > 0.9 && tone.fg < 0.2)) {
+          problems.push(`${p.name}: not ${scheme} (background ${tone.bg.toFixed(2)}, text ${tone.fg.toFixed(2)})`);
+        }
         const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
         if (wide.scroll > wide.client) problems.push(`${p.name}: the page is ${wide.scroll} px wide in a ${wide.client} px window`);
         const axe = await new AxeBuilder({ page }).analyze();
