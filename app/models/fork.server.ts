@@ -5,8 +5,10 @@ import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import type { Actor } from "./actor";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
+import { beginReplay, endReplay, stepReplay } from "./fork-progress.server";
 import { enqueue } from "./job.server";
 import { sampleSoon } from "./recorder.server";
+import type { ReplaySkip } from "~/protocol/fork-replay";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import type { BatchMark } from "./trace-types.server";
 import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
@@ -16,6 +18,8 @@ import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.serve
 // of one recorded batch go to the box as one batch again, with its settle_ms, want and keep_going:
 // what a step holds down is let go when its batch ends, so a drag made of mouse_down, move and
 // mouse_up only comes out the same that way. Steps of older traces (no batch mark) go one by one.
+// Its progress is kept and pushed as it goes (fork-progress.server.ts), so people and agents can
+// follow a queued fork.
 
 export const ForkSchema = z.strictObject({
   mode: z.enum(["replay", "snapshot"]).optional(),
@@ -28,11 +32,7 @@ export type ForkInput = z.infer<typeof ForkSchema>;
 const MAX_GAP_MS = 2000;
 const TIME_LIMIT_MS = 3 * 60_000;
 
-export interface Skipped {
-  seq: number;
-  kind: string;
-  why: string;
-}
+export type Skipped = ReplaySkip;
 
 export interface ReplayReport {
   attempted: number;
@@ -210,6 +210,17 @@ async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBa
 
 async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: Skipped[]): Promise<ReplayReport> {
   const report: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped };
+  try {
+    await replaySteps(actor, box, planned, report);
+  } catch (err) {
+    await endReplay(box.id, { ...report, reason: `the replay could not go on: ${(err as Error).message}` });
+    throw err;
+  }
+  await endReplay(box.id, report);
+  return report;
+}
+
+async function replaySteps(actor: Actor, box: BoxJson, planned: Planned[], report: ReplayReport): Promise<void> {
   const started = Date.now();
   const running = await requireRunningBox(actor, box.id);
   let lastEnded: number | undefined;
@@ -225,11 +236,11 @@ async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: S
     lastEnded = batch.ended;
     // A step that failed ends the replay once its batch is done (with keep_going, it went on).
     report.stopped_at = await runReplayBatch(actor, running, batch, report);
+    stepReplay(box.id, report);
     if (report.stopped_at !== null) break;
   }
   // The end state, for comparing with the source's last frame.
   for (let s = 0; s < running.screens; s++) await sampleSoon(running, s, "agent", 300);
-  return report;
 }
 
 export async function forkBox(
@@ -246,12 +257,16 @@ export async function forkBox(
   const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
   const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
-  await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null } });
+  // Known as a fork in memory before its trace says so (forkReplayOf reads the trace otherwise).
+  beginReplay(box.id, box.owner ?? null, { box: source.id, up_to: input.up_to ?? null }, steps.length, skipped);
+  await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null, steps: steps.length } });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
   if (opts.queue) {
     // Queued: answer 202 now; the replay runs once the box is ready.
     enqueue("fork", box.id, async () => {
-      if ((await waitUntilSettled(box.id)) === "ready") await replay(actor, box, steps, skipped);
+      const state = await waitUntilSettled(box.id);
+      if (state === "ready") await replay(actor, box, steps, skipped);
+      else await endReplay(box.id, { ...empty, skipped, reason: state === "starting" ? "the box took too long to start" : `the box did not start (${state})` });
     });
     return { box, replay: empty, queued: true };
   }
