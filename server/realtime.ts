@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from "node:http";
 import { Server as IoServer } from "socket.io";
 import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server";
+import { type ForkChange, forkChanges, forkReplaysOf } from "~/models/fork-progress.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { type Takeover, takeoverChanges } from "~/models/takeover.server";
 import { onViewersChange } from "~/models/viewer.server";
@@ -30,10 +31,15 @@ export function attachSocketIo(server: HttpServer): IoServer {
   boxes.on("connection", async (socket) => {
     const actor = socket.data.actor as SessionActor;
     await socket.join(`ws:${actor.workspaceId}`);
+    // The replays of the workspace's forks as they are now; later changes come as `fork`.
+    socket.emit("forks", forkReplaysOf(actor.workspaceId));
     socket.emit("boxes", await listBoxes(actor));
   });
   boxChanges.on("change", (box: BoxJson) => {
     if (box.owner) boxes.to(`ws:${box.owner}`).emit("box", box);
+  });
+  forkChanges.on("change", ({ owner, ...push }: ForkChange) => {
+    if (owner) boxes.to(`ws:${owner}`).emit("fork", push);
   });
   // The box page's live counters and control banner: `screens` goes to the owner's room.
   const pushScreen = async (owner: string | null | undefined, boxId: string, screen: number) => {

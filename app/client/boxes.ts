@@ -4,12 +4,15 @@ import type { BoxJson } from "~/models/box-record.server";
 import type { ForkSchema, ReplayReport } from "~/models/fork.server";
 import type { CreateBoxSchema } from "~/models/spec.server";
 import type { AppsSchema, BoxPatchSchema } from "~/protocol/api-box";
+import type { ForkReplay } from "~/protocol/fork-replay";
 import { type HolmClient, HolmApiError, seg } from "./holm-client";
 
 // Boxes (000: Boxes; Files and commands for exec): typed from the zod schemas the routes
 // validate with, so a changed route schema is a type error here.
 
 export type Box = BoxJson;
+/** GET /v1/boxes/{id}: a fork's also has holm's `replay`, its replay so far. */
+export type BoxDetail = Box & { devtools_url?: string; replay?: ForkReplay };
 export type CreateBox = z.input<typeof CreateBoxSchema>;
 export type ForkBody = z.input<typeof ForkSchema>;
 export type BoxPatch = z.input<typeof BoxPatchSchema>;
@@ -49,8 +52,8 @@ export class BoxesApi {
     return opts.wait ? this.waitUntilSettled(box, opts) : box;
   }
 
-  get(id: string, signal?: AbortSignal): Promise<Box> {
-    return this.c.request<Box>("GET", `/v1/boxes/${seg(id)}`, { signal });
+  get(id: string, signal?: AbortSignal): Promise<BoxDetail> {
+    return this.c.request<BoxDetail>("GET", `/v1/boxes/${seg(id)}`, { signal });
   }
 
   /** `PATCH /v1/boxes/{id}` (holm's): `name` (null clears it) and/or `labels` (replacing the set). */

@@ -68,7 +68,8 @@ export function useStoreVersion(store: EntryStore): number {
   return version;
 }
 
-const ROW = 36;
+/** A row: two lines of text-sm (2 × 20 px) and a little air. Rows keep this height, except open ones. */
+const ROW = 46;
 const OVERSCAN = 12;
 /** The list's height before it is measured (h-[28rem]). */
 const ASSUMED_HEIGHT = 448;
@@ -103,16 +104,52 @@ export function Timeline({
   const from = Math.max(first, first + Math.floor(top / ROW) - OVERSCAN);
   const to = Math.min(last, first + Math.ceil((top + height) / ROW) + OVERSCAN);
 
+  // A row's description wraps at word boundaries and shows two lines at most; the selected row
+  // and the row with the keyboard focus open to their whole text (hover: the title). An open row
+  // is as tall as its text, measured after it renders, and the rows after it move down by as much.
+  const [focused, setFocused] = useState<number | null>(null);
+  const [grown, setGrown] = useState<ReadonlyMap<number, number>>(new Map());
+  const open = focused === null || focused === seq ? [seq] : [seq, focused];
+  const extra = (s: number) => (open.includes(s) ? (grown.get(s) ?? 0) : 0);
+  const topOf = (s: number) => {
+    let y = (s - first) * ROW;
+    for (const o of open) if (o < s) y += extra(o);
+    return y;
+  };
+  const rowEls = useRef(new Map<number, HTMLLIElement>());
+  useLayoutEffect(() => {
+    let changed = false;
+    const next = new Map<number, number>();
+    for (const o of open) {
+      const el = rowEls.current.get(o);
+      // A row out of view keeps what it measured last.
+      const h = el ? Math.max(0, el.offsetHeight - ROW) : (grown.get(o) ?? 0);
+      next.set(o, h);
+      if (h !== (grown.get(o) ?? 0)) changed = true;
+    }
+    if (changed || next.size !== grown.size) setGrown(next);
+  });
+
   // Keep the selected entry in view when it moves (slider, keys, filmstrip).
   useLayoutEffect(() => {
     const el = box.current;
     if (!el) return;
-    const rowTop = (seq - first) * ROW;
+    const rowTop = topOf(seq);
     if (rowTop < el.scrollTop || rowTop + ROW > el.scrollTop + el.clientHeight) {
       el.scrollTop = Math.max(0, rowTop - el.clientHeight / 2 + ROW / 2);
     }
     setView({ top: el.scrollTop, height: el.clientHeight });
+    // topOf moves with the open rows' heights, which must not scroll the list by themselves.
   }, [seq, first]);
+
+  // The list's height changes with the window (and the layout at lg): what is in view, again.
+  useEffect(() => {
+    const el = box.current;
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const ro = new ResizeObserver(() => setView({ top: el.scrollTop, height: el.clientHeight }));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
 
   // Load the pages in view and under the selection, at most every 150 ms while they move.
   const lastLoad = useRef(0);
@@ -144,31 +181,40 @@ export function Timeline({
   for (let s = from; s <= to; s++) {
     const e = store.get(s);
     const selected = s === seq;
+    const isOpen = open.includes(s);
     const fi = lastAtOrBefore(frames, s);
     const frame = fi >= 0 ? frames[fi] : undefined;
     // `takeovers` are the shown screen's: shade every entry in their periods.
     const held = takeovers.some((t) => s >= t.from && (t.to === null || s <= t.to));
+    const text = e ? describeEntry(e) : undefined;
     rows.push(
       <li
         key={s}
+        ref={isOpen ? (el) => void (el ? rowEls.current.set(s, el) : rowEls.current.delete(s)) : undefined}
         aria-posinset={s - first + 1}
         aria-setsize={total}
         aria-current={selected ? "true" : undefined}
         data-seq={s}
+        data-open={isOpen ? "true" : undefined}
         data-testid="trace-entry"
-        className={`absolute inset-x-0 flex items-center gap-1 border-b border-slate-100 pr-2 text-sm ${selected ? "bg-indigo-50 ring-2 ring-inset ring-indigo-500" : held ? "bg-amber-50" : ""}`}
-        style={{ top: (s - first) * ROW, height: ROW }}
+        onFocus={() => setFocused(s)}
+        onBlur={(ev) => {
+          if (!ev.currentTarget.contains(ev.relatedTarget as Node | null)) setFocused((f) => (f === s ? null : f));
+        }}
+        className={`absolute inset-x-0 flex items-stretch gap-1 border-b border-slate-100 pr-2 text-sm ${selected ? "bg-indigo-50 ring-2 ring-inset ring-indigo-500" : held ? "bg-amber-50" : isOpen ? "bg-white" : ""}`}
+        style={isOpen ? { top: topOf(s), minHeight: ROW } : { top: topOf(s), height: ROW }}
       >
         <button
           type="button"
           onClick={() => onSeq(s)}
-          className="flex h-full min-w-0 flex-1 items-center gap-2 px-2 text-left hover:bg-slate-50 focus-visible:outline-2 focus-visible:-outline-offset-2 focus-visible:outline-indigo-600"
+          title={text}
+          className="flex min-w-0 flex-1 items-center gap-2 px-2 py-0.5 text-left hover:bg-slate-50 focus-visible:outline-2 focus-visible:-outline-offset-2 focus-visible:outline-indigo-600"
         >
-          <span className="w-12 shrink-0 text-right font-mono text-xs tabular-nums text-slate-500">{s}</span>
-          <span className="hidden w-16 shrink-0 font-mono text-xs tabular-nums text-slate-500 sm:inline">{e ? clock(e.at_ms) : ""}</span>
+          <span className="w-12 shrink-0 text-right font-mono text-xs tabular-nums text-slate-600">{s}</span>
+          <span className="hidden w-16 shrink-0 font-mono text-xs tabular-nums text-slate-600 sm:inline">{e ? clock(e.at_ms) : ""}</span>
           {e ? <ActorBadge actor={e.actor} /> : <span className="w-14 shrink-0" />}
-          <span className={`min-w-0 truncate ${e ? "" : "text-slate-400"}`} title={e ? describeEntry(e) : undefined}>
-            {e ? describeEntry(e) : "…"}
+          <span data-testid="trace-entry-text" className={`min-w-0 flex-1 break-words leading-5 ${isOpen ? "py-1" : "line-clamp-2"} ${e ? "" : "text-slate-600"}`}>
+            {text ?? "…"}
           </span>
         </button>
         {frame ? (
@@ -179,7 +225,7 @@ export function Timeline({
             data-testid="entry-frame-link"
             aria-label={`The frame at entry ${s} (entry ${frame.seq}), as a PNG`}
             title={`The frame shown at this entry (from entry ${frame.seq})`}
-            className={`shrink-0 rounded px-1.5 py-0.5 text-xs font-medium hover:bg-indigo-100 ${e?.event === "frame" ? "text-indigo-700" : "text-slate-400"}`}
+            className={`shrink-0 self-center rounded px-1.5 py-0.5 text-xs font-medium hover:bg-indigo-100 ${e?.event === "frame" ? "text-indigo-700" : "text-slate-600"}`}
           >
             frame
           </a>
@@ -188,9 +234,10 @@ export function Timeline({
     );
   }
 
+  const grownBy = open.reduce((n, o) => n + extra(o), 0);
   return (
     <div ref={box} onScroll={onScroll} className="relative h-[24rem] overflow-y-auto overscroll-contain rounded-lg border border-slate-200 bg-white lg:h-[28rem]" data-version={version}>
-      <ol aria-label={`Trace entries, ${total.toLocaleString("en-US")} in all`} className="relative" style={{ height: total * ROW }}>
+      <ol aria-label={`Trace entries, ${total.toLocaleString("en-US")} in all`} className="relative" style={{ height: total * ROW + grownBy }}>
         {rows}
       </ol>
     </div>

@@ -95,7 +95,7 @@ const rows: Row[] = [
     accepted: true,
     errors: ["unsupported", "unavailable"],
   },
-  { op: `GET ${BOX}`, id: "getBox", tag: "boxes", summary: "Get one box." },
+  { op: `GET ${BOX}`, id: "getBox", tag: "boxes", summary: "Get one box; a fork's also has `replay`: {total, attempted, ok, done, stopped_at, truncated, skipped}, its replay so far." },
   {
     op: `PATCH ${BOX}`,
     id: "updateBox",

@@ -6,8 +6,10 @@ import type { Actor } from "./actor";
 import { attribution } from "./actor-name.server";
 import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
+import { beginReplay, endReplay, stepReplay } from "./fork-progress.server";
 import { enqueue } from "./job.server";
 import { sampleSoon } from "./recorder.server";
+import type { ReplaySkip } from "~/protocol/fork-replay";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import type { BatchMark } from "./trace-types.server";
 import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
@@ -17,6 +19,8 @@ import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.serve
 // of one recorded batch go to the box as one batch again, with its settle_ms, want and keep_going:
 // what a step holds down is let go when its batch ends, so a drag made of mouse_down, move and
 // mouse_up only comes out the same that way. Steps of older traces (no batch mark) go one by one.
+// Its progress is kept and pushed as it goes (fork-progress.server.ts), so people and agents can
+// follow a queued fork.
 
 export const ForkSchema = z.strictObject({
   mode: z.enum(["replay", "snapshot"]).optional(),
@@ -29,11 +33,7 @@ export type ForkInput = z.infer<typeof ForkSchema>;
 const MAX_GAP_MS = 2000;
 const TIME_LIMIT_MS = 3 * 60_000;
 
-export interface Skipped {
-  seq: number;
-  kind: string;
-  why: string;
-}
+export type Skipped = ReplaySkip;
 
 export interface ReplayReport {
   attempted: number;
@@ -211,6 +211,17 @@ async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBa
 
 async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: Skipped[]): Promise<ReplayReport> {
   const report: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped };
+  try {
+    await replaySteps(actor, box, planned, report);
+  } catch (err) {
+    await endReplay(box.id, { ...report, reason: `the replay could not go on: ${(err as Error).message}` });
+    throw err;
+  }
+  await endReplay(box.id, report);
+  return report;
+}
+
+async function replaySteps(actor: Actor, box: BoxJson, planned: Planned[], report: ReplayReport): Promise<void> {
   const started = Date.now();
   const running = await requireRunningBox(actor, box.id);
   let lastEnded: number | undefined;
@@ -226,11 +237,11 @@ async function replay(actor: Actor, box: BoxJson, planned: Planned[], skipped: S
     lastEnded = batch.ended;
     // A step that failed ends the replay once its batch is done (with keep_going, it went on).
     report.stopped_at = await runReplayBatch(actor, running, batch, report);
+    stepReplay(box.id, report);
     if (report.stopped_at !== null) break;
   }
   // The end state, for comparing with the source's last frame.
   for (let s = 0; s < running.screens; s++) await sampleSoon(running, s, "agent", 300);
-  return report;
 }
 
 export async function forkBox(
@@ -248,12 +259,20 @@ export async function forkBox(
   const { steps, skipped } = plan(entries, input.include_person ?? false);
   const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
   const who = await attribution(actor);
-  await recordEntry(box.id, { actor: who.actor, event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null, ...who.data } });
+  // Known as a fork in memory before its trace says so (forkReplayOf reads the trace otherwise).
+  beginReplay(box.id, box.owner ?? null, { box: source.id, up_to: input.up_to ?? null }, steps.length, skipped);
+  await recordEntry(box.id, {
+    actor: who.actor,
+    event: "forked_from",
+    data: { box: source.id, up_to: input.up_to ?? null, steps: steps.length, ...who.data },
+  });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
   if (opts.queue) {
     // Queued: answer 202 now; the replay runs once the box is ready.
     enqueue("fork", box.id, async () => {
-      if ((await waitUntilSettled(box.id)) === "ready") await replay(actor, box, steps, skipped);
+      const state = await waitUntilSettled(box.id);
+      if (state === "ready") await replay(actor, box, steps, skipped);
+      else await endReplay(box.id, { ...empty, skipped, reason: state === "starting" ? "the box took too long to start" : `the box did not start (${state})` });
     });
     return { box, replay: empty, queued: true };
   }

@@ -3,13 +3,16 @@ import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
 import { useFrameCache } from "~/components/frame-cache";
 import { Shell } from "~/components/shell";
 import { clock } from "~/components/trace-describe";
-import { ForkForm, type ForkResult, SelectedEntry } from "~/components/trace-entry-panel";
+import { ForkPanel, type ForkResult } from "~/components/fork-panel";
+import { ForkCard } from "~/components/fork-card";
+import { SelectedEntry } from "~/components/trace-entry-panel";
 import { useFrameFollow } from "~/components/trace-follow";
 import { type FrameHandle, FrameView } from "~/components/trace-frames";
 import { Filmstrip, Scrubber } from "~/components/trace-scrubber";
 import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { forkOf } from "~/models/fork-progress.server";
 import { forkBox } from "~/models/fork.server";
 import {
   PAGE_SIZE,
@@ -64,6 +67,9 @@ export async function loader({ request, params }: Route.LoaderArgs) {
   const screen = Math.min(summary.screens - 1, wholeParam(url.searchParams.get("screen")) ?? 0);
   return {
     box: { id: box.id, removed: box.removed },
+    // This box is a fork: where from, and its replay (followed live while it runs).
+    fork: (await forkOf(box.id)) ?? null,
+    workspace: ctx.workspace.id,
     summary,
     seq,
     screen,
@@ -81,8 +87,11 @@ export async function action({ request, params }: Route.ActionArgs) {
     if (field(form, "intent") !== "fork") throw new ApiError("bad_request", "unknown action");
     const upTo = wholeParam(field(form, "seq"));
     if (upTo === undefined) throw new ApiError("bad_request", "choose an entry to fork from");
-    const body = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
-    return { forked: { id: body.box.id, up_to: upTo } } satisfies ForkResult;
+    const { box } = await forkBox(ctx.actor, params.id, { mode: "replay", up_to: upTo }, { queue: true });
+    const replay = (await forkOf(box.id))?.replay ?? { total: 0, attempted: 0, ok: 0, done: false, stopped_at: null, truncated: false, skipped: [] };
+    return {
+      forked: { id: box.id, up_to: upTo, box: { id: box.id, name: box.name, state: box.state, reason: box.reason, start: box.start }, replay },
+    } satisfies ForkResult;
   });
 }
 
@@ -106,7 +115,7 @@ const LIVE_EVERY_MS = 2000;
 const COMMIT_MS = 250;
 
 function TracePage(props: LoaderData) {
-  const { box, csrf, canFork } = props;
+  const { box, csrf, canFork, workspace } = props;
   const [summary, setSummary] = useState<TraceSummary>(props.summary);
   // The selected entry as the page shows it (timeline, filmstrip, address); `scrub` runs ahead of
   // it while the slider moves, and the frame follows `scrub` directly.
@@ -281,6 +290,7 @@ function TracePage(props: LoaderData) {
           {box.removed ? "The box's page" : "Back to the box"}
         </Link>
       </div>
+      {props.fork ? <ForkCard boxId={box.id} fork={props.fork} workspace={workspace} /> : null}
 
       {empty ? (
         <div className="mt-6 rounded-xl border border-slate-200 bg-white p-5 text-sm text-slate-600 shadow-sm">
@@ -324,7 +334,7 @@ function TracePage(props: LoaderData) {
             <Scrubber first={first} last={last} seq={seq} textFor={textFor} frames={frames} takeovers={spans} onScrub={select} />
             <Filmstrip frames={frames} index={fi} takeovers={spans} cache={cache} onSeq={select} />
             <SelectedEntry seq={seq} entry={entry} held={!!held} />
-            {canFork ? <ForkForm seq={seq} csrf={csrf} /> : null}
+            {canFork ? <ForkPanel seq={seq} csrf={csrf} workspace={workspace} /> : null}
           </section>
           <section aria-label="Timeline" className="min-w-0">
             <h2 className="mb-2 flex items-baseline justify-between text-sm font-semibold">

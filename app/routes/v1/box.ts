@@ -3,6 +3,7 @@ import { param, parseBody, v1 } from "~/edge/route.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { getBox, removeBox } from "~/models/box.server";
 import { withDevtoolsUrl } from "~/models/cdp-access.server";
+import { withForkReplay } from "~/models/fork-progress.server";
 import { assertMayChangeBox } from "~/models/takeover.server";
 import { BoxPatchSchema } from "~/protocol/api-box";
 import { ApiError } from "~/utils/api-error.server";
@@ -10,7 +11,8 @@ import { ApiError } from "~/utils/api-error.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
-    return withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), new URL(args.request.url).origin);
+    // holm's `replay` on a fork: its replay's progress, for a caller polling a 202 fork.
+    return withForkReplay(withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), new URL(args.request.url).origin));
   },
   // holm's: the box's name and labels (member role, as every change).
   PATCH: async (args) => {
