@@ -49,7 +49,10 @@ describe("the box list's query", () => {
     const full = { ...a, spec: { desktop: {} }, placement: {}, start: { phase: "x", phases: [], log: ["a long log"] } } as unknown as BoxJson;
     const kept = toListBox(full);
     expect(Object.keys(kept).sort()).toEqual(["created_at_ms", "created_by", "expires_at_ms", "height", "id", "labels", "name", "screens", "start", "state", "width"]);
-    expect(kept.start).toEqual({ phase: "x" });
+    expect(kept.start).toEqual({ phase: "x", phases: [] });
+    // A starting box keeps its phases and build step for its progress bar, never its log.
+    const starting = { ...full, state: "starting", start: { phase: "image", phases: [{ name: "queued", at_ms: 1 }], build: { step: 2, total: 9, line: "RUN" }, log: ["x"] } } as unknown as BoxJson;
+    expect(toListBox(starting).start).toEqual({ phase: "image", phases: [{ name: "queued", at_ms: 1 }], build: { step: 2, total: 9, line: "RUN" } });
   });
 
   it("reads labels as a person types them", () => {
