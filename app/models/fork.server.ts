@@ -257,7 +257,7 @@ export async function forkBox(
   const { spec, placement } = launchOf(entries, input.placement);
   const { steps, skipped } = plan(entries, input.include_person ?? false);
   const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
-  // Known as a fork in memory before its trace says so (forkReplayOf reads the trace otherwise).
+  // Known as a fork in memory before its trace says so (forkOf reads the trace otherwise).
   beginReplay(box.id, box.owner ?? null, { box: source.id, up_to: input.up_to ?? null }, steps.length, skipped);
   await recordEntry(box.id, { actor: "server", event: "forked_from", data: { box: source.id, up_to: input.up_to ?? null, steps: steps.length } });
   const empty: ReplayReport = { attempted: 0, ok: 0, stopped_at: null, truncated: false, skipped: [] };
