@@ -105,41 +105,25 @@ export function Timeline({
   const to = Math.min(last, first + Math.ceil((top + height) / ROW) + OVERSCAN);
 
   // A row's description wraps at word boundaries and shows two lines at most; the selected row
-  // and the row with the keyboard focus open to their whole text (hover: the title). An open row
-  // is as tall as its text, measured after it renders, and the rows after it move down by as much.
+  // and the row with the keyboard focus open to their whole text (hover: the title). Rows are in
+  // the list's flow between two spacers, so an open row pushes the rows after it down without
+  // being measured; every other row is ROW tall, which the spacers and the range count on.
   const [focused, setFocused] = useState<number | null>(null);
-  const [grown, setGrown] = useState<ReadonlyMap<number, number>>(new Map());
-  const open = focused === null || focused === seq ? [seq] : [seq, focused];
-  const extra = (s: number) => (open.includes(s) ? (grown.get(s) ?? 0) : 0);
-  const topOf = (s: number) => {
-    let y = (s - first) * ROW;
-    for (const o of open) if (o < s) y += extra(o);
-    return y;
-  };
-  const rowEls = useRef(new Map<number, HTMLLIElement>());
-  useLayoutEffect(() => {
-    let changed = false;
-    const next = new Map<number, number>();
-    for (const o of open) {
-      const el = rowEls.current.get(o);
-      // A row out of view keeps what it measured last.
-      const h = el ? Math.max(0, el.offsetHeight - ROW) : (grown.get(o) ?? 0);
-      next.set(o, h);
-      if (h !== (grown.get(o) ?? 0)) changed = true;
-    }
-    if (changed || next.size !== grown.size) setGrown(next);
-  });
+  const open = (s: number) => s === seq || s === focused;
+  const selectedEl = useRef<HTMLLIElement | null>(null);
 
   // Keep the selected entry in view when it moves (slider, keys, filmstrip).
   useLayoutEffect(() => {
     const el = box.current;
     if (!el) return;
-    const rowTop = topOf(seq);
-    if (rowTop < el.scrollTop || rowTop + ROW > el.scrollTop + el.clientHeight) {
-      el.scrollTop = Math.max(0, rowTop - el.clientHeight / 2 + ROW / 2);
+    // Where it is if it is rendered (an open row above it moves it down), else where it will be.
+    const row = selectedEl.current;
+    const rowTop = row ? row.offsetTop : (seq - first) * ROW;
+    const rowHeight = row ? row.offsetHeight : ROW;
+    if (rowTop < el.scrollTop || rowTop + rowHeight > el.scrollTop + el.clientHeight) {
+      el.scrollTop = Math.max(0, rowTop - el.clientHeight / 2 + rowHeight / 2);
     }
     setView({ top: el.scrollTop, height: el.clientHeight });
-    // topOf moves with the open rows' heights, which must not scroll the list by themselves.
   }, [seq, first]);
 
   // The list's height changes with the window (and the layout at lg): what is in view, again.
@@ -181,7 +165,7 @@ export function Timeline({
   for (let s = from; s <= to; s++) {
     const e = store.get(s);
     const selected = s === seq;
-    const isOpen = open.includes(s);
+    const isOpen = open(s);
     const fi = lastAtOrBefore(frames, s);
     const frame = fi >= 0 ? frames[fi] : undefined;
     // `takeovers` are the shown screen's: shade every entry in their periods.
@@ -190,7 +174,7 @@ export function Timeline({
     rows.push(
       <li
         key={s}
-        ref={isOpen ? (el) => void (el ? rowEls.current.set(s, el) : rowEls.current.delete(s)) : undefined}
+        ref={selected ? selectedEl : undefined}
         aria-posinset={s - first + 1}
         aria-setsize={total}
         aria-current={selected ? "true" : undefined}
@@ -201,8 +185,8 @@ export function Timeline({
         onBlur={(ev) => {
           if (!ev.currentTarget.contains(ev.relatedTarget as Node | null)) setFocused((f) => (f === s ? null : f));
         }}
-        className={`absolute inset-x-0 flex items-stretch gap-1 border-b border-slate-100 pr-2 text-sm ${selected ? "bg-indigo-50 ring-2 ring-inset ring-indigo-500" : held ? "bg-amber-50" : isOpen ? "bg-white" : ""}`}
-        style={isOpen ? { top: topOf(s), minHeight: ROW } : { top: topOf(s), height: ROW }}
+        className={`flex items-stretch gap-1 border-b border-slate-100 pr-2 text-sm ${selected ? "bg-indigo-50 ring-2 ring-inset ring-indigo-500" : held ? "bg-amber-50" : isOpen ? "bg-white" : ""}`}
+        style={isOpen ? { minHeight: ROW } : { height: ROW }}
       >
         <button
           type="button"
@@ -234,10 +218,9 @@ export function Timeline({
     );
   }
 
-  const grownBy = open.reduce((n, o) => n + extra(o), 0);
   return (
     <div ref={box} onScroll={onScroll} className="relative h-[24rem] overflow-y-auto overscroll-contain rounded-lg border border-slate-200 bg-white lg:h-[28rem]" data-version={version}>
-      <ol aria-label={`Trace entries, ${total.toLocaleString("en-US")} in all`} className="relative" style={{ height: total * ROW + grownBy }}>
+      <ol aria-label={`Trace entries, ${total.toLocaleString("en-US")} in all`} className="relative" style={{ paddingTop: (from - first) * ROW, paddingBottom: (last - to) * ROW }}>
         {rows}
       </ol>
     </div>

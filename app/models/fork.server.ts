@@ -259,7 +259,7 @@ export async function forkBox(
   const { steps, skipped } = plan(entries, input.include_person ?? false);
   const { box } = await createBox(actor, { spec, placement }, { queue: opts.queue });
   const who = await attribution(actor);
-  // Known as a fork in memory before its trace says so (forkReplayOf reads the trace otherwise).
+  // Known as a fork in memory before its trace says so (forkOf reads the trace otherwise).
   beginReplay(box.id, box.owner ?? null, { box: source.id, up_to: input.up_to ?? null }, steps.length, skipped);
   await recordEntry(box.id, {
     actor: who.actor,
