@@ -11,8 +11,12 @@ const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : u
 const str = (v: unknown) => (typeof v === "string" ? v : undefined);
 const plural = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString("en-US")} ${n === 1 ? one : many}`;
 
+/** Cut to `max` characters at the last space before it (mid-word only for one long word). */
 function short(s: string, max = 80): string {
-  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+  if (s.length <= max) return s;
+  const cut = s.slice(0, max - 1);
+  const space = cut.lastIndexOf(" ");
+  return `${space > max / 2 ? cut.slice(0, space) : cut}…`;
 }
 
 function point(v: unknown): string | undefined {
@@ -194,6 +198,12 @@ export function describeEntry(e: TraceEntry): string {
       return "taken back by the server after a restart";
     case "forked_from":
       return `forked from ${str(d.box)?.slice(0, 16) ?? "a box"}…${num(d.up_to) !== undefined ? ` up to entry ${d.up_to}` : ""}${byWho(who)}`;
+    case "replay_ended": {
+      const ok = num(d.ok) ?? 0;
+      const attempted = num(d.attempted) ?? 0;
+      const why = str(d.reason) ? `: ${short(d.reason as string, 80)}` : num(d.stopped_at) !== undefined ? ` (stopped at entry ${d.stopped_at})` : "";
+      return `replay ended: ${ok} of ${plural(attempted, "step")} ok${why}`;
+    }
     case "failed":
       return `failed${str(d.why) ? `: ${short(d.why as string, 100)}` : ""}`;
     default:

@@ -13,7 +13,7 @@ export function SelectedEntry({ seq, entry, held }: { seq: number; entry: TraceE
           <div className="flex flex-wrap items-center gap-2">
             <span className="font-mono text-xs tabular-nums text-slate-500">#{entry.seq}</span>
             <span className="font-mono text-xs tabular-nums text-slate-500">{clock(entry.at_ms)}</span>
-            <ActorBadge actor={entry.actor} />
+            <ActorBadge actor={entry.actor} name={typeof entry.data?.by_name === "string" ? entry.data.by_name : undefined} />
             <span className="min-w-0 break-words font-medium" data-testid="selected-entry-text">
               {describeEntry(entry)}
             </span>

@@ -196,7 +196,7 @@ export function Timeline({
         >
           <span className="w-12 shrink-0 text-right font-mono text-xs tabular-nums text-slate-600">{s}</span>
           <span className="hidden w-16 shrink-0 font-mono text-xs tabular-nums text-slate-600 sm:inline">{e ? clock(e.at_ms) : ""}</span>
-          {e ? <ActorBadge actor={e.actor} /> : <span className="w-14 shrink-0" />}
+          {e ? <ActorBadge actor={e.actor} name={typeof e.data?.by_name === "string" ? e.data.by_name : undefined} /> : <span className="w-14 shrink-0" />}
           <span data-testid="trace-entry-text" className={`min-w-0 flex-1 break-words leading-5 ${isOpen ? "py-1" : "line-clamp-2"} ${e ? "" : "text-slate-600"}`}>
             {text ?? "…"}
           </span>

@@ -44,3 +44,17 @@ describe("describeEntry names who", () => {
     expect(describeEntry(entry("person_input", { kind: "keys", count: 2, by: "user:usr_1" }))).toBe("a person pressed 2 keys");
   });
 });
+
+describe("long descriptions", () => {
+  const e = (event: string, data: Record<string, unknown>) => ({ seq: 1, at_ms: 0, actor: "agent" as const, event, data });
+  it("cut between words, not inside one", () => {
+    const text = describeEntry(e("failed", { why: "the desktop did not answer because the display server stopped while the window manager waited for it to come up again" }));
+    expect(text.endsWith("…")).toBe(true);
+    const last = text.slice(0, -1).split(" ").at(-1)!;
+    expect("the desktop did not answer because the display server stopped while the window manager waited for it to come up again".split(" ")).toContain(last);
+  });
+  it("say how a fork's replay ended", () => {
+    expect(describeEntry(e("replay_ended", { attempted: 6, ok: 6, stopped_at: null }))).toBe("replay ended: 6 of 6 steps ok");
+    expect(describeEntry(e("replay_ended", { attempted: 3, ok: 2, stopped_at: 14 }))).toBe("replay ended: 2 of 3 steps ok (stopped at entry 14)");
+  });
+});
