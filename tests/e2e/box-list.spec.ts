@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { type BrowserContext, type Page, expect, test } from "@playwright/test";
-import { signUp } from "../support/browser";
+import { signUp, openLaunchForm } from "../support/browser";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
@@ -103,7 +103,7 @@ test("names from /v1 and from the console show live, with labels and who created
   await expect(apiRow.getByText("ready")).toBeVisible();
 
   // A box launched from the console with a name: the person's name.
-  await page.getByText("Launch a box").click();
+  await openLaunchForm(page);
   await page.getByLabel("Name (optional)").fill("console box");
   await page.getByLabel("Labels (optional)").fill("team=blue");
   await page.getByRole("button", { name: "Launch box" }).click();
@@ -276,7 +276,7 @@ test("at 390 px wide nothing scrolls sideways", async ({}, info) => {
   await page.setViewportSize({ width: 390, height: 844 });
   await openList(page);
   await expect(boxRows(page)).toHaveCount(2);
-  await page.getByText("Launch a box").click();
+  await openLaunchForm(page);
   await rowOf(page, consoleBox).getByRole("button", { name: "Edit labels of renamed in console" }).click();
   await rowOf(page, apiBox).getByRole("button", { name: "Rename zz last by name" }).click();
   const overflow = await page.evaluate(() => {

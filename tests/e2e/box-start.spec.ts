@@ -1,5 +1,5 @@
 import { type Page, expect, test } from "@playwright/test";
-import { signUpAndKey } from "../support/browser";
+import { signUpAndKey, openLaunchForm } from "../support/browser";
 import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
@@ -108,7 +108,7 @@ test("a console launch waits its turn and walks its phases to ready; an image bu
 
   // A box launched from the console waits behind it.
   await page.goto(server.base);
-  await page.getByText("Launch a box", { exact: true }).click();
+  await openLaunchForm(page);
   await page.getByRole("button", { name: "Launch box" }).click();
   await expect(page.getByRole("status").filter({ hasText: "Launching" })).toBeVisible();
   const all = await json(await asKey("/v1/boxes"));

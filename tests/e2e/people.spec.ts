@@ -1,6 +1,6 @@
 import { type Browser, type Page, expect, test } from "@playwright/test";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
-import { signUp } from "../support/browser";
+import { signUp, openLaunchForm } from "../support/browser";
 
 // A new person on a fresh server: sign up, make a workspace, make a key and use it like curl,
 // launch a box from the console and watch it start live, remove it; then a viewer who can
@@ -66,7 +66,7 @@ test("first person: sign up, workspace, key, a box from curl and from the consol
   await expect(keyRow.getByText("ready")).toBeVisible();
 
   // Launch from the console: the row goes starting → ready live.
-  await page.getByText("Launch a box").click();
+  await openLaunchForm(page);
   await page.getByLabel("Width").fill("1024");
   await page.getByLabel("Height").fill("768");
   await page.getByRole("button", { name: "Launch box" }).click();

@@ -37,3 +37,9 @@ export async function signUpAndKey(page: Page, server: TestServer, name = "Bench
   await page.getByRole("button", { name: "Create key" }).click();
   return (await page.getByTestId("new-key").textContent())!.trim();
 }
+
+/** Opens the box list's "Launch a box" panel if it is closed (it starts open on an empty list). */
+export async function openLaunchForm(page: Page) {
+  const panel = page.locator("details").filter({ has: page.getByText("Launch a box", { exact: true }) });
+  if (!(await panel.evaluate((d: HTMLDetailsElement) => d.open))) await page.getByText("Launch a box", { exact: true }).click();
+}
