@@ -239,8 +239,9 @@ test("a thumbnail follows the screen: it changes after an agent's batch, and sta
   await openList(page);
   const alt = "Screen of zz last by name";
   await expect(page.getByRole("img", { name: alt })).toBeVisible();
+  // Visible is not yet drawn: wait for the picture itself to have loaded.
+  await expect.poll(() => thumbColour(page, alt)).toBeDefined();
   const before = (await thumbColour(page, alt))!;
-  expect(before).toBeDefined();
   // The desktop is not the page below: far from its solid red.
   expect(before[0]! - before[1]!).toBeLessThan(120);
 
