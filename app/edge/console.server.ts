@@ -76,6 +76,19 @@ export async function requireWorkspace(
   return { ...ctx, workspace: ctx.workspace, actor };
 }
 
+/**
+ * requireWorkspace for the console's JSON endpoints (tickets, thumbnails, trace data): signed
+ * out is a JSON 401, not a redirect to the log-in page that a fetch() would follow.
+ */
+export async function requireWorkspaceJson(request: Request, need: Role = "viewer") {
+  try {
+    return await requireWorkspace(request, need);
+  } catch (e) {
+    if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
+    throw e;
+  }
+}
+
 /** Every console form carries the session's CSRF token; a missing or wrong one is refused. */
 export function requireCsrf(form: FormData, ctx: ConsoleContext) {
   const given = form.get("csrf");

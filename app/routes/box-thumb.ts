@@ -1,6 +1,6 @@
-import { requireWorkspace } from "~/edge/console.server";
+import { requireWorkspaceJson } from "~/edge/console.server";
 import { boxThumbnail } from "~/models/thumbnail.server";
-import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { errorResponse } from "~/utils/api-error.server";
 import type { Route } from "./+types/box-thumb";
 
 // GET /boxes/:id/thumb — the box list's thumbnail of screen 0 (app/models/thumbnail.server.ts),
@@ -12,13 +12,7 @@ import type { Route } from "./+types/box-thumb";
 
 export async function loader({ request, params }: Route.LoaderArgs) {
   try {
-    let actor;
-    try {
-      actor = (await requireWorkspace(request)).actor;
-    } catch (e) {
-      if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
-      throw e;
-    }
+    const actor = (await requireWorkspaceJson(request)).actor;
     const thumb = await boxThumbnail(actor, params.id);
     const headers: Record<string, string> = { "cache-control": "private, no-cache" };
     if (!thumb) return new Response(null, { status: 204, headers });

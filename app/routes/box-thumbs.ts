@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { requireWorkspace } from "~/edge/console.server";
+import { requireWorkspaceJson } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
 import { THUMBS_MAX, thumbnailEtags } from "~/models/thumbnail.server";
-import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { errorResponse } from "~/utils/api-error.server";
 import type { Route } from "./+types/box-thumbs";
 
 // GET /boxes/thumbs?ids=box_a,box_b — the current ETag of each visible row's thumbnail, in one
@@ -20,13 +20,7 @@ const QuerySchema = z.strictObject({
 
 export async function loader({ request }: Route.LoaderArgs) {
   try {
-    let actor;
-    try {
-      actor = (await requireWorkspace(request)).actor;
-    } catch (e) {
-      if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
-      throw e;
-    }
+    const actor = (await requireWorkspaceJson(request)).actor;
     const { ids } = parseQuery(request, QuerySchema);
     return Response.json({ thumbs: await thumbnailEtags(actor, ids) }, { headers: { "cache-control": "no-store" } });
   } catch (e) {

@@ -1,4 +1,4 @@
-import { requireWorkspace } from "~/edge/console.server";
+import { requireWorkspaceJson } from "~/edge/console.server";
 import { issuerOf } from "~/models/actor";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
@@ -14,13 +14,7 @@ import type { Route } from "./+types/box-ticket";
 
 export async function loader({ request, params }: Route.LoaderArgs) {
   try {
-    let ctx;
-    try {
-      ctx = await requireWorkspace(request);
-    } catch (e) {
-      if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
-      throw e;
-    }
+    const ctx = await requireWorkspaceJson(request);
     const url = new URL(request.url);
     const modeRaw = url.searchParams.get("mode") ?? "view";
     if (modeRaw !== "view" && modeRaw !== "control") throw new ApiError("bad_request", "mode must be view or control");

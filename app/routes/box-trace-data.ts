@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { requireWorkspace } from "~/edge/console.server";
+import { requireWorkspaceJson } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
 import type { Actor } from "~/models/actor";
 import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
@@ -16,12 +16,7 @@ const EntriesQuerySchema = z.strictObject({
 });
 
 async function sessionActor(request: Request): Promise<Actor> {
-  try {
-    return (await requireWorkspace(request)).actor;
-  } catch (e) {
-    if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
-    throw e;
-  }
+  return (await requireWorkspaceJson(request)).actor;
 }
 
 async function entries(request: Request, id: string): Promise<Response> {
