@@ -3,6 +3,7 @@ import { benchBoxList } from "./box-list";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchCdp } from "./cdp";
+import { benchDensity } from "./density";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
 import { benchScrub } from "./scrub";
@@ -27,6 +28,7 @@ const benches: Record<string, () => Promise<void>> = {
   viewer: benchViewer,
   "viewer-attach": benchViewerAttach,
   "viewers-load": benchViewersLoad,
+  density: benchDensity,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);

@@ -8,6 +8,7 @@ import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
 import { queuedStart } from "./box-start.server";
+import { admit } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import {
   type BoxJson,
@@ -143,7 +144,8 @@ export async function createBox(
     // Shown from the first push: the box waits for a start slot until its launch takes one.
     start_json: JSON.stringify(queuedStart(now)),
   };
-  await insertBoxWithinLimits(row, image);
+  // Refused with 503 `unavailable` when the machine cannot hold another box (ADR 0016).
+  await admit(() => insertBoxWithinLimits(row, image));
   // The first entry carries what a fork needs to launch the same box again.
   await trace(row.id, "box_created", { spec, placement }, actor);
   boxChanges.emit("change", toBoxJson(row));

@@ -68,6 +68,16 @@ const EnvSchema = z.object({
   HOLM_BOX_MEMORY_MAX: SizeSchema.default("8g"),
   /** Processes and threads one box may hold: a fork bomb stops there. An idle box holds ~130. */
   HOLM_BOX_PIDS: z.coerce.number().int().min(256).max(65_536).default(1024),
+  /**
+   * Admission (app/models/capacity.server.ts, ADR 0016): the most boxes that may hold a
+   * container on this server at once (starting, ready, paused, unreachable); 0: no count limit,
+   * only memory decides. Past it, POST /v1/boxes answers 503 `unavailable`, retryable.
+   */
+  HOLM_MAX_LIVE_BOXES: z.coerce.number().int().min(0).max(100_000).default(0),
+  /** Host memory a new box needs free to be admitted (an idle box uses about 200 MiB). */
+  HOLM_BOX_ADMIT_MEMORY: z.string().regex(SIZE_RE, "a size such as 300m or 1g").default("300m"),
+  /** Host memory no box may take: kept for the server, the engine and the host. */
+  HOLM_HOST_MEMORY_RESERVE: z.string().regex(SIZE_RE, "a size such as 512m or 1g").default("1g"),
   /** Live boxes (not removed, not failed) one workspace may hold. The server token has no limit. */
   HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
   /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */
