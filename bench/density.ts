@@ -12,14 +12,14 @@ import { now, summarize } from "./stats";
 //   BENCH_DENSITY_IDLE_S  idle window in seconds (default 30)
 //   BENCH_DENSITY_SAMPLES creates measured at each level (default 5)
 
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
 const BUDGET = parseSize(process.env.BENCH_DENSITY_BUDGET ?? "20g");
 const MAX = Number(process.env.BENCH_DENSITY_MAX ?? 80);
 const IDLE_S = Number(process.env.BENCH_DENSITY_IDLE_S ?? 30);
 const SAMPLES = Number(process.env.BENCH_DENSITY_SAMPLES ?? 5);
 const LEVELS = [1, 10, 40, 80];
 const AT_ONCE = 4;
-const GIB = 1024 ** 3;
-const MIB = 1024 ** 2;
 
 function parseSize(s: string): number {
   const m = /^(\d+(?:\.\d+)?)([mg])$/i.exec(s);
@@ -106,20 +106,27 @@ export async function benchDensity() {
       latency.set(level, samples);
     };
     let memory = 0;
-    for (const level of LEVELS) {
-      if (level > MAX) break;
-      // Fill to level-1 idle boxes, 4 at a time, within the budget.
-      while (tally.ready.length < level - 1 && memory < BUDGET && Date.now() - t0 < 60 * 60_000) {
-        const n = Math.min(AT_ONCE, level - 1 - tally.ready.length);
+    /** Fills to `want` idle boxes, 4 at a time, within the budget; false when it could not. */
+    const fill = async (want: number) => {
+      while (tally.ready.length < want && memory < BUDGET && Date.now() - t0 < 60 * 60_000) {
+        const n = Math.min(AT_ONCE, want - tally.ready.length);
+        const before = tally.failed.length + tally.refused;
         await Promise.all(Array.from({ length: n }, () => create(server, tally)));
         memory = await used();
         console.log(`  ${tally.ready.length} live, ${(memory / GIB).toFixed(2)} GiB, ${tally.failed.length} failed, ${tally.refused} refused`);
+        // Refused (no capacity) or failed every time: the machine holds no more.
+        if (tally.failed.length + tally.refused - before === n) break;
       }
-      if (tally.ready.length < level - 1) break;
+      return tally.ready.length >= want;
+    };
+    for (const level of LEVELS) {
+      if (level > MAX) break;
+      if (!(await fill(level - 1))) break;
       // Let the last starts settle: the latency at a level is of an idle machine with that many boxes.
       await new Promise((r) => setTimeout(r, 5000));
       await measureAt(level);
     }
+    await fill(MAX);
     const n = tally.ready.length;
     // Nobody watching: no viewer, no thumbnail, no API call during the window.
     await new Promise((r) => setTimeout(r, 15_000));

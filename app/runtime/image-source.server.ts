@@ -154,8 +154,9 @@ export function x11Dockerfile(req: ImageRequest, baseTag: string): string {
     `LABEL holm.image="x11" holm.features="${features.join(",")}" holm.packages="${packages.join(",")}"`,
     // A default for a bare `docker run`; the runtime passes its own.
     `ENV HOLM_FEATURES="${features.join(",")}"`,
-    // No Docker HEALTHCHECK: nothing read it (the server asks the agent), and its exec every 5 s
+    // No Docker healthcheck: nothing read it (the server asks the agent), and its exec every 5 s
     // cost an idle box 1.2 % of a core plus the engine's share (ADR 0016).
+    "HEALTHCHECK NONE",
     'ENTRYPOINT ["/opt/holm/entrypoint.sh"]',
     // Last, in order of how often they change: an agent change rebuilds only the final layer.
     "COPY files/ /opt/holm/",
