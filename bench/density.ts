@@ -122,8 +122,9 @@ export async function benchDensity() {
     for (const level of LEVELS) {
       if (level > MAX) break;
       if (!(await fill(level - 1))) break;
-      // Let the last starts settle: the latency at a level is of an idle machine with that many boxes.
-      await new Promise((r) => setTimeout(r, 5000));
+      // Let the last starts settle (a new Chromium works for several seconds after ready): the
+      // latency at a level is of an idle machine with that many boxes.
+      await new Promise((r) => setTimeout(r, 15_000));
       await measureAt(level);
     }
     await fill(MAX);
