@@ -5,6 +5,7 @@ import { benchBoxStart } from "./box-start";
 import { benchCdp } from "./cdp";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
+import { benchPool } from "./pool";
 import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
@@ -20,6 +21,7 @@ const benches: Record<string, () => Promise<void>> = {
   "box-list": benchBoxList,
   drive: benchDrive,
   pages: benchPages,
+  pool: benchPool,
   cdp: benchCdp,
   auth: benchAuth,
   trace: benchTrace,

@@ -25,7 +25,7 @@ export const CLAIM_PATH = "/etc/holm-claim.json";
 
 const TICK_MS = 2000;
 
-const HEALTH_TIMEOUT_MS = 300;
+const HEALTH_TIMEOUT_MS = 1000;
 
 interface Entry {
   key: string;
@@ -124,11 +124,6 @@ export async function claimFromPool(
   for (let id = list?.shift(); id; id = list?.shift()) {
     const row = await loadRow(id);
     if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") continue;
-    // Never hand out a box whose desktop stopped answering since the last sweep.
-    if (!(await healthy(row))) {
-      void retire(row, "its desktop stopped answering");
-      continue;
-    }
     const now = Date.now();
     const patch = {
       owner: input.owner,
@@ -141,14 +136,20 @@ export async function claimFromPool(
       created_by: input.by.id,
       created_by_name: input.by.name,
     };
-    let claimed: boolean;
-    try {
-      claimed = await claimWithinLimits(input.owner, id, patch);
-    } catch (err) {
-      list!.unshift(id);
-      throw err;
+    // The claim and the health probe at once: a box whose desktop stopped answering since the
+    // last sweep is given back and removed, never handed out; the next one is tried.
+    const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
+    if (claimed instanceof Error) {
+      if (ok) list!.unshift(id);
+      else void retire(row, "its desktop stopped answering");
+      throw claimed;
     }
     if (!claimed) continue;
+    if (!ok) {
+      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+      void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
+      continue;
+    }
     Object.assign(row, patch, { pooled: 0 });
     kick();
     // On the memory store the container is all a restarted server has: the claim goes into it
