@@ -14,7 +14,7 @@ import {
 } from "./box-record.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
-import { readClaim } from "./pool.server";
+import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
 import { traceStartedFresh } from "./trace.server";
 
@@ -107,6 +107,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
   );
   const me = serverId();
+  let claims: ReturnType<typeof readClaims> | undefined;
   for (const found of await rt.list()) {
     if (!found.boxId || known.has(found.boxId)) continue;
     // Another server's box (another key) is not ours to take or to clean up.
@@ -118,8 +119,9 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     try {
       const row = rowFromLabels(found.boxId, found.ref, found.labels);
       row.state = found.state === "running" ? "ready" : found.state === "paused" ? "paused" : "stopped";
-      // A pool box's labels name no owner; a claim wrote its owner into the box (pool.server.ts).
-      if (row.pooled) Object.assign(row, (await readClaim(rt, found.ref).catch(() => undefined)) ?? {});
+      // A pool box's labels name no owner; its claim, if any, was kept on the host (pool-claims.server.ts).
+      const claim = row.pooled ? (claims ??= readClaims()).get(row.id) : undefined;
+      if (claim) Object.assign(row, claim, { pooled: 0 });
       await db().insertInto("box").values(row).execute();
       if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (found.address) rememberAddress(row.id, found.address);

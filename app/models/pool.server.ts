@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RUNTIME } from "~/runtime/index.server";
-import type { Runtime } from "~/runtime/runtime";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
@@ -8,9 +7,10 @@ import { type Actor } from "./actor";
 import { allUp, probeHealth } from "./agent.server";
 import { launch, launchLoad } from "./box-launch.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
-import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, runtimeOf, serial, toBoxJson, trace } from "./box-record.server";
+import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
 import { queuedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
+import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
 import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, normalizePlacement, normalizeSpec, specDigest } from "./spec.server";
 
@@ -19,9 +19,6 @@ import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, no
 // normalised spec matches takes one: the claim writes owner, placement, lifetime and metadata
 // onto the ready box and starts its trace and events there. A pool box is never touched before
 // its claim (no viewer, no call reaches it: visibleRow refuses it), so it has nothing to reset.
-
-/** Where a claim is written into the box, for a restart on the memory store (box-sync.server.ts). */
-export const CLAIM_PATH = "/etc/holm-claim.json";
 
 const TICK_MS = 2000;
 
@@ -152,54 +149,28 @@ export async function claimFromPool(
     }
     Object.assign(row, patch, { pooled: 0 });
     kick();
-    // On the memory store the container is all a restarted server has: the claim goes into it
-    // before the caller hears of the box, so it is never adopted back into the pool.
-    if (env().HOLM_STORAGE_BACKEND === "memory") await writeClaim(runtimeOf(row), row);
+    // On the memory store the containers are all a restarted server has: the claim is kept on
+    // the host before the caller hears of the box, so it is never adopted back into the pool.
+    if (env().HOLM_STORAGE_BACKEND === "memory") {
+      try {
+        recordClaim(id, row);
+      } catch (err) {
+        // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
+        console.error(`[holm] pool: recording the claim of ${id} failed:`, err);
+        await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+        void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
+        continue;
+      }
+    }
     await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
     await trace(id, "ready");
     const box = toBoxJson(row);
     boxChanges.emit("change", box);
-    await recordEvent("box.created", {
-      owner: row.owner,
-      box_id: id,
-      runtime: row.runtime,
-      by: actor,
-      data: { claimed_from_pool: true },
-    });
-    await recordEvent("box.ready", {
-      owner: row.owner,
-      box_id: id,
-      runtime: row.runtime,
-    });
+    await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
+    await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
     return box;
   }
   return undefined;
-}
-
-type Claim = Pick<
-  BoxRow,
-  "owner" | "placement_json" | "created_at_ms" | "expires_at_ms" | "idle_timeout_secs" | "name" | "labels_json" | "created_by" | "created_by_name"
->;
-
-async function writeClaim(rt: Runtime, row: BoxRow) {
-  const claim: Claim = {
-    owner: row.owner,
-    placement_json: row.placement_json,
-    created_at_ms: row.created_at_ms,
-    expires_at_ms: row.expires_at_ms,
-    idle_timeout_secs: row.idle_timeout_secs,
-    name: row.name,
-    labels_json: row.labels_json,
-    created_by: row.created_by,
-    created_by_name: row.created_by_name,
-  };
-  await rt.putSecrets(row.runtime_ref!, [{ path: CLAIM_PATH, data: Buffer.from(JSON.stringify(claim)) }]);
-}
-
-/** The claim written into a pool container, if it was claimed (adoption on the memory store). */
-export async function readClaim(rt: Runtime, ref: string): Promise<(Claim & { pooled: 0 }) | undefined> {
-  const data = await rt.readFile(ref, CLAIM_PATH);
-  return data ? { ...(JSON.parse(data.toString("utf8")) as Claim), pooled: 0 } : undefined;
 }
 
 async function launchOne(entry: Entry & { spec: NormalSpec }) {
@@ -274,8 +245,9 @@ async function sweep(): Promise<void> {
   const budget = parseBytes(e.HOLM_POOL_MAX_MEMORY);
   const each = parseBytes(boxMemory(poolPlacement()));
   let held = rows.length * each;
-  // Refills leave one start slot to callers and never queue behind them (box-launch.server.ts).
-  const slots = Math.max(1, e.HOLM_LAUNCH_CONCURRENCY - 1);
+  // Refills use half the start slots (desktops booting starve everything else of CPU, claims
+  // included) and never queue behind callers' launches (box-launch.server.ts).
+  const slots = Math.max(1, Math.floor(e.HOLM_LAUNCH_CONCURRENCY / 2));
   for (const entry of await entries()) {
     if (!entry.spec) continue;
     const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0);
@@ -312,6 +284,10 @@ function kick() {
  * (a start cut short, a desktop that died meanwhile) are removed. Then the refills begin.
  */
 export async function startPool(): Promise<void> {
+  if (env().HOLM_STORAGE_BACKEND === "memory") {
+    const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
+    compactClaims(new Set(live.map((r) => r.id)));
+  }
   if (!env().HOLM_POOL) return;
   let back = 0;
   let removed = 0;

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
-import { extract, pack } from "tar-stream";
+import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
@@ -177,27 +177,6 @@ export class DockerRuntime implements Runtime {
 
   async putSecrets(ref: string, files: SecretFile[]): Promise<void> {
     await this.docker.getContainer(ref).putArchive(await secretsTar(files), { path: "/" });
-  }
-
-  async readFile(ref: string, path: string): Promise<Buffer | undefined> {
-    let tar: NodeJS.ReadableStream;
-    try {
-      tar = await this.docker.getContainer(ref).getArchive({ path });
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 404) return undefined;
-      throw err;
-    }
-    const x = extract();
-    tar.pipe(x);
-    for await (const entry of x) {
-      const chunks: Buffer[] = [];
-      for await (const c of entry) chunks.push(c as Buffer);
-      if (entry.header.type === "file") {
-        tar.unpipe?.(x);
-        return Buffer.concat(chunks);
-      }
-    }
-    return undefined;
   }
 
   async start(ref: string): Promise<void> {

@@ -89,8 +89,6 @@ export interface Runtime {
    * box waits for them as it boots, so this can run alongside the start.
    */
   putSecrets(ref: string, files: SecretFile[]): Promise<void>;
-  /** One file from the box (root's view), or undefined when it is not there. */
-  readFile(ref: string, path: string): Promise<Buffer | undefined>;
   stop(ref: string): Promise<void>;
   pause(ref: string): Promise<void>;
   unpause(ref: string): Promise<void>;

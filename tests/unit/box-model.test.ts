@@ -39,9 +39,6 @@ class HeldRuntime implements Runtime {
   }
   async start() {}
   async putSecrets() {}
-  async readFile() {
-    return undefined;
-  }
   async stop() {}
   async pause() {}
   async unpause() {}
