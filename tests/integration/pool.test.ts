@@ -40,7 +40,7 @@ async function eventsOf(api: Api, id: string): Promise<any[]> {
 }
 
 beforeAll(async () => {
-  server = await startServer({ HOLM_POOL: `default=${POOL}`, HOLM_POOL_MAX_MEMORY: "6g", HOLM_WORKSPACE_BOXES: String(POOL), HOLM_LAUNCH_CONCURRENCY: "3" });
+  server = await startServer({ HOLM_POOL: `default=${POOL}`, HOLM_POOL_MAX_MEMORY: "6g", HOLM_WORKSPACE_BOXES: String(POOL), HOLM_LAUNCH_CONCURRENCY: "4" });
   const w = await twoWorkspaces(server);
   asA = w.asA;
   adminPage = () => w.c.page(w.ada, "/settings");
@@ -89,7 +89,11 @@ describe("warm pool", () => {
     expect(tabs).toHaveLength(1);
     expect(tabs[0].url).toMatch(/^(about:blank|chrome:\/\/newtab\/?|data:)/);
     expect((await json(await asA(`/v1/boxes/${box.id}/screens/0/clipboard`))).text ?? "").toBe("");
-    const visited = await execIn(box.id, ["sh", "-c", "for f in $(find / -xdev -name History -path '*hromium*' 2>/dev/null); do grep -ao 'https\\?://[[:alnum:]./:_-]*' $f; done; echo end"]);
+    const visited = await execIn(box.id, [
+      "sh",
+      "-c",
+      "d=/root/.config/holm/chromium-0; test -d $d/Default || echo no-profile; for f in $(find $d -name History); do grep -ao 'https\\?://[[:alnum:]./:_-]*' $f; done; echo end",
+    ]);
     expect(visited.out.trim().split("\n")).toEqual(["end"]);
   }, 60_000);
 
