@@ -48,7 +48,7 @@ async function secretFiles(): Promise<Buffer> {
 }
 
 /** docker run of the box image, until X (xdpyinfo via the agent's health), VNC and CDP answer. */
-async function rawStart(image: string): Promise<number> {
+export async function rawStart(image: string): Promise<number> {
   const t0 = now();
   const c = await docker.createContainer({
     Image: image,

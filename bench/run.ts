@@ -6,6 +6,7 @@ import { benchCdp } from "./cdp";
 import { benchDensity } from "./density";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
+import { benchPool } from "./pool";
 import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
@@ -21,6 +22,7 @@ const benches: Record<string, () => Promise<void>> = {
   "box-list": benchBoxList,
   drive: benchDrive,
   pages: benchPages,
+  pool: benchPool,
   cdp: benchCdp,
   auth: benchAuth,
   trace: benchTrace,

@@ -34,6 +34,8 @@ export interface BoxTable {
   created_by_name: ColumnType<string | null, string | null | undefined, string | null>;
   /** Its start: phases with times, build progress and the last log lines (BoxStart as JSON). */
   start_json: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1 while the box waits, unowned, in the warm pool (app/models/pool.server.ts); 0 otherwise. */
+  pooled: ColumnType<number, number | undefined, number>;
 }
 
 export interface EventTable {

@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
+import { startPool, stopPool } from "~/models/pool.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { httpEdge } from "./http-edge";
@@ -29,6 +30,7 @@ export const holm = {
     const { adopted, known } = await adoptBoxes();
     console.log(`[holm] store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
     startLoops();
+    await startPool();
   },
 
   attach(server: HttpServer) {
@@ -41,6 +43,7 @@ export const holm = {
 
   async shutdown() {
     await stopLoops();
+    await stopPool();
     await new Promise<void>((resolve) => (io ? io.close(() => resolve()) : resolve()));
     await closeDb();
   },

@@ -30,6 +30,8 @@ function labelsFor(row: BoxRow): Record<string, string> {
     "holm.expires_at_ms": String(row.expires_at_ms),
   };
   if (row.owner) labels["holm.owner"] = row.owner;
+  // A pool box: whoever claims it later is written into the box (pool.server.ts), not here.
+  if (row.pooled) labels["holm.pool"] = "1";
   // So a server that restarts on the memory store still knows who made the box and its name.
   if (row.created_by) labels["holm.created_by"] = row.created_by;
   if (row.created_by_name) labels["holm.created_by_name"] = row.created_by_name;
@@ -44,21 +46,29 @@ let starting = 0;
 
 const startQueue: (() => void)[] = [];
 
-async function startSlot(): Promise<() => void> {
-  if (starting >= env().HOLM_LAUNCH_CONCURRENCY) await new Promise<void>((r) => startQueue.push(r));
+// Pool refills wait behind every caller's launch, so a warm pool never delays a cold create.
+const refillQueue: (() => void)[] = [];
+
+async function startSlot(refill: boolean): Promise<() => void> {
+  if (starting >= env().HOLM_LAUNCH_CONCURRENCY) await new Promise<void>((r) => (refill ? refillQueue : startQueue).push(r));
   starting++;
   let released = false;
   return () => {
     if (released) return;
     released = true;
     starting--;
-    startQueue.shift()?.();
+    (startQueue.shift() ?? refillQueue.shift())?.();
   };
+}
+
+/** Launches waiting for a start slot, and those holding one (the pool refills only when idle). */
+export function launchLoad(): { starting: number; waiting: number } {
+  return { starting, waiting: startQueue.length + refillQueue.length };
 }
 
 export async function launch(row: BoxRow): Promise<void> {
   const start = new StartTracker(row);
-  const release = await startSlot();
+  const release = await startSlot(!!row.pooled);
   try {
     await launchNow(row, start);
   } finally {
@@ -119,6 +129,8 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       return;
     }
     await setState(row, "ready", null, start.ready());
+    // A pool box has no trace and no events until its claim (pool.server.ts writes them then).
+    if (row.pooled) return;
     await trace(row.id, "ready");
     await recordEvent("box.ready", { owner: row.owner, box_id: row.id, runtime: row.runtime });
   } catch (err) {
@@ -134,6 +146,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     if (!(await stillWanted())) return;
     const why = start.reason(causeOf(err, lines));
     await setState(row, "failed", why, start.failed());
+    if (row.pooled) return;
     await trace(row.id, "failed", { why });
     await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
   }

@@ -192,7 +192,8 @@ export function runtimeOf(row: Pick<BoxRow, "runtime">): Runtime {
 export async function visibleRow(actor: Actor, id: string): Promise<BoxRow> {
   const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
   const owner = ownerOf(actor);
-  if (!row || (owner !== undefined && row.owner !== owner)) throw notFound(`no box ${id}`);
+  // A pool box is no one's until claimed (pool.server.ts): not even the operator sees it.
+  if (!row || row.pooled || (owner !== undefined && row.owner !== owner)) throw notFound(`no box ${id}`);
   if (row.removed_at_ms !== null || row.state === "gone") {
     throw new ApiError("gone", `box ${id} was removed${row.reason ? `: ${row.reason}` : ""}`);
   }

@@ -14,6 +14,7 @@ import {
 } from "./box-record.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
+import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
 import { traceStartedFresh } from "./trace.server";
 
@@ -83,8 +84,8 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const known = new Set(rows.map((r) => r.id));
   for (const row of rows) {
     try {
-      // With the memory store a box taken back starts a new trace.
-      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      // With the memory store a box taken back starts a new trace (a pool box has none yet).
+      if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (row.state === "starting") {
         await setState(row, "failed", "the server restarted while the box was starting", abandonedStart(row));
         if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
@@ -106,6 +107,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
   );
   const me = serverId();
+  let claims: ReturnType<typeof readClaims> | undefined;
   for (const found of await rt.list()) {
     if (!found.boxId || known.has(found.boxId)) continue;
     // Another server's box (another key) is not ours to take or to clean up.
@@ -117,8 +119,11 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     try {
       const row = rowFromLabels(found.boxId, found.ref, found.labels);
       row.state = found.state === "running" ? "ready" : found.state === "paused" ? "paused" : "stopped";
+      // A pool box's labels name no owner; its claim, if any, was kept on the host (pool-claims.server.ts).
+      const claim = row.pooled ? (claims ??= readClaims()).get(row.id) : undefined;
+      if (claim) Object.assign(row, claim, { pooled: 0 });
       await db().insertInto("box").values(row).execute();
-      if (await traceStartedFresh(row.id)) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (found.address) rememberAddress(row.id, found.address);
       adopted++;
       console.log(`[holm] adopted ${row.id} (${row.state}) from the runtime`);
@@ -161,5 +166,6 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
     created_by: labels["holm.created_by"] ?? null,
     created_by_name: labels["holm.created_by_name"] ?? null,
     start_json: null,
+    pooled: labels["holm.pool"] === "1" ? 1 : 0,
   };
 }

@@ -30,6 +30,7 @@ import {
 } from "./box-record.server";
 import { type EventKind, recordEvent } from "./event.server";
 import { enqueue } from "./job.server";
+import { claimFromPool } from "./pool.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import {
   type NormalSpec,
@@ -77,6 +78,7 @@ export async function listBoxes(actor: Actor): Promise<BoxJson[]> {
     .selectAll()
     .where("removed_at_ms", "is", null)
     .where("state", "!=", "gone")
+    .where("pooled", "=", 0)
     .orderBy("created_at_ms", "desc");
   const owner = ownerOf(actor);
   if (owner !== undefined) q = q.where("owner", "=", owner);
@@ -112,10 +114,13 @@ export async function createBox(
   const rt = runtime(placement.runtime);
   if (!rt) throw notFound(`no runtime named ${placement.runtime}`);
   const owner = ownerOf(actor) ?? null;
+  const by = await actorIdentity(actor);
+  // A warm box of this spec, if the pool has one (ADR 0014): ready now, no launch.
+  const claimed = await claimFromPool(actor, { spec, placement, metadata: input.metadata, owner, by });
+  if (claimed) return { box: claimed, queued: false };
   // Only workspaces have a build limit, so only they need to know whether this one builds.
   const image = owner ? await imageStatusOf(rt, spec) : undefined;
   const now = Date.now();
-  const by = await actorIdentity(actor);
   const row: BoxRow = {
     id: `box_${randomBytes(16).toString("hex")}`,
     owner,
@@ -143,6 +148,7 @@ export async function createBox(
     created_by_name: by.name,
     // Shown from the first push: the box waits for a start slot until its launch takes one.
     start_json: JSON.stringify(queuedStart(now)),
+    pooled: 0,
   };
   // Refused with 503 `unavailable` when the machine cannot hold another box (ADR 0016).
   await admit(() => insertBoxWithinLimits(row, image));

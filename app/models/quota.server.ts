@@ -1,4 +1,4 @@
-import type { Insertable, Transaction } from "kysely";
+import type { Insertable, Selectable, Transaction } from "kysely";
 import type { BoxTable, Database } from "../../db/schema";
 import type { ImageStatus } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
@@ -31,26 +31,45 @@ export async function insertBoxWithinLimits(row: Insertable<BoxTable>, image?: I
     .transaction()
     .execute(async (tx) => {
       if (owner) {
-        const { n } = await tx
-          .selectFrom("box")
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .where("owner", "=", owner)
-          .where("removed_at_ms", "is", null)
-          .where("state", "not in", NOT_LIVE)
-          .executeTakeFirstOrThrow();
-        const max = e.HOLM_WORKSPACE_BOXES;
-        if (Number(n) >= max) {
-          throw new ApiError(
-            "denied",
-            `workspace ${owner} already has ${count(Number(n), "live box", "live boxes")}, the most this server allows ` +
-              `(HOLM_WORKSPACE_BOXES=${max}); remove one, or wait until one expires`,
-            { retryable: max > 0 },
-          );
-        }
+        await requireRoom(tx, owner);
         if (image && !image.present) await countBuild(tx, owner, image.image, e.HOLM_WORKSPACE_IMAGE_BUILDS);
       }
       await tx.insertInto("box").values(row).execute();
     });
+}
+
+/**
+ * Claims a pool box for `owner` (pool.server.ts) if the workspace has room, as a cold create
+ * would: check and write are one transaction. False when the box was no longer in the pool.
+ */
+export async function claimWithinLimits(owner: string | null, id: string, patch: Partial<Selectable<BoxTable>>): Promise<boolean> {
+  return db()
+    .transaction()
+    .execute(async (tx) => {
+      if (owner) await requireRoom(tx, owner);
+      const res = await tx.updateTable("box").set({ ...patch, pooled: 0 }).where("id", "=", id).where("pooled", "=", 1).executeTakeFirst();
+      return Number(res.numUpdatedRows) === 1;
+    });
+}
+
+async function requireRoom(tx: Transaction<Database>, owner: string): Promise<void> {
+  const e = env();
+  const { n } = await tx
+    .selectFrom("box")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner", "=", owner)
+    .where("removed_at_ms", "is", null)
+    .where("state", "not in", NOT_LIVE)
+    .executeTakeFirstOrThrow();
+  const max = e.HOLM_WORKSPACE_BOXES;
+  if (Number(n) >= max) {
+    throw new ApiError(
+      "denied",
+      `workspace ${owner} already has ${count(Number(n), "live box", "live boxes")}, the most this server allows ` +
+        `(HOLM_WORKSPACE_BOXES=${max}); remove one, or wait until one expires`,
+      { retryable: max > 0 },
+    );
+  }
 }
 
 async function countBuild(tx: Transaction<Database>, owner: string, image: string, max: number): Promise<void> {

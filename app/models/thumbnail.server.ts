@@ -81,7 +81,7 @@ export const THUMBS_MAX = 100;
 export async function thumbnailEtags(actor: Actor, ids: string[]): Promise<Record<string, string | null>> {
   const wanted = [...new Set(ids)].filter((id) => /^box_[0-9a-f]{8,64}$/.test(id)).slice(0, THUMBS_MAX);
   if (wanted.length === 0) return {};
-  let q = db().selectFrom("box").selectAll().where("id", "in", wanted).where("removed_at_ms", "is", null).where("state", "!=", "gone");
+  let q = db().selectFrom("box").selectAll().where("id", "in", wanted).where("pooled", "=", 0).where("removed_at_ms", "is", null).where("state", "!=", "gone");
   const owner = ownerOf(actor);
   if (owner !== undefined) q = q.where("owner", "=", owner);
   const rows = await q.execute();

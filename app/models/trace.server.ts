@@ -177,6 +177,7 @@ export async function traceBox(actor: Actor, id: string): Promise<TraceBox> {
         .selectFrom("box")
         .select(["id", "owner", "state", "removed_at_ms"])
         .where("id", "=", id)
+        .where("pooled", "=", 0)
         .executeTakeFirst()
     : undefined;
   const owner = actor.kind === "workspace" ? actor.workspaceId : undefined;

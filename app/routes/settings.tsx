@@ -1,10 +1,12 @@
 import { redirect, useActionData } from "react-router";
+import { PoolCard } from "~/components/pool-card";
 import { PostForm } from "~/components/post-form";
 import { SecretsCard } from "~/components/secrets-card";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, Field } from "~/components/ui";
 import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { poolStatus } from "~/models/pool.server";
 import { atLeast } from "~/models/roles";
 import { deleteSecret, listSecrets, putSecret } from "~/models/secret-store.server";
 import { createSession } from "~/models/session.server";
@@ -21,6 +23,8 @@ export async function loader({ request }: Route.LoaderArgs) {
     csrf: ctx.csrf,
     admin: ctx.user.is_admin,
     signupsOpen: await signupsOpen(),
+    // The warm pool is the server's, so only its administrator sees it.
+    pool: ctx.user.is_admin ? await poolStatus() : null,
     // The current workspace's secrets (names and dates only).
     secrets: w ? { workspace: w.name, canEdit: atLeast(w.role, "member"), list: await listSecrets(w.id) } : null,
   };
@@ -58,7 +62,7 @@ export async function action({ request }: Route.ActionArgs) {
 
 export default function Settings({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
-  const { csrf, admin, signupsOpen: open, secrets } = loaderData;
+  const { csrf, admin, signupsOpen: open, secrets, pool } = loaderData;
   const changed = typeof window !== "undefined" && new URLSearchParams(window.location.search).has("changed");
   return (
     <Shell>
@@ -95,6 +99,7 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
             </PostForm>
           </Card>
         ) : null}
+        {pool ? <PoolCard pool={pool} /> : null}
       </div>
     </Shell>
   );

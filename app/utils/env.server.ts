@@ -81,6 +81,22 @@ const EnvSchema = z.object({
   /** Live boxes (not removed, not failed) one workspace may hold. The server token has no limit. */
   HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
   /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */
+  /**
+   * The warm pool: boxes kept ready, unowned, per spec (app/models/pool.server.ts).
+   * `default=4` (the spec an empty POST /v1/boxes gets) or `<spec digest>=N`, comma separated.
+   */
+  HOLM_POOL: z
+    .string()
+    .regex(
+      /^(default|[0-9a-f]{64})=[0-9]{1,3}(,(default|[0-9a-f]{64})=[0-9]{1,3})*$/,
+      'entries such as "default=4" or "<64-hex spec digest>=2", separated by commas',
+    )
+    .transform((v) => v.split(",").map((kv) => ({ key: kv.split("=")[0]!, size: Number(kv.split("=")[1]) })))
+    .refine((l) => new Set(l.map((e) => e.key)).size === l.length, "each spec may appear once")
+    .refine((l) => l.every((e) => e.size <= 100), "at most 100 boxes per spec")
+    .optional(),
+  /** The memory all pool boxes may hold together (each counts its memory limit). */
+  HOLM_POOL_MAX_MEMORY: SizeSchema.default("8g"),
   HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
 }).refine((e) => {
   const [mem, max] = [e.HOLM_BOX_MEMORY, e.HOLM_BOX_MEMORY_MAX];

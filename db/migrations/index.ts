@@ -6,6 +6,7 @@ import { imageBuilds } from "./0004-image-builds";
 import { desktopGeneration } from "./0005-desktop-generation";
 import { secretsStates } from "./0006-secrets-states";
 import { consoleColumns } from "./0007-console";
+import { pool } from "./0008-pool";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -16,6 +17,7 @@ const migrations: Record<string, Migration> = {
   "0005-desktop-generation": desktopGeneration,
   "0006-secrets-states": secretsStates,
   "0007-console": consoleColumns,
+  "0008-pool": pool,
 };
 
 export const migrationProvider: MigrationProvider = {

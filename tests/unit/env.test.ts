@@ -2,6 +2,20 @@ import { describe, expect, it } from "vitest";
 import { parseEnv } from "~/utils/env.server";
 
 describe("environment", () => {
+  it("reads HOLM_POOL as specs and sizes, and refuses bad syntax naming the variable", () => {
+    const digest = "a".repeat(64);
+    expect(parseEnv({ HOLM_POOL: `default=4,${digest}=2` }).HOLM_POOL).toEqual([
+      { key: "default", size: 4 },
+      { key: digest, size: 2 },
+    ]);
+    expect(parseEnv({}).HOLM_POOL).toBeUndefined();
+    expect(parseEnv({}).HOLM_POOL_MAX_MEMORY).toBe("8g");
+    for (const bad of ["default", "default=x", "4", "default=1,,", "abc=2", "default=1,default=2", "default=101", "default=-1"]) {
+      expect(() => parseEnv({ HOLM_POOL: bad }), bad).toThrow(/HOLM_POOL: /);
+    }
+    expect(() => parseEnv({ HOLM_POOL_MAX_MEMORY: "lots" })).toThrow(/HOLM_POOL_MAX_MEMORY/);
+  });
+
   it("has working defaults", () => {
     const e = parseEnv({});
     expect(e.HOLM_SERVER_ADDR).toEqual({ host: "127.0.0.1", port: 8080 });

@@ -1,0 +1,356 @@
+import { randomBytes } from "node:crypto";
+import { DEFAULT_RUNTIME } from "~/runtime/index.server";
+import { db } from "~/utils/db.server";
+import { env } from "~/utils/env.server";
+import { parseBytes } from "~/utils/size";
+import { type Actor } from "./actor";
+import { allUp, probeHealth } from "./agent.server";
+import { launch, launchLoad } from "./box-launch.server";
+import { capacity, refusal } from "./capacity.server";
+import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
+import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
+import { queuedStart } from "./box-start.server";
+import { recordEvent } from "./event.server";
+import { compactClaims, recordClaim } from "./pool-claims.server";
+import { claimWithinLimits } from "./quota.server";
+import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, normalizePlacement, normalizeSpec, specDigest } from "./spec.server";
+
+// The warm pool (HOLM_POOL, ADR 0014): boxes launched ahead of any request, unowned, in no
+// workspace's list or quota, counted against HOLM_POOL_MAX_MEMORY. A POST /v1/boxes whose
+// normalised spec matches takes one: the claim writes owner, placement, lifetime and metadata
+// onto the ready box and starts its trace and events there. A pool box is never touched before
+// its claim (no viewer, no call reaches it: visibleRow refuses it), so it has nothing to reset.
+
+const TICK_MS = 2000;
+
+const HEALTH_TIMEOUT_MS = 1000;
+
+interface Entry {
+  key: string;
+  digest: string;
+  spec?: NormalSpec;
+  size: number;
+}
+
+/** Ready pool boxes by spec digest, oldest first; a claim takes one synchronously, so never twice. */
+const ready = new Map<string, string[]>();
+
+/** Pool launches under way, by spec digest. */
+const refilling = new Map<string, number>();
+
+let timer: NodeJS.Timeout | undefined;
+let ticking: Promise<void> | undefined;
+let again = false;
+
+function poolPlacement(): NormalPlacement {
+  return {
+    ...normalizePlacement({}, DEFAULT_RUNTIME),
+    expires_after_secs: MAX_LIFETIME_SECS,
+  };
+}
+
+async function entries(): Promise<Entry[]> {
+  const out: Entry[] = [];
+  for (const { key, size } of env().HOLM_POOL ?? []) {
+    if (key === "default") {
+      const spec = normalizeSpec();
+      out.push({ key, digest: specDigest(spec), spec, size });
+      continue;
+    }
+    // A digest names a spec only once the server has seen a box of it (ADR 0014).
+    const seen = await db().selectFrom("box").select("spec_json").where("spec_digest", "=", key).orderBy("created_at_ms", "desc").executeTakeFirst();
+    out.push({
+      key,
+      digest: key,
+      spec: seen ? (JSON.parse(seen.spec_json) as NormalSpec) : undefined,
+      size,
+    });
+  }
+  return out;
+}
+
+async function poolRows(): Promise<BoxRow[]> {
+  return db()
+    .selectFrom("box")
+    .selectAll()
+    .where("pooled", "=", 1)
+    .where("removed_at_ms", "is", null)
+    .where("state", "in", ["starting", "ready"])
+    .execute();
+}
+
+/** Whether a caller's placement gets the container a pool box has (lifetimes are set at claim). */
+function fitsPool(p: NormalPlacement): boolean {
+  const pool = poolPlacement();
+  return p.runtime === pool.runtime && boxMemory(p) === boxMemory(pool) && !p.cpus && !p.persistent;
+}
+
+async function healthy(row: BoxRow): Promise<boolean> {
+  const address = await boxAddress(row.id);
+  return !!address && allUp(await probeHealth(address, HEALTH_TIMEOUT_MS), row.screens);
+}
+
+function drop(digest: string, id: string) {
+  const list = ready.get(digest);
+  const at = list?.indexOf(id) ?? -1;
+  if (at >= 0) list!.splice(at, 1);
+}
+
+async function retire(row: BoxRow, why: string) {
+  drop(row.spec_digest, row.id);
+  console.log(`[holm] pool: removing ${row.id}: ${why}`);
+  await removeRow(row, `pool: ${why}`).catch((err) => console.error(`[holm] pool: removing ${row.id}:`, err));
+}
+
+/**
+ * Takes a ready pool box for this create, or undefined when none fits (the caller launches cold).
+ * Quota refusals are thrown as a cold create's would be.
+ */
+export async function claimFromPool(
+  actor: Actor,
+  input: {
+    spec: NormalSpec;
+    placement: NormalPlacement;
+    metadata?: BoxMetadata;
+    owner: string | null;
+    by: { id: string | null; name: string | null };
+  },
+): Promise<BoxJson | undefined> {
+  if (!env().HOLM_POOL || !fitsPool(input.placement)) return undefined;
+  const digest = specDigest(input.spec);
+  const list = ready.get(digest);
+  for (let id = list?.shift(); id; id = list?.shift()) {
+    const row = await loadRow(id);
+    if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") continue;
+    const now = Date.now();
+    const patch = {
+      owner: input.owner,
+      placement_json: JSON.stringify(input.placement),
+      created_at_ms: now,
+      expires_at_ms: now + input.placement.expires_after_secs * 1000,
+      idle_timeout_secs: input.placement.idle_timeout_secs ?? null,
+      last_used_ms: now,
+      ...metadataColumns(input.metadata),
+      created_by: input.by.id,
+      created_by_name: input.by.name,
+    };
+    // The claim and the health probe at once: a box whose desktop stopped answering since the
+    // last sweep is given back and removed, never handed out; the next one is tried.
+    const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
+    if (claimed instanceof Error) {
+      if (ok) list!.unshift(id);
+      else void retire(row, "its desktop stopped answering");
+      throw claimed;
+    }
+    if (!claimed) continue;
+    if (!ok) {
+      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+      void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
+      continue;
+    }
+    Object.assign(row, patch, { pooled: 0 });
+    kick();
+    // On the memory store the containers are all a restarted server has: the claim is kept on
+    // the host before the caller hears of the box, so it is never adopted back into the pool.
+    if (env().HOLM_STORAGE_BACKEND === "memory") {
+      try {
+        recordClaim(id, row);
+      } catch (err) {
+        // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
+        console.error(`[holm] pool: recording the claim of ${id} failed:`, err);
+        await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+        void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
+        continue;
+      }
+    }
+    await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
+    await trace(id, "ready");
+    const box = toBoxJson(row);
+    boxChanges.emit("change", box);
+    await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
+    await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
+    return box;
+  }
+  return undefined;
+}
+
+async function launchOne(entry: Entry & { spec: NormalSpec }) {
+  const now = Date.now();
+  const placement = poolPlacement();
+  const row: BoxRow = {
+    id: `box_${randomBytes(16).toString("hex")}`,
+    owner: null,
+    runtime: placement.runtime,
+    runtime_ref: null,
+    spec_digest: entry.digest,
+    spec_json: JSON.stringify(entry.spec),
+    placement_json: JSON.stringify(placement),
+    image: null,
+    state: "starting",
+    reason: null,
+    screens: entry.spec.desktop.screens,
+    width: entry.spec.desktop.width,
+    height: entry.spec.desktop.height,
+    persistent: 0,
+    created_at_ms: now,
+    expires_at_ms: now + placement.expires_after_secs * 1000,
+    idle_timeout_secs: null,
+    last_used_ms: now,
+    removed_at_ms: null,
+    desktop: 1,
+    name: null,
+    labels_json: null,
+    created_by: null,
+    created_by_name: null,
+    start_json: JSON.stringify(queuedStart(now)),
+    pooled: 1,
+  };
+  refilling.set(entry.digest, (refilling.get(entry.digest) ?? 0) + 1);
+  try {
+    await db().insertInto("box").values(row).execute();
+    await serial(row.id, () => launch(row));
+    const after = await loadRow(row.id);
+    if (after?.state === "ready" && after.pooled && after.removed_at_ms === null) {
+      ready.set(entry.digest, [...(ready.get(entry.digest) ?? []), row.id]);
+      console.log(`[holm] pool: ${row.id} ready (${ready.get(entry.digest)!.length} of ${entry.size} ${entry.key})`);
+    } else if (after?.state === "failed") {
+      console.error(`[holm] pool: a ${entry.key} box did not start: ${after.reason}`);
+    }
+  } finally {
+    refilling.set(entry.digest, (refilling.get(entry.digest) ?? 1) - 1);
+    kick();
+  }
+}
+
+/** One sweep: drops pool boxes that stopped answering, then launches what the pool lacks. */
+async function sweep(): Promise<void> {
+  // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes.
+  const stray = await db()
+    .selectFrom("box")
+    .selectAll()
+    .where("pooled", "=", 1)
+    .where("removed_at_ms", "is", null)
+    .where("state", "not in", ["starting", "ready", "failed", "gone"])
+    .execute();
+  for (const row of stray) await retire(row, `it is ${row.state}`);
+  const rows = await poolRows();
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const [digest, list] of ready) {
+    for (const id of [...list]) {
+      const row = byId.get(id);
+      if (!row || row.state !== "ready") drop(digest, id);
+      else if (!(await healthy(row))) await retire(row, "its desktop stopped answering");
+    }
+  }
+  const e = env();
+  const budget = parseBytes(e.HOLM_POOL_MAX_MEMORY);
+  const each = parseBytes(boxMemory(poolPlacement()));
+  let held = rows.length * each;
+  // Refills use half the start slots (desktops booting starve everything else of CPU, claims
+  // included) and never queue behind callers' launches (box-launch.server.ts).
+  const slots = Math.max(1, Math.floor(e.HOLM_LAUNCH_CONCURRENCY / 2));
+  for (const entry of await entries()) {
+    if (!entry.spec) continue;
+    const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0);
+    while (have() < entry.size && held + each <= budget) {
+      const load = launchLoad();
+      const mine = [...refilling.values()].reduce((a, b) => a + b, 0);
+      if (mine >= slots || load.waiting > 0 || load.starting >= e.HOLM_LAUNCH_CONCURRENCY) return;
+      // The pool never takes the machine's last room from callers (ADR 0016): no refill where a
+      // caller's create would be refused.
+      if (refusal(await capacity())) return;
+      held += each;
+      void launchOne({ ...entry, spec: entry.spec }).catch((err) => console.error("[holm] pool: launch failed:", err));
+    }
+  }
+}
+
+/** Runs a sweep soon (after a claim, or when a refill ends), never two at once. */
+function kick() {
+  if (!timer) return;
+  if (ticking) {
+    again = true;
+    return;
+  }
+  ticking = sweep()
+    .catch((err) => console.error("[holm] pool:", err))
+    .finally(() => {
+      ticking = undefined;
+      if (again) {
+        again = false;
+        kick();
+      }
+    });
+}
+
+/**
+ * At boot, after adoption: pool boxes that came back and answer go back in the pool; the rest
+ * (a start cut short, a desktop that died meanwhile) are removed. Then the refills begin.
+ */
+export async function startPool(): Promise<void> {
+  if (env().HOLM_STORAGE_BACKEND === "memory") {
+    const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
+    compactClaims(new Set(live.map((r) => r.id)));
+  }
+  if (!env().HOLM_POOL) return;
+  let back = 0;
+  let removed = 0;
+  for (const row of await poolRows()) {
+    if (row.state === "ready" && (await healthy(row))) {
+      ready.set(row.spec_digest, [...(ready.get(row.spec_digest) ?? []), row.id]);
+      back++;
+    } else {
+      await retire(row, "it did not come back ready after a restart");
+      removed++;
+    }
+  }
+  if (back || removed) console.log(`[holm] pool: ${back} box(es) back in the pool, ${removed} removed`);
+  timer = setInterval(kick, TICK_MS);
+  timer.unref();
+  kick();
+}
+
+export async function stopPool(): Promise<void> {
+  if (timer) clearInterval(timer);
+  timer = undefined;
+  await ticking;
+}
+
+export interface PoolStatus {
+  enabled: boolean;
+  size: number;
+  ready: number;
+  refilling: number;
+  memory_used: number;
+  memory_max: number;
+  specs: {
+    key: string;
+    digest: string;
+    size: number;
+    ready: number;
+    refilling: number;
+    known: boolean;
+  }[];
+}
+
+/** The pool as the console's Settings shows it to an administrator. */
+export async function poolStatus(): Promise<PoolStatus> {
+  const specs = (await entries()).map((e) => ({
+    key: e.key,
+    digest: e.digest,
+    size: e.size,
+    ready: ready.get(e.digest)?.length ?? 0,
+    refilling: refilling.get(e.digest) ?? 0,
+    known: !!e.spec,
+  }));
+  const rows = await poolRows();
+  return {
+    enabled: !!env().HOLM_POOL,
+    size: specs.reduce((a, s) => a + s.size, 0),
+    ready: specs.reduce((a, s) => a + s.ready, 0),
+    refilling: specs.reduce((a, s) => a + s.refilling, 0),
+    memory_used: rows.length * parseBytes(boxMemory(poolPlacement())),
+    memory_max: parseBytes(env().HOLM_POOL_MAX_MEMORY),
+    specs,
+  };
+}
