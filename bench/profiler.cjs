@@ -1,10 +1,10 @@
 // Preloaded into a bench's server (HOLM_PROF_NODE_OPTIONS="--require ./bench/profiler.cjs", see
 // tests/support/server.ts): samples its CPU from start to exit and writes
-// $HOLM_PROF_DIR/server-<pid>.cpuprofile (open it in Chrome DevTools). NODE_OPTIONS refuses --cpu-prof.
+// server-<pid>.cpuprofile in the server's tmpdir (open it in Chrome DevTools). NODE_OPTIONS refuses --cpu-prof.
 const inspector = require("node:inspector");
 const fs = require("node:fs");
 const path = require("node:path");
-const dir = process.env.HOLM_PROF_DIR || require("node:os").tmpdir();
+const dir = require("node:os").tmpdir();
 const session = new inspector.Session();
 session.connect();
 session.post("Profiler.enable");
