@@ -100,8 +100,8 @@ export function startVncLogin(vnc: VncLink, boxId: string): Promise<Buffer> | un
  * A TCP connection to VNC that reads into large buffers: a big read is handed on as it is (no
  * copy), a small one copied out so the buffer is used again. A big read's buffer comes back
  * through `recycle` once the viewer's socket has taken it, so a stream of full updates reads into
- * the same few buffers: a fresh 256 KiB buffer per read made the relay's garbage collector its
- * largest cost (profiled: more than all of its JavaScript). Bytes that arrive before `onData` wait.
+ * the same few buffers instead of a fresh 256 KiB one per read (garbage collection was the
+ * largest item in the server's profile during the viewer bench). Bytes before `onData` wait.
  */
 function openVnc(host: string, port: number) {
   const free: ArrayBuffer[] = [];
@@ -187,9 +187,9 @@ export function relay(
         : undefined,
     holdUpdates: () => {
       // A viewer that has taken every byte sent to it (nothing queued here) and has no request
-      // outstanding asks because it has the last update whole: it goes on at once. Waiting for
-      // QUIET_MS here cost a viewer that asks as each update lands (noVNC, the bench) ~15 % of
-      // its throughput. While the viewer is behind, VNC must also have gone quiet.
+      // outstanding asks because it has the last update whole: it goes on at once. Holding it
+      // for QUIET_MS (and a timer's lateness) delayed every update of a viewer that asks as each
+      // one lands (noVNC, the bench). While the viewer is behind, VNC must also have gone quiet.
       const caughtUp = ws.bufferedAmount === 0 && unanswered === 0;
       const quiet = caughtUp || performance.now() - lastDataAt >= QUIET_MS;
       if (filter.holding || !quiet || ws.bufferedAmount > HIGH_WATER || unanswered >= MAX_UNANSWERED) {
