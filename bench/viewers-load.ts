@@ -44,7 +44,9 @@ export async function benchViewersLoad() {
     for (let i = 0; i < VIEWERS; i++) {
       const t = await viewerTicket(server, box.id, 0, { mode: "view" });
       const c = await RfbClient.overWebSocket(t.view_socket);
-      await c.handshake();
+      // ZRLE, then raw: compressed updates, as noVNC asks for (raw would be 4 MB per viewer per
+      // repaint, 800 MB/s for 20 viewers at 10 Hz: no viewer in use costs that).
+      await c.handshake(1, undefined, [16, 0]);
       clients.push(c);
       // While watching, each viewer keeps asking for what changed, as noVNC does.
       void (async () => {
@@ -69,18 +71,21 @@ export async function benchViewersLoad() {
     const watched: number[] = [];
     const ROUNDS = 6;
     let watchedMs = 0;
+    let watchedUpdates = 0;
     for (let r = 0; r < ROUNDS; r++) {
       await watch(false);
       alone.push(...(await time(Math.ceil(N / ROUNDS))));
       await watch(true);
+      const u0 = updates;
       const t0 = now();
       watched.push(...(await time(Math.ceil(N / ROUNDS))));
       watchedMs += now() - t0;
+      watchedUpdates += updates - u0;
     }
     await watch(false);
     const a = summarize("click batch, no viewers", alone);
     const w = summarize(`click batch, ${VIEWERS} viewers watching`, watched);
-    console.log(`  viewers got ${(updates / VIEWERS / ((watchedMs + ROUNDS * 1000) / 1000)).toFixed(1)} updates/s each while watching (the screen repaints at 10 Hz)`);
+    console.log(`  viewers got ${(watchedUpdates / VIEWERS / (watchedMs / 1000)).toFixed(1)} updates/s each while watching (the screen repaints at 10 Hz)`);
     const rise = ((w.median - a.median) / a.median) * 100;
     console.log(`  median rises ${rise.toFixed(1)} % (target ≤ 10 %: ${rise <= 10 ? "met" : "missed"})`);
   } finally {
