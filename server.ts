@@ -12,6 +12,7 @@ import type { ServerBuild } from "react-router";
 type Holm = {
   config(): { host: string; port: number; storage: string; publicUrl?: string };
   edge: express.RequestHandler;
+  hot: express.RequestHandler;
   boot(): Promise<void>;
   attach(server: import("node:http").Server): void;
   shutdown(): Promise<void>;
@@ -43,6 +44,9 @@ if (production) {
 
 // Before anything answers: the Host, Origin and body rules of server/http-edge.ts (ADR 0005).
 app.use(holm.edge);
+// The hot /v1 routes (a batch, a frame, a box, the list) skip React Router (ADR 0015); they
+// never name a static file, so they go before the static lookups too.
+app.use(holm.hot);
 if (production) {
   app.use("/assets", express.static(path.join(root, "build/client/assets"), { immutable: true, maxAge: "1y" }));
   app.use(express.static(path.join(root, "build/client"), { maxAge: "1h", index: false }));

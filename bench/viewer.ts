@@ -167,7 +167,7 @@ export class RfbClient {
    * box's x11vnc, reached directly: tests/support/box-auth.ts `vncResponder`), ClientInit
    * (shared as given), ServerInit, raw only.
    */
-  async handshake(shared = 1, respond?: (challenge: Buffer) => Buffer): Promise<ServerInit> {
+  async handshake(shared = 1, respond?: (challenge: Buffer) => Buffer, encodings: number[] = [0]): Promise<ServerInit> {
     const version = (await this.q.read(12)).toString("latin1");
     if (!version.startsWith("RFB 003.")) throw new Error(`not RFB: ${JSON.stringify(version)}`);
     this.t.send(Buffer.from("RFB 003.008\n", "latin1"));
@@ -188,8 +188,13 @@ export class RfbClient {
     const si = await this.q.read(24);
     const name = (await this.q.read(si.readUInt32BE(20))).toString("utf8");
     this.init = { width: si.readUInt16BE(0), height: si.readUInt16BE(2), bpp: si[4]!, name };
-    // Encodings: raw only, so both paths carry the same bytes.
-    this.t.send(Buffer.from([2, 0, 0, 1, 0, 0, 0, 0]));
+    // Encodings: raw only by default, so both paths carry the same bytes; ZRLE (16) for a
+    // viewer that costs what noVNC's compressed updates cost.
+    const enc = Buffer.alloc(4 + 4 * encodings.length);
+    enc[0] = 2;
+    enc.writeUInt16BE(encodings.length, 2);
+    encodings.forEach((e, i) => enc.writeInt32BE(e, 4 + 4 * i));
+    this.t.send(enc);
     return this.init;
   }
 
@@ -224,6 +229,11 @@ export class RfbClient {
           } else if (r.encoding === 1) {
             await this.q.skip(4);
             bytes += 4;
+          } else if (r.encoding === 16) {
+            // ZRLE: a length, then that much zlib data (not decoded: only its size matters here).
+            const len = (await this.q.read(4)).readUInt32BE(0);
+            await this.q.skip(len);
+            bytes += 4 + len;
           } else if (r.encoding === -224) {
             rects.push(r);
             break; // LastRect

@@ -4,6 +4,7 @@ import { adoptBoxes } from "~/models/box-sync.server";
 import { startPool, stopPool } from "~/models/pool.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
+import { hotPath } from "./hot-path";
 import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
@@ -24,6 +25,9 @@ export const holm = {
 
   /** Middleware for every HTTP request, before static files and routes: Host, Origin, bodies. */
   edge: httpEdge,
+
+  /** The hot /v1 routes in front of React Router (after the edge, before static files). */
+  hot: hotPath,
 
   async boot() {
     await openDb();

@@ -4,7 +4,8 @@ import { type AgentCall, agentCall } from "~/protocol/agent";
 import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { Actor } from "./actor";
-import { AGENT_ANSWER_MAX, AGENT_BULK_MAX, agentFetch, readCapped } from "./agent.server";
+import { AGENT_ANSWER_MAX, AGENT_BULK_MAX } from "./agent.server";
+import { agentRequest } from "./agent-http.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
@@ -45,20 +46,16 @@ export async function callAgent<T = Record<string, unknown>>(
   timeoutMs = 60_000,
   maxBytes: number | "bulk" = AGENT_ANSWER_MAX,
 ): Promise<T> {
-  const res = await agentFetch(box.id, box.address, path, {
-    method,
-    timeoutMs,
-    headers: body === undefined ? undefined : { "content-type": "application/json" },
-    body: body === undefined ? undefined : Buffer.from(JSON.stringify(body)),
-  });
-  const text = (await readCapped(res, maxBytes === "bulk" ? AGENT_BULK_MAX : maxBytes)).toString("utf8");
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+  const res = await agentRequest(box.id, box.address, method, path, payload, timeoutMs, maxBytes === "bulk" ? AGENT_BULK_MAX : maxBytes);
+  const text = res.body.toString("utf8");
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     throw new ApiError("transport", `the box answered ${res.status} with something that is not JSON`);
   }
-  if (res.ok) return parsed as T;
+  if (res.status >= 200 && res.status < 300) return parsed as T;
   const err = AgentErrorSchema.safeParse(parsed);
   if (!err.success) throw new ApiError("transport", `the box answered ${res.status}`);
   const code = (err.data.code in ERROR_STATUS && err.data.code !== "unauthorized" ? err.data.code : "internal") as ErrorCode;

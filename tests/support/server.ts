@@ -57,6 +57,8 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     HOLM_STATE_DIR: stateDir,
     HOLM_BOX_LABELS: `holm.test=${RUN_LABEL}`,
     HOLM_ROOT: ROOT,
+    // Profiling a bench's server: HOLM_PROF_NODE_OPTIONS="--require ./bench/profiler.cjs" (NODE_OPTIONS refuses --cpu-prof).
+    ...(process.env.HOLM_PROF_NODE_OPTIONS ? { NODE_OPTIONS: process.env.HOLM_PROF_NODE_OPTIONS } : {}),
     ...extra,
   };
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, "build/server.js")], {
