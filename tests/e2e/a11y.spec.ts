@@ -92,7 +92,7 @@ for (const scheme of ["light", "dark"] as const) {
         const dark = await page.evaluate(() => matchMedia("(prefers-color-scheme: dark)").matches);
         expect(dark).toBe(scheme === "dark");
         // The page follows the setting: a dark page behind light text, or the other way round.
-        const tone = await page.evaluate(() => {
+        const measure = () => page.evaluate(() => {
           const lum = (c: string) => {
             const probe = document.createElement("canvas").getContext("2d")!;
             probe.fillStyle = c;
@@ -103,7 +103,15 @@ for (const scheme of ["light", "dark"] as const) {
           const body = getComputedStyle(document.body);
           return { bg: lum(body.backgroundColor), fg: lum(body.color) };
         });
-        if (scheme === "dark" ? !(tone.bg < 0.2 && tone.fg > 0.8) : !(tone.bg > 0.9 && tone.fg < 0.2)) {
+        // Measured until it holds (bounded): a page still applying its stylesheet reads as
+        // unstyled black on transparent for a moment.
+        const follows = (t: { bg: number; fg: number }) => (scheme === "dark" ? t.bg < 0.2 && t.fg > 0.8 : t.bg > 0.9 && t.fg < 0.2);
+        let tone = await measure();
+        for (let i = 0; i < 20 && !follows(tone); i++) {
+          await page.waitForTimeout(250);
+          tone = await measure();
+        }
+        if (!follows(tone)) {
           problems.push(`${p.name}: not ${scheme} (background ${tone.bg.toFixed(2)}, text ${tone.fg.toFixed(2)})`);
         }
         const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
