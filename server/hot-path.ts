@@ -62,11 +62,14 @@ function urlOf(req: IncomingMessage & { protocol?: string; hostname?: string; or
   return `${req.protocol ?? "http"}://${hostname}${port ? `:${port}` : ""}${req.originalUrl ?? req.url ?? "/"}`;
 }
 
-async function send(res: ServerResponse, response: Response) {
+async function send(res: ServerResponse, response: Response, t0?: number) {
   const body = Buffer.from(await response.arrayBuffer());
   if (res.destroyed || res.writableEnded) return;
   res.statusCode = response.status;
   for (const [k, v] of response.headers) res.appendHeader(k, v);
+  // The server's whole time on the request, beside the route's own `box` and `trace`: what a
+  // client measures beyond it is its own and the network's.
+  if (t0 !== undefined) res.appendHeader("server-timing", `app;dur=${(performance.now() - t0).toFixed(2)}`);
   res.setHeader("content-length", body.length);
   res.end(body);
 }
@@ -88,6 +91,7 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
   }
   if (!found) return next();
   const { h, params } = found;
+  const t0 = performance.now();
   void (async () => {
     // As the adapter does: the request's signal aborts when the client goes before the answer.
     const controller = new AbortController();
@@ -110,7 +114,7 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
     }
     const request = new Request(urlOf(req), { method, headers, body: body as BodyInit | undefined, signal: controller.signal });
     const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown" } });
-    await send(res, response);
+    await send(res, response, t0);
   })().catch((e) => {
     console.error("[holm] hot path:", e);
     if (!res.headersSent) void send(res, errorResponse(new ApiError("internal", "the server failed to handle this request", { retryable: true })));
