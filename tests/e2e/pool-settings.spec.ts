@@ -31,3 +31,32 @@ test("Settings shows the administrator the pool filling: size, ready, refilling,
   }).toPass({ timeout: 60_000 });
   await expect(page.getByText("default spec: 1 of 1 ready")).toBeVisible();
 });
+
+test("a member who is not the administrator sees no pool on Settings, and its page carries none of it", async ({ page, browser }) => {
+  // Ada (signed up above, the server's administrator) invites Bo into her workspace.
+  await page.goto(`${server.base}/login`);
+  await page.getByLabel("Email").fill("ada@example.com");
+  await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
+  await page.getByRole("button", { name: /log in/i }).click();
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  await page.goto(`${server.base}/members`);
+  await page.getByLabel("Email").fill("bo@example.com");
+  await page.getByRole("button", { name: "Create invitation" }).click();
+  const link = (await page.getByTestId("invite-link").first().textContent())!.trim();
+
+  const bo = await browser.newContext();
+  const boPage = await bo.newPage();
+  await boPage.goto(link);
+  await signUp(boPage, "Bo", "bo@example.com");
+  await expect(boPage.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  const res = await boPage.goto(`${server.base}/settings`);
+  const html = (await res?.text()) ?? "";
+  await expect(boPage.getByRole("heading", { name: "Warm pool" })).toHaveCount(0);
+  // Not hidden in the page: the server never sends it (the loader's data is in the HTML).
+  expect(html).not.toContain("Warm pool");
+  expect(html).not.toContain("memory_max");
+  // Nor through the route's data request.
+  const data = await boPage.request.get(`${server.base}/settings.data`);
+  expect(await data.text()).not.toContain("memory_max");
+  await bo.close();
+});
