@@ -35,10 +35,11 @@ export async function agentRequest(
   timeoutMs: number,
   maxBytes: number,
 ): Promise<AgentAnswer> {
+  const call: AgentCall = { boxId, address, method, path, body, maxBytes };
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await once(boxId, address, method, path, body, Math.max(1, deadline - Date.now()), maxBytes);
+      return await once(call, Math.max(1, deadline - Date.now()));
     } catch (e) {
       if (attempt === 0 && (e as { retryOnNew?: boolean }).retryOnNew) continue;
       throw e;
@@ -46,15 +47,17 @@ export async function agentRequest(
   }
 }
 
-function once(
-  boxId: string,
-  address: string,
-  method: string,
-  path: string,
-  body: Buffer | undefined,
-  timeoutMs: number,
-  maxBytes: number,
-): Promise<AgentAnswer> {
+interface AgentCall {
+  boxId: string;
+  address: string;
+  method: string;
+  path: string;
+  body: Buffer | undefined;
+  maxBytes: number;
+}
+
+/** One try of a call, on a kept connection when there is one. */
+function once({ boxId, address, method, path, body, maxBytes }: AgentCall, timeoutMs: number): Promise<AgentAnswer> {
   return new Promise((resolve, reject) => {
     const headers: http.OutgoingHttpHeaders = {
       authorization: signAgentRequest(boxId, method, path, body),
