@@ -84,20 +84,30 @@ describe("density", () => {
 
   it("an idle box nobody watches stays quiet: under 1.5 % of a core for the whole box, x11vnc at most 2 ticks in 5 s", async () => {
     // The box has been up a while (the create above); no viewer, thumbnail or call meanwhile.
-    const id = (await docker.getContainer(`holm-${ready[0]}`).inspect()).Id;
-    await new Promise((r) => setTimeout(r, 3000));
-    const c0 = cgroupCpuNs(id);
-    const v0 = ticksOf(id, "x11vnc");
-    const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, 5000));
-    const secs = (performance.now() - t0) / 1000;
-    const pct = ((cgroupCpuNs(id) - c0) / 1e9 / secs) * 100;
+    // A new Chromium keeps working for seconds after ready (profile, fonts, first paint): the
+    // box is measured once it is 20 s old, as an idle box is. CI failed once measuring a box
+    // 5–8 s old beside the end-to-end suite (1.66 %).
+    const info = await docker.getContainer(`holm-${ready[0]}`).inspect();
+    const age = Date.now() - Date.parse(info.State.StartedAt);
+    await new Promise((r) => setTimeout(r, Math.max(2000, 20_000 - age)));
+    // Three windows of 5 s, judged by their median: a window is 500 ticks of the whole
+    // machine, and one unlucky wake-up of Chromium's background work is not idleness lost.
+    const windows: { pct: number; vnc: number }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c0 = cgroupCpuNs(info.Id);
+      const v0 = ticksOf(info.Id, "x11vnc");
+      const t0 = performance.now();
+      await new Promise((r) => setTimeout(r, 5000));
+      const secs = (performance.now() - t0) / 1000;
+      windows.push({ pct: ((cgroupCpuNs(info.Id) - c0) / 1e9 / secs) * 100, vnc: ticksOf(info.Id, "x11vnc") - v0 });
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
     // Before ADR 0016: 2.3 % (a Docker healthcheck exec every 5 s and the omnibox popup's renderer).
-    expect(pct).toBeLessThan(1.5);
+    expect(median(windows.map((w) => w.pct)), JSON.stringify(windows)).toBeLessThan(1.5);
     // x11vnc with no client sleeps 200 ms between looks for one (0.1 % of a core); a poll of the
-    // screen (20 ms, what it does for a client) would be several ticks.
-    expect(ticksOf(id, "x11vnc") - v0).toBeLessThanOrEqual(2);
-  }, 30_000);
+    // screen (20 ms, what it does for a client) would be several ticks in every window.
+    expect(median(windows.map((w) => w.vnc)), JSON.stringify(windows)).toBeLessThanOrEqual(2);
+  }, 60_000);
 });
 
 describe("memory admission", () => {
