@@ -34,6 +34,11 @@ fg() {
   wait "$pid" || true
   echo "== $3"
   cat "$LOGS/$name.log"
+  # No exit code means the suite's shell ended without reaching its last step (killed): a failure.
+  if [[ ! -s $LOGS/$name.rc ]]; then
+    echo "== $3: ended without an exit code (killed?)"
+    return 1
+  fi
   return "$(cat "$LOGS/$name.rc")"
 }
 

@@ -76,11 +76,23 @@ export function Scrubber({
 }) {
   const input = useRef<HTMLInputElement>(null);
   const movedAt = useRef(-Infinity);
+  const latest = useRef({ seq, textFor });
+  latest.current = { seq, textFor };
   useLayoutEffect(() => {
     const el = input.current;
     if (!el) return;
-    if (Number(el.value) !== seq && performance.now() - movedAt.current > 300) el.value = String(seq);
-    el.setAttribute("aria-valuetext", textFor(Number(el.value)));
+    // The thumb follows the page's entry, except while a person moves it (their own value is
+    // newer). An entry chosen elsewhere (keys on the page, the timeline) in that window is
+    // applied once it ends: nothing else may re-render, and the thumb would stay behind.
+    const sync = () => {
+      const { seq, textFor } = latest.current;
+      if (Number(el.value) !== seq && performance.now() - movedAt.current > 300) el.value = String(seq);
+      el.setAttribute("aria-valuetext", textFor(Number(el.value)));
+    };
+    sync();
+    if (Number(el.value) === seq) return;
+    const t = window.setTimeout(sync, Math.max(0, 300 - (performance.now() - movedAt.current)) + 20);
+    return () => clearTimeout(t);
   });
   return (
     <div>

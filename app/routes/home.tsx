@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type ShouldRevalidateFunctionArgs, useNavigation, useSearchParams } from "react-router";
 import { io } from "socket.io-client";
 import { BoxListControls } from "~/components/box-list-controls";
@@ -158,7 +158,28 @@ function useLiveBoxes(initial: ListBox[], workspace: string) {
 function useListQuery() {
   const [params, setParams] = useSearchParams();
   const query = useMemo(() => readListQuery(params), [params]);
-  const change = useCallback((q: Partial<ListQuery>) => setParams((p) => writeListQuery(p, q), { replace: true, preventScrollReset: true }), [setParams]);
+  // Each change builds on the one before it, not on the URL of the last render: a navigation
+  // is committed a moment later, and a search typed right after "Clear filters" was built on
+  // the old URL and brought the cleared label filter back (seen on a busy machine).
+  // A URL that arrives from elsewhere (back/forward, a reload) is the new base; one of our own
+  // arriving late is not (a newer change is already on its way).
+  const latest = useRef(params);
+  const ours = useRef(new Set<string>());
+  useEffect(() => {
+    const s = params.toString();
+    if (!ours.current.delete(s)) {
+      latest.current = params;
+      ours.current.clear();
+    }
+  }, [params]);
+  const change = useCallback(
+    (q: Partial<ListQuery>) => {
+      latest.current = writeListQuery(latest.current, q);
+      ours.current.add(latest.current.toString());
+      setParams(latest.current, { replace: true, preventScrollReset: true });
+    },
+    [setParams],
+  );
   const hrefFor = useCallback((label: string) => `?${writeListQuery(params, { label }).toString()}`, [params]);
   const onLabel = useCallback((label: string) => change({ label }), [change]);
   return { query, change, hrefFor, onLabel };
