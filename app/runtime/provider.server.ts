@@ -97,7 +97,8 @@ const docker: RuntimeProvider = {
   name: "docker",
   secretNames: [...TLS_SECRETS, "ssh_key"],
   check(fields, secrets) {
-    const f = validate(DockerFields, fields, "fields");
+    // Wrapped so a message names the field as the body has it: `fields.host`.
+    const f = validate(z.strictObject({ fields: DockerFields }), { fields }, "body").fields;
     const tls = f.host.startsWith("tcp://");
     for (const name of Object.keys(secrets)) {
       if (!this.secretNames.includes(name)) {
