@@ -94,7 +94,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       IMAGE_TIMEOUT_MS,
       "building the box image took too long",
     );
-    if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image } });
+    if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image, digest: image.slice(image.lastIndexOf(":") + 1) } });
     // So GET /v1/images lists what launches built, and DELETE knows the image.
     await noteLaunchImage(row.runtime, image, imageRequest(spec), row.spec_digest);
     if (!(await stillWanted())) return;

@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, RUN_LABEL, type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -10,6 +12,7 @@ import { ROOT, RUN_LABEL, type TestServer, docker, json, removeTestBoxes, startS
 // image tag is new while every layer but the last is the engine's cache: a real build of about a
 // second that fetches nothing. Every image built here is removed here.
 
+const execFileP = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const made = new Set<string>();
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "holm-images-"));
@@ -76,6 +79,18 @@ describe("images, inline jobs (HOLM_SERVER_JOBS=inline)", () => {
     const again = await json(await server.api("/v1/runtimes/docker/image", { method: "POST", json: {} }));
     expect(again).toEqual(built);
   }, 300_000);
+
+  it("`holm images build` prints the image (progress on stderr) and `holm runtimes ls` lists docker", async () => {
+    const env = { PATH: process.env.PATH ?? "", HOME: tmp, HOLM_URL: server.base, HOLM_TOKEN: server.token };
+    const cli = (...args: string[]) => execFileP(process.execPath, [path.join(ROOT, "build/cli/holm.js"), ...args], { env });
+    const b = await cli("images", "build");
+    expect(b.stdout.trim()).toBe(built.image);
+    expect(b.stderr).toContain("building on docker");
+    const ls = await cli("runtimes", "ls");
+    expect(ls.stdout).toMatch(/^docker\s+docker\s+yes\s+unix:\/\/\S+\s+launch,screens=8,persistent,pages,recording,pause,stop,images$/m);
+    const images = JSON.parse((await cli("--json", "images", "ls")).stdout).images;
+    expect(images.map((i: { digest: string }) => i.digest)).toContain(built.digest);
+  }, 60_000);
 
   it("a box launched with that spec does not build again, and the image cannot be removed while the box uses it", async () => {
     const res = await server.api("/v1/boxes", { method: "POST", json: {} });
