@@ -6,8 +6,9 @@ import { type PruneResult, pruneTraces } from "./trace.server";
 // prune. With HOLM_SERVER_SCHEDULE=internal (the default) a queued job starts at once and
 // server/loops.ts reaps and prunes on timers; with `external` a job waits in this process until
 // a scheduler calls /v1/jobs/run, and nothing runs on a timer. The queue is in memory: a launch
-// queued and not yet run is lost with the process (its box stays `starting` until removed); a
-// build is also a row of the store, which the next boot queues again (image.server.ts).
+// queued and not yet run is lost with the process (the next boot makes its box `failed` with the
+// reason, box-sync.server.ts); a build is also a row of the store, which the next boot queues
+// again (image.server.ts).
 
 export type JobKind = "launch" | "fork" | "build";
 
