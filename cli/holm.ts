@@ -4,6 +4,7 @@ import { boxCommands } from "./boxes";
 import { driveCommands } from "./drive";
 import { historyCommands } from "./history";
 import { fail } from "./output";
+import { runtimeCommands } from "./runtimes";
 
 // `holm`: the /v1 API from a shell (seeds 001, 002), on the typed client (app/client/). The
 // server is HOLM_URL (default http://127.0.0.1:8080), the credential HOLM_TOKEN (a holm_sk_ key,
@@ -28,6 +29,7 @@ const ctx = {
 boxCommands(program, ctx);
 driveCommands(program, ctx);
 historyCommands(program, ctx);
+runtimeCommands(program, ctx);
 
 try {
   await program.parseAsync(process.argv);

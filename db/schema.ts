@@ -162,6 +162,37 @@ export interface BrowserStateTable {
   updated_at_ms: number;
 }
 
+/** A runtime an operator added (the built-in one is not stored); its secrets only sealed. */
+export interface RuntimeTable {
+  name: string;
+  provider: string;
+  fields_json: string;
+  /** The names of the secrets set, a JSON array (what GET shows instead of values). */
+  secret_names: string;
+  /** All its secrets as one sealed JSON object; null when it has none. */
+  sealed: string | null;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+/** An image built (or being built) on a runtime; `digest` is its tag's hash. */
+export interface ImageTable {
+  runtime: string;
+  digest: string;
+  /** The full reference, such as `holm-x11:3f2a…`. */
+  image: string;
+  /** `building`, `failed` or `built`. */
+  state: string;
+  reason: string | null;
+  /** The ImageRequest (features, packages) as JSON: what a resumed build builds. */
+  request_json: string;
+  spec_digest: string | null;
+  /** The workspace that asked for it; null for the server token or a box launch. */
+  owner: string | null;
+  created_at_ms: number;
+  built_at_ms: number | null;
+}
+
 export interface Database {
   box: BoxTable;
   event: EventTable;
@@ -178,6 +209,8 @@ export interface Database {
   image_build: ImageBuildTable;
   secrets: SecretTable;
   browser_states: BrowserStateTable;
+  runtime: RuntimeTable;
+  image: ImageTable;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

@@ -3,6 +3,7 @@ import { FilesApi } from "./files";
 import { EventsApi, TraceApi } from "./history";
 import { type ClientOptions, HolmClient } from "./holm-client";
 import { PagesApi } from "./pages";
+import { ImagesApi, RuntimesApi } from "./runtimes";
 import { ScreensApi } from "./screens";
 
 // The typed client: HolmClient's request/raw, with the contract's operations grouped as the seed
@@ -16,6 +17,8 @@ export class Holm extends HolmClient {
   readonly pages = new PagesApi(this);
   readonly trace = new TraceApi(this);
   readonly events = new EventsApi(this);
+  readonly runtimes = new RuntimesApi(this);
+  readonly images = new ImagesApi(this);
 
   /** From HOLM_URL (default http://127.0.0.1:8080) and HOLM_TOKEN. */
   static fromEnv(env: Record<string, string | undefined>, opts: Partial<ClientOptions> = {}): Holm {
@@ -38,4 +41,5 @@ export type * from "./boxes";
 export type * from "./files";
 export type * from "./history";
 export type * from "./pages";
+export type * from "./runtimes";
 export type * from "./screens";

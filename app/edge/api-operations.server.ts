@@ -3,6 +3,8 @@ import { ArrangeSchema, ExecSchema, GrepSchema, WaitWindowSchema, WriteFileSchem
 import { CookieQuery, SetCookiesSchema } from "~/models/browser-cookies.server";
 import { LoadSchema, SaveSchema } from "~/models/browser-state.server";
 import { ForkSchema } from "~/models/fork.server";
+import { ImageBuildSchema } from "~/models/image.server";
+import { RuntimeCreateSchema, RuntimePatchSchema } from "~/models/runtime-store.server";
 import { FrameQuerySchema } from "~/models/screen.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import {
@@ -66,8 +68,8 @@ export interface Operation {
   open?: true;
   /** Takes an `idempotency-key` header (000, Conventions). */
   idempotent?: true;
-  /** Can answer 202 with a `starting` box (queued jobs). */
-  accepted?: true;
+  /** Can answer 202 with a `starting` box (queued jobs), or what else its 202 means. */
+  accepted?: true | string;
   /** Headers the route needs, by name, with what they mean. */
   headers?: Record<string, string>;
   /** A route of the contract this server does not build yet: it answers 400 `unsupported`. */
@@ -127,6 +129,43 @@ const rows: Row[] = [
     accepted: true,
   },
   { op: "GET /v1/catalog", id: "catalog", tag: "boxes", summary: "The application names of the catalog: {apps}." },
+  // Runtimes and images (ADR 0017). Changes to runtimes and image removal: the server token or
+  // the server's administrator.
+  { op: "GET /v1/runtimes", id: "listRuntimes", tag: "runtimes", summary: "The runtimes, the built-in one first: {runtimes}. Secrets show as the names set (`secrets_set`), never values." },
+  {
+    op: "POST /v1/runtimes",
+    id: "createRuntime",
+    tag: "runtimes",
+    summary: "Add a runtime (provider `docker` with `fields.host` tcp:// and TLS secrets ca, cert, key, or ssh://). Other providers: 400 `unsupported`.",
+    body: RuntimeCreateSchema,
+    example: { name: "edge", provider: "docker", fields: { host: "ssh://holm@engine.example" } },
+    errors: ["unsupported", "denied"],
+  },
+  { op: "GET /v1/runtimes/{name}", id: "getRuntime", tag: "runtimes", summary: "One runtime, with its capabilities under `can`." },
+  {
+    op: "PATCH /v1/runtimes/{name}",
+    id: "patchRuntime",
+    tag: "runtimes",
+    summary: "Change fields or secrets (a secret set to null is removed). Refused while a box uses it.",
+    body: RuntimePatchSchema,
+    example: { fields: { host: "ssh://holm@engine.example" } },
+    errors: ["denied"],
+  },
+  { op: "DELETE /v1/runtimes/{name}", id: "deleteRuntime", tag: "runtimes", summary: "Remove a runtime. Refused while a box uses it.", errors: ["denied"] },
+  {
+    op: "POST /v1/runtimes/{name}/image",
+    id: "buildImage",
+    tag: "runtimes",
+    summary: "Build the image for a spec before a box needs it: {runtime, image, spec_digest, digest}.",
+    body: ImageBuildSchema,
+    example: { spec: { desktop: { features: [] } } },
+    accepted: "Queued: `state: building` and an empty `image`; read …/images/{digest} until `state` is gone (built) or `failed`.",
+    errors: ["unsupported", "denied", "failed", "unavailable"],
+  },
+  { op: "GET /v1/runtimes/{name}/images", id: "listRuntimeImages", tag: "runtimes", summary: "The images built for a runtime: {images}." },
+  { op: "GET /v1/runtimes/{name}/images/{digest}", id: "getImage", tag: "runtimes", summary: "One image: `state` is `building` (with `progress`) or `failed` (with `reason`), absent when built." },
+  { op: "DELETE /v1/runtimes/{name}/images/{digest}", id: "deleteImage", tag: "runtimes", summary: "Remove an image. Refused while a box uses it or it is being built.", errors: ["denied"] },
+  { op: "GET /v1/images", id: "listImages", tag: "runtimes", summary: "Every image the server built: {images}." },
   // Screen
   {
     op: `POST ${SCREEN}/actions`,

@@ -73,7 +73,10 @@ function responses(op: Operation): Json {
     ? { description: op.binary, content: { "image/png": { schema: { type: "string", contentMediaType: "image/png" } } } }
     : { description: op.summary, content: { "application/json": { schema: { type: "object" } } } };
   const out: Json = { "200": ok };
-  if (op.accepted) out["202"] = { description: "Queued: the box is `starting`; read it until it is `ready` or `failed`.", content: ok.content };
+  if (op.accepted) {
+    const description = typeof op.accepted === "string" ? op.accepted : "Queued: the box is `starting`; read it until it is `ready` or `failed`.";
+    out["202"] = { description, content: ok.content };
+  }
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(op)) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
   for (const [status, codes] of [...byStatus].sort((a, b) => a[0] - b[0])) {

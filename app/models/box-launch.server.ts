@@ -7,6 +7,7 @@ import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
 import { StartTracker } from "./box-start.server";
 import { recordEvent } from "./event.server";
+import { noteLaunchImage } from "./image.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, imageRequest } from "./spec.server";
 
 // Launching a recorded box: a start slot (a few desktops boot at once), the image, the
@@ -93,7 +94,9 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       IMAGE_TIMEOUT_MS,
       "building the box image took too long",
     );
-    if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image } });
+    if (built) await recordEvent("image.built", { runtime: row.runtime, data: { image, digest: image.slice(image.lastIndexOf(":") + 1) } });
+    // So GET /v1/images lists what launches built, and DELETE knows the image.
+    await noteLaunchImage(row.runtime, image, imageRequest(spec), row.spec_digest);
     if (!(await stillWanted())) return;
     await start.enter("container");
     const { ref } = await rt.create({

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
-import { ApiError, notFound } from "~/utils/api-error.server";
+import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
@@ -31,6 +31,7 @@ import {
 import { type EventKind, recordEvent } from "./event.server";
 import { enqueue } from "./job.server";
 import { claimFromPool } from "./pool.server";
+import { requireLaunchable } from "./runtime-store.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import {
   type NormalSpec,
@@ -111,8 +112,9 @@ export async function createBox(
 ): Promise<{ box: BoxJson; queued: boolean }> {
   const spec = normalizeSpec(input.spec);
   const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
-  const rt = runtime(placement.runtime);
-  if (!rt) throw notFound(`no runtime named ${placement.runtime}`);
+  // 404 for no such runtime; 400 `unsupported` for an added one this server cannot launch on.
+  await requireLaunchable(placement.runtime);
+  const rt = runtime(placement.runtime)!;
   const owner = ownerOf(actor) ?? null;
   const by = await actorIdentity(actor);
   // A warm box of this spec, if the pool has one (ADR 0014): ready now, no launch.

@@ -5,10 +5,12 @@ import { type PruneResult, pruneTraces } from "./trace.server";
 // Scheduled work (seed 000, "Scheduled work"): the queue of jobs that /v1/jobs/run takes, and
 // prune. With HOLM_SERVER_SCHEDULE=internal (the default) a queued job starts at once and
 // server/loops.ts reaps and prunes on timers; with `external` a job waits in this process until
-// a scheduler calls /v1/jobs/run, and nothing runs on a timer. The queue is in memory: a job
-// queued and not yet run is lost with the process (its box stays `starting` until removed).
+// a scheduler calls /v1/jobs/run, and nothing runs on a timer. The queue is in memory: a launch
+// queued and not yet run is lost with the process (the next boot makes its box `failed` with the
+// reason, box-sync.server.ts); a build is also a row of the store, which the next boot queues
+// again (image.server.ts).
 
-export type JobKind = "launch" | "fork";
+export type JobKind = "launch" | "fork" | "build";
 
 interface Job {
   kind: JobKind;

@@ -52,6 +52,17 @@ export async function claimWithinLimits(owner: string | null, id: string, patch:
     });
 }
 
+/**
+ * Counts a build a workspace asks for before need (POST /v1/runtimes/{name}/image) against the
+ * same limit as a launch that builds; nothing when the image exists or is being built.
+ */
+export async function countImageBuild(owner: string, image: ImageStatus): Promise<void> {
+  if (image.present) return;
+  await db()
+    .transaction()
+    .execute((tx) => countBuild(tx, owner, image.image, env().HOLM_WORKSPACE_IMAGE_BUILDS));
+}
+
 async function requireRoom(tx: Transaction<Database>, owner: string): Promise<void> {
   const e = env();
   const { n } = await tx

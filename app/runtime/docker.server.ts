@@ -4,7 +4,7 @@ import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
-import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import type { BoxLaunch, BuiltImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { PauseBusyError } from "./runtime";
 
 export const NETWORK_OPEN = "holm";
@@ -94,6 +94,27 @@ export class DockerRuntime implements Runtime {
 
   imageStatus(req: ImageRequest): Promise<ImageStatus> {
     return x11ImageStatus(this.docker, req);
+  }
+
+  async imageInfo(image: string): Promise<ImageInfo | undefined> {
+    try {
+      const info = await this.docker.getImage(image).inspect();
+      return { size_bytes: info.Size, created_at_ms: Date.parse(info.Created) };
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async removeImage(image: string): Promise<boolean> {
+    try {
+      // Not forced: an image a container still uses (one the store does not know of) stays.
+      await this.docker.getImage(image).remove();
+      return true;
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return false;
+      throw err;
+    }
   }
 
   prepare(): Promise<void> {

@@ -28,6 +28,11 @@ export interface ImageStatus {
   present: boolean;
 }
 
+export interface ImageInfo {
+  size_bytes: number;
+  created_at_ms: number;
+}
+
 /** A file put into a box (root-owned, mode 0600, its folder 0700). */
 export interface SecretFile {
   /** Absolute path in the box. */
@@ -80,6 +85,10 @@ export interface Runtime {
   ensureImage(req: ImageRequest, log?: (line: string) => void): Promise<BuiltImage>;
   /** Whether `ensureImage(req)` would have to build, without building. */
   imageStatus(req: ImageRequest): Promise<ImageStatus>;
+  /** Size and date of an image this runtime holds; undefined when it holds none by that name. */
+  imageInfo(image: string): Promise<ImageInfo | undefined>;
+  /** Removes an image (its tag, and its layers no other image uses); false when it was not there. */
+  removeImage(image: string): Promise<boolean>;
   /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;

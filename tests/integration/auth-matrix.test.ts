@@ -120,8 +120,17 @@ async function routeTable() {
   return rows;
 }
 
+/**
+ * Routes only the server token or the server's administrator may use (runtimes are the server's,
+ * ADR 0017): another workspace's key or member is refused 409 `denied`, once the body (when the
+ * route takes one) has been found valid.
+ */
+const SERVER_ADMIN_ONLY = new Set(["DELETE v1/runtimes/:name", "DELETE v1/runtimes/:name/images/:digest"]);
+
 function concrete(p: string) {
   return `/${p}`
+    .replace(/^\/v1\/runtimes\/:name/, "/v1/runtimes/docker")
+    .replace(":digest", "0".repeat(16))
     .replace(":id", boxA)
     .replace(":screen", "0")
     .replace(":window", "0x00000001")
@@ -187,10 +196,10 @@ describe("auth matrix", () => {
           }
           // Another workspace's key: its own scope works, ours does not exist for it.
           const body = JSON.parse(text);
-          if (p.includes(":id")) {
+          if (p.includes(":id") || (p.includes(":digest") && method === "GET")) {
             expect(res.status, where).toBe(404);
             expect(body.code, where).toBe("not_found");
-          } else if (p.startsWith("v1/jobs/")) {
+          } else if (p.startsWith("v1/jobs/") || SERVER_ADMIN_ONLY.has(`${method} ${p}`)) {
             expect(res.status, where).toBe(409);
             expect(body.code, where).toBe("denied");
           } else if (method === "GET") {
@@ -238,9 +247,9 @@ describe("auth matrix", () => {
           } else if (name === "viewer_session") {
             // A viewer may ask for a (view) ticket; the matrix's body is never valid.
             expect(res.status, where).toBe(p.endsWith("viewer/ticket") ? 400 : 409);
-          } else if (p.includes(":id")) {
+          } else if (p.includes(":id") || (p.includes(":digest") && !change)) {
             expect(res.status, where).toBe(404);
-          } else if (p.startsWith("v1/jobs/")) {
+          } else if (p.startsWith("v1/jobs/") || SERVER_ADMIN_ONLY.has(`${method} ${p}`)) {
             expect(res.status, where).toBe(409);
           } else if (!change) {
             // Another workspace reads its own (empty) lists.

@@ -31,6 +31,12 @@ class HeldRuntime implements Runtime {
   async imageStatus() {
     return { image: "held:1", present: true };
   }
+  async imageInfo() {
+    return undefined;
+  }
+  async removeImage() {
+    return false;
+  }
   async prepare() {}
   create(launch: BoxLaunch): Promise<{ ref: string }> {
     return new Promise((resolve, reject) => {

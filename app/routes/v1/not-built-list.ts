@@ -14,13 +14,6 @@ export interface NotBuiltRoute {
 }
 
 export const NOT_BUILT: readonly NotBuiltRoute[] = [
-  // Runtimes and images
-  { path: "v1/runtimes", methods: ["GET", "POST"] },
-  { path: "v1/runtimes/:name", methods: ["GET", "PATCH", "DELETE"] },
-  { path: "v1/runtimes/:name/image", methods: ["POST"] },
-  { path: "v1/runtimes/:name/images", methods: ["GET"] },
-  { path: "v1/runtimes/:name/images/:digest", methods: ["GET", "DELETE"] },
-  { path: "v1/images", methods: ["GET"] },
   // Native widgets
   { path: "v1/boxes/:id/screens/:screen/desktop/node", methods: ["POST"] },
 ];

@@ -1,0 +1,142 @@
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { z } from "zod";
+import { badRequest, unsupported } from "~/utils/api-error.server";
+import { validate } from "~/utils/validate.server";
+
+// Providers: the kinds of runtime an operator can add with POST /v1/runtimes (ADR 0017). A
+// provider checks a runtime's fields and secrets, says what boxes on it can do (`can`), and says
+// whether this server can launch there. Adding one (a vendor such as e2b) is one more entry in
+// PROVIDERS; everything else (store, sealing, routes, refusals) is shared.
+
+/** What boxes on a runtime can do, as this server runs them (GET /v1/runtimes/{name} `can`). */
+export interface Capabilities {
+  /** Whether this server launches boxes there at all. */
+  launch: boolean;
+  /** The most screens one box may have (0: none). */
+  screens: number;
+  wayland: boolean;
+  /** `placement.persistent`: the files outlive a stop. */
+  persistent: boolean;
+  /** `placement.profile`: named browser profiles. */
+  profile: boolean;
+  /** The Pages routes (Chrome DevTools in the box). */
+  pages: boolean;
+  /** Screen recordings (the `video` feature). */
+  recording: boolean;
+  pause: boolean;
+  stop: boolean;
+  /** Building the box image before need (POST /v1/runtimes/{name}/image). */
+  images: boolean;
+}
+
+export type Fields = Record<string, unknown>;
+export type Secrets = Record<string, string>;
+
+export interface RuntimeProvider {
+  readonly name: string;
+  /** The names of the secrets it takes; any other name is refused. */
+  readonly secretNames: readonly string[];
+  /**
+   * Checks a whole runtime (fields and secrets together) and returns its fields in normal form.
+   * Throws a 400 whose message names fields and secret names, never a secret's value.
+   */
+  check(fields: Fields, secrets: Secrets): Fields;
+  /** What boxes on a runtime with these fields can do on this server. */
+  can(fields: Fields): Capabilities;
+  /** Why this server cannot launch a box there yet; undefined when it can. */
+  notLaunchable(fields: Fields): string | undefined;
+}
+
+const NOTHING: Capabilities = {
+  launch: false,
+  screens: 0,
+  wayland: false,
+  persistent: false,
+  profile: false,
+  pages: false,
+  recording: false,
+  pause: false,
+  stop: false,
+  images: false,
+};
+
+/** The built-in runtime: the engine on this machine's socket, as box-launch runs it. */
+export const LOCAL_DOCKER_CAN: Capabilities = {
+  launch: true,
+  screens: 8,
+  wayland: false,
+  persistent: true,
+  profile: false,
+  pages: true,
+  recording: true,
+  pause: true,
+  stop: true,
+  images: true,
+};
+
+// tcp://host:port (TLS client auth) or ssh://[user@]host[:port]: another Docker engine.
+const HOST_RE = /^(tcp|ssh):\/\/(?:[A-Za-z0-9._-]{1,64}@)?(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\/?$/;
+
+const DockerFields = z.strictObject({
+  host: z.string().max(400).regex(HOST_RE, "tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]"),
+});
+
+const TLS_SECRETS = ["ca", "cert", "key"] as const;
+
+function checkPem(name: string, value: string, kind: "cert" | "key"): void {
+  // The message names the secret, never its value: it may be a private key.
+  try {
+    if (kind === "cert") new X509Certificate(value);
+    else createPrivateKey(value);
+  } catch {
+    throw badRequest(`secrets.${name}: not a PEM ${kind === "cert" ? "certificate" : "private key"}`);
+  }
+}
+
+const docker: RuntimeProvider = {
+  name: "docker",
+  secretNames: [...TLS_SECRETS, "ssh_key"],
+  check(fields, secrets) {
+    // Wrapped so a message names the field as the body has it: `fields.host`.
+    const f = validate(z.strictObject({ fields: DockerFields }), { fields }, "body").fields;
+    const tls = f.host.startsWith("tcp://");
+    for (const name of Object.keys(secrets)) {
+      if (!this.secretNames.includes(name)) {
+        throw badRequest(`secrets: unknown key "${name}"; a docker runtime takes ${this.secretNames.join(", ")}`);
+      }
+      if (tls && name === "ssh_key") throw badRequest('secrets.ssh_key: a tcp:// engine takes "ca", "cert" and "key"');
+      if (!tls && name !== "ssh_key") throw badRequest(`secrets.${name}: an ssh:// engine takes "ssh_key" only`);
+    }
+    if (tls) {
+      // An engine on plain tcp answers anyone who reaches it as root: TLS client auth or nothing.
+      const missing = TLS_SECRETS.filter((n) => !secrets[n]);
+      if (missing.length) throw badRequest(`secrets: a tcp:// engine needs TLS client auth; missing ${missing.join(", ")}`);
+      checkPem("ca", secrets.ca!, "cert");
+      checkPem("cert", secrets.cert!, "cert");
+      checkPem("key", secrets.key!, "key");
+    } else if (secrets.ssh_key) {
+      checkPem("ssh_key", secrets.ssh_key, "key");
+    }
+    return { host: f.host.replace(/\/$/, "") };
+  },
+  can() {
+    return NOTHING;
+  },
+  notLaunchable(fields) {
+    return (
+      `launching boxes on another Docker engine (${String(fields.host)}) is not built on this server yet: ` +
+      "it needs an agent that connects back to the server; use the built-in docker runtime"
+    );
+  },
+};
+
+export const PROVIDERS: ReadonlyMap<string, RuntimeProvider> = new Map([[docker.name, docker]]);
+
+/** The provider by name, or 400 `unsupported` listing the ones there are. */
+export function provider(name: string): RuntimeProvider {
+  const found = PROVIDERS.get(name);
+  if (!found) {
+    throw unsupported(`provider "${name}" is not supported on this server; providers: ${[...PROVIDERS.keys()].join(", ")}`);
+  }
+  return found;
+}
