@@ -12,6 +12,7 @@ import { attachRevocation } from "./revocation";
 import { registerCdpSocket } from "./cdp-socket";
 import { attachUpgradeRouter } from "./upgrade-router";
 import { registerViewerSocket } from "./viewer-socket";
+import { startWebhooks, stopWebhooks } from "./webhooks";
 
 let io: IoServer | undefined;
 
@@ -34,6 +35,7 @@ export const holm = {
     const { adopted, known } = await adoptBoxes();
     console.log(`[holm] store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
     startLoops();
+    await startWebhooks();
     await startPool();
   },
 
@@ -47,6 +49,7 @@ export const holm = {
 
   async shutdown() {
     await stopLoops();
+    await stopWebhooks();
     await stopPool();
     await new Promise<void>((resolve) => (io ? io.close(() => resolve()) : resolve()));
     await closeDb();

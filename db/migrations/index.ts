@@ -7,6 +7,7 @@ import { desktopGeneration } from "./0005-desktop-generation";
 import { secretsStates } from "./0006-secrets-states";
 import { consoleColumns } from "./0007-console";
 import { pool } from "./0008-pool";
+import { webhooks } from "./0010-webhooks";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   "0006-secrets-states": secretsStates,
   "0007-console": consoleColumns,
   "0008-pool": pool,
+  "0010-webhooks": webhooks,
 };
 
 export const migrationProvider: MigrationProvider = {
