@@ -84,6 +84,7 @@ export default [
   route("members", "routes/members.tsx"),
   route("keys", "routes/keys.tsx"),
   route("settings", "routes/settings.tsx"),
+  route("webhooks", "routes/webhooks.tsx"),
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
   route("boxes/:id/screen", "routes/box-screen.tsx"),

@@ -71,7 +71,7 @@ export async function fanOut(limit = 500): Promise<number> {
       const now = Date.now();
       for (const r of rows) {
         // An event with no owner is the server token's: it goes to the server token's webhooks.
-        for (const webhook_id of await subscribers(ownerKey(r.owner), r.kind as EventKind)) {
+        for (const webhook_id of await subscribers(tx, ownerKey(r.owner), r.kind as EventKind)) {
           await tx
             .insertInto("webhook_delivery")
             .values({ id: newId(), webhook_id, event_seq: Number(r.seq), kind: r.kind, body: eventBody(r), status: "pending", attempts: 0, created_at_ms: now, next_at_ms: now })

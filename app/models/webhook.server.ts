@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../../db/schema";
 import { WEBHOOKS_PER_OWNER, type WebhookCreate, type WebhookPatch } from "~/protocol/api-webhook";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
@@ -123,9 +125,12 @@ export async function webhookTarget(id: string): Promise<{ url: string; secret: 
   return { url: row.url, secret: unseal("webhooks", row.sealed_secret, where(id)).toString("utf8"), enabled: row.enabled === 1 };
 }
 
-/** The enabled webhooks of an owner key that want `kind`. */
-export async function subscribers(owner: string, kind: EventKind): Promise<string[]> {
-  const rows = await db().selectFrom("webhook").select(["id", "kinds_json"]).where("owner", "=", owner).where("enabled", "=", 1).execute();
+/**
+ * The enabled webhooks of an owner key that want `kind`. `q` is the transaction the caller is in:
+ * the store has one connection, so a query outside it would wait for the transaction forever.
+ */
+export async function subscribers(q: Kysely<Database>, owner: string, kind: EventKind): Promise<string[]> {
+  const rows = await q.selectFrom("webhook").select(["id", "kinds_json"]).where("owner", "=", owner).where("enabled", "=", 1).execute();
   return rows.filter((r) => {
     const kinds = JSON.parse(r.kinds_json) as string[];
     return kinds.includes("*") || kinds.includes(kind);
