@@ -35,11 +35,22 @@ function receiver() {
     req.on("data", (d) => (body += d));
     req.on("end", () => {
       got.push({ path: req.url ?? "", headers: req.headers, body, at: Date.now() });
+      if (holdPaths.has(req.url ?? "")) {
+        held.push(res);
+        return;
+      }
       res.statusCode = answers[req.url ?? ""]?.shift() ?? 200;
       res.end("ok");
     });
   });
-  return { server, got, answers, at: (p: string) => got.filter((g) => g.path === p) };
+  /** Paths whose requests get no answer until `release()`. */
+  const holdPaths = new Set<string>();
+  const held: http.ServerResponse[] = [];
+  const release = () => {
+    holdPaths.clear();
+    for (const res of held.splice(0)) res.end("ok");
+  };
+  return { server, got, answers, holdPaths, held, release, at: (p: string) => got.filter((g) => g.path === p) };
 }
 
 /** What a receiver does with a delivery: verify `Holm-Signature` against the secret. */
@@ -159,7 +170,7 @@ describe("webhooks", () => {
     expect((await call(asA, "DELETE", `/v1/webhooks/${made.id}`)).status).toBe(200);
   });
 
-  it("a real box's box.created and box.ready arrive signed (HMAC-SHA256 of t.body), with the event's id; the log shows status and latency", async () => {
+  it("a real box's box.created and box.ready arrive signed (HMAC-SHA256 of t.body), with the event's id; the log shows status and latency; its DELETE answers while box.removed's delivery is still held", async () => {
     const hook = await create(asA, { url: `${rxBase}/box`, events: ["box.created", "box.ready"] });
     const made = await call(asA, "POST", "/v1/boxes", {});
     expect([200, 202], made.text).toContain(made.status);
@@ -187,7 +198,25 @@ describe("webhooks", () => {
         expect(d.latency_ms).toBeGreaterThanOrEqual(0);
         expect(d.latency_ms).toBeLessThan(5000);
       }
+
+      // A delivery never holds up the request that caused its event: the receiver of box.removed
+      // answers only after the DELETE has answered (were the delivery inside the request, the
+      // DELETE would wait out the 10 s attempt timeout first).
+      const removed = await create(asA, { url: `${rxBase}/held`, events: ["box.removed"] });
+      rx.holdPaths.add("/held");
+      const t0 = Date.now();
+      const del = await asA(`/v1/boxes/${boxId}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+      const took = Date.now() - t0;
+      expect(del.status, await del.text()).toBe(200);
+      expect(took).toBeLessThan(9000);
+      await until("the held delivery arrives", async () => rx.held.length, (n) => n === 1);
+      expect(JSON.parse(rx.at("/held")[0]!.body)).toMatchObject({ kind: "box.removed", box_id: boxId });
+      expect(verify(removed.secret, rx.at("/held")[0]!)).toBe(true);
+      rx.release();
+      await until("the held one delivered", () => deliveries(asA, removed.id), (l) => l[0]?.status === "delivered");
+      await call(asA, "DELETE", `/v1/webhooks/${removed.id}`);
     } finally {
+      rx.release();
       await asA(`/v1/boxes/${boxId}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
     }
   });
