@@ -193,6 +193,37 @@ export interface ImageTable {
   built_at_ms: number | null;
 }
 
+/** A workspace's webhook target (docs/decisions/0018); the secret only sealed. */
+export interface WebhookTable {
+  id: string;
+  owner: string;
+  url: string;
+  kinds_json: string;
+  sealed_secret: string;
+  enabled: number;
+  created_by: string;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+/** One delivery of an event to a webhook: `pending` until a 2xx (`delivered`) or 24 h (`failed`). */
+export interface WebhookDeliveryTable {
+  id: string;
+  webhook_id: string;
+  event_seq: number;
+  kind: string;
+  body: string;
+  status: string;
+  attempts: number;
+  created_at_ms: number;
+  next_at_ms: number | null;
+  last_at_ms: number | null;
+  last_status: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  replay_of: string | null;
+}
+
 export interface Database {
   box: BoxTable;
   event: EventTable;
@@ -211,6 +242,8 @@ export interface Database {
   browser_states: BrowserStateTable;
   runtime: RuntimeTable;
   image: ImageTable;
+  webhook: WebhookTable;
+  webhook_delivery: WebhookDeliveryTable;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

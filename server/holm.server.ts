@@ -13,6 +13,7 @@ import { attachRevocation } from "./revocation";
 import { registerCdpSocket } from "./cdp-socket";
 import { attachUpgradeRouter } from "./upgrade-router";
 import { registerViewerSocket } from "./viewer-socket";
+import { startWebhooks, stopWebhooks } from "./webhooks";
 
 let io: IoServer | undefined;
 
@@ -38,6 +39,7 @@ export const holm = {
     const builds = await resumeBuilds();
     if (builds) console.log(`[holm] ${builds} image build(s) from before the restart queued again`);
     startLoops();
+    await startWebhooks();
     await startPool();
   },
 
@@ -51,6 +53,7 @@ export const holm = {
 
   async shutdown() {
     await stopLoops();
+    await stopWebhooks();
     await stopPool();
     await new Promise<void>((resolve) => (io ? io.close(() => resolve()) : resolve()));
     await closeDb();

@@ -51,6 +51,9 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
                 <NavLink to="/keys" className={link}>
                   API keys
                 </NavLink>
+                <NavLink to="/webhooks" className={link}>
+                  Webhooks
+                </NavLink>
                 <NavLink to="/settings" className={link}>
                   Settings
                 </NavLink>

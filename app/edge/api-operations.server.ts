@@ -36,6 +36,7 @@ import {
 } from "~/protocol/api-page";
 import { ElementOpSchema } from "~/protocol/page-actions";
 import type { ErrorCode } from "~/protocol/errors";
+import { DeliveriesQuerySchema, ReplayBodySchema, WebhookCreateSchema, WebhookPatchSchema } from "~/protocol/api-webhook";
 import { browserQuerySchema } from "./browser-route.server";
 
 // The operations of /v1, one row each: the single source of GET /v1/openapi.json
@@ -292,6 +293,37 @@ const rows: Row[] = [
   { op: "GET /v1/secrets", id: "listSecrets", tag: "secrets", summary: "Secret names and dates, never values: {secrets}." },
   { op: "PUT /v1/secrets/{name}", id: "putSecret", tag: "secrets", summary: "Set a secret (write-only).", body: SecretPutSchema, example: { value: "s3cret" } },
   { op: "DELETE /v1/secrets/{name}", id: "deleteSecret", tag: "secrets", summary: "Remove a secret." },
+  // Webhooks (holm's, issue 16; docs/decisions/0018)
+  { op: "GET /v1/webhooks", id: "listWebhooks", tag: "webhooks", summary: "The workspace's webhooks, never their secrets: {webhooks}. Member role." },
+  {
+    op: "POST /v1/webhooks",
+    id: "createWebhook",
+    tag: "webhooks",
+    summary: "Make a webhook; the answer has its `secret`, the only time it is given.",
+    description:
+      "Deliveries are POSTs of the event as GET /v1/events shows it, signed: `Holm-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, \"<t>.<body>\")>`, with `Holm-Event-Id` (the event's seq, for dedupe), `Holm-Event-Kind` and `Holm-Delivery-Id`. A target on a loopback, private, link-local or other non-public address is refused (400) unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1.",
+    body: WebhookCreateSchema,
+    example: { url: "https://hooks.example.com/holm", events: ["box.created", "box.ready"] },
+    errors: ["denied"],
+  },
+  { op: "GET /v1/webhooks/{id}", id: "getWebhook", tag: "webhooks", summary: "One webhook." },
+  { op: "PATCH /v1/webhooks/{id}", id: "updateWebhook", tag: "webhooks", summary: "Change its url, events or enabled.", body: WebhookPatchSchema, example: { enabled: false } },
+  { op: "DELETE /v1/webhooks/{id}", id: "deleteWebhook", tag: "webhooks", summary: "Delete a webhook and its delivery log." },
+  {
+    op: "GET /v1/webhooks/{id}/deliveries",
+    id: "listWebhookDeliveries",
+    tag: "webhooks",
+    summary: "The delivery log, newest first: {deliveries}, each with status (pending, delivered, failed), attempts, last_status, latency_ms, error, next_attempt_at_ms.",
+    query: DeliveriesQuerySchema,
+  },
+  {
+    op: "POST /v1/webhooks/{id}/deliveries/{delivery}/replay",
+    id: "replayWebhookDelivery",
+    tag: "webhooks",
+    summary: "Send the same event again now, as a new delivery (`replay_of` names the old).",
+    body: ReplayBodySchema,
+    example: {},
+  },
   // History and events
   { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },
   { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: "The frame, a PNG." },

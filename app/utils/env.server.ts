@@ -98,6 +98,15 @@ const EnvSchema = z.object({
   /** The memory all pool boxes may hold together (each counts its memory limit). */
   HOLM_POOL_MAX_MEMORY: SizeSchema.default("8g"),
   HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
+  /**
+   * Webhooks (docs/decisions/0018): `1` lets targets on loopback, link-local and private ranges
+   * through (an administrator's choice, say for a receiver on the same host); `0` refuses them.
+   */
+  HOLM_WEBHOOK_ALLOW_PRIVATE: z.enum(["0", "1"]).default("0").transform((v) => v === "1"),
+  /** The first retry's delay; each next one doubles (with jitter), at most an hour, for 24 h. */
+  HOLM_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+  /** How long one delivery attempt may take before it counts as failed. */
+  HOLM_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
 }).refine((e) => {
   const [mem, max] = [e.HOLM_BOX_MEMORY, e.HOLM_BOX_MEMORY_MAX];
   // A malformed size has its own message already.

@@ -8,6 +8,7 @@ import { secretsStates } from "./0006-secrets-states";
 import { consoleColumns } from "./0007-console";
 import { pool } from "./0008-pool";
 import { runtimes } from "./0009-runtimes";
+import { webhooks } from "./0010-webhooks";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   "0007-console": consoleColumns,
   "0008-pool": pool,
   "0009-runtimes": runtimes,
+  "0010-webhooks": webhooks,
 };
 
 export const migrationProvider: MigrationProvider = {

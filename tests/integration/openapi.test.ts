@@ -18,8 +18,13 @@ const UNKNOWN = "__holm_unknown__";
 /** A value for each required query parameter, so only the unknown one is wrong. */
 const REQUIRED: Record<string, string> = { path: "/etc", pattern: "*", q: "x" };
 
+/** A webhook (disabled, on a port nothing listens on): the /v1/webhooks/{id} routes look it up first. */
+let webhook: string;
+
 function concrete(op: Operation) {
   return op.path
+    .replace(/^\/v1\/webhooks\/\{id\}/, `/v1/webhooks/${webhook}`)
+    .replace("{delivery}", "whd_000000000000000000000000")
     .replace("{id}", box)
     .replace("{screen}", "0")
     .replace("{window}", "0x00000001")
@@ -39,9 +44,11 @@ async function refusal(p: Promise<unknown>): Promise<HolmApiError> {
 }
 
 beforeAll(async () => {
-  server = await startServer();
+  // The allowance lets the webhook below name 127.0.0.1; it is disabled, so nothing is sent.
+  server = await startServer({ HOLM_WEBHOOK_ALLOW_PRIVATE: "1" });
   holm = new Holm({ baseUrl: server.base, token: server.token });
   box = (await holm.boxes.create({}, { wait: true })).id;
+  webhook = ((await holm.request("POST", "/v1/webhooks", { body: { url: "http://127.0.0.1:9/openapi-test", events: ["*"], enabled: false } })) as { id: string }).id;
 });
 
 afterAll(async () => {

@@ -1,0 +1,138 @@
+import { randomBytes } from "node:crypto";
+import type { Kysely } from "kysely";
+import type { Database } from "../../db/schema";
+import { WEBHOOKS_PER_OWNER, type WebhookCreate, type WebhookPatch } from "~/protocol/api-webhook";
+import { ApiError, notFound } from "~/utils/api-error.server";
+import { db } from "~/utils/db.server";
+import { env } from "~/utils/env.server";
+import { seal, unseal } from "~/utils/seal.server";
+import { resolveTarget } from "~/utils/webhook-target.server";
+import type { EventKind } from "./event.server";
+import { ownerKey } from "./sealed-store.server";
+
+// A workspace's webhooks (issue 16, docs/decisions/0018): a URL, the event kinds it wants, and a
+// signing secret. The secret is made here (or given), shown once in the create answer, and kept
+// only sealed: no list, page, error or log line has it again. One owner's webhooks are invisible
+// to every other owner (every query names the owner: another's id is 404). The target is checked
+// against private ranges here, and again before each attempt (webhook-delivery.server.ts).
+
+export interface WebhookInfo {
+  id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+type Row = { id: string; url: string; kinds_json: string; enabled: number; created_at_ms: number; updated_at_ms: number };
+
+const info = (r: Row): WebhookInfo => ({
+  id: r.id,
+  url: r.url,
+  events: JSON.parse(r.kinds_json) as string[],
+  enabled: r.enabled === 1,
+  created_at_ms: Number(r.created_at_ms),
+  updated_at_ms: Number(r.updated_at_ms),
+});
+
+const COLUMNS = ["id", "url", "kinds_json", "enabled", "created_at_ms", "updated_at_ms"] as const;
+// The additional data the secret is sealed with: a sealed secret copied to another row does not open.
+const where = (id: string) => `webhook\u0000${id}`;
+
+/** Checks a target now (400 when it is not allowed); the same check runs before each attempt. */
+async function checkUrl(url: string): Promise<string> {
+  await resolveTarget(url, env().HOLM_WEBHOOK_ALLOW_PRIVATE);
+  return url;
+}
+
+/** Makes a webhook; the answer carries the secret, the only time it is ever given out. */
+export async function createWebhook(
+  owner: string | null | undefined,
+  createdBy: string,
+  body: WebhookCreate,
+): Promise<WebhookInfo & { secret: string }> {
+  const url = await checkUrl(body.url);
+  const secret = body.secret ?? `whsec_${randomBytes(24).toString("base64url")}`;
+  const id = `whk_${randomBytes(12).toString("hex")}`;
+  const now = Date.now();
+  const o = ownerKey(owner);
+  const row = {
+    id,
+    owner: o,
+    url,
+    kinds_json: JSON.stringify(body.events),
+    sealed_secret: seal("webhooks", secret, where(id)),
+    enabled: body.enabled === false ? 0 : 1,
+    created_by: createdBy,
+    created_at_ms: now,
+    updated_at_ms: now,
+  };
+  await db()
+    .transaction()
+    .execute(async (tx) => {
+      const { n } = await tx
+        .selectFrom("webhook")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("owner", "=", o)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= WEBHOOKS_PER_OWNER) {
+        throw new ApiError("denied", `a workspace has at most ${WEBHOOKS_PER_OWNER} webhooks; delete one first`, { retryable: false });
+      }
+      await tx.insertInto("webhook").values(row).execute();
+    });
+  return { ...info(row), secret };
+}
+
+export async function listWebhooks(owner: string | null | undefined): Promise<WebhookInfo[]> {
+  const rows = await db().selectFrom("webhook").select(COLUMNS).where("owner", "=", ownerKey(owner)).orderBy("created_at_ms").orderBy("id").execute();
+  return rows.map(info);
+}
+
+/** One webhook of the owner; 404 for an id the owner does not have (another's included). */
+export async function getWebhook(owner: string | null | undefined, id: string): Promise<WebhookInfo> {
+  const row = await db().selectFrom("webhook").select(COLUMNS).where("owner", "=", ownerKey(owner)).where("id", "=", id).executeTakeFirst();
+  if (!row) throw notFound(`no webhook ${id}`);
+  return info(row);
+}
+
+export async function updateWebhook(owner: string | null | undefined, id: string, patch: WebhookPatch): Promise<WebhookInfo> {
+  await getWebhook(owner, id);
+  const set: { url?: string; kinds_json?: string; enabled?: number; updated_at_ms: number } = { updated_at_ms: Date.now() };
+  if (patch.url !== undefined) set.url = await checkUrl(patch.url);
+  if (patch.events !== undefined) set.kinds_json = JSON.stringify(patch.events);
+  if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
+  await db().updateTable("webhook").set(set).where("owner", "=", ownerKey(owner)).where("id", "=", id).execute();
+  return getWebhook(owner, id);
+}
+
+/** Deletes a webhook and its delivery log: nothing more is sent to it. */
+export async function deleteWebhook(owner: string | null | undefined, id: string): Promise<{ id: string; deleted: true }> {
+  await getWebhook(owner, id);
+  await db()
+    .transaction()
+    .execute(async (tx) => {
+      await tx.deleteFrom("webhook_delivery").where("webhook_id", "=", id).execute();
+      await tx.deleteFrom("webhook").where("owner", "=", ownerKey(owner)).where("id", "=", id).execute();
+    });
+  return { id, deleted: true };
+}
+
+/** What the sender needs: the URL and the opened secret (never leaves the server). */
+export async function webhookTarget(id: string): Promise<{ url: string; secret: string; enabled: boolean } | undefined> {
+  const row = await db().selectFrom("webhook").select(["url", "sealed_secret", "enabled"]).where("id", "=", id).executeTakeFirst();
+  if (!row) return undefined;
+  return { url: row.url, secret: unseal("webhooks", row.sealed_secret, where(id)).toString("utf8"), enabled: row.enabled === 1 };
+}
+
+/**
+ * The enabled webhooks of an owner key that want `kind`. `q` is the transaction the caller is in:
+ * the store has one connection, so a query outside it would wait for the transaction forever.
+ */
+export async function subscribers(q: Kysely<Database>, owner: string, kind: EventKind): Promise<string[]> {
+  const rows = await q.selectFrom("webhook").select(["id", "kinds_json"]).where("owner", "=", owner).where("enabled", "=", 1).execute();
+  return rows.filter((r) => {
+    const kinds = JSON.parse(r.kinds_json) as string[];
+    return kinds.includes("*") || kinds.includes(kind);
+  }).map((r) => r.id);
+}

@@ -1,0 +1,63 @@
+import { z } from "zod";
+
+// The bodies and queries of /v1/webhooks (holm's, issue 16; docs/decisions/0018), written once:
+// the routes validate with them, the OpenAPI registry documents them, the console sends the same
+// values. Unknown keys are refused, as everywhere on /v1.
+
+/** The event kinds of seed 000 ("Events") a webhook may subscribe to; "*" is every kind. */
+export const WEBHOOK_EVENT_KINDS = [
+  "box.created",
+  "box.ready",
+  "box.paused",
+  "box.stopped",
+  "box.removed",
+  "box.unreachable",
+  "box.failed",
+  "screen.taken_over",
+  "screen.given_back",
+  "image.built",
+  "image.removed",
+] as const;
+
+/** Webhooks one workspace may have. */
+export const WEBHOOKS_PER_OWNER = 20;
+
+const Kinds = z
+  .array(z.enum([...WEBHOOK_EVENT_KINDS, "*"]))
+  .min(1, "name at least one event kind, or \"*\" for all")
+  .max(WEBHOOK_EVENT_KINDS.length + 1)
+  .refine((l) => new Set(l).size === l.length, "each kind once")
+  .describe('Event kinds to deliver (seed 000, "Events"); "*" delivers every kind.');
+
+const Url = z.string().min(1).max(2048).describe("An http or https URL on a public address (private ones only when the administrator allows them).");
+
+/** `POST /v1/webhooks`. */
+export const WebhookCreateSchema = z.strictObject({
+  url: Url,
+  events: Kinds,
+  /** Given, or made by the server; shown once in the answer to this request, never again. */
+  secret: z
+    .string()
+    .min(16, "a secret has at least 16 characters")
+    .max(256, "a secret has at most 256 characters")
+    .regex(/^[\x21-\x7e]+$/, "a secret is printable ASCII without spaces")
+    .optional()
+    .describe("The signing secret; the server makes one when none is given. Returned once, in this answer."),
+  enabled: z.boolean().optional(),
+});
+
+/** `PATCH /v1/webhooks/{id}`: any of these, at least one. */
+export const WebhookPatchSchema = z
+  .strictObject({ url: Url.optional(), events: Kinds.optional(), enabled: z.boolean().optional() })
+  .refine((b) => Object.keys(b).length > 0, "give at least one of url, events, enabled");
+
+/** `GET /v1/webhooks/{id}/deliveries`: the newest first. */
+export const DeliveriesQuerySchema = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+
+/** `POST …/deliveries/{delivery}/replay` takes no body. */
+export const ReplayBodySchema = z.strictObject({});
+
+export type WebhookCreate = z.output<typeof WebhookCreateSchema>;
+export type WebhookPatch = z.output<typeof WebhookPatchSchema>;

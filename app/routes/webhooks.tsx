@@ -1,0 +1,166 @@
+import { useEffect } from "react";
+import { useActionData, useRevalidator } from "react-router";
+import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { CopyButton } from "~/components/copy-button";
+import { PostForm } from "~/components/post-form";
+import { Shell } from "~/components/shell";
+import { Button, Card, Field, when } from "~/components/ui";
+import { WebhookDeliveries } from "~/components/webhook-deliveries";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { atLeast } from "~/models/roles";
+import { listDeliveries, replayDelivery } from "~/models/webhook-delivery.server";
+import { createWebhook, deleteWebhook, listWebhooks, updateWebhook } from "~/models/webhook.server";
+import { WEBHOOK_EVENT_KINDS, WebhookCreateSchema } from "~/protocol/api-webhook";
+import { ApiError } from "~/utils/api-error.server";
+import { validate } from "~/utils/validate.server";
+import type { Route } from "./+types/webhooks";
+
+// The workspace's webhooks in the console (docs/decisions/0018): the same model as /v1/webhooks.
+// Members manage them (as they manage keys); a viewer sees that they exist, not their URLs. A new
+// webhook's secret is shown once, in the answer to its create, and never again.
+
+export const meta: Route.MetaFunction = () => [{ title: "Webhooks · holm" }];
+
+/** Deliveries shown per webhook; /v1 gives up to 200. */
+const SHOWN = 10;
+
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  const canEdit = atLeast(ctx.workspace.role, "member");
+  const hooks = canEdit ? await listWebhooks(ctx.workspace.id) : [];
+  return {
+    csrf: ctx.csrf,
+    workspace: ctx.workspace.name,
+    canEdit,
+    hooks: await Promise.all(hooks.map(async (h) => ({ ...h, deliveries: await listDeliveries(ctx.workspace.id, h.id, SHOWN) }))),
+  };
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const ctx = await requireWorkspace(request);
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    if (!atLeast(ctx.workspace.role, "member")) throw new ApiError("denied", "a viewer cannot change the workspace's webhooks");
+    const owner = ctx.workspace.id;
+    const intent = field(form, "intent");
+    const id = field(form, "id");
+    if (intent === "create") {
+      const events = form.getAll("events").filter((v): v is string => typeof v === "string");
+      const body = validate(WebhookCreateSchema, { url: field(form, "url"), events: events.includes("*") ? ["*"] : events }, "form");
+      const made = await createWebhook(owner, `user:${ctx.user.id}`, body);
+      return { created: { url: made.url, secret: made.secret } };
+    }
+    if (intent === "enable" || intent === "disable") {
+      await updateWebhook(owner, id, { enabled: intent === "enable" });
+      return { ok: intent === "enable" ? "Webhook enabled." : "Webhook disabled: nothing is sent to it until it is enabled again." };
+    }
+    if (intent === "delete") {
+      await deleteWebhook(owner, id);
+      return { ok: "Webhook deleted, with its delivery log." };
+    }
+    if (intent === "replay") {
+      await replayDelivery(owner, id, field(form, "delivery"));
+      return { ok: "Replay queued: the same event is sent again now." };
+    }
+    throw new ApiError("bad_request", `unknown intent "${intent}"`);
+  });
+}
+
+export default function Webhooks({ loaderData }: Route.ComponentProps) {
+  const answer = useActionData<typeof action>();
+  const { shown, dismiss } = useActionBanner(answer, { okMs: 10_000 });
+  const made = useAnswerCount(answer, (a) => "created" in a);
+  const { csrf, workspace, canEdit, hooks } = loaderData;
+  const created = shown && "created" in shown ? shown.created : null;
+  const revalidator = useRevalidator();
+  // The delivery log moves by itself (retries, replays): read it again every few seconds.
+  useEffect(() => {
+    if (hooks.length === 0) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible" && revalidator.state === "idle") void revalidator.revalidate();
+    }, 4000);
+    return () => clearInterval(timer);
+  }, [hooks.length, revalidator]);
+  return (
+    <Shell>
+      <h1 className="mb-6 text-2xl font-semibold tracking-tight">Webhooks for {workspace}</h1>
+      <div className="space-y-6">
+        <OkOrError shown={shown} dismiss={dismiss} />
+        {created ? (
+          <Card title="Webhook created">
+            <p className="text-sm text-slate-600">
+              Copy its signing secret now: it is shown once and stored encrypted. Each delivery carries{" "}
+              <code>Holm-Signature: t=…,v1=…</code>, the HMAC-SHA256 of <code>t.body</code> under this secret.
+            </p>
+            <div className="mt-3 flex items-center gap-2">
+              <code data-testid="new-secret" className="flex-1 break-all rounded-md bg-slate-900 px-3 py-2 font-mono text-xs text-emerald-200">
+                {created.secret}
+              </code>
+              <CopyButton text={created.secret} label="Copy secret" />
+            </div>
+          </Card>
+        ) : null}
+        {!canEdit ? (
+          <Card title="Webhooks">
+            <p className="text-sm text-slate-600">Members of this workspace manage its webhooks; a viewer does not see them.</p>
+          </Card>
+        ) : (
+          <>
+            <Card title="Add a webhook">
+              <PostForm key={`create-${made}`} csrf={csrf} intent="create" className="space-y-3">
+                <Field label="URL" name="url" type="url" required maxLength={2048} placeholder="https://hooks.example.com/holm" />
+                <fieldset>
+                  <legend className="mb-1 text-sm font-medium text-slate-700">Events</legend>
+                  <div className="flex flex-wrap gap-x-4 gap-y-1 text-sm">
+                    {["*", ...WEBHOOK_EVENT_KINDS].map((k) => (
+                      <label key={k} className="flex items-center gap-1.5">
+                        <input type="checkbox" name="events" value={k} defaultChecked={k === "*"} />
+                        <span className="font-mono text-xs">{k === "*" ? "all events" : k}</span>
+                      </label>
+                    ))}
+                  </div>
+                </fieldset>
+                <Button type="submit">Add webhook</Button>
+              </PostForm>
+            </Card>
+            {hooks.length === 0 ? (
+              <Card title="Webhooks">
+                <p className="text-sm text-slate-600">No webhooks yet. A webhook receives this workspace's events as signed POSTs.</p>
+              </Card>
+            ) : (
+              hooks.map((h) => (
+                <Card key={h.id} title={h.url}>
+                  <div className="mb-3 flex flex-wrap items-center gap-3 text-sm text-slate-600">
+                    <span className={h.enabled ? "font-medium text-emerald-700" : "font-medium text-slate-600"}>{h.enabled ? "enabled" : "disabled"}</span>
+                    <span>events: <span className="font-mono text-xs">{h.events.join(", ")}</span></span>
+                    <span>since {when(h.created_at_ms)}</span>
+                    <span className="ml-auto flex gap-2">
+                      <PostForm csrf={csrf} intent={h.enabled ? "disable" : "enable"} fields={{ id: h.id }}>
+                        <Button type="submit" variant="secondary" aria-label={`${h.enabled ? "Disable" : "Enable"} ${h.url}`}>
+                          {h.enabled ? "Disable" : "Enable"}
+                        </Button>
+                      </PostForm>
+                      <PostForm
+                        csrf={csrf}
+                        intent="delete"
+                        fields={{ id: h.id }}
+                        confirm={{ title: `Delete the webhook to ${h.url}?`, body: "Nothing more is sent to it, and its delivery log goes too.", action: "Delete webhook" }}
+                      >
+                        <Button type="submit" variant="danger" aria-label={`Delete ${h.url}`}>
+                          Delete
+                        </Button>
+                      </PostForm>
+                    </span>
+                  </div>
+                  <WebhookDeliveries csrf={csrf} hook={h.id} url={h.url} deliveries={h.deliveries} canEdit={canEdit} />
+                </Card>
+              ))
+            )}
+          </>
+        )}
+      </div>
+    </Shell>
+  );
+}

@@ -1,0 +1,93 @@
+import { lookup } from "node:dns/promises";
+import ipaddr from "ipaddr.js";
+import { badRequest } from "./api-error.server";
+
+// Where a webhook may send (docs/decisions/0018). A webhook URL is chosen by a workspace, and
+// the server sends to it from inside the operator's network: without a guard, a URL could make
+// the server call its own loopback services, a cloud metadata endpoint (169.254.169.254) or
+// anything on a private range (SSRF). So only public unicast addresses are targets, unless the
+// administrator allows private ones (HOLM_WEBHOOK_ALLOW_PRIVATE=1). The check is made on the
+// addresses a name resolves to, and the sender connects to the very address checked (pinned),
+// so a name that resolves once public and then private (DNS rebinding) gets nowhere.
+
+/** The longest URL a webhook may have. */
+export const WEBHOOK_URL_MAX = 2048;
+
+/**
+ * Addresses outside every range ipaddr.js names are "unicast": the only ones allowed. The named
+ * ranges are loopback, private (10/8, 172.16/12, 192.168/16), link-local (169.254/16, fe80::/10),
+ * unique-local (fc00::/7), carrier-grade NAT, unspecified, broadcast, multicast, reserved, and the
+ * IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo, NAT64), whose IPv4 part could be
+ * any of those. Alibaba Cloud's metadata address sits in public space, so it is named too.
+ */
+const ALSO_BLOCKED = [ipaddr.parseCIDR("100.100.100.200/32")] as const;
+
+/** Why `address` (an IP literal) may not be a target, or undefined when it may. */
+export function blockedRange(address: string): string | undefined {
+  if (!ipaddr.isValid(address)) return "not an IP address";
+  let ip = ipaddr.parse(address);
+  // ::ffff:10.0.0.1 is 10.0.0.1: judge the IPv4 address it carries.
+  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  const range = ip.range();
+  if (range !== "unicast") return range;
+  for (const [net, bits] of ALSO_BLOCKED) {
+    if (ip.kind() === net.kind() && (ip as ipaddr.IPv4).match(net as ipaddr.IPv4, bits)) return "cloud metadata";
+  }
+  return undefined;
+}
+
+/** A webhook URL as given, or 400 saying what is wrong with it (before any lookup). */
+export function parseWebhookUrl(raw: string): URL {
+  if (raw.length > WEBHOOK_URL_MAX) throw badRequest(`url: at most ${WEBHOOK_URL_MAX} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw badRequest("url: not a URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw badRequest("url: only http and https URLs are webhook targets");
+  // Credentials in the URL would be shown in every list; the signature authenticates instead.
+  if (url.username || url.password) throw badRequest("url: a webhook URL carries no user name or password");
+  if (url.hash) throw badRequest("url: a webhook URL has no #fragment");
+  return url;
+}
+
+/** A URL's host as an address or a name: `[::1]` is the address `::1`. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
+
+export interface PinnedTarget {
+  url: URL;
+  /** The address to connect to: checked, and the only one used for this attempt. */
+  address: string;
+  family: 4 | 6;
+}
+
+/**
+ * Resolves a webhook URL's host once and checks every address it gives: one that is not public
+ * refuses the target (400 naming the range) unless `allowPrivate`. Answers the first address,
+ * which the sender connects to (never resolving again). A name that does not resolve is a
+ * `bad_request` too; the delivery loop treats it as a failed attempt and retries.
+ */
+export async function resolveTarget(raw: string, allowPrivate: boolean): Promise<PinnedTarget> {
+  const url = parseWebhookUrl(raw);
+  const host = hostOf(url);
+  const addresses = ipaddr.isValid(host)
+    ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
+    : await lookup(host, { all: true, verbatim: true }).catch(() => {
+        throw badRequest(`url: the host "${host}" does not resolve`);
+      });
+  if (addresses.length === 0) throw badRequest(`url: the host "${host}" does not resolve`);
+  if (!allowPrivate) {
+    for (const a of addresses) {
+      const range = blockedRange(a.address);
+      if (range) {
+        const via = a.address === host ? "" : ` (it resolves to ${a.address})`;
+        throw badRequest(
+          `url: "${host}"${via} is a ${range} address; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`,
+        );
+      }
+    }
+  }
+  const first = addresses[0]!;
+  return { url, address: first.address, family: first.family === 6 ? 6 : 4 };
+}

@@ -1,0 +1,73 @@
+import { events } from "~/models/event.server";
+import { SEND_CONCURRENCY, attemptDelivery, dueDeliveries, fanOut, initCursor, pruneDeliveries } from "~/models/webhook-delivery.server";
+
+// The webhook sender (docs/decisions/0018): a loop in the server process, separate from the
+// request that caused an event. It wakes on each recorded event (the in-process emitter) and
+// every second (events written by another process, retries coming due, pending deliveries left
+// by a previous process), turns new events into delivery rows, and sends due rows, at most
+// SEND_CONCURRENCY at once. It runs with either HOLM_SERVER_SCHEDULE: deliveries are not a
+// scheduled job but the answer to events this process records.
+
+const TICK_MS = 1000;
+const PRUNE_EVERY_MS = 3600 * 1000;
+
+let timer: NodeJS.Timeout | undefined;
+let sweeping: Promise<void> | undefined;
+let again = false;
+let lastPrune = 0;
+const inFlight = new Map<string, Promise<void>>();
+
+async function sweep(): Promise<void> {
+  await fanOut();
+  const now = Date.now();
+  if (now - lastPrune > PRUNE_EVERY_MS) {
+    lastPrune = now;
+    await pruneDeliveries({ now });
+  }
+  for (const id of await dueDeliveries(now, new Set(inFlight.keys()), SEND_CONCURRENCY - inFlight.size)) {
+    // Not awaited: a slow receiver holds one slot, not the loop.
+    const p = attemptDelivery(id)
+      .catch((err) => console.error(`[holm] webhook delivery ${id} failed:`, err))
+      .finally(() => {
+        inFlight.delete(id);
+        wake();
+      });
+    inFlight.set(id, p);
+  }
+}
+
+/** Runs a sweep now, or right after the one in progress. */
+function wake() {
+  if (!timer) return;
+  if (sweeping) {
+    again = true;
+    return;
+  }
+  sweeping = sweep()
+    .catch((err) => console.error("[holm] webhooks:", err))
+    .finally(() => {
+      sweeping = undefined;
+      if (again) {
+        again = false;
+        wake();
+      }
+    });
+}
+
+const onEvent = () => setImmediate(wake);
+
+export async function startWebhooks() {
+  await initCursor();
+  timer = setInterval(wake, TICK_MS);
+  timer.unref();
+  events.on("event", onEvent);
+  wake();
+}
+
+export async function stopWebhooks() {
+  events.off("event", onEvent);
+  if (timer) clearInterval(timer);
+  timer = undefined;
+  await sweeping;
+  await Promise.all(inFlight.values());
+}

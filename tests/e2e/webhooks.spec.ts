@@ -1,0 +1,96 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test } from "@playwright/test";
+import { signUp } from "../support/browser";
+import { type TestServer, startServer } from "../support/server";
+
+// The Webhooks page as a member uses it (docs/decisions/0018): add a webhook to a receiver on
+// 127.0.0.1 (the server allows private targets here), see its secret once, see a delivery arrive
+// in the log with its status and latency, replay it, and the receiver gets it twice. The event is
+// written into the server's store, as another process would record one (no box needed).
+
+let server: TestServer;
+const got: string[] = [];
+const receiver = http.createServer((req, res) => {
+  let body = "";
+  req.on("data", (d) => (body += d));
+  req.on("end", () => {
+    got.push(body);
+    res.end("ok");
+  });
+});
+let rxUrl = "";
+
+test.beforeAll(async () => {
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  rxUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_WEBHOOK_ALLOW_PRIVATE: "1", HOLM_WEBHOOK_RETRY_BASE_MS: "300" });
+});
+
+test.afterAll(async () => {
+  await server?.stop();
+  await new Promise((r) => receiver.close(r));
+});
+
+test("a member adds a webhook, sees its secret once, sees a delivery, and replays it", async ({ page }) => {
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ada", "ada@example.com", "Crew");
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  await page.getByRole("link", { name: "Webhooks" }).click();
+  await expect(page.getByRole("heading", { name: "Webhooks for Crew" })).toBeVisible();
+  await page.getByLabel("URL").fill(rxUrl);
+  await page.getByRole("button", { name: "Add webhook" }).click();
+  const secret = (await page.getByTestId("new-secret").textContent())!.trim();
+  expect(secret).toMatch(/^whsec_/);
+  await expect(page.getByRole("heading", { name: rxUrl })).toBeVisible();
+  // Once: a fresh load of the page has the webhook, not its secret.
+  await page.reload();
+  await expect(page.getByRole("heading", { name: rxUrl })).toBeVisible();
+  expect(await page.content()).not.toContain(secret);
+
+  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const { owner } = db.prepare("select owner from webhook").get() as { owner: string };
+  db.prepare("insert into event (at_ms, kind, owner, box_id) values (?, 'box.paused', ?, 'box_e2e')").run(Date.now(), owner);
+  db.close();
+
+  // The log refreshes by itself.
+  const rows = page.getByTestId("delivery");
+  await expect(rows).toHaveCount(1, { timeout: 20_000 });
+  await expect(rows.first()).toContainText("box.paused");
+  await expect(rows.first()).toContainText("delivered");
+  await expect(rows.first()).toContainText(/\d+ ms/);
+  expect(got).toHaveLength(1);
+
+  await page.getByRole("button", { name: /^Replay box\.paused/ }).click();
+  await expect(page.getByText("Replay queued")).toBeVisible();
+  await expect(rows).toHaveCount(2, { timeout: 20_000 });
+  await expect(rows.first()).toContainText("(replay)");
+  await expect(rows.first()).toContainText("delivered", { timeout: 20_000 });
+  expect(got).toHaveLength(2);
+  expect(got[1]).toBe(got[0]);
+
+  // Like every console page (tests/e2e/a11y.spec.ts): no serious axe violation, light or dark,
+  // and no sideways scrolling on a 390 px phone, with a webhook and its log on it.
+  const cookies = await page.context().cookies();
+  for (const colorScheme of ["light", "dark"] as const) {
+    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
+    await context.addCookies(cookies);
+    const phone = await context.newPage();
+    await phone.goto(`${server.base}/webhooks`);
+    await expect(phone.getByTestId("delivery")).toHaveCount(2);
+    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
+    const axe = await new AxeBuilder({ page: phone }).analyze();
+    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
+    await context.close();
+  }
+
+  // Delete asks in the page first.
+  await page.getByRole("button", { name: `Delete ${rxUrl}` }).click();
+  await page.getByRole("button", { name: "Delete webhook" }).click();
+  await expect(page.getByText("No webhooks yet")).toBeVisible();
+});
