@@ -1,21 +1,9 @@
+import type { DeliveryInfo } from "~/protocol/api-webhook";
 import { PostForm } from "./post-form";
 import { Table } from "./table";
 import { Button, when } from "./ui";
 
-export interface DeliveryRow {
-  id: string;
-  event_seq: number;
-  kind: string;
-  status: "pending" | "delivered" | "failed";
-  attempts: number;
-  created_at_ms: number;
-  last_attempt_at_ms: number | null;
-  next_attempt_at_ms: number | null;
-  last_status: number | null;
-  latency_ms: number | null;
-  error: string | null;
-  replay_of: string | null;
-}
+export type DeliveryRow = DeliveryInfo;
 
 const TONE: Record<DeliveryRow["status"], string> = {
   delivered: "bg-emerald-100 text-emerald-800",

@@ -7,6 +7,7 @@ import type { EventKind, HolmEvent } from "./event.server";
 import { ownerKey } from "./sealed-store.server";
 import { getWebhook, subscribers, webhookTarget } from "./webhook.server";
 import { sendAttempt } from "./webhook-send.server";
+import type { DeliveryInfo } from "~/protocol/api-webhook";
 
 // Deliveries (docs/decisions/0018). Events are already rows (event.server.ts); a cursor kept in
 // the `setting` table says which have been fanned out, so an event recorded just before a crash
@@ -20,21 +21,6 @@ const RETRY_MAX_DELAY_MS = 3600 * 1000;
 const CURSOR = "webhook_cursor";
 /** Attempts in flight at once, across all webhooks. */
 export const SEND_CONCURRENCY = 8;
-
-export interface DeliveryInfo {
-  id: string;
-  event_seq: number;
-  kind: string;
-  status: "pending" | "delivered" | "failed";
-  attempts: number;
-  created_at_ms: number;
-  last_attempt_at_ms: number | null;
-  next_attempt_at_ms: number | null;
-  last_status: number | null;
-  latency_ms: number | null;
-  error: string | null;
-  replay_of: string | null;
-}
 
 const newId = () => `whd_${randomBytes(12).toString("hex")}`;
 

@@ -61,3 +61,19 @@ export const ReplayBodySchema = z.strictObject({});
 
 export type WebhookCreate = z.output<typeof WebhookCreateSchema>;
 export type WebhookPatch = z.output<typeof WebhookPatchSchema>;
+
+/** One delivery as /v1 and the console show it (the log of a webhook). */
+export interface DeliveryInfo {
+  id: string;
+  event_seq: number;
+  kind: string;
+  status: "pending" | "delivered" | "failed";
+  attempts: number;
+  created_at_ms: number;
+  last_attempt_at_ms: number | null;
+  next_attempt_at_ms: number | null;
+  last_status: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  replay_of: string | null;
+}
