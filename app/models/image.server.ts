@@ -10,6 +10,7 @@ import { enqueue } from "./job.server";
 import { countImageBuild } from "./quota.server";
 import { getRuntime, requireLaunchable } from "./runtime-store.server";
 import { SpecSchema, imageRequest, normalizeSpec, specDigest } from "./spec.server";
+import type { ImageTable } from "../../db/schema";
 
 // Images built before need (seed 000, "Runtimes and images"; ADR 0017). A build goes through the
 // runtime's own ensureImage, the very call a box launch makes, so the same spec gives the same
@@ -43,17 +44,8 @@ export interface BuildProgress {
   log: string[];
 }
 
-type Row = {
-  runtime: string;
-  digest: string;
-  image: string;
-  state: string;
-  reason: string | null;
-  request_json: string;
-  spec_digest: string | null;
-  created_at_ms: number;
-  built_at_ms: number | null;
-};
+/** An image row as the model uses it (the workspace that asked is only written, for the build quota). */
+type Row = Omit<ImageTable, "owner">;
 
 const LOG_LINES = 20;
 const progress = new Map<string, BuildProgress>();
