@@ -44,7 +44,7 @@ export interface BuildProgress {
   log: string[];
 }
 
-/** An image row as the model uses it (the workspace that asked is only written, for the build quota). */
+/** An image row as the model uses it (the workspace that asked is written with it, never read back here). */
 type Row = Omit<ImageTable, "owner">;
 
 const LOG_LINES = 20;
