@@ -18,6 +18,9 @@ document.addEventListener("keydown", (e) => { st.keys[e.key] = "down"; });
 document.addEventListener("keyup", (e) => { st.keys[e.key] = "up"; });
 </script></body></html>`;
 
+// A takeover nobody drives lapses after this. Long enough for the longest test that holds one
+// (the "every agent write is refused" walk took 4.6–8.3 s on a busy machine; 3 s let it lapse).
+const GRACE_SECS = 15;
 let server: TestServer;
 let box: any;
 let page: Page;
@@ -38,7 +41,7 @@ async function clicksReach(n: number): Promise<number> {
 }
 
 beforeAll(async () => {
-  server = await startServer({ HOLM_TAKEOVER_GRACE_SECS: "3" });
+  server = await startServer({ HOLM_TAKEOVER_GRACE_SECS: String(GRACE_SECS) });
   // Two screens: what is box-wide (exec, files) is refused while either is held.
   box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2 } } } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
@@ -124,7 +127,7 @@ describe("takeover", () => {
     expect((await batch({ actions: [{ type: "move", to: { x: 5, y: 5 } }] })).status).toBe(409);
     const viewers = await json(await server.api(`${base()}/viewers`));
     expect(viewers.taken_over).toBe(true);
-    await new Promise((r) => setTimeout(r, 4500));
+    await new Promise((r) => setTimeout(r, GRACE_SECS * 1000 + 1500));
     expect((await batch({ actions: [{ type: "move", to: { x: 5, y: 5 } }] })).status).toBe(200);
     expect((await json(await server.api(`${base()}/viewers`))).taken_over).toBe(false);
   });
