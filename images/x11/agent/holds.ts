@@ -113,6 +113,8 @@ export class Holds {
       await this.releaseKey(keysym, false);
       out.released_keys.push(h.label);
     }
+    // Nothing let go, nothing to wait for: every step already ended on a round trip of its own.
+    if (out.released.length === 0 && out.released_keys.length === 0) return out;
     try {
       await (await this.input()).sync();
     } catch {

@@ -38,6 +38,16 @@ async function pointer(s: Session): Promise<Point> {
   return { x: p.x, y: p.y };
 }
 
+/**
+ * The round trip that ends an input step (which surfaces any X error its input caused) and the
+ * pointer after it, asked together: both requests go out in one write and come back in order, so
+ * this costs one round trip, not two.
+ */
+async function syncedPointer(s: Session): Promise<Point> {
+  const [, p] = await Promise.all([s.input.sync(), pointer(s)]);
+  return p;
+}
+
 /** Moves the pointer to `to` along the planned path; returns the seed a human path used. */
 async function moveTo(s: Session, to: Point, motion: Motion = "instant", seed?: number): Promise<Data> {
   const from = motion === "instant" ? to : await pointer(s);
@@ -50,7 +60,9 @@ async function moveTo(s: Session, to: Point, motion: Motion = "instant", seed?: 
       await sleep(plan.delays[i]);
     }
   }
-  await s.input.sync();
+  // An instant move is one motion event: the step's own round trip after its input (which every
+  // caller makes) covers it, and the server handles the motion before what follows it anyway.
+  if (plan.points.length > 1 || motion !== "instant") await s.input.sync();
   return motion === "human" ? { seed: used, points: plan.points.length } : motion === "smooth" ? { points: plan.points.length } : {};
 }
 
@@ -108,22 +120,23 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
   async move(screen, st) {
     const s = await screen.session();
     const data = await moveTo(s, onScreen(s, st.to, "to"), st.motion, st.seed);
-    if (st.pause_ms) await sleep(st.pause_ms);
-    return { ...data, at: await pointer(s) };
+    if (st.pause_ms) {
+      await s.input.sync(); // the pause runs from when the pointer got there
+      await sleep(st.pause_ms);
+    }
+    return { ...data, at: await syncedPointer(s) };
   },
   async click(screen, st) {
     const s = await screen.session();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await withHeld(screen, st.held, () => clickOnce(screen, button(st.button)));
-    await s.input.sync();
-    return { ...data, at: await pointer(s) };
+    return { ...data, at: await syncedPointer(s) };
   },
   async double_click(screen, st) {
     const s = await screen.session();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await s.input.doubleClick(button(st.button), DOUBLE_CLICK_GAP_MS);
-    await s.input.sync();
-    return { ...data, at: await pointer(s) };
+    return { ...data, at: await syncedPointer(s) };
   },
   async drag(screen, st) {
     const s = await screen.session();
@@ -154,8 +167,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
       await screen.holds.releaseButton(b, false);
       return moved;
     });
-    await s.input.sync();
-    return { ...data, at: await pointer(s) };
+    return { ...data, at: await syncedPointer(s) };
   },
   async path(screen, st) {
     const s = await screen.session();
@@ -171,22 +183,19 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
       await sleep(DRAG_PAUSE_MS);
       await screen.holds.releaseButton(b, false);
     });
-    await s.input.sync();
-    return { at: await pointer(s), ...(st.motion === "human" ? { seed } : {}) };
+    return { at: await syncedPointer(s), ...(st.motion === "human" ? { seed } : {}) };
   },
   async mouse_down(screen, st) {
     const s = await screen.session();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await screen.holds.pressButton(button(st.button), st.hold_ms ?? DEFAULT_HOLD_MS, st.hold_ms !== undefined ? "timed" : "batch");
-    await s.input.sync();
-    return { ...data, at: await pointer(s), ...screen.holds.snapshot() };
+    return { ...data, at: await syncedPointer(s), ...screen.holds.snapshot() };
   },
   async mouse_up(screen, st) {
     const s = await screen.session();
     if (st.at) await moveTo(s, onScreen(s, st.at, "at"));
     const wasHeld = await screen.holds.releaseButton(button(st.button), false);
-    await s.input.sync();
-    return { at: await pointer(s), was_held: wasHeld };
+    return { at: await syncedPointer(s), was_held: wasHeld };
   },
   async scroll(screen, st) {
     const s = await screen.session();
@@ -203,8 +212,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
       await s.input.button(dx > 0 ? 7 : 6, true);
       await s.input.button(dx > 0 ? 7 : 6, false);
     }
-    await s.input.sync();
-    return { at: await pointer(s), dx, dy };
+    return { at: await syncedPointer(s), dx, dy };
   },
   async type(screen, st) {
     const s = await screen.session();

@@ -58,7 +58,8 @@ async function activeId(s: Session): Promise<number> {
   return getInputFocus(s.conn);
 }
 
-async function describe(s: Session, id: number, active: number): Promise<WindowInfo | null> {
+/** A client window as it is now; `active` is set by the caller, which knows the active window. */
+async function describe(s: Session, id: number): Promise<WindowInfo | null> {
   const [netName, utf8, netPid, netState, hidden, maxV, maxH] = await Promise.all([
     s.atom("_NET_WM_NAME"), s.atom("UTF8_STRING"), s.atom("_NET_WM_PID"), s.atom("_NET_WM_STATE"),
     s.atom("_NET_WM_STATE_HIDDEN"), s.atom("_NET_WM_STATE_MAXIMIZED_VERT"), s.atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
@@ -87,7 +88,7 @@ async function describe(s: Session, id: number, active: number): Promise<WindowI
       y: pos.y - geo.border,
       width: geo.width,
       height: geo.height,
-      active: id === active,
+      active: false,
       minimised: states.includes(hidden),
       maximised: states.includes(maxV) && states.includes(maxH),
     };
@@ -96,10 +97,21 @@ async function describe(s: Session, id: number, active: number): Promise<WindowI
   }
 }
 
+/** The client windows each session listed last time. */
+const lastListed = new WeakMap<Session, number[]>();
+
 export async function listWindows(s: Session): Promise<WindowInfo[]> {
-  const [ids, active] = await Promise.all([clientIds(s), activeId(s)]);
-  const all = await Promise.all(ids.map((id) => describe(s, id, active)));
-  return all.filter((w): w is WindowInfo => w !== null);
+  // The windows of the last listing are asked about together with the list itself: the set
+  // rarely changes between two batches, so a listing usually costs one round trip, not two (after
+  // a click the X server is busy drawing the page, and each round trip waits behind that).
+  const guess = lastListed.get(s) ?? [];
+  const [ids, active, guessed] = await Promise.all([clientIds(s), activeId(s), Promise.all(guess.map((id) => describe(s, id)))]);
+  lastListed.set(s, ids);
+  const known = new Map(guess.map((id, i) => [id, guessed[i]]));
+  const all = await Promise.all(ids.map((id) => (known.has(id) ? known.get(id)! : describe(s, id))));
+  return all
+    .filter((w): w is WindowInfo => w !== null)
+    .map((w) => ({ ...w, active: parseInt(w.id.slice(2), 16) === active }));
 }
 
 export async function activeWindow(s: Session): Promise<WindowInfo | null> {
