@@ -3,8 +3,8 @@
 # Chromium). Installs and starts what it needs first, through scripts/setup.sh.
 #
 # The suites mostly wait on boxes, not on the CPU (a sequential run kept 2 cores ~20 % busy),
-# so the in-box agent tests run beside the unit tests and the end-to-end tests beside the
-# integration tests. Each suite labels its boxes with its own run label, so one suite's
+# so the in-box agent tests run beside the unit and integration tests and the end-to-end tests
+# beside the integration tests. Each suite labels its boxes with its own run label, so one suite's
 # cleanup never removes the other's boxes; each server adopts only its own boxes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,15 +46,17 @@ status=0
 echo "== layers (docs/decisions/0009)"
 node scripts/check-layers.mjs || status=1
 
+# The in-box agent suite (host Xvfb, no engine) runs on beside the integration suite, whose
+# length is the run's: waiting for it first added its 2.5 minutes to the whole run.
 bg agent npx vitest run --config vitest.agent.config.ts
 agent=$!
 echo "== unit"
 HOLM_TEST_RUN="${RUN}-unit" npx vitest run --project unit || status=1
-fg agent "$agent" "in-box agent (host Xvfb)" || status=1
 
 bg e2e npx playwright test
 e2e=$!
 echo "== integration"
 HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration || status=1
+fg agent "$agent" "in-box agent (host Xvfb)" || status=1
 fg e2e "$e2e" "end-to-end" || status=1
 exit $status
