@@ -72,6 +72,48 @@ describe("frames", () => {
     }
   });
 
+  // An unchanged answer costs one round trip when nothing was drawn since the last read (the
+  // X DAMAGE extension, images/x11/agent/damage.ts); these are the changes it must not miss.
+  it("sees a one-pixel change drawn by another client right after an unchanged answer", async () => {
+    const a = await frame();
+    expect((await frame(`?have=${a.hash}`)).unchanged).toBe(true);
+    await paint(0x123456, 640, 400, 1, 1);
+    const b = await frame(`?have=${a.hash}`);
+    expect(b.unchanged).toBe(false);
+    expect(decodePng(Buffer.from(b.png_base64!, "base64")).rgb(640, 400)).toEqual([0x12, 0x34, 0x56]);
+    // And back: the same pixels as before give the same hash again.
+    await paint(0x336699, 640, 400, 1, 1);
+    expect(await frame(`?have=${a.hash}`)).toMatchObject({ hash: a.hash, unchanged: true });
+  });
+
+  it("sees a window mapped, moved and unmapped by another client, and a region read between", async () => {
+    const a = await frame();
+    const c = probe.conn;
+    const win = c.allocId();
+    // CreateWindow 60×60 at 10,10 with a white background, override-redirect (no window manager here).
+    c.send(new Req(1, 0).u32(win).u32(c.setup.root).i16(10).i16(10).u16(60).u16(60).u16(0).u16(1).u32(0).u32(0x2 | 0x200).u32(0xffffff).u32(1).finish());
+    c.send(new Req(8).u32(win).finish()); // MapWindow
+    await getInputFocus(c);
+    const mapped = await until(async () => {
+      const f = await frame(`?have=${a.hash}`);
+      return f.unchanged ? null : f;
+    }, "the mapped window in a frame");
+    expect(decodePng(Buffer.from(mapped.png_base64!, "base64")).rgb(30, 30)).toEqual([0xff, 0xff, 0xff]);
+    // A region read in between must not hide the move from the next full frame.
+    await frame("?x=0&y=0&width=10&height=10");
+    c.send(new Req(12).u32(win).u16(0x3).pad(2).u32(500).u32(200).finish()); // ConfigureWindow x, y (onto nothing painted)
+    await getInputFocus(c);
+    const moved = await frame(`?have=${mapped.hash}`);
+    expect(moved.unchanged).toBe(false);
+    const img = decodePng(Buffer.from(moved.png_base64!, "base64"));
+    expect(img.rgb(30, 30)).toEqual([0x33, 0x66, 0x99]);
+    expect(img.rgb(520, 220)).toEqual([0xff, 0xff, 0xff]);
+    c.send(new Req(4).u32(win).finish()); // DestroyWindow
+    await getInputFocus(c);
+    // Where it was, the probe's background comes back: the screen is the first frame again.
+    expect(await frame(`?have=${a.hash}`)).toMatchObject({ hash: a.hash, unchanged: true });
+  });
+
   it("captures a region, and scales", async () => {
     const r = await frame("?x=100&y=100&width=50&height=40");
     const img = decodePng(Buffer.from(r.png_base64!, "base64"));
@@ -128,9 +170,12 @@ describe("wait_still", () => {
 
   it("times out while the screen keeps changing", async () => {
     let i = 0;
-    const t = setInterval(() => void paint(i++ % 2 ? 0xffffff : 0x000000, 0, 0, 20, 20), 40);
+    // A new colour each time: two looks that straddle two paints must still see a change.
+    const t = setInterval(() => void paint((++i * 0x0a0b0c) & 0xffffff, 0, 0, 20, 20), 40);
     try {
-      const r = await batch(agent, 0, { actions: [{ type: "wait_still", settle_ms: 300, within_ms: 800 }] });
+      // The painter is this test's timer: settle_ms is long enough that a busy machine pausing
+      // it (the whole agent suite runs at once) does not look like a still screen.
+      const r = await batch(agent, 0, { actions: [{ type: "wait_still", settle_ms: 600, within_ms: 1500 }] });
       expect(r.results[0]).toMatchObject({ ok: false, code: "timeout" });
       expect(r.stopped_at).toBe(0);
     } finally {

@@ -165,16 +165,34 @@ function hashPixels(screen: Screen, key: string, px: Buffer): string {
   return hash;
 }
 
+/**
+ * The pixels of `r` (`key` names the area and how it is shown) and their hash. The last read is
+ * used again when it was of the same area and nothing was drawn on the screen since (damage.ts):
+ * one round trip instead of reading megabytes. A read with the pointer drawn in is always made
+ * anew (moving the pointer draws nothing on the screen).
+ */
+async function pixelsOf(screen: Screen, s: Session, r: Rect, key: string, pointer: boolean): Promise<{ px: Buffer; hash: string }> {
+  const last = screen.lastPixels;
+  if (!pointer && s.damage && last && last.key === key && (await s.damage.unchangedSinceArm())) return { px: last.px, hash: last.hash };
+  s.damage?.arm();
+  try {
+    const px = await grab(s, r);
+    if (pointer) await drawPointer(s, px, r);
+    return { px, hash: hashPixels(screen, key, px) };
+  } catch (err) {
+    s.damage?.spoil(); // armed but nothing read: the next read must not trust the last pixels
+    throw err;
+  }
+}
+
 export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: string): Promise<Frame> {
   const s = await screen.session();
   const scale = opts.scale ?? 100;
   if (!(scale >= 1 && scale <= 400)) throw new AgentError("bad_request", `scale ${scale} is not within 1–400`);
   const r = await targetRect(s, opts);
-  const px = await grab(s, r);
-  if (opts.pointer) await drawPointer(s, px, r);
   const width = Math.max(1, Math.round((r.width * scale) / 100));
   const height = Math.max(1, Math.round((r.height * scale) / 100));
-  const hash = hashPixels(screen, `${r.x},${r.y},${r.width},${r.height},${width},${height},${opts.pointer ? 1 : 0}`, px);
+  const { px, hash } = await pixelsOf(screen, s, r, `${r.x},${r.y},${r.width},${r.height},${width},${height},${opts.pointer ? 1 : 0}`, opts.pointer === true);
   if (have && have === hash) return { hash, unchanged: true, width, height };
   let png = screen.pngCache.get(hash);
   if (!png) {
@@ -190,8 +208,7 @@ export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: 
 /** Hash of the whole screen's pixels, for change detection only. */
 export async function screenHash(screen: Screen): Promise<string> {
   const s = await screen.session();
-  const px = await grab(s, { x: 0, y: 0, width: s.width, height: s.height });
-  return hashPixels(screen, `${s.width},${s.height},still`, px);
+  return (await pixelsOf(screen, s, { x: 0, y: 0, width: s.width, height: s.height }, `${s.width},${s.height},still`, false)).hash;
 }
 
 /** Waits until the screen has not changed for `settleMs`, or fails with `timeout` after `withinMs`. */

@@ -12,6 +12,7 @@ import { XdotoolInput } from "./input-xdotool";
 import { Keyboard } from "./keyboard";
 import { Holds } from "./holds";
 import { Mutex } from "./util";
+import { DamageWatch } from "./damage";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
 
@@ -23,6 +24,8 @@ export interface Session {
   height: number;
   /** XFIXES major opcode, for the cursor image; null when the server lacks it. */
   xfixes: number | null;
+  /** Whether anything was drawn since the last capture; null when the server lacks DAMAGE. */
+  damage: DamageWatch | null;
   atom(name: string): Promise<number>;
 }
 
@@ -85,10 +88,11 @@ export class Screen {
     }
     try {
       const { root, width, height } = conn.setup;
-      const [xtest, xfixes, xres] = await Promise.all([
+      const [xtest, xfixes, xres, damageExt] = await Promise.all([
         queryExtension(conn, "XTEST"),
         queryExtension(conn, "XFIXES"),
         queryExtension(conn, "X-Resource"),
+        queryExtension(conn, "DAMAGE"),
       ]);
       const atoms = new Map<string, Promise<number>>();
       const atom = (name: string): Promise<number> => {
@@ -106,10 +110,11 @@ export class Screen {
       const delivery = new KeyDelivery({ conn, root, atom, xres: xres.present ? xres.major : null, sync: () => syncConn(conn), timeoutMs: this.config.keyConfirmMs,
         serverPid: xServerPid(this.displayNumber),
       });
+      const damage = damageExt.present ? await DamageWatch.open(conn, damageExt, root) : null;
       conn.onEvent = (ev) => {
         // MappingNotify, request Keyboard: someone changed the keymap (we do too, when remapping).
         if ((ev[0] & 0x7f) === EV_MAPPING_NOTIFY && ev[4] === 1) keyboard.stale = true;
-        else delivery.onEvent(ev);
+        else if (!damage?.onEvent(ev)) delivery.onEvent(ev);
       };
       let input: InputBackend;
       if (xtest.present && this.config.input === "xtest") {
@@ -127,6 +132,7 @@ export class Screen {
         width,
         height,
         xfixes: xfixes.present ? xfixes.major : null,
+        damage,
         atom,
       };
       conn.onClose(() => {

@@ -276,3 +276,22 @@ export async function xresClientPid(c: XConnection, major: number, xid: number):
   }
   return null;
 }
+
+// ---- DAMAGE (change tracking, so an unchanged screen is known without reading its pixels)
+
+/** DamageReportNonEmpty: one DamageNotify each time the damage region goes from empty to not. */
+export const DAMAGE_REPORT_NON_EMPTY = 3;
+
+export async function damageQueryVersion(c: XConnection, major: number): Promise<void> {
+  await c.request(new Req(major, 0).u32(1).u32(1).finish());
+}
+
+/** DamageCreate on `drawable`; a window's damage includes what is drawn in its inferiors. */
+export function damageCreate(c: XConnection, major: number, damage: number, drawable: number, level: number): void {
+  c.send(new Req(major, 1).u32(damage).u32(drawable).u8(level).pad(3).finish());
+}
+
+/** DamageSubtract with no regions: empties the damage, so the next drawing is reported again. */
+export function damageSubtractAll(c: XConnection, major: number, damage: number): void {
+  c.send(new Req(major, 3).u32(damage).u32(0).u32(0).finish());
+}
