@@ -30,13 +30,45 @@ export async function openDb(): Promise<Kysely<Database>> {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
-  instance = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  instance = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   const { error, results } = await new Migrator({ db: instance, provider: migrationProvider }).migrateToLatest();
   for (const r of results ?? []) {
     if (r.status === "Error") console.error(`[holm] migration ${r.migrationName} failed`);
   }
   if (error) throw error;
   return instance;
+}
+
+/** Prepared statements kept, by SQL text: the hot routes run the same few dozen queries. */
+const STATEMENT_CACHE = 500;
+
+/**
+ * The database as Kysely's SQLite driver sees it, with each statement prepared once: the driver
+ * prepares every query it runs, and preparing was about half of the store's time on a one-click
+ * batch (a CPU profile of the server: ~0.4 ms of ~0.9 ms). A statement still running (a streamed
+ * read) is not handed out twice; a new one is prepared for the second caller. SQLite re-prepares
+ * a kept statement itself after a schema change (migrations).
+ */
+function withStatementCache(database: SQLite.Database): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = (sql: string): SQLite.Statement => {
+    const kept = cache.get(sql);
+    if (kept && !kept.busy) return kept;
+    const stmt = database.prepare(sql);
+    if (!kept) {
+      if (cache.size >= STATEMENT_CACHE) cache.delete(cache.keys().next().value as string);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
+  return new Proxy(database, {
+    get: (target, prop) => {
+      if (prop === "prepare") return prepare;
+      const value: unknown = Reflect.get(target, prop, target);
+      // The native methods need the real database as `this`, not the proxy.
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 export async function closeDb(): Promise<void> {
