@@ -1,5 +1,5 @@
 import http from "node:http";
-import { AGENT_PORT } from "~/protocol/agent";
+import { AGENT_PORT, type AgentHealth } from "~/protocol/agent";
 import { ApiError } from "~/utils/api-error.server";
 import { signAgentRequest } from "./agent.server";
 
@@ -99,4 +99,18 @@ function once({ boxId, address, method, path, body, maxBytes }: AgentCall, timeo
     // Head and body in one write (Node joins the first chunk of end() with the head).
     req.end(body);
   });
+}
+
+/**
+ * The agent's /health over a kept connection, as batches reach it: the warm pool probes a box
+ * before every claim, and a new connection through fetch was most of a claim's own time.
+ * Undefined when the agent does not answer (or answers nonsense).
+ */
+export async function keptHealth(boxId: string, address: string, timeoutMs: number): Promise<AgentHealth | undefined> {
+  try {
+    const a = await agentRequest(boxId, address, "GET", "/health", undefined, timeoutMs, 64 * 1024);
+    return JSON.parse(a.body.toString("utf8")) as AgentHealth;
+  } catch {
+    return undefined;
+  }
 }

@@ -4,7 +4,8 @@ import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
 import { type Actor } from "./actor";
-import { allUp, probeHealth } from "./agent.server";
+import { allUp } from "./agent.server";
+import { keptHealth } from "./agent-http.server";
 import { launch, launchLoad } from "./box-launch.server";
 import { capacity, refusal } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
@@ -87,7 +88,7 @@ function fitsPool(p: NormalPlacement): boolean {
 
 async function healthy(row: BoxRow): Promise<boolean> {
   const address = await boxAddress(row.id);
-  return !!address && allUp(await probeHealth(address, HEALTH_TIMEOUT_MS), row.screens);
+  return !!address && allUp(await keptHealth(row.id, address, HEALTH_TIMEOUT_MS), row.screens);
 }
 
 function drop(digest: string, id: string) {
