@@ -59,6 +59,7 @@ export const v1Routes = [
   route("v1/secrets/:name", "routes/v1/secret.ts"),
   route("v1/webhooks", "routes/v1/webhooks.ts"),
   route("v1/webhooks/:id", "routes/v1/webhook.ts"),
+  route("v1/webhooks/:id/secret", "routes/v1/webhook-secret.ts"),
   route("v1/webhooks/:id/deliveries", "routes/v1/webhook-deliveries.ts"),
   route("v1/webhooks/:id/deliveries/:delivery/replay", "routes/v1/webhook-replay.ts"),
   route("v1/catalog", "routes/v1/catalog.ts"),

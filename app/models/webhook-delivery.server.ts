@@ -113,7 +113,7 @@ export async function attemptDelivery(id: string): Promise<void> {
       // Checked again now: the name may resolve elsewhere than at create, and the setting may have changed.
       const target = await resolveTarget(hook.url, e.HOLM_WEBHOOK_ALLOW_PRIVATE);
       const headers = { "holm-event-id": String(d.event_seq), "holm-event-kind": d.kind, "holm-delivery-id": d.id };
-      result = await sendAttempt(target, d.body, headers, hook.secret, e.HOLM_WEBHOOK_TIMEOUT_MS);
+      result = await sendAttempt(target, d.body, headers, hook.secrets, e.HOLM_WEBHOOK_TIMEOUT_MS);
     } catch (err) {
       result = { ok: false, latencyMs: 0, error: `refused, not sent: ${(err as Error).message}` };
     }
