@@ -137,6 +137,24 @@ export async function attemptDelivery(id: string): Promise<void> {
   if (!result.ok) console.log(`[holm] webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
 }
 
+/**
+ * One sweep for a caller without the loop (HOLM_SERVER_SCHEDULE=external: /v1/jobs/run): fans new
+ * events out, then sends the deliveries due now, SEND_CONCURRENCY at once, each at most once per
+ * call (a retry that comes due again during the call waits for the next), taking none after
+ * `until`. Answers how many attempts it made, delivered or not.
+ */
+export async function deliverDue(until: number): Promise<number> {
+  await fanOut(10_000);
+  const tried = new Set<string>();
+  while (Date.now() < until) {
+    const ids = await dueDeliveries(Date.now(), tried, SEND_CONCURRENCY);
+    if (ids.length === 0) break;
+    for (const id of ids) tried.add(id);
+    await Promise.all(ids.map((id) => attemptDelivery(id).catch((err) => console.error(`[holm] webhook delivery ${id} failed:`, err))));
+  }
+  return tried.size;
+}
+
 const info = (r: {
   id: string; event_seq: number; kind: string; status: string; attempts: number; created_at_ms: number; last_at_ms: number | null;
   next_at_ms: number | null; last_status: number | null; latency_ms: number | null; error: string | null; replay_of: string | null;

@@ -71,7 +71,7 @@ describe("job queue", () => {
     });
     await sleep(0);
     expect(started).toBe(true);
-    expect(await jobs.runJobs()).toEqual({ ran: 0 });
+    expect(await jobs.runJobs()).toEqual({ ran: 0, deliveries: 0 });
   });
 
   it('external schedule: jobs wait for runJobs, oldest first, and "it stops taking new jobs after 50 seconds" (000)', async () => {
@@ -89,7 +89,7 @@ describe("job queue", () => {
     await sleep(100);
     expect(order).toEqual([]);
     // One worker, a 90 ms budget: a starts at 0, b at ~60 ms, and c (at ~120 ms) is not taken.
-    expect(await jobs.runJobs({ budgetMs: 90 })).toEqual({ ran: 2 });
+    expect(await jobs.runJobs({ budgetMs: 90 })).toEqual({ ran: 2, deliveries: 0 });
     expect(order).toEqual(["a:start", "a:end", "b:start", "b:end"]);
     // A failing job counts as run and does not stop the others.
     jobs.enqueue("fork", "box_d", async () => {
@@ -97,12 +97,12 @@ describe("job queue", () => {
     });
     const quiet = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      expect(await jobs.runJobs()).toEqual({ ran: 2 });
+      expect(await jobs.runJobs()).toEqual({ ran: 2, deliveries: 0 });
     } finally {
       quiet.mockRestore();
     }
     expect(order.slice(4)).toEqual(["c:start", "c:end"]);
-    expect(await jobs.runJobs()).toEqual({ ran: 0 });
+    expect(await jobs.runJobs()).toEqual({ ran: 0, deliveries: 0 });
   });
 
   it("external schedule: runJobs runs up to HOLM_LAUNCH_CONCURRENCY jobs at once", async () => {
@@ -116,7 +116,7 @@ describe("job queue", () => {
         running--;
       });
     }
-    expect(await jobs.runJobs()).toEqual({ ran: 6 });
+    expect(await jobs.runJobs()).toEqual({ ran: 6, deliveries: 0 });
     expect(most).toBe(3);
   });
 });
