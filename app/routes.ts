@@ -92,6 +92,7 @@ export default [
   route("keys", "routes/keys.tsx"),
   route("settings", "routes/settings.tsx"),
   route("webhooks", "routes/webhooks.tsx"),
+  route("images", "routes/images.tsx"),
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
   route("boxes/:id/screen", "routes/box-screen.tsx"),
