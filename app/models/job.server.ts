@@ -1,5 +1,6 @@
 import { env, publicUrl } from "~/utils/env.server";
 import { pruneEvents } from "./event.server";
+import { type ImagePruneResult, pruneImages } from "./image-prune.server";
 import { type PruneResult, pruneTraces } from "./trace.server";
 import { deliverDue, pruneDeliveries } from "./webhook-delivery.server";
 
@@ -87,13 +88,18 @@ function callRun(): void {
 
 /**
  * Prune: old frames, trace entries and traces of long-removed boxes (trace.server.ts), events
- * older than 7 days, and webhook deliveries that ended 7 days ago (the webhook loop prunes those
+ * older than 7 days, box images of earlier builds (image-prune.server.ts), and webhook deliveries that ended 7 days ago (the webhook loop prunes those
  * too, but it does not run with an external schedule). The answer of /v1/jobs/prune is the
  * seed's `{frames, entries, boxes}`; the rest is for the log.
  */
-export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number; deliveries: number }> {
+export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number; deliveries: number; images: ImagePruneResult }> {
   const traces = await pruneTraces({ now });
   const events = await pruneEvents({ now });
   const deliveries = await pruneDeliveries({ now });
-  return { traces, events, deliveries };
+  // An engine that does not answer must not stop the rest of prune: the next run tries again.
+  const images = await pruneImages(now).catch((err) => {
+    console.error("[holm] pruning old images failed:", (err as Error).message);
+    return { removed: [], in_use: [] };
+  });
+  return { traces, events, deliveries, images };
 }

@@ -8,10 +8,10 @@ type EventModule = typeof import("~/models/event.server");
 type JobModule = typeof import("~/models/job.server");
 
 const stores = storeModules("jobs");
-const saved = { schedule: process.env.HOLM_SERVER_SCHEDULE, concurrency: process.env.HOLM_LAUNCH_CONCURRENCY };
+const saved = { schedule: process.env.HOLM_SERVER_SCHEDULE, concurrency: process.env.HOLM_LAUNCH_CONCURRENCY, prune: process.env.HOLM_IMAGE_PRUNE_AFTER };
 
 afterAll(() => {
-  for (const [name, value] of [["HOLM_SERVER_SCHEDULE", saved.schedule], ["HOLM_LAUNCH_CONCURRENCY", saved.concurrency]] as const) {
+  for (const [name, value] of [["HOLM_SERVER_SCHEDULE", saved.schedule], ["HOLM_LAUNCH_CONCURRENCY", saved.concurrency], ["HOLM_IMAGE_PRUNE_AFTER", saved.prune]] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -21,6 +21,8 @@ afterAll(() => {
 async function load(backend: "memory" | "local", schedule: "internal" | "external", concurrency = "1") {
   process.env.HOLM_SERVER_SCHEDULE = schedule;
   process.env.HOLM_LAUNCH_CONCURRENCY = concurrency;
+  // prune() also prunes the engine's old box images: never this machine's real ones from a unit test.
+  process.env.HOLM_IMAGE_PRUNE_AFTER = "0";
   await stores.openStore(backend);
   const events: EventModule = await import("~/models/event.server");
   const jobs: JobModule = await import("~/models/job.server");
