@@ -200,6 +200,9 @@ export interface WebhookTable {
   url: string;
   kinds_json: string;
   sealed_secret: string;
+  /** The secret before the last rotation, sealed; it also signs until `previous_until_ms`. */
+  sealed_previous_secret: string | null;
+  previous_until_ms: number | null;
   enabled: number;
   created_by: string;
   created_at_ms: number;

@@ -40,9 +40,10 @@ export function startLoops() {
     return removed ? `removed ${removed} box(es)` : undefined;
   });
   every("prune", e.HOLM_SERVER_PRUNE_SECS, async () => {
-    const { traces, events } = await prune();
-    if (!traces.frames && !traces.entries && !traces.boxes && !events) return undefined;
-    return `removed ${traces.frames} frame(s), ${traces.entries} trace entries, ${traces.boxes} trace(s) of removed boxes, ${events} event(s)`;
+    const { traces, events, images } = await prune();
+    const kept = images.in_use.length ? `; kept ${images.in_use.join(", ")} (a container uses it)` : "";
+    if (!traces.frames && !traces.entries && !traces.boxes && !events && !images.removed.length) return kept ? `nothing removed${kept}` : undefined;
+    return `removed ${traces.frames} frame(s), ${traces.entries} trace entries, ${traces.boxes} trace(s) of removed boxes, ${events} event(s), ${images.removed.length} old image(s)${images.removed.length ? ` (${images.removed.join(", ")})` : ""}${kept}`;
   });
 }
 

@@ -1,12 +1,13 @@
 import { events } from "~/models/event.server";
+import { env } from "~/utils/env.server";
 import { SEND_CONCURRENCY, attemptDelivery, dueDeliveries, fanOut, initCursor, pruneDeliveries } from "~/models/webhook-delivery.server";
 
 // The webhook sender (docs/decisions/0018): a loop in the server process, separate from the
 // request that caused an event. It wakes on each recorded event (the in-process emitter) and
 // every second (events written by another process, retries coming due, pending deliveries left
 // by a previous process), turns new events into delivery rows, and sends due rows, at most
-// SEND_CONCURRENCY at once. It runs with either HOLM_SERVER_SCHEDULE: deliveries are not a
-// scheduled job but the answer to events this process records.
+// SEND_CONCURRENCY at once. With HOLM_SERVER_SCHEDULE=external (a server that cannot keep a loop
+// alive) it does not run: /v1/jobs/run fans out and sends what is due (job.server.ts).
 
 const TICK_MS = 1000;
 const PRUNE_EVERY_MS = 3600 * 1000;
@@ -58,6 +59,10 @@ const onEvent = () => setImmediate(wake);
 
 export async function startWebhooks() {
   await initCursor();
+  if (env().HOLM_SERVER_SCHEDULE === "external") {
+    console.log("[holm] schedule external: webhook deliveries wait for /v1/jobs/run");
+    return;
+  }
   timer = setInterval(wake, TICK_MS);
   timer.unref();
   events.on("event", onEvent);

@@ -54,6 +54,9 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
                 <NavLink to="/webhooks" className={link}>
                   Webhooks
                 </NavLink>
+                <NavLink to="/images" className={link}>
+                  Images
+                </NavLink>
                 <NavLink to="/settings" className={link}>
                   Settings
                 </NavLink>

@@ -36,7 +36,7 @@ import {
 } from "~/protocol/api-page";
 import { ElementOpSchema } from "~/protocol/page-actions";
 import type { ErrorCode } from "~/protocol/errors";
-import { DeliveriesQuerySchema, ReplayBodySchema, WebhookCreateSchema, WebhookPatchSchema } from "~/protocol/api-webhook";
+import { DeliveriesQuerySchema, ReplayBodySchema, WebhookCreateSchema, WebhookPatchSchema, WebhookRotateSchema } from "~/protocol/api-webhook";
 import { browserQuerySchema } from "./browser-route.server";
 
 // The operations of /v1, one row each: the single source of GET /v1/openapi.json
@@ -309,6 +309,16 @@ const rows: Row[] = [
   { op: "GET /v1/webhooks/{id}", id: "getWebhook", tag: "webhooks", summary: "One webhook." },
   { op: "PATCH /v1/webhooks/{id}", id: "updateWebhook", tag: "webhooks", summary: "Change its url, events or enabled.", body: WebhookPatchSchema, example: { enabled: false } },
   { op: "DELETE /v1/webhooks/{id}", id: "deleteWebhook", tag: "webhooks", summary: "Delete a webhook and its delivery log." },
+  {
+    op: "POST /v1/webhooks/{id}/secret",
+    id: "rotateWebhookSecret",
+    tag: "webhooks",
+    summary: "Rotate the signing secret: the answer has the new `secret`, the only time it is given.",
+    description:
+      "The previous secret goes on signing beside the new one for `grace_secs` (default 86400): `Holm-Signature: t=…,v1=<new>,v1=<previous>`, so a receiver accepts a delivery when any v1 matches its secret and can switch without refusing one. `rotation_ends_at_ms` says when the previous one stops; `grace_secs: 0` drops it at once.",
+    body: WebhookRotateSchema,
+    example: { grace_secs: 86400 },
+  },
   {
     op: "GET /v1/webhooks/{id}/deliveries",
     id: "listWebhookDeliveries",

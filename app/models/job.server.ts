@@ -1,6 +1,8 @@
 import { env, publicUrl } from "~/utils/env.server";
 import { pruneEvents } from "./event.server";
+import { type ImagePruneResult, pruneImages } from "./image-prune.server";
 import { type PruneResult, pruneTraces } from "./trace.server";
+import { deliverDue, pruneDeliveries } from "./webhook-delivery.server";
 
 // Scheduled work (seed 000, "Scheduled work"): the queue of jobs that /v1/jobs/run takes, and
 // prune. With HOLM_SERVER_SCHEDULE=internal (the default) a queued job starts at once and
@@ -49,8 +51,12 @@ async function perform(job: Job): Promise<void> {
  * box records why). A fork's replay is queued after its box's launch, so it never waits on a
  * launch that no one has taken.
  */
-export async function runJobs(opts: { budgetMs?: number } = {}): Promise<{ ran: number }> {
+export async function runJobs(opts: { budgetMs?: number } = {}): Promise<{ ran: number; deliveries: number }> {
   const until = Date.now() + (opts.budgetMs ?? RUN_BUDGET_MS);
+  // With an external schedule nothing sends webhook deliveries on a timer (server/webhooks.ts
+  // does not run): this call does, beside the jobs. With an internal one the loop sends them,
+  // and sending here too could attempt a delivery the loop has in flight.
+  const deliveries = env().HOLM_SERVER_SCHEDULE === "external" ? deliverDue(until) : Promise.resolve(0);
   let ran = 0;
   const take = () => (Date.now() < until ? waiting.shift() : undefined);
   const worker = async () => {
@@ -60,7 +66,7 @@ export async function runJobs(opts: { budgetMs?: number } = {}): Promise<{ ran: 
     }
   };
   await Promise.all(Array.from({ length: env().HOLM_LAUNCH_CONCURRENCY }, worker));
-  return { ran };
+  return { ran, deliveries: await deliveries };
 }
 
 /**
@@ -81,12 +87,19 @@ function callRun(): void {
 }
 
 /**
- * Prune: old frames, trace entries and traces of long-removed boxes (trace.server.ts), and events
- * older than 7 days. The answer of /v1/jobs/prune is the seed's `{frames, entries, boxes}`;
- * `events` is for the log.
+ * Prune: old frames, trace entries and traces of long-removed boxes (trace.server.ts), events
+ * older than 7 days, box images of earlier builds (image-prune.server.ts), and webhook deliveries that ended 7 days ago (the webhook loop prunes those
+ * too, but it does not run with an external schedule). The answer of /v1/jobs/prune is the
+ * seed's `{frames, entries, boxes}`; the rest is for the log.
  */
-export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number }> {
+export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number; deliveries: number; images: ImagePruneResult }> {
   const traces = await pruneTraces({ now });
   const events = await pruneEvents({ now });
-  return { traces, events };
+  const deliveries = await pruneDeliveries({ now });
+  // An engine that does not answer must not stop the rest of prune: the next run tries again.
+  const images = await pruneImages(now).catch((err) => {
+    console.error("[holm] pruning old images failed:", (err as Error).message);
+    return { removed: [], in_use: [] };
+  });
+  return { traces, events, deliveries, images };
 }

@@ -113,7 +113,7 @@ export async function attemptDelivery(id: string): Promise<void> {
       // Checked again now: the name may resolve elsewhere than at create, and the setting may have changed.
       const target = await resolveTarget(hook.url, e.HOLM_WEBHOOK_ALLOW_PRIVATE);
       const headers = { "holm-event-id": String(d.event_seq), "holm-event-kind": d.kind, "holm-delivery-id": d.id };
-      result = await sendAttempt(target, d.body, headers, hook.secret, e.HOLM_WEBHOOK_TIMEOUT_MS);
+      result = await sendAttempt(target, d.body, headers, hook.secrets, e.HOLM_WEBHOOK_TIMEOUT_MS);
     } catch (err) {
       result = { ok: false, latencyMs: 0, error: `refused, not sent: ${(err as Error).message}` };
     }
@@ -135,6 +135,24 @@ export async function attemptDelivery(id: string): Promise<void> {
     .where("id", "=", id)
     .execute();
   if (!result.ok) console.log(`[holm] webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
+}
+
+/**
+ * One sweep for a caller without the loop (HOLM_SERVER_SCHEDULE=external: /v1/jobs/run): fans new
+ * events out, then sends the deliveries due now, SEND_CONCURRENCY at once, each at most once per
+ * call (a retry that comes due again during the call waits for the next), taking none after
+ * `until`. Answers how many attempts it made, delivered or not.
+ */
+export async function deliverDue(until: number): Promise<number> {
+  await fanOut(10_000);
+  const tried = new Set<string>();
+  while (Date.now() < until) {
+    const ids = await dueDeliveries(Date.now(), tried, SEND_CONCURRENCY);
+    if (ids.length === 0) break;
+    for (const id of ids) tried.add(id);
+    await Promise.all(ids.map((id) => attemptDelivery(id).catch((err) => console.error(`[holm] webhook delivery ${id} failed:`, err))));
+  }
+  return tried.size;
 }
 
 const info = (r: {

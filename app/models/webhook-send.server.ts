@@ -10,13 +10,17 @@ import type { PinnedTarget } from "~/utils/webhook-target.server";
 // stay the URL's host, so virtual hosts and certificates work as usual. Redirects are not
 // followed (a 3xx is a failed attempt): a redirect could point anywhere, past the check.
 
-/** The signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`. */
+/**
+ * The signature header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`, with one
+ * `v1=` per secret that signs now (two during a rotation's window, the new secret's first, as
+ * Stripe does): a receiver accepts the delivery when any `v1` matches its secret.
+ */
 export const SIGNATURE_HEADER = "holm-signature";
 
-/** The header value for `body` signed with `secret` at `t` (unix seconds). */
-export function signature(secret: string, t: number, body: string): string {
-  const mac = createHmac("sha256", secret).update(`${t}.${body}`, "utf8").digest("hex");
-  return `t=${t},v1=${mac}`;
+/** The header value for `body` signed with each of `secrets` at `t` (unix seconds). */
+export function signature(secrets: string | readonly string[], t: number, body: string): string {
+  const macs = (typeof secrets === "string" ? [secrets] : secrets).map((s) => `v1=${createHmac("sha256", s).update(`${t}.${body}`, "utf8").digest("hex")}`);
+  return `t=${t},${macs.join(",")}`;
 }
 
 export interface AttemptResult {
@@ -35,7 +39,7 @@ export function sendAttempt(
   target: PinnedTarget,
   body: string,
   headers: Record<string, string>,
-  secret: string,
+  secrets: readonly string[],
   timeoutMs: number,
 ): Promise<AttemptResult> {
   const started = performance.now();
@@ -66,7 +70,7 @@ export function sendAttempt(
           "content-type": "application/json",
           "content-length": String(Buffer.byteLength(body)),
           "user-agent": "holm-webhooks/1",
-          [SIGNATURE_HEADER]: signature(secret, t, body),
+          [SIGNATURE_HEADER]: signature(secrets, t, body),
         },
       },
       (res) => {

@@ -23,9 +23,11 @@ export interface WebhookInfo {
   enabled: boolean;
   created_at_ms: number;
   updated_at_ms: number;
+  /** Until when the secret before the last rotation also signs; null when it no longer does. */
+  rotation_ends_at_ms: number | null;
 }
 
-type Row = { id: string; url: string; kinds_json: string; enabled: number; created_at_ms: number; updated_at_ms: number };
+type Row = { id: string; url: string; kinds_json: string; enabled: number; created_at_ms: number; updated_at_ms: number; previous_until_ms: number | null };
 
 const info = (r: Row): WebhookInfo => ({
   id: r.id,
@@ -34,9 +36,10 @@ const info = (r: Row): WebhookInfo => ({
   enabled: r.enabled === 1,
   created_at_ms: Number(r.created_at_ms),
   updated_at_ms: Number(r.updated_at_ms),
+  rotation_ends_at_ms: r.previous_until_ms !== null && Number(r.previous_until_ms) > Date.now() ? Number(r.previous_until_ms) : null,
 });
 
-const COLUMNS = ["id", "url", "kinds_json", "enabled", "created_at_ms", "updated_at_ms"] as const;
+const COLUMNS = ["id", "url", "kinds_json", "enabled", "created_at_ms", "updated_at_ms", "previous_until_ms"] as const;
 // The additional data the secret is sealed with: a sealed secret copied to another row does not open.
 const where = (id: string) => `webhook\u0000${id}`;
 
@@ -53,7 +56,7 @@ export async function createWebhook(
   body: WebhookCreate,
 ): Promise<WebhookInfo & { secret: string }> {
   const url = await checkUrl(body.url);
-  const secret = body.secret ?? `whsec_${randomBytes(24).toString("base64url")}`;
+  const secret = body.secret ?? newSecret();
   const id = `whk_${randomBytes(12).toString("hex")}`;
   const now = Date.now();
   const o = ownerKey(owner);
@@ -63,6 +66,8 @@ export async function createWebhook(
     url,
     kinds_json: JSON.stringify(body.events),
     sealed_secret: seal("webhooks", secret, where(id)),
+    sealed_previous_secret: null,
+    previous_until_ms: null,
     enabled: body.enabled === false ? 0 : 1,
     created_by: createdBy,
     created_at_ms: now,
@@ -118,11 +123,57 @@ export async function deleteWebhook(owner: string | null | undefined, id: string
   return { id, deleted: true };
 }
 
-/** What the sender needs: the URL and the opened secret (never leaves the server). */
-export async function webhookTarget(id: string): Promise<{ url: string; secret: string; enabled: boolean } | undefined> {
-  const row = await db().selectFrom("webhook").select(["url", "sealed_secret", "enabled"]).where("id", "=", id).executeTakeFirst();
+const newSecret = () => `whsec_${randomBytes(24).toString("base64url")}`;
+
+/**
+ * Rotation: a new secret, answered once (as at create). The previous one goes on signing beside
+ * it (a second `v1=` in Holm-Signature) for `graceSecs`, so a receiver can switch to the new
+ * secret without refusing a delivery in between; `0` drops it at once (a leaked secret). A second
+ * rotation within the window keeps only the secret it replaces: two secrets sign at most.
+ */
+export async function rotateWebhookSecret(
+  owner: string | null | undefined,
+  id: string,
+  graceSecs: number,
+  now = Date.now(),
+): Promise<WebhookInfo & { secret: string }> {
+  await getWebhook(owner, id);
+  const secret = newSecret();
+  await db()
+    .transaction()
+    .execute(async (tx) => {
+      const row = await tx.selectFrom("webhook").select("sealed_secret").where("owner", "=", ownerKey(owner)).where("id", "=", id).executeTakeFirstOrThrow();
+      await tx
+        .updateTable("webhook")
+        .set({
+          sealed_secret: seal("webhooks", secret, where(id)),
+          // Still sealed, and bound to the same row: the sealed value moves as it is.
+          sealed_previous_secret: graceSecs > 0 ? row.sealed_secret : null,
+          previous_until_ms: graceSecs > 0 ? now + graceSecs * 1000 : null,
+          updated_at_ms: now,
+        })
+        .where("id", "=", id)
+        .execute();
+    });
+  return { ...(await getWebhook(owner, id)), secret };
+}
+
+/**
+ * What the sender needs: the URL and the opened secrets that sign now, the current one first
+ * (then the previous one while its rotation window lasts). Never leaves the server.
+ */
+export async function webhookTarget(id: string, now = Date.now()): Promise<{ url: string; secrets: string[]; enabled: boolean } | undefined> {
+  const row = await db()
+    .selectFrom("webhook")
+    .select(["url", "sealed_secret", "sealed_previous_secret", "previous_until_ms", "enabled"])
+    .where("id", "=", id)
+    .executeTakeFirst();
   if (!row) return undefined;
-  return { url: row.url, secret: unseal("webhooks", row.sealed_secret, where(id)).toString("utf8"), enabled: row.enabled === 1 };
+  const secrets = [unseal("webhooks", row.sealed_secret, where(id)).toString("utf8")];
+  if (row.sealed_previous_secret && row.previous_until_ms !== null && Number(row.previous_until_ms) > now) {
+    secrets.push(unseal("webhooks", row.sealed_previous_secret, where(id)).toString("utf8"));
+  }
+  return { url: row.url, secrets, enabled: row.enabled === 1 };
 }
 
 /**

@@ -51,6 +51,20 @@ export const WebhookPatchSchema = z
   .strictObject({ url: Url.optional(), events: Kinds.optional(), enabled: z.boolean().optional() })
   .refine((b) => Object.keys(b).length > 0, "give at least one of url, events, enabled");
 
+/** The longest a rotated-out secret may go on signing: a week. */
+export const ROTATE_GRACE_MAX_SECS = 7 * 24 * 3600;
+
+/** `POST /v1/webhooks/{id}/secret`: a new secret; the previous one signs too for `grace_secs`. */
+export const WebhookRotateSchema = z.strictObject({
+  grace_secs: z
+    .number()
+    .int()
+    .min(0)
+    .max(ROTATE_GRACE_MAX_SECS)
+    .default(24 * 3600)
+    .describe("How long the previous secret goes on signing beside the new one (a second v1= in Holm-Signature). Default 86400 (24 h); 0 drops it at once."),
+});
+
 /** `GET /v1/webhooks/{id}/deliveries`: the newest first. */
 export const DeliveriesQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -61,6 +75,7 @@ export const ReplayBodySchema = z.strictObject({});
 
 export type WebhookCreate = z.output<typeof WebhookCreateSchema>;
 export type WebhookPatch = z.output<typeof WebhookPatchSchema>;
+export type WebhookRotate = z.output<typeof WebhookRotateSchema>;
 
 /** One delivery as /v1 and the console show it (the log of a webhook). */
 export interface DeliveryInfo {

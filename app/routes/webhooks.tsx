@@ -10,7 +10,7 @@ import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { atLeast } from "~/models/roles";
 import { listDeliveries, replayDelivery } from "~/models/webhook-delivery.server";
-import { createWebhook, deleteWebhook, listWebhooks, updateWebhook } from "~/models/webhook.server";
+import { createWebhook, deleteWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from "~/models/webhook.server";
 import { WEBHOOK_EVENT_KINDS, WebhookCreateSchema } from "~/protocol/api-webhook";
 import { ApiError } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
@@ -21,6 +21,9 @@ import type { Route } from "./+types/webhooks";
 // webhook's secret is shown once, in the answer to its create, and never again.
 
 export const meta: Route.MetaFunction = () => [{ title: "Webhooks · holm" }];
+
+/** How long the previous secret signs after a rotation from the console (/v1's default). */
+const ROTATE_GRACE_SECS = 24 * 3600;
 
 /** Deliveries shown per webhook; /v1 gives up to 200. */
 const SHOWN = 10;
@@ -56,6 +59,11 @@ export async function action({ request }: Route.ActionArgs) {
       await updateWebhook(owner, id, { enabled: intent === "enable" });
       return { ok: intent === "enable" ? "Webhook enabled." : "Webhook disabled: nothing is sent to it until it is enabled again." };
     }
+    if (intent === "rotate") {
+      // The console rotates with the default window: the previous secret signs for 24 h more.
+      const rotated = await rotateWebhookSecret(owner, id, ROTATE_GRACE_SECS);
+      return { rotated: { url: rotated.url, secret: rotated.secret } };
+    }
     if (intent === "delete") {
       await deleteWebhook(owner, id);
       return { ok: "Webhook deleted, with its delivery log." };
@@ -72,6 +80,7 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
   const answer = useActionData<typeof action>();
   const { shown, dismiss } = useActionBanner(answer, { okMs: 10_000 });
   const made = useAnswerCount(answer, (a) => "created" in a);
+  const rotated = shown && "rotated" in shown ? shown.rotated : null;
   const { csrf, workspace, canEdit, hooks } = loaderData;
   const created = shown && "created" in shown ? shown.created : null;
   const revalidator = useRevalidator();
@@ -99,6 +108,21 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
                 {created.secret}
               </code>
               <CopyButton text={created.secret} label="Copy secret" />
+            </div>
+          </Card>
+        ) : null}
+        {rotated ? (
+          <Card title="Secret rotated">
+            <p className="text-sm text-slate-600">
+              Copy the new signing secret for <span className="break-all">{rotated.url}</span> now: it is shown once. For the next 24 hours
+              each delivery is signed with both secrets (<code>Holm-Signature: t=…,v1=&lt;new&gt;,v1=&lt;previous&gt;</code>), so the
+              receiver can switch to the new one without refusing a delivery; then only the new one signs.
+            </p>
+            <div className="mt-3 flex items-center gap-2">
+              <code data-testid="new-secret" className="flex-1 break-all rounded-md bg-slate-900 px-3 py-2 font-mono text-xs text-emerald-200">
+                {rotated.secret}
+              </code>
+              <CopyButton text={rotated.secret} label="Copy secret" />
             </div>
           </Card>
         ) : null}
@@ -136,10 +160,25 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
                     <span className={h.enabled ? "font-medium text-emerald-700" : "font-medium text-slate-600"}>{h.enabled ? "enabled" : "disabled"}</span>
                     <span>events: <span className="font-mono text-xs">{h.events.join(", ")}</span></span>
                     <span>since {when(h.created_at_ms)}</span>
+                    {h.rotation_ends_at_ms ? <span>previous secret also signs until {when(h.rotation_ends_at_ms)}</span> : null}
                     <span className="ml-auto flex gap-2">
                       <PostForm csrf={csrf} intent={h.enabled ? "disable" : "enable"} fields={{ id: h.id }}>
                         <Button type="submit" variant="secondary" aria-label={`${h.enabled ? "Disable" : "Enable"} ${h.url}`}>
                           {h.enabled ? "Disable" : "Enable"}
+                        </Button>
+                      </PostForm>
+                      <PostForm
+                        csrf={csrf}
+                        intent="rotate"
+                        fields={{ id: h.id }}
+                        confirm={{
+                          title: `Rotate the secret of ${h.url}?`,
+                          body: "A new secret is made and shown once. The current one goes on signing beside it for 24 hours, then stops.",
+                          action: "Rotate secret",
+                        }}
+                      >
+                        <Button type="submit" variant="secondary" aria-label={`Rotate secret of ${h.url}`}>
+                          Rotate secret
                         </Button>
                       </PostForm>
                       <PostForm

@@ -4,7 +4,7 @@ import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
-import type { BoxLaunch, BuiltImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { PauseBusyError } from "./runtime";
 
 export const NETWORK_OPEN = "holm";
@@ -115,6 +115,13 @@ export class DockerRuntime implements Runtime {
       if ((err as { statusCode?: number }).statusCode === 404) return false;
       throw err;
     }
+  }
+
+  async listBoxImages(): Promise<EngineImage[]> {
+    const list = await this.docker.listImages({ filters: JSON.stringify({ reference: ["holm-x11", "holm-base"] }) });
+    return list.flatMap((i) =>
+      (i.RepoTags ?? []).filter((t) => /^holm-(x11|base):/.test(t)).map((image) => ({ image, created_at_ms: i.Created * 1000 })),
+    );
   }
 
   prepare(): Promise<void> {

@@ -79,6 +79,12 @@ export interface Shell {
   exited: Promise<number | null>;
 }
 
+export interface EngineImage {
+  /** One tag, such as `holm-x11:3f2a…` (an image with two tags is listed twice). */
+  image: string;
+  created_at_ms: number;
+}
+
 export interface Runtime {
   readonly name: string;
   /** Builds the image unless a matching one exists. `log` gets progress lines. */
@@ -89,6 +95,8 @@ export interface Runtime {
   imageInfo(image: string): Promise<ImageInfo | undefined>;
   /** Removes an image (its tag, and its layers no other image uses); false when it was not there. */
   removeImage(image: string): Promise<boolean>;
+  /** The box images this runtime holds (`holm-x11:*`, `holm-base:*`), by tag, with their dates: for prune. */
+  listBoxImages(): Promise<EngineImage[]>;
   /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;

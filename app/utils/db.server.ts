@@ -31,7 +31,9 @@ export async function openDb(): Promise<Kysely<Database>> {
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
   instance = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  const { error, results } = await new Migrator({ db: instance, provider: migrationProvider }).migrateToLatest();
+  // Unordered: migration numbers are handed out to changes developed side by side (0011 and 0012
+  // for issue 16), so a store may have run a later one before an earlier one is merged.
+  const { error, results } = await new Migrator({ db: instance, provider: migrationProvider, allowUnorderedMigrations: true }).migrateToLatest();
   for (const r of results ?? []) {
     if (r.status === "Error") console.error(`[holm] migration ${r.migrationName} failed`);
   }

@@ -99,6 +99,19 @@ const EnvSchema = z.object({
   HOLM_POOL_MAX_MEMORY: SizeSchema.default("8g"),
   HOLM_WORKSPACE_IMAGE_BUILDS: z.coerce.number().int().min(0).max(10_000).default(3),
   /**
+   * How old a box image of an earlier build (a tag no spec gets today, no box uses) must be before
+   * prune removes it: a number with `s`, `m`, `h` or `d` (docs/decisions/0017). `0`: never.
+   */
+  HOLM_IMAGE_PRUNE_AFTER: z
+    .string()
+    .regex(/^\d+[smhd]?$/, 'a duration such as "3d", "12h" or "0" (never)')
+    .default("3d")
+    .transform((v) => {
+      const n = Number(/^\d+/.exec(v)![0]);
+      const unit = { s: 1, m: 60, h: 3600, d: 86_400 }[v.slice(-1)] ?? 1;
+      return n * unit * 1000;
+    }),
+  /**
    * Webhooks (docs/decisions/0018): `1` lets targets on loopback, link-local and private ranges
    * through (an administrator's choice, say for a receiver on the same host); `0` refuses them.
    */

@@ -9,6 +9,7 @@ import { consoleColumns } from "./0007-console";
 import { pool } from "./0008-pool";
 import { runtimes } from "./0009-runtimes";
 import { webhooks } from "./0010-webhooks";
+import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   "0008-pool": pool,
   "0009-runtimes": runtimes,
   "0010-webhooks": webhooks,
+  "0012-webhook-secret-rotation": webhookSecretRotation,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -74,6 +74,7 @@ const PAGES: { name: string; path: () => string; signedIn: boolean; ready?: (p: 
   { name: "members", path: () => "/members", signedIn: true },
   { name: "keys", path: () => "/keys", signedIn: true },
   { name: "settings", path: () => "/settings", signedIn: true },
+  { name: "images", path: () => "/images", signedIn: true },
   { name: "new workspace", path: () => "/workspaces/new", signedIn: true },
   { name: "not found", path: () => "/no-such-page", signedIn: true },
 ];

@@ -9,7 +9,8 @@ import { type TestServer, startServer } from "../support/server";
 
 // The Webhooks page as a member uses it (docs/decisions/0018): add a webhook to a receiver on
 // 127.0.0.1 (the server allows private targets here), see its secret once, see a delivery arrive
-// in the log with its status and latency, replay it, and the receiver gets it twice. The event is
+// in the log with its status and latency, replay it, and the receiver gets it twice; rotate its
+// secret and see the new one once. The event is
 // written into the server's store, as another process would record one (no box needed).
 
 let server: TestServer;
@@ -71,6 +72,18 @@ test("a member adds a webhook, sees its secret once, sees a delivery, and replay
   await expect(rows.first()).toContainText("delivered", { timeout: 20_000 });
   expect(got).toHaveLength(2);
   expect(got[1]).toBe(got[0]);
+
+  // Rotate the secret: asked first, the new one shown once, the old one signing for 24 h more.
+  await page.getByRole("button", { name: `Rotate secret of ${rxUrl}` }).click();
+  await page.getByRole("button", { name: "Rotate secret", exact: true }).click();
+  await expect(page.getByRole("heading", { name: "Secret rotated" })).toBeVisible();
+  const rotated = (await page.getByTestId("new-secret").textContent())!.trim();
+  expect(rotated).toMatch(/^whsec_/);
+  expect(rotated).not.toBe(secret);
+  await expect(page.getByText(/previous secret also signs until/)).toBeVisible();
+  await page.reload();
+  expect(await page.content()).not.toContain(rotated);
+  await expect(page.getByText(/previous secret also signs until/)).toBeVisible();
 
   // Like every console page (tests/e2e/a11y.spec.ts): no serious axe violation, light or dark,
   // and no sideways scrolling on a 390 px phone, with a webhook and its log on it.

@@ -63,6 +63,20 @@ function verify(secret: string, r: Received): boolean {
   return given.length === want.length && timingSafeEqual(given, want) && Math.abs(Date.now() / 1000 - Number(m[1])) < 300;
 }
 
+/** The `v1=` values of a Holm-Signature (two during a rotation's window), and its `t`. */
+function signatures(r: Received): { t: string; v1: string[] } {
+  const m = /^t=(\d+)((?:,v1=[0-9a-f]{64})+)$/.exec(String(r.headers["holm-signature"]));
+  if (!m) return { t: "", v1: [] };
+  return { t: m[1]!, v1: m[2]!.split(",v1=").slice(1) };
+}
+
+/** A receiver during a rotation: accepts when any v1 is the HMAC under its secret (constant time). */
+function verifyAny(secret: string, r: Received): boolean {
+  const { t, v1 } = signatures(r);
+  const want = createHmac("sha256", secret).update(`${t}.${r.body}`).digest();
+  return v1.some((h) => timingSafeEqual(Buffer.from(h, "hex"), want)) && Math.abs(Date.now() / 1000 - Number(t)) < 300;
+}
+
 let server: TestServer;
 let asA: Api;
 let asB: Api;
@@ -138,7 +152,7 @@ afterAll(async () => {
 describe("webhooks", () => {
   it("create answers the secret once; list, get and patch never show it; unknown keys, bad kinds and non-http URLs are 400", async () => {
     const made = await create(asA, { url: `${rxBase}/first`, events: ["box.removed"] });
-    expect(made).toEqual({ id: expect.stringMatching(/^whk_[0-9a-f]{24}$/), url: `${rxBase}/first`, events: ["box.removed"], enabled: true, created_at_ms: expect.any(Number), updated_at_ms: expect.any(Number), secret: expect.stringMatching(/^whsec_/) });
+    expect(made).toEqual({ id: expect.stringMatching(/^whk_[0-9a-f]{24}$/), url: `${rxBase}/first`, events: ["box.removed"], enabled: true, created_at_ms: expect.any(Number), updated_at_ms: expect.any(Number), rotation_ends_at_ms: null, secret: expect.stringMatching(/^whsec_/) });
     const given = await create(asA, { url: `${rxBase}/given`, events: ["*"], secret: "my-own-secret-0123456789", enabled: false });
     expect(given.secret).toBe("my-own-secret-0123456789");
     const list = await call(asA, "GET", "/v1/webhooks");
@@ -271,6 +285,7 @@ describe("webhooks", () => {
       ["PATCH", `/v1/webhooks/${hook.id}`, { enabled: false }],
       ["DELETE", `/v1/webhooks/${hook.id}`, undefined],
       ["GET", `/v1/webhooks/${hook.id}/deliveries`, undefined],
+      ["POST", `/v1/webhooks/${hook.id}/secret`, {}],
     ] as const) {
       const r = await call(asVic, method, p, body);
       expect(r.status, `${method} ${p}: ${r.text}`).toBe(409);
@@ -283,6 +298,8 @@ describe("webhooks", () => {
       ["DELETE", `/v1/webhooks/${hook.id}`, undefined],
       ["GET", `/v1/webhooks/${hook.id}/deliveries`, undefined],
       ["POST", `/v1/webhooks/${hook.id}/deliveries/whd_000000000000000000000000/replay`, undefined],
+      ["POST", `/v1/webhooks/${hook.id}/secret`, {}],
+      ["POST", `/v1/webhooks/${hook.id}/secret`, { nope: 1 }],
     ] as const) {
       const r = await call(asB, method, p, body);
       expect(r.status, `${method} ${p}: ${r.text}`).toBe(404);
@@ -297,6 +314,64 @@ describe("webhooks", () => {
     db.close();
     await sleep(2500);
     expect(rx.at("/private-ish")).toHaveLength(0);
+    await call(asA, "DELETE", `/v1/webhooks/${hook.id}`);
+  });
+
+  it("rotating the secret answers a new one once; both sign during the window (new first), then only the new one; unknown keys are 400", async () => {
+    const hook = await create(asA, { url: `${rxBase}/rotate`, events: ["box.paused"] });
+    insertEvent(server, hook.id, "box.paused");
+    await until("the first delivery", async () => rx.at("/rotate"), (l) => l.length === 1);
+    expect(signatures(rx.at("/rotate")[0]!).v1).toHaveLength(1);
+    expect(verify(hook.secret, rx.at("/rotate")[0]!)).toBe(true);
+
+    for (const bad of [{ grace_secs: -1 }, { grace_secs: 8 * 24 * 3600 }, { grace_secs: 1.5 }, { rotate: true }]) {
+      const r = await call(asA, "POST", `/v1/webhooks/${hook.id}/secret`, bad);
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect(r.body).toMatchObject({ code: "bad_request", retryable: false });
+    }
+    // The window is 4 s here (24 h by default), so the test can see it end.
+    const rot = await call(asA, "POST", `/v1/webhooks/${hook.id}/secret`, { grace_secs: 4 });
+    expect(rot.status, rot.text).toBe(200);
+    secrets.push(rot.body.secret);
+    const fresh = rot.body.secret as string;
+    expect(fresh).toMatch(/^whsec_/);
+    expect(fresh).not.toBe(hook.secret);
+    expect(rot.text).not.toContain(hook.secret);
+    expect(rot.body).toMatchObject({ id: hook.id, url: hook.url, rotation_ends_at_ms: expect.any(Number) });
+    const until_ms = rot.body.rotation_ends_at_ms as number;
+    const got = await call(asA, "GET", `/v1/webhooks/${hook.id}`);
+    expect(got.body.secret).toBeUndefined();
+    expect(got.body.rotation_ends_at_ms).toBe(until_ms);
+
+    insertEvent(server, hook.id, "box.paused");
+    await until("the delivery in the window", async () => rx.at("/rotate"), (l) => l.length === 2);
+    const during = rx.at("/rotate")[1]!;
+    const sigs = signatures(during);
+    expect(sigs.v1).toHaveLength(2);
+    expect(verifyAny(fresh, during)).toBe(true);
+    expect(verifyAny(hook.secret, during)).toBe(true);
+    // The new secret's v1 comes first.
+    expect(sigs.v1[0]).toBe(createHmac("sha256", fresh).update(`${sigs.t}.${during.body}`).digest("hex"));
+
+    while (Date.now() <= until_ms + 200) await sleep(200);
+    expect((await call(asA, "GET", `/v1/webhooks/${hook.id}`)).body.rotation_ends_at_ms).toBeNull();
+    insertEvent(server, hook.id, "box.paused");
+    await until("the delivery after the window", async () => rx.at("/rotate"), (l) => l.length === 3);
+    const after = rx.at("/rotate")[2]!;
+    expect(signatures(after).v1).toHaveLength(1);
+    expect(verify(fresh, after)).toBe(true);
+    expect(verifyAny(hook.secret, after)).toBe(false);
+
+    // grace_secs 0 drops the previous secret at once (a leaked one).
+    const now = await call(asA, "POST", `/v1/webhooks/${hook.id}/secret`, { grace_secs: 0 });
+    expect(now.status, now.text).toBe(200);
+    secrets.push(now.body.secret);
+    expect(now.body.rotation_ends_at_ms).toBeNull();
+    insertEvent(server, hook.id, "box.paused");
+    await until("the delivery after an immediate rotation", async () => rx.at("/rotate"), (l) => l.length === 4);
+    expect(signatures(rx.at("/rotate")[3]!).v1).toHaveLength(1);
+    expect(verify(now.body.secret, rx.at("/rotate")[3]!)).toBe(true);
+    expect(verifyAny(fresh, rx.at("/rotate")[3]!)).toBe(false);
     await call(asA, "DELETE", `/v1/webhooks/${hook.id}`);
   });
 

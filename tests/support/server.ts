@@ -56,6 +56,8 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     HOLM_SERVER_TOKEN: token,
     HOLM_STATE_DIR: stateDir,
     HOLM_BOX_LABELS: `holm.test=${RUN_LABEL}`,
+    // The engine is every checkout's on this machine: a test server prunes no image unless a test asks.
+    HOLM_IMAGE_PRUNE_AFTER: "0",
     HOLM_ROOT: ROOT,
     // Profiling a bench's server: HOLM_PROF_NODE_OPTIONS="--require ./bench/profiler.cjs" (NODE_OPTIONS refuses --cpu-prof).
     ...(process.env.HOLM_PROF_NODE_OPTIONS ? { NODE_OPTIONS: process.env.HOLM_PROF_NODE_OPTIONS } : {}),

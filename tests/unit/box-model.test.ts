@@ -34,6 +34,9 @@ class HeldRuntime implements Runtime {
   async imageInfo() {
     return undefined;
   }
+  async listBoxImages() {
+    return [];
+  }
   async removeImage() {
     return false;
   }

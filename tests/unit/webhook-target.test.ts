@@ -54,6 +54,12 @@ describe("webhook targets", () => {
     expect(signature("whsec_test", 1_700_000_000, body)).toBe(`t=1700000000,v1=${mac}`);
   });
 
+  it("during a rotation signs with the new secret and the previous one: one v1= each, the new first", () => {
+    const body = '{"seq":2,"kind":"box.ready"}';
+    const mac = (s: string) => createHmac("sha256", s).update(`1700000000.${body}`).digest("hex");
+    expect(signature(["whsec_new", "whsec_old"], 1_700_000_000, body)).toBe(`t=1700000000,v1=${mac("whsec_new")},v1=${mac("whsec_old")}`);
+  });
+
   it("backs off exponentially with jitter, capped at an hour", () => {
     expect(retryDelay(1, 1000, () => 0.5)).toBe(1000);
     expect(retryDelay(2, 1000, () => 0.5)).toBe(2000);

@@ -1,0 +1,95 @@
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test } from "@playwright/test";
+import { signUp } from "../support/browser";
+import { type TestServer, startServer } from "../support/server";
+
+// The Images page (seed 000 "Runtimes and images", ADR 0017) as the server's administrator uses
+// it: "Build image" with no spec finds the default image already built (nothing is built here:
+// the suites' boxes need it anyway), and the page lists it. A build under way is a row the test
+// writes into the store (no real build): its progress bar and step show, the page reads itself
+// again every second while it builds and so shows it failed, with its reason, once the row says
+// so; then the administrator removes that row's image. No real image is ever removed.
+
+let server: TestServer;
+const FAKE = `e2e${Date.now().toString(16).padStart(13, "0")}`.slice(0, 16);
+
+test.beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
+});
+
+test.afterAll(async () => {
+  await server?.stop();
+});
+
+function store() {
+  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  db.pragma("busy_timeout = 5000");
+  return db;
+}
+
+test("the images page lists the built default image, shows a build's progress live, and lets the administrator remove an image", async ({ page }) => {
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ada", "ada@example.com", "Crew");
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  await page.getByRole("link", { name: "Images" }).click();
+  await expect(page.getByRole("heading", { name: "Images", exact: true })).toBeVisible();
+  await expect(page.getByText("No images yet")).toBeVisible();
+
+  await page.getByRole("button", { name: "Build image" }).click();
+  await expect(page.getByText(/is built already/)).toBeVisible();
+  const runtime = page.getByRole("heading", { name: "Runtime docker" });
+  await expect(runtime).toBeVisible();
+  const built = page.getByRole("listitem", { name: /^Image holm-x11:[0-9a-f]{16}$/ });
+  await expect(built).toHaveCount(1);
+  await expect(built).toContainText("built");
+
+  // A build under way, as a queued build's row is before the job takes it.
+  const db = store();
+  db.prepare("insert into image (runtime, digest, image, state, reason, request_json, spec_digest, owner, created_at_ms, built_at_ms) values ('docker', ?, ?, 'building', null, ?, null, null, ?, null)").run(
+    FAKE,
+    `holm-x11:${FAKE}`,
+    JSON.stringify({ features: [], packages: ["gimp"] }),
+    Date.now(),
+  );
+  db.close();
+  await page.reload();
+  const fake = page.getByRole("listitem", { name: `Image holm-x11:${FAKE}` });
+  await expect(fake).toContainText("building");
+  await expect(page.getByRole("progressbar", { name: `Building holm-x11:${FAKE}` })).toBeVisible();
+  await expect(fake.getByTestId("build-step")).toHaveText("preparing the build");
+  await expect(fake.getByRole("button", { name: /^Remove/ })).toHaveCount(0);
+
+  // Like every console page: no serious axe violation, light or dark, and no sideways scrolling
+  // on a 390 px phone, with a build under way on it.
+  const cookies = await page.context().cookies();
+  for (const colorScheme of ["light", "dark"] as const) {
+    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
+    await context.addCookies(cookies);
+    const phone = await context.newPage();
+    await phone.goto(`${server.base}/images`);
+    await expect(phone.getByRole("progressbar")).toBeVisible();
+    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
+    const axe = await new AxeBuilder({ page: phone }).analyze();
+    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
+    await context.close();
+  }
+
+  // The page follows the build without a reload: here it ends failed.
+  const db2 = store();
+  db2.prepare("update image set state = 'failed', reason = 'E: Unable to locate package gimp' where digest = ?").run(FAKE);
+  db2.close();
+  await expect(fake).toContainText("failed");
+  await expect(fake).toContainText("E: Unable to locate package gimp");
+  await expect(page.getByRole("progressbar")).toHaveCount(0);
+
+  // Removing asks in the page first; only that image goes.
+  await fake.getByRole("button", { name: `Remove holm-x11:${FAKE}` }).click();
+  await page.getByRole("button", { name: "Remove image" }).click();
+  await expect(page.getByText(`Image holm-x11:${FAKE} removed.`)).toBeVisible();
+  await expect(fake).toHaveCount(0);
+  await expect(built).toHaveCount(1);
+});
