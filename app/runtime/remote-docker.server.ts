@@ -1,14 +1,16 @@
 import Docker from "dockerode";
 import { DockerRuntime } from "./docker.server";
 import { LoopbackForwards } from "./exec-tunnel.server";
+import { guardScript } from "./firewall.server";
 import { x11ImageStatus } from "./image-builder.server";
-import type { BuiltImage, ImageRequest, ImageStatus, RuntimeBox } from "./runtime";
+import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, RuntimeBox } from "./runtime";
 
 // Boxes on another Docker engine, reached over its API with TLS client auth (ADR 0019). The
 // containers, networks and lifecycle are DockerRuntime's; what differs is how the server reaches
 // a box (exec tunnels behind a loopback address of its own, exec-tunnel.server.ts), how an image
-// gets there (built here, then streamed across: there is no registry), and the host's firewall
-// rules, which this server cannot set on another host (see `guard`).
+// gets there (built here, then streamed across: there is no registry), and how the host's
+// firewall rules for the box bridges are set: by that host's own iptables, from a short-lived
+// helper container with NET_ADMIN on that host (`guard`).
 
 export interface TlsSecrets {
   ca: string;
@@ -32,7 +34,9 @@ export function remoteClient(host: string, tls: TlsSecrets): Docker {
 export class RemoteDockerRuntime extends DockerRuntime {
   private readonly forwards: LoopbackForwards;
   private readonly moving = new Map<string, Promise<void>>();
-  private warned = false;
+  /** An image the engine holds (the last one a box was created from): the helper runs it. */
+  private helperImage: string | undefined;
+  private helperLabels: Record<string, string> = {};
 
   /** `local` builds the images this engine then receives. */
   constructor(
@@ -45,11 +49,37 @@ export class RemoteDockerRuntime extends DockerRuntime {
     this.forwards = new LoopbackForwards(this.docker);
   }
 
-  protected override async guard(): Promise<void> {
-    // iptables here would change this host, not the engine's. Said once per runtime, and in ADR 0019.
-    if (this.warned) return;
-    this.warned = true;
-    console.warn(`[holm] runtime ${this.name}: the host firewall rules for box bridges are not set on ${this.host}; set them there (docs/decisions/0019)`);
+  override async create(launch: BoxLaunch): Promise<{ ref: string }> {
+    this.helperImage = launch.image;
+    this.helperLabels = launch.labels;
+    return super.create(launch);
+  }
+
+  /**
+   * iptables here would change this host, not the engine's: the rules (firewall.server.ts) run on
+   * that host through `chroot /host` in a helper container on its network namespace. The
+   * server holds that power already (the Docker API is root there); the helper only uses it.
+   */
+  protected override async guard(bridges: string[]): Promise<void> {
+    if (!this.helperImage) throw new Error(`runtime ${this.name}: the box bridges' firewall rules need an image on ${this.host} first`);
+    const helper = await this.docker.createContainer({
+      Image: this.helperImage,
+      Entrypoint: ["chroot"],
+      Cmd: ["/host", "sh", "-c", guardScript(bridges)],
+      Labels: { ...this.helperLabels, "holm.helper": "firewall" },
+      // Not --privileged: iptables needs these two capabilities and nothing else.
+      HostConfig: { CapAdd: ["NET_ADMIN", "NET_RAW"], NetworkMode: "host", Binds: ["/:/host"] },
+    });
+    try {
+      await helper.start();
+      const { StatusCode } = (await helper.wait()) as { StatusCode: number };
+      if (StatusCode !== 0) {
+        const out = (await helper.logs({ stdout: true, stderr: true, tail: 5 })).toString("utf8").replace(/[^\x20-\x7e\n]/g, "").trim();
+        throw new Error(`iptables on ${this.host} refused the box bridges' rules (exit ${StatusCode}): ${out.slice(-500)}`);
+      }
+    } finally {
+      await helper.remove({ force: true }).catch(() => undefined);
+    }
   }
 
   private async holds(tag: string): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RfbClient, viewerTicket } from "../../bench/viewer";
@@ -102,6 +103,17 @@ describe("a box on another engine", () => {
     expect((await engine!.docker.getContainer(`holm-${box.id}`).inspect()).State.Running).toBe(true);
     await expect(docker.getContainer(`holm-${box.id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
   }, 120_000);
+
+  it("the engine's host keeps its boxes away from itself: its own iptables has the bridge rules", async () => {
+    const rules = execFileSync("ip", ["netns", "exec", engine!.ns, "iptables", "-w", "-S", "INPUT"], { encoding: "utf8" });
+    const bridge = /-A INPUT -i (\S+) -m conntrack --ctstate NEW -j DROP/.exec(rules)?.[1];
+    expect(bridge, rules).toBeTruthy();
+    // From inside the box: the engine's API on its host does not answer (the rule drops it).
+    const hostIp = new URL(engine!.host.replace("tcp:", "http:")).hostname;
+    const probe = `timeout 3 bash -c 'echo > /dev/tcp/${hostIp}/2376' 2>/dev/null && echo open || echo closed`;
+    const out = await json(await api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["bash", "-c", probe] } }));
+    expect(out.stdout.trim()).toBe("closed");
+  });
 
   it("drives it: Playwright over the CDP proxy, a click batch with a frame, the pages API", async () => {
     await onPage((p) => p.setContent(PAGE));

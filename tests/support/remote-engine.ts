@@ -15,6 +15,8 @@ export interface RemoteEngine {
   host: string;
   /** PEM client credentials: `secrets` of a runtime. */
   tls: { ca: string; cert: string; key: string };
+  /** The network namespace it runs in (its "host"). */
+  ns: string;
   /** A client for checks from the test (over the engine's local socket). */
   docker: Docker;
   stop(): Promise<void>;
@@ -123,7 +125,7 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
       }
     }
     const read = (f: string) => fs.readFileSync(path.join(certs, f), "utf8");
-    return { host: `tcp://${nsIp}:2376`, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
+    return { host: `tcp://${nsIp}:2376`, ns, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
   } catch (err) {
     await stop();
     throw err;
