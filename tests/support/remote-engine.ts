@@ -77,11 +77,18 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
     }
     // Whatever the engine left running in the namespace (its containerd, shims) goes with it.
     quiet("sh", ["-c", `for p in $(ip netns pids ${ns} 2>/dev/null); do kill -9 $p; done`]);
-    quiet("sh", ["-c", `grep -E ' (${dataRoot}|${execRoot})[/ ]' /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l`]);
+    // The engine's mounts (its netns file, overlays) outlive it; /proc/mounts names /var/run as /run.
+    const roots = [dataRoot, execRoot, execRoot.replace(/^\/var\/run\//, "/run/")].join("|");
+    quiet("sh", ["-c", `grep -E ' (${roots})[/ ]' /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l`]);
     quiet("ip", ["link", "del", vethHost]);
     quiet("ip", ["netns", "del", ns]);
-    fs.rmSync(dataRoot, { recursive: true, force: true });
-    fs.rmSync(execRoot, { recursive: true, force: true });
+    for (const dir of [dataRoot, execRoot]) {
+      try {
+        fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
+      } catch (err) {
+        console.warn(`[tests] could not remove ${dir}: ${(err as Error).message}`);
+      }
+    }
     fs.rmSync(sock, { force: true });
     fs.rmSync(pidfile, { force: true });
     fs.rmSync(certs, { recursive: true, force: true });
