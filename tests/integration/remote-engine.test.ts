@@ -2,7 +2,9 @@ import { execFileSync } from "node:child_process";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RfbClient, viewerTicket } from "../../bench/viewer";
+import { type Person, consoleClient } from "../support/console";
 import { type RemoteEngine, startRemoteEngine } from "../support/remote-engine";
+import { openIo } from "../support/sockets";
 import { RUN_LABEL, type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 
 // Boxes on another Docker engine (ADR 0019): a second dockerd in its own network namespace,
@@ -22,6 +24,9 @@ let engine: RemoteEngine | undefined;
 let server: TestServer;
 const servers: TestServer[] = [];
 let box: any;
+// The box is a workspace's (launched with its member's key), so the console's terminal opens on it.
+let ada: Person;
+let key: { secret: string };
 
 const api = (p: string, init?: RequestInit & { json?: unknown }) => server.api(p, init);
 const batch = (actions: unknown[], want?: string[]) =>
@@ -53,6 +58,9 @@ beforeAll(async () => {
   engine = await startRemoteEngine(RUN_LABEL);
   server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_TAKEOVER_GRACE_SECS: "60" });
   servers.push(server);
+  const c = consoleClient(server);
+  ada = await c.signUp("ada@example.com", "A");
+  key = await c.createKey(ada, "agent");
 }, 120_000);
 
 afterAll(async () => {
@@ -96,7 +104,11 @@ describe("a box on another engine", () => {
   }, 300_000);
 
   it("launches a box there, and only there", async () => {
-    const res = await api("/v1/boxes", { method: "POST", json: { placement: { runtime: "far" } } });
+    const res = await fetch(`${server.base}/v1/boxes`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key.secret}`, "content-type": "application/json" },
+      body: JSON.stringify({ placement: { runtime: "far" } }),
+    });
     box = await json(res);
     expect(res.status, JSON.stringify(box)).toBe(200);
     expect(box).toMatchObject({ state: "ready", placement: { runtime: "far" } });
@@ -129,6 +141,20 @@ describe("a box on another engine", () => {
     expect(tabs.tabs.length).toBeGreaterThan(0);
     const exec = await json(await api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["hostname"] } }));
     expect(exec).toMatchObject({ code: 0 });
+  });
+
+  it("opens the console's terminal in it (docker exec through the far engine's API)", async () => {
+    const t = await openIo(server, "/terminal", ada.cookie, { box: box.id });
+    if (typeof t === "string") throw new Error(`terminal refused: ${t}`);
+    try {
+      t.socket.emit("data", "echo far-$((6*7))\n");
+      const text = () => t.events.filter((e) => e.name === "data").map((e) => Buffer.from(e.args[0] as ArrayBuffer).toString("utf8")).join("");
+      const deadline = Date.now() + 15_000;
+      while (!text().includes("far-42") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(text()).toContain("far-42");
+    } finally {
+      t.close();
+    }
   });
 
   it("shows it in the viewer (RFB through the relay and the tunnel)", async () => {
