@@ -76,10 +76,11 @@ export async function benchRemote() {
     console.log(`  goal ≤ 500 ms (${f.median <= 500 ? "met" : "missed"} at the median)`);
   } finally {
     await server.stop();
+    // Local boxes first: nothing below may keep them from going.
+    console.log(`removed ${await removeTestBoxes()} local box(es) of this run`);
     for (const c of await engine.docker.listContainers({ all: true, filters: { label: [`holm.test=${RUN_LABEL}`] } }).catch(() => [])) {
       await engine.docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
     }
     await engine.stop();
-    await removeTestBoxes();
   }
 }
