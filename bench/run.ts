@@ -7,6 +7,7 @@ import { benchDensity } from "./density";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
 import { benchPool } from "./pool";
+import { benchRemote } from "./remote";
 import { benchScrub } from "./scrub";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
@@ -31,6 +32,7 @@ const benches: Record<string, () => Promise<void>> = {
   "viewer-attach": benchViewerAttach,
   "viewers-load": benchViewersLoad,
   density: benchDensity,
+  remote: benchRemote,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);

@@ -2,6 +2,7 @@ import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
 import { resumeBuilds } from "~/models/image.server";
+import { openStoredRuntimes } from "~/models/runtime-store.server";
 import { startPool, stopPool } from "~/models/pool.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
@@ -33,6 +34,9 @@ export const holm = {
 
   async boot() {
     await openDb();
+    // Added engines first: boxes on them are taken back like the local ones (ADR 0019).
+    const engines = await openStoredRuntimes();
+    if (engines) console.log(`[holm] ${engines} added runtime(s) opened`);
     const { adopted, known } = await adoptBoxes();
     console.log(`[holm] store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
     // Builds queued or cut off before this start go back on the queue (ADR 0017).

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
+import { DEFAULT_RUNTIME, localDocker, runtime, useStoredRuntime } from "~/runtime/index.server";
 import { type Capabilities, type Fields, LOCAL_DOCKER_CAN, type Secrets, provider } from "~/runtime/provider.server";
 import { ApiError, notFound, unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
@@ -161,6 +161,7 @@ export async function createRuntime(input: z.infer<typeof RuntimeCreateSchema>):
   if (Number(done.numInsertedOrUpdatedRows ?? 0) === 0) {
     throw new ApiError("denied", `a runtime named "${input.name}" exists; change it with PATCH or remove it first`);
   }
+  openRuntime(row.name, p.name, fields, secrets);
   return toJson(row);
 }
 
@@ -180,6 +181,8 @@ export async function patchRuntime(name: string, input: z.infer<typeof RuntimePa
   const now = Date.now();
   const next = { fields_json: JSON.stringify(checked), ...sealSecrets(name, secrets), updated_at_ms: now };
   await db().updateTable("runtime").set(next).where("name", "=", name).execute();
+  // The old client (its secrets, its listeners) goes; the next use dials with the new settings.
+  openRuntime(name, p.name, checked, secrets);
   return toJson({ ...row, ...next });
 }
 
@@ -188,6 +191,7 @@ export async function deleteRuntime(name: string): Promise<{ name: string; delet
   if (!isName(name) || !(await storedRow(name))) throw notFound(`no runtime named "${name}"`);
   await refuseWhileUsed(name, "remove");
   await db().deleteFrom("runtime").where("name", "=", name).execute();
+  useStoredRuntime(name, undefined);
   return { name, deleted: true };
 }
 
@@ -199,6 +203,38 @@ export async function requireLaunchable(name: string): Promise<void> {
   if (runtime(name)) return;
   const row = isName(name) ? await storedRow(name) : undefined;
   if (!row) throw notFound(`no runtime named "${name}"; GET /v1/runtimes lists them`);
-  const why = provider(row.provider).notLaunchable(JSON.parse(row.fields_json) as Fields);
-  throw unsupported(`runtime "${name}": ${why ?? "this server cannot launch boxes there"}`);
+  const fields = JSON.parse(row.fields_json) as Fields;
+  const why = provider(row.provider).notLaunchable(fields);
+  if (why) throw unsupported(`runtime "${name}": ${why}`);
+  // Added by another server sharing the store, or not opened at boot: opened now.
+  openRuntime(name, row.provider, fields, await storedSecrets(name));
+  if (!runtime(name)) throw unsupported(`runtime "${name}": this server cannot launch boxes there`);
+}
+
+/** Opens a stored runtime this server launches on and registers it; drops it otherwise. */
+function openRuntime(name: string, providerName: string, fields: Fields, secrets: Secrets): void {
+  const p = provider(providerName);
+  const local = localDocker();
+  if (p.notLaunchable(fields) || !local) return useStoredRuntime(name, undefined);
+  useStoredRuntime(name, p.open(name, fields, secrets, local));
+}
+
+/**
+ * At boot, before boxes are taken back: opens every stored runtime this server launches on, so
+ * the boxes on them are found again (their addresses and tunnels come back on `inspect`).
+ */
+export async function openStoredRuntimes(): Promise<number> {
+  let opened = 0;
+  for (const row of await db().selectFrom("runtime").select(COLUMNS).execute()) {
+    try {
+      const fields = JSON.parse(row.fields_json) as Fields;
+      if (provider(row.provider).notLaunchable(fields)) continue;
+      openRuntime(row.name, row.provider, fields, await storedSecrets(row.name));
+      opened++;
+    } catch (err) {
+      // The message names the runtime, never a secret (storedSecrets logs its own).
+      console.error(`[holm] runtime "${row.name}" could not be opened: ${(err as Error).message}`);
+    }
+  }
+  return opened;
 }

@@ -71,12 +71,19 @@ function demuxLog(buf: Buffer): string {
 
 /** Boxes as Docker containers. One container per box; its screens all live inside it. */
 export class DockerRuntime implements Runtime {
-  readonly name = "docker";
+  readonly name: string;
   readonly docker: Docker;
   private networks: Promise<void> | undefined;
 
-  constructor(socketPath: string) {
-    this.docker = new Docker({ socketPath });
+  /** The engine on a local socket, or (remote-docker.server.ts) a client for another engine. */
+  constructor(engine: string | Docker, name = "docker") {
+    this.docker = typeof engine === "string" ? new Docker({ socketPath: engine }) : engine;
+    this.name = name;
+  }
+
+  /** Puts the host's rules for the box bridges in place (this host's iptables). */
+  protected guard(bridges: string[]): Promise<void> {
+    return guardBridges(bridges);
   }
 
   async ping(): Promise<boolean> {
@@ -146,7 +153,7 @@ export class DockerRuntime implements Runtime {
         const net = await this.docker.getNetwork(name).inspect();
         bridges.push(net.Options?.["com.docker.network.bridge.name"] ?? `br-${String(net.Id).slice(0, 12)}`);
       }
-      await guardBridges(bridges);
+      await this.guard(bridges);
     })().catch((err) => {
       this.networks = undefined;
       throw err;

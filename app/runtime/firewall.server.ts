@@ -91,3 +91,25 @@ export async function guardBridges(bridges: string[]): Promise<void> {
     }
   }
 }
+
+const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The same rules as one `sh` script, checked and inserted by the host's own iptables: for an
+ * engine on another host, which this server reaches only through its Docker API (ADR 0019).
+ */
+export function guardScript(bridges: string[]): string {
+  const lines = [
+    "set -e",
+    "if iptables -w -S DOCKER-USER >/dev/null 2>&1; then F=DOCKER-USER; else F=FORWARD; fi",
+    'ensure() { b=$1; shift; "$b" -w -C "$@" 2>/dev/null || "$b" -w -I "$@"; }',
+  ];
+  for (const bridge of bridges) {
+    for (const rule of bridgeRules(bridge, "@F")) {
+      const chain = rule.chain === "@F" ? '"$F"' : shq(rule.chain);
+      const line = `ensure ${rule.bin} ${chain} ${rule.spec.map(shq).join(" ")}`;
+      lines.push(rule.bin === "ip6tables" ? `if [ -d /proc/sys/net/ipv6 ]; then ${line}; fi` : line);
+    }
+  }
+  return lines.join("\n");
+}

@@ -2,6 +2,9 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { z } from "zod";
 import { badRequest, unsupported } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
+import type { DockerRuntime } from "./docker.server";
+import { RemoteDockerRuntime } from "./remote-docker.server";
+import type { Runtime } from "./runtime";
 
 // Providers: the kinds of runtime an operator can add with POST /v1/runtimes (ADR 0017). A
 // provider checks a runtime's fields and secrets, says what boxes on it can do (`can`), and says
@@ -45,6 +48,11 @@ export interface RuntimeProvider {
   can(fields: Fields): Capabilities;
   /** Why this server cannot launch a box there yet; undefined when it can. */
   notLaunchable(fields: Fields): string | undefined;
+  /**
+   * The Runtime for a stored runtime this server launches on (`notLaunchable` is undefined);
+   * `local` is the built-in engine (it builds images). The secrets stay in the Runtime's memory.
+   */
+  open(name: string, fields: Fields, secrets: Secrets, local: DockerRuntime): Runtime;
 }
 
 const NOTHING: Capabilities = {
@@ -119,14 +127,21 @@ const docker: RuntimeProvider = {
     }
     return { host: f.host.replace(/\/$/, "") };
   },
-  can() {
-    return NOTHING;
+  can(fields) {
+    // tcp://: the same boxes as the built-in engine, reached through exec tunnels (ADR 0019).
+    return String(fields.host).startsWith("tcp://") ? LOCAL_DOCKER_CAN : NOTHING;
   },
   notLaunchable(fields) {
+    if (String(fields.host).startsWith("tcp://")) return undefined;
     return (
-      `launching boxes on another Docker engine (${String(fields.host)}) is not built on this server yet: ` +
-      "it needs an agent that connects back to the server; use the built-in docker runtime"
+      `launching boxes on an ssh:// engine (${String(fields.host)}) is not built on this server: dockerode's ssh ` +
+      "transport needs the native ssh2 package, which this install leaves out; add the engine as tcp:// with TLS client certificates"
     );
+  },
+  open(name, fields, secrets, local) {
+    const why = this.notLaunchable(fields);
+    if (why) throw unsupported(`runtime "${name}": ${why}`);
+    return new RemoteDockerRuntime(name, String(fields.host), { ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! }, local);
   },
 };
 

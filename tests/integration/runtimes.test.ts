@@ -79,8 +79,9 @@ describe("runtimes", () => {
     expect(res.status, text).toBe(200);
     const out = JSON.parse(text);
     expect(out).toMatchObject({ name: "edge", provider: "docker", default: false, builtin: false, fields: { host: "tcp://engine.invalid:2376" }, secrets_set: ["ca", "cert", "key"] });
-    expect(out.can.launch).toBe(false);
-    expect(out.reason).toMatch(/not built/);
+    // Launched on through exec tunnels (ADR 0019; tests/integration/remote-engine.test.ts dials one).
+    expect(out.can).toMatchObject({ launch: true, pages: true, screens: 8 });
+    expect(out.reason).toBeUndefined();
     const got = await (await server.api("/v1/runtimes/edge")).text();
     const listed = await (await server.api("/v1/runtimes")).text();
     const events = await (await server.api("/v1/events?limit=1000")).text();
@@ -178,10 +179,11 @@ describe("runtimes", () => {
     expect(server.logs()).not.toContain(marks()[3]);
   });
 
-  it("a launch on an added engine is refused as not built (400 unsupported); an unknown runtime is 404; no box is made", async () => {
+  it("a launch on an ssh:// engine is refused as not built (400 unsupported); an unknown runtime is 404; no box is made", async () => {
+    expect(await json(await server.api("/v1/runtimes/edge"))).toMatchObject({ can: { launch: false }, reason: expect.stringMatching(/ssh2/) });
     const res = await server.api("/v1/boxes", { method: "POST", json: { placement: { runtime: "edge" } } });
     expect(res.status).toBe(400);
-    expect(await json(res)).toMatchObject({ code: "unsupported", message: expect.stringMatching(/runtime "edge": launching boxes on another Docker engine .* is not built/) });
+    expect(await json(res)).toMatchObject({ code: "unsupported", message: expect.stringMatching(/runtime "edge": launching boxes on an ssh:\/\/ engine .* is not built/) });
     const unknown = await server.api("/v1/boxes", { method: "POST", json: { placement: { runtime: "nope" } } });
     expect(unknown.status).toBe(404);
     expect((await json(unknown)).code).toBe("not_found");
@@ -193,7 +195,7 @@ describe("runtimes", () => {
   });
 
   it("PATCH and DELETE are refused (409 denied) while a box uses the runtime, and allowed once it is removed", async () => {
-    // Launching on an added engine is not built, so the box that uses it is a record written
+    // Launching on an ssh:// engine is not built, so the box that uses it is a record written
     // into the store, as one launched there would be.
     const id = `box_${randomBytes(16).toString("hex")}`;
     const now = Date.now();

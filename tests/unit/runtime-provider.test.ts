@@ -42,9 +42,39 @@ describe("the docker provider", () => {
     expect(e.message).not.toContain("secret-value");
   });
 
-  it("a launch on another engine is not built, and says so; another provider is unsupported, naming the providers", () => {
-    expect(docker.notLaunchable({ host: "ssh://e.example" })).toMatch(/not built on this server yet/);
-    expect(docker.can({}).launch).toBe(false);
+  it("a tcp:// engine launches (ADR 0019); an ssh:// one is not built, and says why; another provider is unsupported, naming the providers", () => {
+    expect(docker.notLaunchable({ host: "tcp://e.example:2376" })).toBeUndefined();
+    expect(docker.can({ host: "tcp://e.example:2376" })).toMatchObject({ launch: true, pages: true, screens: 8 });
+    expect(docker.notLaunchable({ host: "ssh://e.example" })).toMatch(/not built on this server: .*ssh2/);
+    expect(docker.can({ host: "ssh://e.example" }).launch).toBe(false);
     expect(refusal(() => provider("e2b"))).toMatchObject({ code: "unsupported", message: expect.stringContaining(`providers: ${[...PROVIDERS.keys()].join(", ")}`) });
+  });
+});
+
+describe("remote engine helpers", () => {
+  it("gives each box its own loopback address, the same every time, clear of 127.0.0.x", async () => {
+    const { loopbackAddress } = await import("~/runtime/exec-tunnel.server");
+    const a = loopbackAddress("far\u0000box_1");
+    expect(a).toBe(loopbackAddress("far\u0000box_1"));
+    expect(a).not.toBe(loopbackAddress("far\u0000box_2"));
+    for (let i = 0; i < 200; i++) {
+      const [x, y, b, c] = loopbackAddress(`far\u0000box_${i}`).split(".").map(Number);
+      expect(x).toBe(127);
+      expect(y).toBeGreaterThanOrEqual(16);
+      expect(y).toBeLessThan(240);
+      expect(b).toBeLessThanOrEqual(255);
+      expect(c).toBeGreaterThanOrEqual(1);
+      expect(c).toBeLessThanOrEqual(254);
+    }
+  });
+
+  it("writes the bridge rules as one script for the remote host's own iptables, quoted, DOCKER-USER when there", async () => {
+    const { bridgeRules, guardScript } = await import("~/runtime/firewall.server");
+    const script = guardScript(["br-abc"]);
+    expect(script).toContain("if iptables -w -S DOCKER-USER >/dev/null 2>&1; then F=DOCKER-USER; else F=FORWARD; fi");
+    expect(script).toContain(`ensure iptables 'INPUT' '-i' 'br-abc' '-m' 'conntrack' '--ctstate' 'NEW' '-j' 'DROP'`);
+    expect(script).toContain(`ensure iptables "$F" '-i' 'br-abc' '-d' '169.254.0.0/16' '-j' 'DROP'`);
+    expect(script).toContain(`if [ -d /proc/sys/net/ipv6 ]; then ensure ip6tables 'FORWARD' '-i' 'br-abc' '-j' 'DROP'; fi`);
+    expect(script.split("\n").filter((l) => l.includes("ensure ")).length).toBe(bridgeRules("br-abc", "X").length);
   });
 });

@@ -1,0 +1,160 @@
+import Docker from "dockerode";
+import { DockerRuntime } from "./docker.server";
+import { LoopbackForwards } from "./exec-tunnel.server";
+import { guardScript } from "./firewall.server";
+import { x11ImageStatus } from "./image-builder.server";
+import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, RuntimeBox } from "./runtime";
+
+// Boxes on another Docker engine, reached over its API with TLS client auth (ADR 0019). The
+// containers, networks and lifecycle are DockerRuntime's; what differs is how the server reaches
+// a box (exec tunnels behind a loopback address of its own, exec-tunnel.server.ts), how an image
+// gets there (built here, then streamed across: there is no registry), and how the host's
+// firewall rules for the box bridges are set: by that host's own iptables, from a short-lived
+// helper container with NET_ADMIN on that host (`guard`).
+
+export interface TlsSecrets {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+/** A dockerode client for `tcp://HOST:PORT` with TLS client auth. */
+export function remoteClient(host: string, tls: TlsSecrets): Docker {
+  const u = new URL(host.replace(/^tcp:/, "https:"));
+  return new Docker({
+    protocol: "https",
+    host: u.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(u.port || 2376),
+    ca: tls.ca,
+    cert: tls.cert,
+    key: tls.key,
+  });
+}
+
+export class RemoteDockerRuntime extends DockerRuntime {
+  private readonly forwards: LoopbackForwards;
+  private readonly moving = new Map<string, Promise<void>>();
+  /** An image the engine holds (the last one a box was created from): the helper runs it. */
+  private helperImage: string | undefined;
+  private helperLabels: Record<string, string> = {};
+
+  /** `local` builds the images this engine then receives. */
+  constructor(
+    name: string,
+    readonly host: string,
+    tls: TlsSecrets,
+    private readonly local: DockerRuntime,
+  ) {
+    super(remoteClient(host, tls), name);
+    this.forwards = new LoopbackForwards(this.docker);
+  }
+
+  override async create(launch: BoxLaunch): Promise<{ ref: string }> {
+    this.helperImage = launch.image;
+    this.helperLabels = launch.labels;
+    return super.create(launch);
+  }
+
+  /**
+   * iptables here would change this host, not the engine's: the rules (firewall.server.ts) run on
+   * that host through `chroot /host` in a helper container on its network namespace. The
+   * server holds that power already (the Docker API is root there); the helper only uses it.
+   */
+  protected override async guard(bridges: string[]): Promise<void> {
+    if (!this.helperImage) throw new Error(`runtime ${this.name}: the box bridges' firewall rules need an image on ${this.host} first`);
+    const helper = await this.docker.createContainer({
+      Image: this.helperImage,
+      Entrypoint: ["chroot"],
+      Cmd: ["/host", "sh", "-c", guardScript(bridges)],
+      Labels: { ...this.helperLabels, "holm.helper": "firewall" },
+      // Not --privileged: iptables needs these two capabilities and nothing else.
+      HostConfig: { CapAdd: ["NET_ADMIN", "NET_RAW"], NetworkMode: "host", Binds: ["/:/host"] },
+    });
+    try {
+      await helper.start();
+      const { StatusCode } = (await helper.wait()) as { StatusCode: number };
+      if (StatusCode !== 0) {
+        const out = (await helper.logs({ stdout: true, stderr: true, tail: 5 })).toString("utf8").replace(/[^\x20-\x7e\n]/g, "").trim();
+        throw new Error(`iptables on ${this.host} refused the box bridges' rules (exit ${StatusCode}): ${out.slice(-500)}`);
+      }
+    } finally {
+      await helper.remove({ force: true }).catch(() => undefined);
+    }
+  }
+
+  private async holds(tag: string): Promise<boolean> {
+    try {
+      await this.docker.getImage(tag).inspect();
+      return true;
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 404) return false;
+      throw err;
+    }
+  }
+
+  override async imageStatus(req: ImageRequest): Promise<ImageStatus> {
+    const { image } = await x11ImageStatus(this.local.docker, req);
+    return { image, present: this.moving.has(image) || (await this.holds(image)) };
+  }
+
+  /** Ensures the image here (the builder), then streams it across unless the engine has it. */
+  override async ensureImage(req: ImageRequest, log: (line: string) => void = () => {}): Promise<BuiltImage> {
+    const { image } = await x11ImageStatus(this.local.docker, req);
+    if (!this.moving.has(image) && (await this.holds(image))) return { image, built: false };
+    let move = this.moving.get(image);
+    if (!move) {
+      move = (async () => {
+        await this.local.ensureImage(req, log);
+        log(`Sending ${image} to ${this.host}`);
+        const started = Date.now();
+        const tar = await this.local.docker.getImage(image).get();
+        const res = await this.docker.loadImage(tar);
+        await new Promise<void>((resolve, reject) => {
+          this.docker.modem.followProgress(res, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {
+            if (ev.error) reject(new Error(ev.error));
+            else if (ev.stream?.trim()) log(ev.stream.trim());
+          });
+        });
+        log(`Sent ${image} to ${this.host} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      })().finally(() => this.moving.delete(image));
+      this.moving.set(image, move);
+    }
+    await move;
+    return { image, built: true };
+  }
+
+  /** The box's own loopback address here, with its listeners up while it runs. */
+  private async reachable(box: RuntimeBox): Promise<RuntimeBox> {
+    if (box.state === "missing" || !box.boxId) return box;
+    if (box.state === "stopped") {
+      await this.forwards.close(box.ref);
+      return { ...box, address: undefined };
+    }
+    return { ...box, address: await this.forwards.ensure(box.ref, `${this.name}\u0000${box.boxId}`) };
+  }
+
+  override async inspect(ref: string): Promise<RuntimeBox> {
+    const box = await super.inspect(ref);
+    if (box.state === "missing") await this.forwards.close(ref);
+    return this.reachable(box);
+  }
+
+  override async list(): Promise<RuntimeBox[]> {
+    return Promise.all((await super.list()).map((b) => this.reachable(b)));
+  }
+
+  override async stop(ref: string): Promise<void> {
+    await super.stop(ref);
+    await this.forwards.close(ref);
+  }
+
+  override async remove(ref: string): Promise<void> {
+    await this.forwards.close(ref);
+    await super.remove(ref);
+  }
+
+  /** Closes every listener (the runtime was changed or removed). */
+  async dispose(): Promise<void> {
+    await this.forwards.closeAll();
+  }
+}
