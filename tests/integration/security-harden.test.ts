@@ -21,6 +21,8 @@ const LIMITS = {
 const MIB = 1024 ** 2;
 // Tiny Debian packages no other test asks for: the image-build quota test builds images with them.
 const BUILD_PACKAGES = ["hello", "sl"];
+/** Asked for over the build limit, so never built. */
+const REFUSED_PACKAGE = "cowsay";
 
 let server: TestServer;
 let boxA: any;
@@ -456,7 +458,9 @@ describe("workspace quotas", () => {
     const otherWs = createBox(packages(BUILD_PACKAGES[1]!), keyA);
     const first = await createBox(packages(BUILD_PACKAGES[0]!), keyB);
     expect(first.status, JSON.stringify(first.body)).toBe(200);
-    const second = await createBox(packages(BUILD_PACKAGES[1]!), keyB);
+    // Not the package the other workspace is building: an image being built already counts as
+    // there, for anyone. This one is refused before anything is built.
+    const second = await createBox(packages(REFUSED_PACKAGE), keyB);
     expect(second.status, JSON.stringify(second.body)).toBe(409);
     expect(second.body).toEqual({ code: "denied", retryable: true, message: expect.stringMatching(/1 new image.*HOLM_WORKSPACE_IMAGE_BUILDS/) });
     await removeBox(first.body.id, keyB);
