@@ -15,7 +15,7 @@ RUN="run-$(date +%s)-$$"
 LOGS=$(mktemp -d)
 cleanup() {
   # Boxes carry holm.test=<run>-<suite>: remove whatever a failed test left behind.
-  for suite in unit agent int e2e; do
+  for suite in unit agent int int2 e2e; do
     ids=$(/usr/bin/docker ps -aq --filter "label=holm.test=${RUN}-${suite}" 2>/dev/null || true)
     [ -n "$ids" ] && /usr/bin/docker rm -f $ids >/dev/null 2>&1 || true
   done
@@ -53,10 +53,16 @@ agent=$!
 echo "== unit"
 HOLM_TEST_RUN="${RUN}-unit" npx vitest run --project unit || status=1
 
+# The integration files in two halves at once (vitest's --shard), each half in order: one
+# in order took 26–31 minutes here, and its files mostly wait on boxes. Each half has its own
+# run label, so neither's cleanup touches the other's boxes.
 bg e2e npx playwright test
 e2e=$!
-echo "== integration"
-HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration || status=1
+bg int2 npx vitest run --project integration --shard=2/2
+int2=$!
+echo "== integration (1 of 2)"
+HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/2 || status=1
+fg int2 "$int2" "integration (2 of 2)" || status=1
 fg agent "$agent" "in-box agent (host Xvfb)" || status=1
 fg e2e "$e2e" "end-to-end" || status=1
 exit $status
