@@ -26,7 +26,8 @@ trap cleanup EXIT
 # Runs a suite in the background, its output kept in a file until it is printed whole.
 bg() {
   local name=$1; shift
-  ( HOLM_TEST_RUN="${RUN}-${name}" "$@" >"$LOGS/$name.log" 2>&1; echo $? >"$LOGS/$name.rc" ) &
+  # `|| rc=$?`: under set -e a failing suite would end the subshell before its code was written.
+  ( rc=0; HOLM_TEST_RUN="${RUN}-${name}" "$@" >"$LOGS/$name.log" 2>&1 || rc=$?; echo "$rc" >"$LOGS/$name.rc" ) &
 }
 # Waits for a background suite, prints its output and gives its exit code.
 fg() {

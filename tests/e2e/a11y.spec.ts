@@ -93,27 +93,32 @@ for (const scheme of ["light", "dark"] as const) {
         const dark = await page.evaluate(() => matchMedia("(prefers-color-scheme: dark)").matches);
         expect(dark).toBe(scheme === "dark");
         // The page follows the setting: a dark page behind light text, or the other way round.
+        // Read from the computed colours' text, not through a canvas (a canvas under heavy load
+        // once read back all zeros): rgb() through its sRGB luminance, oklch() as L³ (the
+        // luminance of a grey of that lightness; the console's colours are near-grey).
         const measure = () => page.evaluate(() => {
           const lum = (c: string) => {
-            const probe = document.createElement("canvas").getContext("2d")!;
-            probe.fillStyle = c;
-            probe.fillRect(0, 0, 1, 1);
-            const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
-            return (0.2126 * r! + 0.7152 * g! + 0.0722 * b!) / 255;
+            const n = (c.match(/-?[\d.]+%?/g) ?? []).map((v) => (v.endsWith("%") ? parseFloat(v) / 100 : parseFloat(v)));
+            if (c.startsWith("oklch")) return n[0]! ** 3;
+            const lin = (v: number) => ((v /= 255) <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+            if (c.startsWith("rgb") && (n[3] ?? 1) > 0) return 0.2126 * lin(n[0]!) + 0.7152 * lin(n[1]!) + 0.0722 * lin(n[2]!);
+            return Number.NaN;
           };
           const body = getComputedStyle(document.body);
-          return { bg: lum(body.backgroundColor), fg: lum(body.color) };
+          const bg = body.backgroundColor;
+          const fg = body.color;
+          return { bg: lum(bg), fg: lum(fg), raw: `${bg} on ${document.styleSheets.length} stylesheet(s), text ${fg}` };
         });
         // Measured until it holds (bounded): a page still applying its stylesheet reads as
         // unstyled black on transparent for a moment.
         const follows = (t: { bg: number; fg: number }) => (scheme === "dark" ? t.bg < 0.2 && t.fg > 0.8 : t.bg > 0.9 && t.fg < 0.2);
         let tone = await measure();
-        for (let i = 0; i < 20 && !follows(tone); i++) {
+        for (let i = 0; i < 40 && !follows(tone); i++) {
           await page.waitForTimeout(250);
           tone = await measure();
         }
         if (!follows(tone)) {
-          problems.push(`${p.name}: not ${scheme} (background ${tone.bg.toFixed(2)}, text ${tone.fg.toFixed(2)})`);
+          problems.push(`${p.name}: not ${scheme} (background ${tone.bg.toFixed(2)}, text ${tone.fg.toFixed(2)}: ${tone.raw})`);
         }
         const wide = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
         if (wide.scroll > wide.client) problems.push(`${p.name}: the page is ${wide.scroll} px wide in a ${wide.client} px window`);
