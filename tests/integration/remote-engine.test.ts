@@ -24,6 +24,7 @@ let engine: RemoteEngine | undefined;
 let server: TestServer;
 const servers: TestServer[] = [];
 let box: any;
+let forkId = "";
 // The box is a workspace's (launched with its member's key), so the console's terminal opens on it.
 let ada: Person;
 let key: { secret: string };
@@ -64,7 +65,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (box && server) await api(`/v1/boxes/${box.id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } }).catch(() => undefined);
+  for (const id of [box?.id, forkId]) {
+    if (id && server) await api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } }).catch(() => undefined);
+  }
   for (const s of servers) await s.stop().catch(() => undefined);
   if (engine) {
     // Whatever this run left on the far engine goes with it; then the engine, its roots, the veth and the namespace.
@@ -216,4 +219,18 @@ describe("a box on another engine", () => {
     expect((await api("/v1/runtimes/far", { method: "DELETE" })).status).toBe(409);
     for (const s of servers) for (const pem of Object.values(engine!.tls)) expect(s.logs()).not.toContain(pem.split("\n")[3]!);
   }, 120_000);
+
+  it("forks it: the fork lands on the same far engine and replays the steps there", async () => {
+    const res = await api(`/v1/boxes/${box.id}/fork`, { method: "POST", json: {} });
+    const out = await json(res);
+    expect(res.status, JSON.stringify(out).slice(0, 500)).toBe(200);
+    forkId = out.box.id;
+    expect(out.box).toMatchObject({ state: "ready", placement: { runtime: "far" } });
+    expect(out.replay.ok).toBeGreaterThan(0);
+    expect(out.replay.ok).toBe(out.replay.attempted);
+    expect((await engine!.docker.getContainer(`holm-${forkId}`).inspect()).State.Running).toBe(true);
+    await expect(docker.getContainer(`holm-${forkId}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    const trace = await json(await api(`/v1/boxes/${forkId}/trace?limit=500`));
+    expect(JSON.stringify(trace.entries)).toContain('"click"');
+  }, 180_000);
 });
