@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
+import { FreezeGate, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
@@ -73,6 +74,8 @@ function demuxLog(buf: Buffer): string {
 export class DockerRuntime implements Runtime {
   readonly name: string;
   readonly docker: Docker;
+  /** Pauses kept apart from execs being started (freeze-gate.server.ts). */
+  protected readonly freezeGate = new FreezeGate();
   private networks: Promise<void> | undefined;
 
   /** The engine on a local socket, or (remote-docker.server.ts) a client for another engine. */
@@ -226,7 +229,7 @@ export class DockerRuntime implements Runtime {
     const container = this.docker.getContainer(ref);
     for (let attempt = 1; ; attempt++) {
       try {
-        await container.pause();
+        await this.freezeGate.freeze(ref, () => container.pause());
         return;
       } catch (err) {
         // On cgroup v1, runc gives up ("unable to freeze") while processes keep appearing in the
@@ -305,18 +308,21 @@ export class DockerRuntime implements Runtime {
     // Tags the shell and everything it starts, so close() can hang them up: closing the attach
     // stream alone leaves the exec's processes running (the engine keeps the TTY open).
     const tag = randomBytes(12).toString("hex");
-    const exec = await container.exec({
-      Cmd: ["bash", "-l"],
-      Tty: true,
-      AttachStdin: true,
-      AttachStdout: true,
-      AttachStderr: true,
-      Env: ["TERM=xterm-256color", "DISPLAY=:99", `HOLM_SHELL=${tag}`],
+    const { exec, stream } = await this.freezeGate.exec(ref, async () => {
+      const exec = await container.exec({
+        Cmd: ["bash", "-l"],
+        Tty: true,
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Env: ["TERM=xterm-256color", "DISPLAY=:99", `HOLM_SHELL=${tag}`],
+      });
+      const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
+      await started(exec);
+      return { exec, stream };
     });
-    const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
-    const resize = async (cols: number, rows: number) => {
-      await exec.resize({ h: rows, w: cols });
-    };
+    // A resize is an exec call too (the shim sets the TTY's size), kept apart from a pause.
+    const resize = (cols: number, rows: number) => this.freezeGate.exec(ref, () => exec.resize({ h: rows, w: cols }));
     await resize(size.cols, size.rows).catch(() => undefined);
     const exited = new Promise<number | null>((resolve) => {
       let done = false;
@@ -335,16 +341,18 @@ export class DockerRuntime implements Runtime {
       stream.once("close", finish);
       stream.once("error", finish);
     });
-    const hangUp = async () => {
-      const kill = await container.exec({
-        Cmd: [
-          "sh",
-          "-c",
-          `for p in /proc/[0-9]*; do grep -qzx 'HOLM_SHELL=${tag}' "$p/environ" 2>/dev/null && kill -HUP "\${p#/proc/}" 2>/dev/null; done; true`,
-        ],
+    const hangUp = () =>
+      this.freezeGate.exec(ref, async () => {
+        const kill = await container.exec({
+          Cmd: [
+            "sh",
+            "-c",
+            `for p in /proc/[0-9]*; do grep -qzx 'HOLM_SHELL=${tag}' "$p/environ" 2>/dev/null && kill -HUP "\${p#/proc/}" 2>/dev/null; done; true`,
+          ],
+        });
+        await kill.start({ Detach: true });
+        await started(kill);
       });
-      await kill.start({ Detach: true });
-    };
     let closed = false;
     const close = () => {
       if (closed) return;

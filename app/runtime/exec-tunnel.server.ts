@@ -3,6 +3,7 @@ import net from "node:net";
 import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { AGENT_PORT, VNC_PORT_BASE } from "~/protocol/agent";
+import { FreezeGate, started } from "./freeze-gate.server";
 
 // How the server reaches the ports of a box on another engine (ADR 0019). The box's bridge is on
 // that host, not routable from here, and nothing new may listen there: so each TCP connection
@@ -48,6 +49,8 @@ export async function openTunnel(docker: Docker, ref: string, port: number): Pro
     Tty: false,
   });
   const input = (await exec.start({ hijack: true, stdin: true })) as unknown as net.Socket;
+  // Its process running before the gate lets a pause in (freeze-gate.server.ts).
+  await started(exec);
   input.setNoDelay?.(true);
   const output = new PassThrough();
   docker.modem.demuxStream(input, output, new PassThrough().resume());
@@ -84,7 +87,11 @@ interface Forward {
 export class LoopbackForwards {
   private readonly boxes = new Map<string, Promise<Forward>>();
 
-  constructor(private readonly docker: Docker) {}
+  constructor(
+    private readonly docker: Docker,
+    /** The runtime's: a tunnel's exec is never started while the box is being paused. */
+    private readonly gate: FreezeGate = new FreezeGate(),
+  ) {}
 
   /** Listens for the box (once) and answers its address; idempotent. */
   ensure(ref: string, key: string): Promise<string> {
@@ -139,7 +146,7 @@ export class LoopbackForwards {
 
   private refill(ref: string, port: number, fw: Forward): void {
     if (fw.closed) return;
-    const spare = openTunnel(this.docker, ref, port).catch(() => undefined);
+    const spare = this.gate.exec(ref, () => openTunnel(this.docker, ref, port)).catch(() => undefined);
     fw.spares.set(port, spare);
     void spare.then((t) => {
       if (t && fw.closed) t.close();
@@ -154,7 +161,7 @@ export class LoopbackForwards {
     const t = await spare;
     if (t?.alive()) return t;
     t?.close();
-    return openTunnel(this.docker, ref, port);
+    return this.gate.exec(ref, () => openTunnel(this.docker, ref, port));
   }
 
   private pipe(ref: string, port: number, sock: net.Socket, fw: Forward): void {

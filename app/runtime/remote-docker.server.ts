@@ -46,7 +46,7 @@ export class RemoteDockerRuntime extends DockerRuntime {
     private readonly local: DockerRuntime,
   ) {
     super(remoteClient(host, tls), name);
-    this.forwards = new LoopbackForwards(this.docker);
+    this.forwards = new LoopbackForwards(this.docker, this.freezeGate);
   }
 
   override async create(launch: BoxLaunch): Promise<{ ref: string }> {
