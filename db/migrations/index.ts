@@ -10,6 +10,7 @@ import { pool } from "./0008-pool";
 import { runtimes } from "./0009-runtimes";
 import { webhooks } from "./0010-webhooks";
 import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
+import { traceFramePng } from "./0013-trace-frame-png";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   "0009-runtimes": runtimes,
   "0010-webhooks": webhooks,
   "0012-webhook-secret-rotation": webhookSecretRotation,
+  "0013-trace-frame-png": traceFramePng,
 };
 
 export const migrationProvider: MigrationProvider = {
