@@ -42,7 +42,7 @@ export async function dropTestServerDatabases(): Promise<void> {
   await dropTestDatabases(names);
 }
 
-if (ON_POSTGRES && process.env.VITEST_WORKER_ID) {
+if (process.env.VITEST_WORKER_ID) {
   // Registered when a test file imports this module, so it runs after that file's own afterAll
   // (hooks run last-registered first): even when a test failed, its databases go. (Not in the
   // global setup's process, which has no suite to attach it to.)
@@ -50,10 +50,14 @@ if (ON_POSTGRES && process.env.VITEST_WORKER_ID) {
   afterAll(dropTestServerDatabases);
 }
 
-/** The store settings of a new server: PostgreSQL instead of SQLite when the run asks for it. */
+/**
+ * The store settings of a new server: PostgreSQL instead of SQLite when the run asks for it, and
+ * a database for a server that asks for `postgres` without naming one.
+ */
 async function storeEnv(extra: Record<string, string>, stateDir: string): Promise<Record<string, string>> {
   const backend = extra.HOLM_STORAGE_BACKEND;
-  if (!ON_POSTGRES || backend === "memory" || backend === "postgres") return {};
+  const wanted = backend === "postgres" ? !extra.HOLM_DATABASE_URL : ON_POSTGRES && backend !== "memory";
+  if (!wanted) return {};
   let name = databases.get(stateDir);
   if (!name) {
     name = await createTestDatabase(RUN_LABEL);
