@@ -1,7 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction, sql } from "kysely";
+import {
+  Kysely,
+  type KyselyPlugin,
+  OperationNodeTransformer,
+  PostgresDialect,
+  type PrimitiveValueListNode,
+  SqliteDialect,
+  type Transaction,
+  type ValueNode,
+  sql,
+} from "kysely";
 import pg from "pg";
 import { Migrator } from "kysely/migration";
 import type { Database } from "../../db/schema";
@@ -43,7 +53,10 @@ export async function openDb(): Promise<Kysely<Database>> {
   if (instance) return instance;
   const e = env();
   if (e.HOLM_STORAGE_BACKEND === "postgres") {
-    instance = new Kysely<Database>({ dialect: new PostgresDialect({ pool: postgresPool(e.HOLM_DATABASE_URL!, e.HOLM_DATABASE_POOL) }) });
+    instance = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: postgresPool(e.HOLM_DATABASE_URL!, e.HOLM_DATABASE_POOL) }),
+      plugins: [noNulText],
+    });
     kind = "postgres";
     // Several servers may boot at once: Kysely's migrator holds an advisory lock on PostgreSQL.
     await migrate(instance);
@@ -75,6 +88,28 @@ async function migrate(store: Kysely<Database>): Promise<void> {
   }
   if (error) throw error;
 }
+
+/**
+ * PostgreSQL's text may not hold U+0000 (SQLite's may): a reason or log line that carries one
+ * (a container's output) would make its whole write fail. Every string parameter has its NULs
+ * replaced with U+FFFD on the way in. JSON columns are unaffected: JSON.stringify escapes NUL.
+ */
+class NulInText extends OperationNodeTransformer {
+  protected override transformValue(node: ValueNode): ValueNode {
+    return typeof node.value === "string" && node.value.includes("\0") ? { ...node, value: node.value.replaceAll("\0", "\uFFFD") } : node;
+  }
+
+  protected override transformPrimitiveValueList(node: PrimitiveValueListNode): PrimitiveValueListNode {
+    if (!node.values.some((v) => typeof v === "string" && v.includes("\0"))) return node;
+    return { ...node, values: node.values.map((v) => (typeof v === "string" ? v.replaceAll("\0", "\uFFFD") : v)) };
+  }
+}
+
+const nulInText = new NulInText();
+const noNulText: KyselyPlugin = {
+  transformQuery: (args) => nulInText.transformNode(args.node),
+  transformResult: async (args) => args.result,
+};
 
 /** PostgreSQL's OIDs of the types whose text form pg hands over as a string by default. */
 const INT8_OID = 20;

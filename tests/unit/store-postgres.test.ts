@@ -104,6 +104,10 @@ describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
     // Text sorts by bytes (the tests' databases and setup.sh's have C collation), as on SQLite.
     await db.insertInto("runtime").values(["b", "B", "a", "A", "_x"].map((name) => ({ name, provider: "p", fields_json: "{}", secret_names: "[]", sealed: null, created_at_ms: now, updated_at_ms: now }))).execute();
     expect((await db.selectFrom("runtime").select("name").orderBy("name").execute()).map((r) => r.name)).toEqual(["A", "B", "_x", "a", "b"]);
+    // A NUL in text (PostgreSQL refuses it; a container's output may carry one) does not fail the write.
+    await db.updateTable("box").set({ reason: "exited\u0000 with junk" }).where("id", "=", id).execute();
+    await db.updateTable("box").set({ state: "failed" }).where("id", "in", [id, "x\u0000"]).execute();
+    expect(await db.selectFrom("box").select(["reason", "state"]).where("id", "=", id).executeTakeFirst()).toEqual({ reason: "exited\uFFFD with junk", state: "failed" });
     // Equality is case-sensitive, as on SQLite.
     expect(await db.selectFrom("runtime").select("name").where("name", "=", "A").execute()).toEqual([{ name: "A" }]);
   });
