@@ -28,6 +28,7 @@ const running = new Set<ChildProcess>();
 
 /** Drops the databases this module made (stopping any server still on one first). */
 export async function dropTestServerDatabases(): Promise<void> {
+  if (databases.size === 0) return;
   await Promise.all(
     [...running].map(async (child) => {
       if (child.exitCode === null && child.signalCode === null) {
