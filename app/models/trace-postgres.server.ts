@@ -64,6 +64,7 @@ export class PostgresTraceStore implements TraceStore {
    * the last frame entry of that screen already has the first item's frame.
    */
   private async write(boxId: string, items: Prepared[], unlessFrame?: number): Promise<TraceEntry[] | undefined> {
+    if (unlessFrame !== undefined && (await this.stillLastFrame(boxId, unlessFrame, items[0]!.frame?.hash))) return undefined;
     const frames = new Map<string, { png: Buffer; at: number }>();
     const hasFrames = items.some((p) => p.frame);
     const done = await db()
@@ -118,6 +119,18 @@ export class PostgresTraceStore implements TraceStore {
     for (const r of done.rows) if (r.frame) framesKnown.set(r.screen ?? -1, r.frame);
     boundedSet(this.known, boxId, { nextSeq: done.seq, frames: framesKnown });
     return done.out;
+  }
+
+  /**
+   * A still screen, cheaply: the frame is the last this process wrote on that screen, and the
+   * box's next_seq shows no one wrote since — one read, no transaction, no row version. (A write
+   * by another server just after the read orders after this check.)
+   */
+  private async stillLastFrame(boxId: string, screen: number, hash: string | undefined): Promise<boolean> {
+    const known = this.known.get(boxId);
+    if (!known || hash === undefined || known.frames.get(screen) !== hash) return false;
+    const row = await db().selectFrom("trace").select("next_seq").where("box_id", "=", boxId).executeTakeFirst();
+    return row !== undefined && Number(row.next_seq) === known.nextSeq;
   }
 
   /** The box's trace row, made if new, locked until the transaction ends. */
