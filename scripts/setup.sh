@@ -70,6 +70,11 @@ if [[ ${HOLM_STORAGE_BACKEND:-} == postgres || ${HOLM_TEST_POSTGRES:-} == 1 || $
     note "creating role holm (CREATEDB)"
     psql_su -c "create role holm login createdb password 'holm'"
   fi
+  # A test database is dropped WITH (FORCE): ending an autovacuum worker on it needs this.
+  if [[ $(psql_su -c "select 1 from pg_auth_members m join pg_roles r on r.oid = m.roleid join pg_roles u on u.oid = m.member where r.rolname = 'pg_signal_backend' and u.rolname = 'holm'") != 1 ]]; then
+    note "granting pg_signal_backend to holm"
+    psql_su -c "grant pg_signal_backend to holm"
+  fi
   # C collation: text sorts by bytes, as on SQLite.
   if [[ $(psql_su -c "select 1 from pg_database where datname = 'holm'") != 1 ]]; then
     note "creating database holm (owner holm, C collation)"

@@ -53,13 +53,29 @@ export async function createTestDatabase(run: string): Promise<string> {
   return name;
 }
 
-/** Drops test databases, ending their sessions first (a server still running loses its store). */
+/**
+ * Drops test databases, ending their sessions first (a server still running loses its store).
+ * An autovacuum worker on one needs pg_signal_backend to end (setup.sh grants it); without it, or
+ * while one finishes, the drop is tried again for a few seconds.
+ */
 export async function dropTestDatabases(names: Iterable<string>): Promise<void> {
   const list = [...names];
   if (list.length === 0) return;
   await withAdmin(async (c) => {
-    for (const name of list) await c.query(`drop database if exists ${quoted(name)} with (force)`);
+    for (const name of list) await dropWithRetry(c, name);
   });
+}
+
+async function dropWithRetry(c: pg.Client, name: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await c.query(`drop database if exists ${quoted(name)} with (force)`);
+      return;
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
 
 /** Drops every database a run made (the teardown's net for a crashed test); how many. */
@@ -67,7 +83,7 @@ export async function dropRunDatabases(run: string): Promise<number> {
   return withAdmin(async (c) => {
     const prefix = databasePrefix(run);
     const { rows } = await c.query<{ datname: string }>("select datname from pg_database where starts_with(datname, $1)", [prefix]);
-    for (const { datname } of rows) await c.query(`drop database if exists ${quoted(datname)} with (force)`);
+    for (const { datname } of rows) await dropWithRetry(c, datname);
     return rows.length;
   });
 }
