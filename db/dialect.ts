@@ -16,6 +16,12 @@ export function autoIncrementKey(db: Kysely<any>) {
   return (c: ColumnDefinitionBuilder) => (isPostgres(db) ? c.primaryKey().generatedByDefaultAsIdentity() : c.primaryKey().autoIncrement());
 }
 
+/**
+ * The advisory lock of trace frames against pruning on PostgreSQL: frame writers hold it shared,
+ * the prune steps that delete frames alone (any fixed 64-bit number of our own).
+ */
+export const FRAME_LOCK = 0x686f6c6d_6672;
+
 /** Bytes: `blob` on SQLite, `bytea` on PostgreSQL. */
 export function bytesType(db: Kysely<any>): "blob" | "bytea" {
   return isPostgres(db) ? "bytea" : "blob";

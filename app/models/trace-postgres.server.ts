@@ -1,28 +1,22 @@
 import { type Transaction, sql } from "kysely";
-import type { Database, TraceEntryTable } from "../../db/schema";
+import { FRAME_LOCK } from "../../db/dialect";
+import type { Database } from "../../db/schema";
 import { db } from "~/utils/db.server";
 import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
-import { INSERT_CHUNK, PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
+import { PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
 
 // The shared trace store (HOLM_STORAGE_BACKEND=postgres, docs/decisions/0020): entries and frame
 // PNGs (`trace_frame.png`, bytea) in PostgreSQL, which several servers may write at once. Unlike
 // the local store, nothing here trusts a cache of what another server may have changed:
 //
-// - A write locks its box's `trace` row first (an upsert that returns it), then numbers its
-//   entries from that row, so two servers writing one box still get gap-free, ordered seqs.
-// - Frames against pruning: a transaction that records frames holds a shared advisory lock,
-//   the prune steps that delete frames hold it alone — the local store's FrameGate, across
-//   servers. A frame row is always sent with its bytes, so an upsert that finds it pruned
-//   meanwhile inserts it whole again.
-
-/** The advisory lock key of frames against pruning (any fixed 64-bit number of our own). */
-const FRAME_LOCK = 0x686f6c6d_6672;
-
-interface Head {
-  nextSeq: number;
-  lastAt: number;
-  startedAt: number;
-}
+// - A write is one call of the function holm_trace_append (db/migrations/0014-trace-append.ts),
+//   one round trip: it locks its box's `trace` row first (an upsert that returns it), then
+//   numbers its entries from that row, so two servers writing one box still get gap-free,
+//   ordered seqs.
+// - Frames against pruning: a write that records frames holds a shared advisory lock
+//   (FRAME_LOCK), the prune steps that delete frames hold it alone — the local store's
+//   FrameGate, across servers. A frame row is always sent with its bytes, so an upsert that
+//   finds it pruned meanwhile inserts it whole again.
 
 /** What this process last wrote to a box: valid while the box's next_seq is still `nextSeq`. */
 interface Known {
@@ -60,65 +54,35 @@ export class PostgresTraceStore implements TraceStore {
   }
 
   /**
-   * One transaction for the whole list. With `unlessFrame`, nothing is written (undefined) when
-   * the last frame entry of that screen already has the first item's frame.
+   * One call of holm_trace_append (migration 0014): one round trip, one transaction, for the
+   * whole list. With `unlessFrame`, nothing is written (undefined) when the last frame entry of
+   * that screen already has the first item's frame.
    */
   private async write(boxId: string, items: Prepared[], unlessFrame?: number): Promise<TraceEntry[] | undefined> {
     if (unlessFrame !== undefined && (await this.stillLastFrame(boxId, unlessFrame, items[0]!.frame?.hash))) return undefined;
-    const frames = new Map<string, { png: Buffer; at: number }>();
-    const hasFrames = items.some((p) => p.frame);
-    const done = await db()
-      .transaction()
-      .execute(async (trx) => {
-        if (hasFrames) await sql`select pg_advisory_xact_lock_shared(${FRAME_LOCK})`.execute(trx);
-        const head = await this.lockHead(trx, boxId);
-        if (unlessFrame !== undefined && (await this.lastFrame(trx, boxId, head, unlessFrame)) === items[0]!.frame?.hash) return undefined;
-        const now = Date.now();
-        let seq = head.nextSeq;
-        let lastAt = head.lastAt;
-        const rows: TraceEntryTable[] = [];
-        const out: TraceEntry[] = [];
-        for (const p of items) {
-          const at = Math.max(p.at_ms ?? now, lastAt);
-          lastAt = at;
-          rows.push({
-            box_id: boxId,
-            seq,
-            at_ms: at,
-            actor: p.actor,
-            event: p.event,
-            screen: p.screen ?? null,
-            frame: p.frame?.hash ?? null,
-            data_json: p.data_json ?? null,
-          });
-          if (p.frame) frames.set(p.frame.hash, { png: p.frame.png, at });
-          out.push(makeEntry(seq++, at, p));
-        }
-        if (frames.size) {
-          await trx
-            .insertInto("trace_frame")
-            .values([...frames].map(([hash, f]) => ({ hash, bytes: f.png.length, created_at_ms: f.at, last_ref_ms: f.at, png: f.png })))
-            .onConflict((oc) => oc.column("hash").doUpdateSet({ last_ref_ms: sql<number>`greatest(excluded.last_ref_ms, trace_frame.last_ref_ms)` }))
-            .execute();
-        }
-        for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-          await trx.insertInto("trace_entry").values(rows.slice(i, i + INSERT_CHUNK)).execute();
-        }
-        const startedAt = head.nextSeq === 0 ? rows[0]!.at_ms : head.startedAt;
-        await trx
-          .updateTable("trace")
-          .set({ next_seq: seq, last_at_ms: lastAt, started_at_ms: startedAt })
-          .where("box_id", "=", boxId)
-          .execute();
-        return { out, rows, seq, before: head.nextSeq };
-      });
-    if (!done) return undefined;
+    const now = Date.now();
+    const frames = new Map<string, Buffer>();
+    for (const p of items) if (p.frame) frames.set(p.frame.hash, p.frame.png);
+    const { rows } = await sql<{ seq: number; at_ms: number }>`select seq, at_ms from holm_trace_append(
+      ${boxId}, ${now},
+      ${items.map((p) => p.actor)}::text[], ${items.map((p) => p.event)}::text[], ${items.map((p) => p.screen ?? null)}::int[],
+      ${items.map((p) => p.frame?.hash ?? null)}::text[], ${items.map((p) => p.data_json ?? null)}::text[], ${items.map((p) => p.at_ms ?? null)}::bigint[],
+      ${[...frames.keys()]}::text[], ${[...frames.values()]}::bytea[],
+      ${unlessFrame ?? null}::int, ${unlessFrame === undefined ? null : (items[0]!.frame?.hash ?? null)}::text)`.execute(db());
+    if (rows.length === 0) {
+      if (unlessFrame !== undefined) return undefined;
+      throw new Error(`trace: nothing recorded for ${boxId}`);
+    }
+    const out = rows.map((r, i) => makeEntry(Number(r.seq), Number(r.at_ms), items[i]!));
     // What this process knows of the box's frames stays true while no one else writes to it.
+    const before = out[0]!.seq;
     const prior = this.known.get(boxId);
-    const framesKnown = prior && prior.nextSeq === done.before ? prior.frames : new Map<number, string | null>();
-    for (const r of done.rows) if (r.frame) framesKnown.set(r.screen ?? -1, r.frame);
-    boundedSet(this.known, boxId, { nextSeq: done.seq, frames: framesKnown });
-    return done.out;
+    const framesKnown = prior && prior.nextSeq === before ? prior.frames : new Map<number, string | null>();
+    items.forEach((p) => {
+      if (p.frame) framesKnown.set(p.screen ?? -1, p.frame.hash);
+    });
+    boundedSet(this.known, boxId, { nextSeq: before + out.length, frames: framesKnown });
+    return out;
   }
 
   /**
@@ -131,40 +95,6 @@ export class PostgresTraceStore implements TraceStore {
     if (!known || hash === undefined || known.frames.get(screen) !== hash) return false;
     const row = await db().selectFrom("trace").select("next_seq").where("box_id", "=", boxId).executeTakeFirst();
     return row !== undefined && Number(row.next_seq) === known.nextSeq;
-  }
-
-  /** The box's trace row, made if new, locked until the transaction ends. */
-  private async lockHead(trx: Transaction<Database>, boxId: string): Promise<Head> {
-    // An upsert that changes nothing still locks the row it finds, and returns it: one round trip.
-    const row = await trx
-      .insertInto("trace")
-      .values({ box_id: boxId, next_seq: 0, started_at_ms: 0, last_at_ms: 0 })
-      .onConflict((oc) => oc.column("box_id").doUpdateSet({ box_id: sql<string>`excluded.box_id` }))
-      .returning(["next_seq", "last_at_ms", "started_at_ms"])
-      .executeTakeFirstOrThrow();
-    return { nextSeq: Number(row.next_seq), lastAt: Number(row.last_at_ms), startedAt: Number(row.started_at_ms) };
-  }
-
-  /** The hash of the last frame entry of a box's screen: from memory while no one else wrote since. */
-  private async lastFrame(trx: Transaction<Database>, boxId: string, head: Head, screen: number): Promise<string | null> {
-    const known = this.known.get(boxId);
-    if (known && known.nextSeq === head.nextSeq) {
-      const hash = known.frames.get(screen);
-      if (hash !== undefined) return hash;
-    }
-    const row = await trx
-      .selectFrom("trace_entry")
-      .select("frame")
-      .where("box_id", "=", boxId)
-      .where("screen", "=", screen)
-      .where("frame", "is not", null)
-      .orderBy("seq", "desc")
-      .limit(1)
-      .executeTakeFirst();
-    const hash = row?.frame ?? null;
-    if (known && known.nextSeq === head.nextSeq) known.frames.set(screen, hash);
-    else boundedSet(this.known, boxId, { nextSeq: head.nextSeq, frames: new Map([[screen, hash]]) });
-    return hash;
   }
 
   async readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {

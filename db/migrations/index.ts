@@ -11,6 +11,7 @@ import { runtimes } from "./0009-runtimes";
 import { webhooks } from "./0010-webhooks";
 import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
 import { traceFramePng } from "./0013-trace-frame-png";
+import { traceAppend } from "./0014-trace-append";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   "0010-webhooks": webhooks,
   "0012-webhook-secret-rotation": webhookSecretRotation,
   "0013-trace-frame-png": traceFramePng,
+  "0014-trace-append": traceAppend,
 };
 
 export const migrationProvider: MigrationProvider = {
