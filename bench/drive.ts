@@ -14,7 +14,8 @@ const PAGE = `<!doctype html><html><body style="margin:0">
 </body></html>`;
 
 export async function benchDrive() {
-  const server = await startServer();
+  // HOLM_STORAGE_BACKEND=postgres (or local) compares the stores; a database is made for it.
+  const server = await startServer(process.env.HOLM_STORAGE_BACKEND ? { HOLM_STORAGE_BACKEND: process.env.HOLM_STORAGE_BACKEND } : {});
   try {
     const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
     const page = await Page.open(server, box.id);

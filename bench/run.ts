@@ -13,6 +13,7 @@ import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
 import { benchViewerAttach } from "./viewer-attach";
 import { benchViewersLoad } from "./viewers-load";
+import { dropTestServerDatabases } from "../tests/support/server";
 
 // `npm run bench [name…]`: runs the named benches (all by default). Needs `npm run build` and
 // the box image (scripts/setup.sh does both).
@@ -43,5 +44,11 @@ for (const name of names) {
     process.exit(2);
   }
   console.log(`== ${name}`);
-  await run();
+  try {
+    await run();
+  } finally {
+    // The PostgreSQL databases of the bench's servers (HOLM_TEST_STORE=postgres, or a bench
+    // that asks for postgres): none is left behind.
+    await dropTestServerDatabases();
+  }
 }

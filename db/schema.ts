@@ -128,12 +128,16 @@ export interface TraceEntryTable {
   data_json: string | null;
 }
 
-/** A frame PNG, stored once by content hash (the bytes are a file under the state directory). */
+/**
+ * A frame PNG, stored once by content hash. On SQLite (`local`) the bytes are a file under the
+ * state directory and `png` is null; on PostgreSQL they are `png` (docs/decisions/0020).
+ */
 export interface TraceFrameTable {
   hash: string;
   bytes: number;
   created_at_ms: number;
   last_ref_ms: number;
+  png: ColumnType<Buffer | null, Buffer | null | undefined, Buffer | null>;
 }
 
 /** A new image a workspace made the server build (the build limit counts these). */

@@ -40,6 +40,51 @@ else
   note "all present: ${wanted[*]}"
 fi
 
+step "PostgreSQL"
+# Only when asked: HOLM_STORAGE_BACKEND=postgres (a server on PostgreSQL) or HOLM_TEST_POSTGRES=1 /
+# HOLM_TEST_STORE=postgres (tests on PostgreSQL). The default store is embedded SQLite: no service.
+if [[ ${HOLM_STORAGE_BACKEND:-} == postgres || ${HOLM_TEST_POSTGRES:-} == 1 || ${HOLM_TEST_STORE:-} == postgres ]]; then
+  status=$(dpkg-query -W -f='${db:Status-Status}' postgresql 2>/dev/null || true)
+  if [[ $status != installed ]]; then
+    note "installing Debian's postgresql"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -qy postgresql
+  fi
+  # Debian's cluster (bookworm: 15/main); started unless it runs already.
+  read -r pg_version pg_cluster pg_port pg_status _ < <(pg_lsclusters --no-header | head -n 1) ||
+    fail "postgresql is installed but has no cluster (pg_createcluster 15 main --start)"
+  if [[ $pg_status != online* ]]; then
+    note "starting cluster $pg_version/$pg_cluster"
+    pg_ctlcluster "$pg_version" "$pg_cluster" start
+  fi
+  psql_su() { su postgres -c "psql -p $pg_port -v ON_ERROR_STOP=1 -qAtX $(printf '%q ' "$@")"; }
+  for ((i = 0; i < 30; i++)); do
+    psql_su -c 'select 1' >/dev/null 2>&1 && break
+    sleep 1
+  done
+  psql_su -c 'select 1' >/dev/null || fail "PostgreSQL $pg_version/$pg_cluster does not answer on port $pg_port"
+  # A role for holm and for the tests, which create and drop a database per test server
+  # (tests/support/server.ts): CREATEDB, no superuser. The password is for loopback only.
+  if [[ $(psql_su -c "select 1 from pg_roles where rolname = 'holm'") != 1 ]]; then
+    note "creating role holm (CREATEDB)"
+    psql_su -c "create role holm login createdb password 'holm'"
+  fi
+  # A test database is dropped WITH (FORCE): ending an autovacuum worker on it needs this.
+  if [[ $(psql_su -c "select 1 from pg_auth_members m join pg_roles r on r.oid = m.roleid join pg_roles u on u.oid = m.member where r.rolname = 'pg_signal_backend' and u.rolname = 'holm'") != 1 ]]; then
+    note "granting pg_signal_backend to holm"
+    psql_su -c "grant pg_signal_backend to holm"
+  fi
+  # C collation: text sorts by bytes, as on SQLite.
+  if [[ $(psql_su -c "select 1 from pg_database where datname = 'holm'") != 1 ]]; then
+    note "creating database holm (owner holm, C collation)"
+    psql_su -c "create database holm owner holm template template0 encoding 'UTF8' lc_collate 'C' lc_ctype 'C'"
+  fi
+  note "PostgreSQL $pg_version/$pg_cluster on port $pg_port: HOLM_DATABASE_URL=postgres://holm:holm@127.0.0.1:$pg_port/holm"
+else
+  note "not needed (HOLM_STORAGE_BACKEND=${HOLM_STORAGE_BACKEND:-memory}); set HOLM_TEST_POSTGRES=1 for the tests on PostgreSQL"
+fi
+
 step "Docker engine"
 if "$docker" info >/dev/null 2>&1; then
   note "dockerd answers"

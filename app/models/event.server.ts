@@ -1,5 +1,7 @@
 import { EventEmitter } from "node:events";
-import { db } from "~/utils/db.server";
+import type { Kysely, Transaction } from "kysely";
+import type { Database } from "../../db/schema";
+import { db, lockKey, storeKind } from "~/utils/db.server";
 import type { Actor } from "./actor";
 import { SERVER_ITSELF, byFields, issuerName } from "./actor-name.server";
 
@@ -47,18 +49,28 @@ export async function recordEvent(
   };
   fields = { ...fields, data };
   const at_ms = Date.now();
-  const row = await db()
-    .insertInto("event")
-    .values({
-      at_ms,
-      kind,
-      owner: fields.owner ?? null,
-      box_id: fields.box_id ?? null,
-      runtime: fields.runtime ?? null,
-      data_json: fields.data ? JSON.stringify(fields.data) : null,
-    })
-    .returning("seq")
-    .executeTakeFirstOrThrow();
+  const values = {
+    at_ms,
+    kind,
+    owner: fields.owner ?? null,
+    box_id: fields.box_id ?? null,
+    runtime: fields.runtime ?? null,
+    data_json: fields.data ? JSON.stringify(fields.data) : null,
+  };
+  const insert = (q: Kysely<Database> | Transaction<Database>) => q.insertInto("event").values(values).returning("seq").executeTakeFirstOrThrow();
+  // Readers follow events by seq (GET /v1/events?after=, the webhook cursor), so a seq must not
+  // become visible after a higher one. On SQLite writes are one at a time; on PostgreSQL two
+  // inserts take their seqs from the sequence and may commit in the other order, so they take
+  // turns: a lock held from before the seq is drawn until the commit.
+  const row =
+    storeKind() === "postgres"
+      ? await db()
+          .transaction()
+          .execute(async (tx) => {
+            await lockKey(tx, "event-seq");
+            return insert(tx);
+          })
+      : await insert(db());
   const event: HolmEvent = { seq: Number(row.seq), at_ms, kind };
   if (fields.owner) event.owner = fields.owner;
   if (fields.box_id) event.box_id = fields.box_id;

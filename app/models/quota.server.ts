@@ -2,7 +2,7 @@ import type { Insertable, Selectable, Transaction } from "kysely";
 import type { BoxTable, Database } from "../../db/schema";
 import type { ImageStatus } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
-import { db } from "~/utils/db.server";
+import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 
 // Per-workspace limits: live boxes, and new images the server builds for a workspace (each one
@@ -31,6 +31,7 @@ export async function insertBoxWithinLimits(row: Insertable<BoxTable>, image?: I
     .transaction()
     .execute(async (tx) => {
       if (owner) {
+        await lockKey(tx, quotaKey(owner));
         await requireRoom(tx, owner);
         if (image && !image.present) await countBuild(tx, owner, image.image, e.HOLM_WORKSPACE_IMAGE_BUILDS);
       }
@@ -46,7 +47,10 @@ export async function claimWithinLimits(owner: string | null, id: string, patch:
   return db()
     .transaction()
     .execute(async (tx) => {
-      if (owner) await requireRoom(tx, owner);
+      if (owner) {
+        await lockKey(tx, quotaKey(owner));
+        await requireRoom(tx, owner);
+      }
       const res = await tx.updateTable("box").set({ ...patch, pooled: 0 }).where("id", "=", id).where("pooled", "=", 1).executeTakeFirst();
       return Number(res.numUpdatedRows) === 1;
     });
@@ -60,8 +64,18 @@ export async function countImageBuild(owner: string, image: ImageStatus): Promis
   if (image.present) return;
   await db()
     .transaction()
-    .execute((tx) => countBuild(tx, owner, image.image, env().HOLM_WORKSPACE_IMAGE_BUILDS));
+    .execute(async (tx) => {
+      await lockKey(tx, quotaKey(owner));
+      await countBuild(tx, owner, image.image, env().HOLM_WORKSPACE_IMAGE_BUILDS);
+    });
 }
+
+/**
+ * One workspace's limits are checked and written by one transaction at a time: on PostgreSQL,
+ * transactions run side by side (and on other servers), and two counts before two inserts would
+ * both see room for one more.
+ */
+const quotaKey = (owner: string) => `quota:${owner}`;
 
 async function requireRoom(tx: Transaction<Database>, owner: string): Promise<void> {
   const e = env();

@@ -1,5 +1,5 @@
 import { ApiError, badRequest } from "~/utils/api-error.server";
-import { db } from "~/utils/db.server";
+import { db, lockKey } from "~/utils/db.server";
 import { seal, unseal } from "~/utils/seal.server";
 
 // What a workspace keeps by name, sealed at rest (app/utils/seal.server.ts): its secrets and its
@@ -73,6 +73,8 @@ export async function writeSealed(table: SealedTable, owner: string, name: strin
   return db()
     .transaction()
     .execute(async (tx) => {
+      // The count and the insert of one owner's names, one transaction at a time (PostgreSQL).
+      await lockKey(tx, `${table}:${owner}`);
       const old = await tx.selectFrom(table).select("created_at_ms").where("owner", "=", owner).where("name", "=", name).executeTakeFirst();
       if (!old) {
         const { n } = await tx

@@ -109,7 +109,7 @@ export interface PruneCutoffs {
 }
 
 export interface TraceStore {
-  readonly kind: "memory" | "local";
+  readonly kind: "memory" | "local" | "postgres";
   recordEntries(boxId: string, entries: TraceEntryInput[]): Promise<TraceEntry[]>;
   /** Records the entry (made by frameEntry) unless its hash is the last one on its screen. */
   recordFrameIfChanged(boxId: string, entry: FrameEntry): Promise<TraceEntry | undefined>;

@@ -6,15 +6,17 @@ import type { Actor } from "./actor";
 import { issuerName } from "./actor-name.server";
 import { LocalTraceStore } from "./trace-local.server";
 import { MemoryTraceStore } from "./trace-memory.server";
+import { PostgresTraceStore } from "./trace-postgres.server";
 import type { FrameInput, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
 import { DEFAULT_MAX_ENTRY_AGE_MS, DEFAULT_MAX_FRAME_AGE_MS, clampPage, frameEntry } from "./trace-types.server";
 
 // The trace: what was done to each box, in order. Two stores behind one interface, chosen by
 // HOLM_STORAGE_BACKEND: `memory` keeps capped traces in plain structures (lost at a restart);
 // `local` keeps entries in the SQLite store and frame PNGs as files under
-// $HOLM_STATE_DIR/frames/<aa>/<hash>.png. Either way a trace outlives its box until pruned.
-// The stores live in trace-memory.server.ts and trace-local.server.ts, what they share in
-// trace-types.server.ts; this module is the API the rest of the server uses.
+// $HOLM_STATE_DIR/frames/<aa>/<hash>.png; `postgres` keeps both in PostgreSQL, shared by every
+// server of the database (docs/decisions/0020). Either way a trace outlives its box until pruned.
+// The stores live in trace-memory.server.ts, trace-local.server.ts and trace-postgres.server.ts,
+// what they share in trace-types.server.ts; this module is the API the rest of the server uses.
 
 export type {
   FrameEntry,
@@ -39,7 +41,7 @@ export {
   frameHash,
   frameHashOf,
 } from "./trace-types.server";
-export { LocalTraceStore, MemoryTraceStore };
+export { LocalTraceStore, MemoryTraceStore, PostgresTraceStore };
 
 const BOX_ID_RE = /^box_[0-9a-f]{8,64}$/;
 
@@ -52,7 +54,9 @@ export function traceStore(): TraceStore {
     current =
       e.HOLM_STORAGE_BACKEND === "local"
         ? new LocalTraceStore(path.join(e.HOLM_STATE_DIR, "frames"))
-        : new MemoryTraceStore();
+        : e.HOLM_STORAGE_BACKEND === "postgres"
+          ? new PostgresTraceStore()
+          : new MemoryTraceStore();
   }
   return current;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { notFound } from "~/utils/api-error.server";
-import { db } from "~/utils/db.server";
+import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
 import type { EventKind, HolmEvent } from "./event.server";
@@ -49,6 +49,8 @@ export async function fanOut(limit = 500): Promise<number> {
   return db()
     .transaction()
     .execute(async (tx) => {
+      // One fan-out at a time (PostgreSQL: on any server), or two would make each delivery twice.
+      await lockKey(tx, CURSOR);
       const cur = await tx.selectFrom("setting").select("value").where("key", "=", CURSOR).executeTakeFirst();
       const after = Number(cur?.value ?? 0);
       const rows = await tx.selectFrom("event").selectAll().where("seq", ">", after).orderBy("seq").limit(limit).execute();

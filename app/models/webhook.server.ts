@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import type { Database } from "../../db/schema";
 import { WEBHOOKS_PER_OWNER, type WebhookCreate, type WebhookPatch } from "~/protocol/api-webhook";
 import { ApiError, notFound } from "~/utils/api-error.server";
-import { db } from "~/utils/db.server";
+import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { seal, unseal } from "~/utils/seal.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
@@ -76,6 +76,8 @@ export async function createWebhook(
   await db()
     .transaction()
     .execute(async (tx) => {
+      // The count and the insert of one owner's webhooks, one transaction at a time (PostgreSQL).
+      await lockKey(tx, `webhook:${o}`);
       const { n } = await tx
         .selectFrom("webhook")
         .select((eb) => eb.fn.countAll<number>().as("n"))
@@ -142,6 +144,8 @@ export async function rotateWebhookSecret(
   await db()
     .transaction()
     .execute(async (tx) => {
+      // Two rotations at once: the second waits, and keeps the first one's secret as the previous.
+      await lockKey(tx, `webhook-rotate:${id}`);
       const row = await tx.selectFrom("webhook").select("sealed_secret").where("owner", "=", ownerKey(owner)).where("id", "=", id).executeTakeFirstOrThrow();
       await tx
         .updateTable("webhook")

@@ -1,7 +1,18 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, SqliteDialect } from "kysely";
+import {
+  Kysely,
+  type KyselyPlugin,
+  OperationNodeTransformer,
+  PostgresDialect,
+  type PrimitiveValueListNode,
+  SqliteDialect,
+  type Transaction,
+  type ValueNode,
+  sql,
+} from "kysely";
+import pg from "pg";
 import { Migrator } from "kysely/migration";
 import type { Database } from "../../db/schema";
 import { migrationProvider } from "../../db/migrations";
@@ -9,16 +20,49 @@ import { env } from "./env.server";
 
 let instance: Kysely<Database> | undefined;
 let sqlite: SQLite.Database | undefined;
+let kind: StoreKind = "sqlite";
 
-/** The store. `memory` is SQLite in memory, `local` a file in the state directory: one code path. */
+export type StoreKind = "sqlite" | "postgres";
+
+/**
+ * The store. `memory` is SQLite in memory, `local` a file in the state directory, `postgres` the
+ * database HOLM_DATABASE_URL names (docs/decisions/0020): one code path, the same migrations.
+ */
 export function db(): Kysely<Database> {
   if (!instance) throw new Error("the store is not open: call openDb() at boot");
   return instance;
 }
 
+/** Which engine the open store runs on (SQLite for `memory` and `local`). */
+export function storeKind(): StoreKind {
+  return kind;
+}
+
+/**
+ * Serialises transactions that name the same key until they end (a per-workspace limit's check
+ * and insert, the webhook cursor). On PostgreSQL a transaction-scoped advisory lock: the pool's
+ * transactions run side by side, in this process and in other servers. On SQLite nothing to do:
+ * its one connection runs one transaction at a time already.
+ */
+export async function lockKey(tx: Transaction<Database>, key: string): Promise<void> {
+  if (kind !== "postgres") return;
+  await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(tx);
+}
+
 export async function openDb(): Promise<Kysely<Database>> {
   if (instance) return instance;
   const e = env();
+  if (e.HOLM_STORAGE_BACKEND === "postgres") {
+    instance = new Kysely<Database>({
+      dialect: new PostgresDialect({ pool: postgresPool(e.HOLM_DATABASE_URL!, e.HOLM_DATABASE_POOL) }),
+      plugins: [noNulText],
+    });
+    kind = "postgres";
+    // Several servers may boot at once: Kysely's migrator holds an advisory lock on PostgreSQL.
+    await migrate(instance);
+    return instance;
+  }
+  kind = "sqlite";
   let file = ":memory:";
   if (e.HOLM_STORAGE_BACKEND === "local") {
     fs.mkdirSync(e.HOLM_STATE_DIR, { recursive: true, mode: 0o700 });
@@ -31,14 +75,66 @@ export async function openDb(): Promise<Kysely<Database>> {
   sqlite.pragma("busy_timeout = 5000");
   sqlite.pragma("foreign_keys = ON");
   instance = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  await migrate(instance);
+  return instance;
+}
+
+async function migrate(store: Kysely<Database>): Promise<void> {
   // Unordered: migration numbers are handed out to changes developed side by side (0011 and 0012
   // for issue 16), so a store may have run a later one before an earlier one is merged.
-  const { error, results } = await new Migrator({ db: instance, provider: migrationProvider, allowUnorderedMigrations: true }).migrateToLatest();
+  const { error, results } = await new Migrator({ db: store, provider: migrationProvider, allowUnorderedMigrations: true }).migrateToLatest();
   for (const r of results ?? []) {
     if (r.status === "Error") console.error(`[holm] migration ${r.migrationName} failed`);
   }
   if (error) throw error;
-  return instance;
+}
+
+/**
+ * PostgreSQL's text may not hold U+0000 (SQLite's may): a reason or log line that carries one
+ * (a container's output) would make its whole write fail. Every string parameter has its NULs
+ * replaced with U+FFFD on the way in. JSON columns are unaffected: JSON.stringify escapes NUL.
+ */
+class NulInText extends OperationNodeTransformer {
+  protected override transformValue(node: ValueNode): ValueNode {
+    return typeof node.value === "string" && node.value.includes("\0") ? { ...node, value: node.value.replaceAll("\0", "\uFFFD") } : node;
+  }
+
+  protected override transformPrimitiveValueList(node: PrimitiveValueListNode): PrimitiveValueListNode {
+    if (!node.values.some((v) => typeof v === "string" && v.includes("\0"))) return node;
+    return { ...node, values: node.values.map((v) => (typeof v === "string" ? v.replaceAll("\0", "\uFFFD") : v)) };
+  }
+}
+
+const nulInText = new NulInText();
+const noNulText: KyselyPlugin = {
+  transformQuery: (args) => nulInText.transformNode(args.node),
+  transformResult: async (args) => args.result,
+};
+
+/** PostgreSQL's OIDs of the types whose text form pg hands over as a string by default. */
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/**
+ * A pool whose bigint (int8: the ms timestamps, count(*)) and numeric values come back as JS
+ * numbers, as SQLite gives them, instead of pg's strings: a ms timestamp is far below 2^53. The
+ * parsers are this pool's own, not pg's global ones.
+ */
+export function postgresPool(connectionString: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString,
+    max,
+    types: {
+      getTypeParser: ((oid: number, format?: "text" | "binary") => {
+        if (oid === INT8_OID || oid === NUMERIC_OID) return (v: string) => (v === null ? null : Number(v));
+        return pg.types.getTypeParser(oid, format as "text");
+      }) as typeof pg.types.getTypeParser,
+    },
+  });
+  // An idle connection the server drops (a restart of PostgreSQL) must not end this process; the
+  // next query opens a new one.
+  pool.on("error", (err) => console.error(`[holm] PostgreSQL connection lost: ${err.message}`));
+  return pool;
 }
 
 /** Prepared statements kept, by SQL text: the hot routes run the same few dozen queries. */
@@ -77,4 +173,5 @@ export async function closeDb(): Promise<void> {
   await instance?.destroy();
   instance = undefined;
   sqlite = undefined;
+  kind = "sqlite";
 }

@@ -26,7 +26,19 @@ const EnvSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   HOLM_SERVER_ADDR: AddrSchema.prefault("127.0.0.1:8080"),
   HOLM_SERVER_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  HOLM_STORAGE_BACKEND: z.enum(["memory", "local"]).default("memory"),
+  /**
+   * `memory`: SQLite in memory (lost at a restart); `local`: a SQLite file in HOLM_STATE_DIR;
+   * `postgres`: the PostgreSQL database HOLM_DATABASE_URL names (docs/decisions/0020), which
+   * several servers may share.
+   */
+  HOLM_STORAGE_BACKEND: z.enum(["memory", "local", "postgres"]).default("memory"),
+  /** The PostgreSQL database of HOLM_STORAGE_BACKEND=postgres, `postgres://user:pass@host:port/db`. */
+  HOLM_DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/[^\s]+$/, "a PostgreSQL URL such as postgres://holm:secret@127.0.0.1:5432/holm")
+    .optional(),
+  /** Connections to PostgreSQL this server keeps open at most (HOLM_STORAGE_BACKEND=postgres). */
+  HOLM_DATABASE_POOL: z.coerce.number().int().min(1).max(200).default(10),
   HOLM_STATE_DIR: z.string().min(1).default(path.join(os.homedir(), ".holm")),
   HOLM_SERVER_REAP_SECS: z.coerce.number().int().min(1).max(86_400).default(30),
   /**
@@ -120,6 +132,9 @@ const EnvSchema = z.object({
   HOLM_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
   /** How long one delivery attempt may take before it counts as failed. */
   HOLM_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+}).refine((e) => e.HOLM_STORAGE_BACKEND !== "postgres" || e.HOLM_DATABASE_URL !== undefined, {
+  path: ["HOLM_DATABASE_URL"],
+  message: "HOLM_STORAGE_BACKEND=postgres needs HOLM_DATABASE_URL (postgres://user:pass@host:port/db)",
 }).refine((e) => {
   const [mem, max] = [e.HOLM_BOX_MEMORY, e.HOLM_BOX_MEMORY_MAX];
   // A malformed size has its own message already.

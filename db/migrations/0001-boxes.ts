@@ -1,5 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Migration } from "kysely/migration";
+import { autoIncrementKey } from "../dialect";
 
 export const boxes: Migration = {
   async up(db: Kysely<any>) {
@@ -29,7 +30,7 @@ export const boxes: Migration = {
 
     await db.schema
       .createTable("event")
-      .addColumn("seq", "integer", (c) => c.primaryKey().autoIncrement())
+      .addColumn("seq", "integer", autoIncrementKey(db))
       .addColumn("at_ms", "bigint", (c) => c.notNull())
       .addColumn("kind", "text", (c) => c.notNull())
       .addColumn("owner", "text")

@@ -10,6 +10,8 @@ import { pool } from "./0008-pool";
 import { runtimes } from "./0009-runtimes";
 import { webhooks } from "./0010-webhooks";
 import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
+import { traceFramePng } from "./0013-trace-frame-png";
+import { traceAppend } from "./0014-trace-append";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -24,6 +26,8 @@ const migrations: Record<string, Migration> = {
   "0009-runtimes": runtimes,
   "0010-webhooks": webhooks,
   "0012-webhook-secret-rotation": webhookSecretRotation,
+  "0013-trace-frame-png": traceFramePng,
+  "0014-trace-append": traceAppend,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,8 +1,7 @@
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleClient } from "../support/console";
 import { type TestServer, removeTestBoxes, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // Accounts and sessions from the outside: who may sign up, cookies, CSRF, log-in limits,
 // revocation on password change, and that only hashes are stored.
@@ -20,7 +19,7 @@ afterAll(async () => {
   await removeTestBoxes();
 });
 
-const store = () => new SQLite(path.join(server.stateDir, "holm.db"), { readonly: true });
+const store = () => openStore(server, { readonly: true });
 const login = (email: string, password: string) => c.form(undefined, "/login", { email, password, next: "/" });
 
 describe("accounts", () => {
@@ -29,7 +28,7 @@ describe("accounts", () => {
   it("the first account administers the server; later sign-ups need an invitation", async () => {
     ada = await c.signUp("ada@example.com", "A");
     const db = store();
-    expect(db.prepare("select is_admin from user where email = ?").get("ada@example.com")).toEqual({ is_admin: 1 });
+    expect(db.prepare('select is_admin from "user" where email = ?').get("ada@example.com")).toEqual({ is_admin: 1 });
     db.close();
     const res = await c.form(undefined, "/signup", { name: "eve", email: "eve@example.com", password: "x".repeat(12), confirm: "x".repeat(12) });
     expect(res.headers.get("set-cookie")).toBeNull();
@@ -48,7 +47,7 @@ describe("accounts", () => {
     const dump = JSON.stringify([
       db.prepare("select * from session").all(),
       db.prepare("select * from api_key").all(),
-      db.prepare("select * from user").all(),
+      db.prepare('select * from "user"').all(),
     ]);
     db.close();
     expect(dump).not.toContain(token);

@@ -1,10 +1,10 @@
 import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { v1Routes } from "../../app/routes";
 import { type Member, type Person, consoleClient } from "../support/console";
 import { ROOT, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type Closing, closedWithin, openIo, openViewer } from "../support/sockets";
+import { openStore } from "../support/store";
 
 // Every /v1 route × every credential that must not work, built from the router's own list so
 // a new route cannot be forgotten; then every socket (viewer, terminal, box list) × every
@@ -76,7 +76,7 @@ beforeAll(async () => {
   // The expired key expires a few seconds from now, with a socket open: the socket must end
   // when the key does, with no event to tell it.
   expiresAtMs = Date.now() + 3000;
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   db.prepare("update api_key set expires_at_ms = ? where id = ?").run(expiresAtMs, expired.id);
   db.close();
   expiring = await openViewer(minted.expired_key!);

@@ -1,12 +1,10 @@
-import fs from "node:fs";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentFetchAs } from "../support/box-auth";
 import { Page, boxIp } from "../support/cdp";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
 import { type Api, twoWorkspaces } from "../support/workspaces";
+import { openStore, storeAtRest } from "../support/store";
 
 // Browser state and cookies (seed 000: Browser state) on a real box, against pages served in the
 // box (tests/fixtures/site/state-*.html): what a route did is checked from the page's side (what
@@ -331,16 +329,15 @@ describe("refusals", () => {
     await ok(asA, "POST", "/state/save", { name: "sealed", session_storage: true });
     await ok(asA, "POST", "/cookies", { url: SITE, cookies: [{ name: "k", value: "cookievalue-zz" }] });
     await ok(asA, "POST", "/state/save", { name: "sealed2" });
-    // Every file of the store (the database and its write-ahead log).
-    const files = fs.readdirSync(server.stateDir).filter((f) => f.startsWith("holm.db"));
-    expect(files).toContain("holm.db");
-    for (const f of files) {
-      const bytes = fs.readFileSync(path.join(server.stateDir, f));
+    // Every file of the store (the database and its write-ahead log), or a dump of PostgreSQL's.
+    const files = storeAtRest(server);
+    expect(files.map((f) => f.name)).toContain(server.store.kind === "sqlite" ? "holm.db" : "pg_dump");
+    for (const { name, bytes } of files) {
       for (const v of ["dark-sealedvalue", "draft-sealedvalue", "visit=sealedvalue", "cookievalue-zz", "sealedvalue"]) {
-        expect(bytes.includes(Buffer.from(v)), `${v} in ${f}`).toBe(false);
+        expect(bytes.includes(Buffer.from(v)), `${v} in ${name}`).toBe(false);
       }
     }
-    const db = new SQLite(path.join(server.stateDir, "holm.db"), { readonly: true });
+    const db = openStore(server, { readonly: true });
     try {
       const rows = db.prepare("select owner, name, sealed, size from browser_states where name like 'sealed%'").all() as any[];
       expect(rows).toHaveLength(2);

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NOT_BUILT } from "../../app/routes/v1/not-built-list";
 import { type TestServer, docker, freePort, json, removeTestBoxes, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // The routes of the contract (seed 000) as a client meets them: a wrong method, routes not
 // built yet, paths the seed does not have; and scheduled work (reap, prune, queued jobs) with
@@ -19,7 +19,7 @@ afterAll(async () => {
 
 /** Writes to the server's SQLite store from outside, as a clock would have: old rows. */
 function store(server: TestServer) {
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   db.pragma("busy_timeout = 5000");
   return db;
 }

@@ -1,8 +1,7 @@
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Page } from "../support/cdp";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // Forks on real boxes (seed 001, "Fork a box"): a recorded batch is replayed as the batch it was,
 // and the fork's placement is the source's, less its browser profile, with the given fields over it.
@@ -148,7 +147,7 @@ describe("a trace written by an older server", () => {
   it("(made here: its box_created placement names a profile, a runtime and a key this server does not know; no batch marks)", async () => {
     await server.api(`/v1/boxes/${source.id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
     await server.stop();
-    const db = new SQLite(path.join(server.stateDir, "holm.db"));
+    const db = openStore(server);
     try {
       const rows = db.prepare("SELECT seq, event, data_json FROM trace_entry WHERE box_id = ?").all(source.id) as any[];
       const update = db.prepare("UPDATE trace_entry SET data_json = ? WHERE box_id = ? AND seq = ?");

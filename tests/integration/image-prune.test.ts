@@ -3,9 +3,9 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, docker, json, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // Pruning old box images (ADR 0017) with a real engine and a real server, on images this file
 // makes itself so nothing real is ever touched: each is an empty image (no layer, so nothing to
@@ -61,7 +61,7 @@ async function present(image: string): Promise<boolean> {
 }
 
 function store() {
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   db.pragma("busy_timeout = 5000");
   return db;
 }

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // Real Docker, real boxes: create → pause → resume → stop → resume → delete → 410.
 
@@ -122,7 +121,7 @@ describe("box lifecycle", () => {
     // The seed's shortest lifetime is 60 s, which the create above asked for. Rather than wait
     // the rest of it out, the deadline the server stored is brought forward (the reaper reads it
     // from the store on every sweep): what is tested is the reaper, not the clock.
-    const store = new SQLite(path.join(server.stateDir, "holm.db"));
+    const store = openStore(server);
     try {
       store.prepare("update box set expires_at_ms = ? where id = ?").run(Date.now() + 1500, expiring);
     } finally {

@@ -40,7 +40,7 @@ async function eventsOf(api: Api, id: string): Promise<any[]> {
 }
 
 beforeAll(async () => {
-  server = await startServer({ HOLM_POOL: `default=${POOL}`, HOLM_POOL_MAX_MEMORY: "6g", HOLM_WORKSPACE_BOXES: String(POOL), HOLM_LAUNCH_CONCURRENCY: "4" });
+  server = await startServer({ HOLM_STORAGE_BACKEND: "memory", HOLM_POOL: `default=${POOL}`, HOLM_POOL_MAX_MEMORY: "6g", HOLM_WORKSPACE_BOXES: String(POOL), HOLM_LAUNCH_CONCURRENCY: "4" });
   const w = await twoWorkspaces(server);
   asA = w.asA;
   adminPage = () => w.c.page(w.ada, "/settings");

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 describe("restart adoption", () => {
   it("memory store: a new server finds the box by its labels and serves it", async () => {
-    const first = await startServer();
+    const first = await startServer({ HOLM_STORAGE_BACKEND: "memory" });
     servers.push(first);
     const box = await json(await first.api("/v1/boxes", { method: "POST", json: { placement: { expires_after_secs: 1800 } } }));
     expect(box.state).toBe("ready");

@@ -3,10 +3,10 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type OuterStore, openStore, storeAtRest } from "../support/store";
 
 // Seed 000's runtimes (ADR 0017) on a real server: the built-in docker runtime and its `can`, an
 // added docker engine (tcp:// with TLS client certs, or ssh://) whose secrets are sealed and never
@@ -26,8 +26,8 @@ const pem: Record<string, string> = {};
 /** A stretch of each secret's body: what would show if a value leaked anywhere. */
 const marks = () => Object.values(pem).map((v) => v.split("\n").find((l) => l.length >= 60)!.slice(0, 48));
 
-function store(): SQLite.Database {
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+function store(): OuterStore {
+  const db = openStore(server);
   db.pragma("busy_timeout = 5000");
   return db;
 }
@@ -94,11 +94,11 @@ describe("runtimes", () => {
     }
     expect(JSON.parse(got).secrets_set).toEqual(["ca", "cert", "key"]);
     // At rest: the store holds the secrets sealed, not as text (the file and its write-ahead log).
-    const files = fs.readdirSync(server.stateDir).filter((f) => f.startsWith("holm.db"));
+    const files = storeAtRest(server);
     expect(files.length).toBeGreaterThan(0);
     for (const f of files) {
-      const bytes = fs.readFileSync(path.join(server.stateDir, f)).toString("latin1");
-      for (const m of marks().slice(0, 3)) expect(bytes, f).not.toContain(m);
+      const bytes = f.bytes.toString("latin1");
+      for (const m of marks().slice(0, 3)) expect(bytes, f.name).not.toContain(m);
     }
   });
 

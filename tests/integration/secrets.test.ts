@@ -1,10 +1,8 @@
-import fs from "node:fs";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Member, Person } from "../support/console";
 import { type TestServer, json, startServer } from "../support/server";
 import { type Api, twoWorkspaces } from "../support/workspaces";
+import { openStore, storeAtRest } from "../support/store";
 
 // A workspace's secrets (004 secret_ref; /v1/secrets is a holm addition): set, listed and
 // deleted through /v1 and the console, write-only (no answer, page, log line or store file ever
@@ -138,13 +136,12 @@ describe("secrets", () => {
       for (const text of responses) expect(text).not.toContain(v);
       expect(server.logs()).not.toContain(v);
     }
-    const files = fs.readdirSync(server.stateDir).filter((f) => f.startsWith("holm.db"));
-    expect(files).toContain("holm.db");
-    for (const f of files) {
-      const bytes = fs.readFileSync(path.join(server.stateDir, f));
-      for (const v of VALUES) expect(bytes.includes(Buffer.from(v)), `${v} in ${f}`).toBe(false);
+    const files = storeAtRest(server);
+    expect(files.map((f) => f.name)).toContain(server.store.kind === "sqlite" ? "holm.db" : "pg_dump");
+    for (const { name, bytes } of files) {
+      for (const v of VALUES) expect(bytes.includes(Buffer.from(v)), `${v} in ${name}`).toBe(false);
     }
-    const db = new SQLite(path.join(server.stateDir, "holm.db"), { readonly: true });
+    const db = openStore(server, { readonly: true });
     try {
       const rows = db.prepare("select owner, name, sealed from secrets").all() as { owner: string; name: string; sealed: string }[];
       expect(rows.map((r) => r.name)).toEqual(["LOGIN_PASSWORD"]);

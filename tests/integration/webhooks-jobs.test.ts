@@ -1,10 +1,9 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, json, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // Webhook deliveries with HOLM_SERVER_SCHEDULE=external (docs/decisions/0018): a server that
 // cannot keep a loop alive sends nothing by itself; /v1/jobs/run fans the new events out and
@@ -32,7 +31,7 @@ const byCron = (p: string, method = "POST") => fetch(`${server.base}${p}`, { met
 
 /** An event with no owner: the server token's, so its webhooks get it. */
 function insertEvent(kind: string) {
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   db.pragma("busy_timeout = 5000");
   db.prepare("insert into event (at_ms, kind, box_id, data_json) values (?, ?, ?, ?)").run(Date.now(), kind, `box_${randomBytes(16).toString("hex")}`, JSON.stringify({ by: "server", by_name: "holm" }));
   db.close();

@@ -1,13 +1,11 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Member, Person } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type Api, twoWorkspaces } from "../support/workspaces";
+import { openStore, storeAtRest } from "../support/store";
 
 // Webhooks (issue 16, docs/decisions/0018) with real parts: a real server process, a real HTTP
 // receiver on 127.0.0.1 in this file (the server may reach it because the test server runs with
@@ -97,7 +95,7 @@ async function call(api: Api, method: string, p: string, body?: unknown) {
 }
 
 function store(s: TestServer) {
-  const db = new SQLite(path.join(s.stateDir, "holm.db"));
+  const db = openStore(s);
   db.pragma("busy_timeout = 5000");
   return db;
 }
@@ -403,9 +401,7 @@ describe("webhooks", () => {
         if (!creates.has(i)) expect(a.includes(s), `answer ${i} shows a secret`).toBe(false);
       });
       expect(server.logs()).not.toContain(s);
-      for (const f of fs.readdirSync(server.stateDir).filter((f) => f.startsWith("holm.db"))) {
-        expect(fs.readFileSync(path.join(server.stateDir, f)).includes(s), f).toBe(false);
-      }
+      for (const f of storeAtRest(server)) expect(f.bytes.includes(s), f.name).toBe(false);
     }
   });
 

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
+import { ON_POSTGRES, createTestDatabase, databaseUrl, dropTestDatabases } from "./postgres";
 
 // Runs the built server (`npm run build` first) as a real process, the way `npm start` does.
 
@@ -14,6 +15,57 @@ export const docker = new Docker({ socketPath: "/var/run/docker.sock" });
 
 /** Every box a test run launches carries this label, so cleanup finds them even after a crash. */
 export const RUN_LABEL = process.env.HOLM_TEST_RUN ?? `t${process.pid}`;
+
+/**
+ * HOLM_TEST_STORE=postgres: every test server that does not ask for the memory store runs on
+ * PostgreSQL (`local` and the default alike), each state directory with a database of its own,
+ * so the whole suite runs on PostgreSQL with one variable. The databases are dropped after each
+ * test file (below), and by the integration teardown for a run that crashed.
+ */
+const databases = new Map<string, string>();
+/** Server processes still running, stopped before their databases are dropped. */
+const running = new Set<ChildProcess>();
+
+/** Drops the databases this module made (stopping any server still on one first). */
+export async function dropTestServerDatabases(): Promise<void> {
+  if (databases.size === 0) return;
+  await Promise.all(
+    [...running].map(async (child) => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGKILL");
+        await exited;
+      }
+    }),
+  );
+  const names = [...databases.values()];
+  databases.clear();
+  await dropTestDatabases(names);
+}
+
+if (process.env.VITEST_WORKER_ID) {
+  // Registered when a test file imports this module, so it runs after that file's own afterAll
+  // (hooks run last-registered first): even when a test failed, its databases go. (Not in the
+  // global setup's process, which has no suite to attach it to.)
+  const { afterAll } = await import("vitest");
+  afterAll(dropTestServerDatabases);
+}
+
+/**
+ * The store settings of a new server: PostgreSQL instead of SQLite when the run asks for it, and
+ * a database for a server that asks for `postgres` without naming one.
+ */
+async function storeEnv(extra: Record<string, string>, stateDir: string): Promise<Record<string, string>> {
+  const backend = extra.HOLM_STORAGE_BACKEND;
+  const wanted = backend === "postgres" ? !extra.HOLM_DATABASE_URL : ON_POSTGRES && backend !== "memory";
+  if (!wanted) return {};
+  let name = databases.get(stateDir);
+  if (!name) {
+    name = await createTestDatabase(RUN_LABEL);
+    databases.set(stateDir, name);
+  }
+  return { HOLM_STORAGE_BACKEND: "postgres", HOLM_DATABASE_URL: databaseUrl(name) };
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -33,6 +85,8 @@ export interface TestServer {
   /** The server process, for checks from outside (its memory in /proc). */
   pid: number;
   stateDir: string;
+  /** Where its store is: the SQLite file (`local`; none for `memory`) or the PostgreSQL database. */
+  store: { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
   env: Record<string, string>;
   logs: () => string;
   /** fetch against the server with the token (none in open mode). */
@@ -48,7 +102,7 @@ export interface TestServer {
  */
 export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer): Promise<TestServer> {
   const port = reuse ? Number(new URL(reuse.base).port) : await freePort();
-  const stateDir = reuse?.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
+  const stateDir = reuse?.stateDir ?? extra.HOLM_STATE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
   const token = reuse?.token ?? (extra.HOLM_SERVER_TOKEN === "" ? "" : randomBytes(24).toString("hex"));
   const env: Record<string, string> = reuse?.env ?? {
     NODE_ENV: "production",
@@ -62,16 +116,23 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     // Profiling a bench's server: HOLM_PROF_NODE_OPTIONS="--require ./bench/profiler.cjs" (NODE_OPTIONS refuses --cpu-prof).
     ...(process.env.HOLM_PROF_NODE_OPTIONS ? { NODE_OPTIONS: process.env.HOLM_PROF_NODE_OPTIONS } : {}),
     ...extra,
+    ...(reuse ? {} : await storeEnv(extra, stateDir)),
   };
   const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, "build/server.js")], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  running.add(child);
   let out = "";
   child.stdout!.on("data", (d) => (out += d));
   child.stderr!.on("data", (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("exit", (code) => {
+      running.delete(child);
+      resolve(code);
+    }),
+  );
   const base = `http://${env.HOLM_SERVER_ADDR}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -88,6 +149,7 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
   const server: TestServer = {
     base,
     token,
+    store: env.HOLM_STORAGE_BACKEND === "postgres" ? { kind: "postgres", url: env.HOLM_DATABASE_URL! } : { kind: "sqlite", file: path.join(stateDir, "holm.db") },
     pid: child.pid!,
     stateDir,
     env,

@@ -2,16 +2,19 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, vi } from "vitest";
+import { createTestDatabase, databaseUrl, dropTestDatabases } from "./postgres";
 
 // A fresh module graph per store: the env module caches on first use, so HOLM_STORAGE_BACKEND and
 // HOLM_STATE_DIR are set before the import (vi.resetModules). Restores both and removes every
-// state directory after the file's tests.
+// state directory after the file's tests. `postgres` opens a fresh database of the tests'
+// PostgreSQL (tests/support/postgres.ts) per call, dropped after the file's tests.
 
 type DbModule = typeof import("~/utils/db.server");
 
 export function storeModules(prefix: string) {
-  const saved = { backend: process.env.HOLM_STORAGE_BACKEND, dir: process.env.HOLM_STATE_DIR };
+  const saved = { backend: process.env.HOLM_STORAGE_BACKEND, dir: process.env.HOLM_STATE_DIR, url: process.env.HOLM_DATABASE_URL };
   const dirs: string[] = [];
+  const databases: string[] = [];
   let open: DbModule | undefined;
 
   const tempDir = (): string => {
@@ -26,15 +29,23 @@ export function storeModules(prefix: string) {
     else process.env.HOLM_STORAGE_BACKEND = saved.backend;
     if (saved.dir === undefined) delete process.env.HOLM_STATE_DIR;
     else process.env.HOLM_STATE_DIR = saved.dir;
+    if (saved.url === undefined) delete process.env.HOLM_DATABASE_URL;
+    else process.env.HOLM_DATABASE_URL = saved.url;
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+    await dropTestDatabases(databases);
   });
 
   /** Opens the store `backend` in `stateDir` (a new one by default) with fresh modules. */
-  const openStore = async (backend: "memory" | "local", stateDir = tempDir()) => {
+  const openStore = async (backend: "memory" | "local" | "postgres", stateDir = tempDir()) => {
     await open?.closeDb();
     vi.resetModules();
     process.env.HOLM_STORAGE_BACKEND = backend;
     process.env.HOLM_STATE_DIR = stateDir;
+    if (backend === "postgres") {
+      const name = await createTestDatabase(`unit-${prefix}-${process.pid}`);
+      databases.push(name);
+      process.env.HOLM_DATABASE_URL = databaseUrl(name);
+    }
     const dbm: DbModule = await import("~/utils/db.server");
     await dbm.openDb();
     open = dbm;

@@ -3,9 +3,11 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { ON_POSTGRES } from "../support/postgres";
 import { storeModules } from "../support/store-modules";
 
-// Both trace stores, each in a fresh module graph (tests/support/store-modules.ts).
+// The trace stores, each in a fresh module graph (tests/support/store-modules.ts); the
+// PostgreSQL one when the run has a PostgreSQL (HOLM_TEST_STORE=postgres or HOLM_TEST_POSTGRES=1).
 
 type TraceModule = typeof import("~/models/trace.server");
 type DbModule = typeof import("~/utils/db.server");
@@ -13,7 +15,9 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 const stores = storeModules("trace");
 const tempDir = stores.tempDir;
 
-async function load(backend: "memory" | "local", stateDir = tempDir()) {
+const BACKENDS = ["memory", "local", ...(ON_POSTGRES || process.env.HOLM_TEST_POSTGRES === "1" ? (["postgres"] as const) : [])] as const;
+
+async function load(backend: (typeof BACKENDS)[number], stateDir = tempDir()) {
   const { dbm } = await stores.openStore(backend, stateDir);
   const trace: TraceModule = await import("~/models/trace.server");
   expect(trace.traceStore().kind).toBe(backend);
@@ -76,7 +80,7 @@ function framesOnDisk(stateDir: string): string[] {
 
 const DAY = 86_400_000;
 
-describe.each(["memory", "local"] as const)("trace store: %s", (backend) => {
+describe.each(BACKENDS)("trace store: %s", (backend) => {
   it("assigns seq 0, 1, 2… per box, gap-free under concurrent calls", async () => {
     const { trace } = await load(backend);
     const a = newBoxId();

@@ -1,0 +1,235 @@
+import { describe, expect, it } from "vitest";
+import { ON_POSTGRES } from "../support/postgres";
+import { storeModules } from "../support/store-modules";
+
+// The store on PostgreSQL itself (docs/decisions/0020), no server and no boxes: the migrations on
+// a fresh database, the types that come back, and the spots where transactions run side by side
+// (the pool, or several servers) where SQLite ran them one at a time. Runs when the run has a
+// PostgreSQL: HOLM_TEST_POSTGRES=1 or HOLM_TEST_STORE=postgres (`bash scripts/setup.sh` with
+// either starts one).
+
+const WITH_POSTGRES = ON_POSTGRES || process.env.HOLM_TEST_POSTGRES === "1";
+const stores = storeModules("pgstore");
+
+let boxCounter = 0;
+const newBoxId = () => `box_${(0xb0000000 + ++boxCounter).toString(16)}${process.pid.toString(16).padStart(8, "0")}`;
+
+function boxRow(id: string, owner: string | null, now = Date.now()) {
+  return {
+    id,
+    owner,
+    runtime: "docker",
+    runtime_ref: null,
+    spec_digest: "d",
+    spec_json: '{"policy":{}}',
+    placement_json: "{}",
+    image: null,
+    state: "ready",
+    reason: null,
+    screens: 1,
+    width: 1280,
+    height: 800,
+    persistent: 0,
+    created_at_ms: now,
+    expires_at_ms: now + 3_600_000,
+    idle_timeout_secs: null,
+    last_used_ms: now,
+    removed_at_ms: null,
+  };
+}
+
+async function open() {
+  const { dbm, stateDir } = await stores.openStore("postgres");
+  return { dbm, db: dbm.db(), stateDir };
+}
+
+describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
+  it("runs every migration on a fresh database, once: a second open and two servers migrating at once change nothing", async () => {
+    const { dbm, db } = await open();
+    expect(dbm.storeKind()).toBe("postgres");
+    const { sql } = await import("kysely");
+    const { migrationProvider } = await import("../../db/migrations");
+    const done = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+    expect(done.rows.map((r) => r.name).sort()).toEqual(Object.keys(await migrationProvider.getMigrations()).sort());
+    // The identity key of `event`, bytea for frames, bigint for times.
+    const typeOf = async (table: string, column: string) => {
+      const r = await sql<{ data_type: string; is_identity: string }>`select data_type, is_identity from information_schema.columns
+        where table_schema = current_schema() and table_name = ${table} and column_name = ${column}`.execute(db);
+      return r.rows[0];
+    };
+    expect(await typeOf("event", "seq")).toEqual({ data_type: "integer", is_identity: "YES" });
+    expect(await typeOf("trace_frame", "png")).toMatchObject({ data_type: "bytea" });
+    expect(await typeOf("box", "created_at_ms")).toMatchObject({ data_type: "bigint" });
+
+    // Two migrators at once on the same database (two servers booting): Kysely's lock takes turns.
+    const { Kysely, PostgresDialect } = await import("kysely");
+    const { Migrator } = await import("kysely/migration");
+    const url = process.env.HOLM_DATABASE_URL!;
+    const others = [0, 1].map(() => new Kysely<unknown>({ dialect: new PostgresDialect({ pool: dbm.postgresPool(url, 2) }) }));
+    try {
+      const results = await Promise.all(others.map((o) => new Migrator({ db: o, provider: migrationProvider, allowUnorderedMigrations: true }).migrateToLatest()));
+      for (const r of results) {
+        expect(r.error).toBeUndefined();
+        expect(r.results).toEqual([]);
+      }
+    } finally {
+      await Promise.all(others.map((o) => o.destroy()));
+    }
+  });
+
+  it("gives numbers back for bigint columns and counts, keeps bytes, sorts text by bytes, and ends a box row as it went in", async () => {
+    const { db } = await open();
+    const id = newBoxId();
+    const now = Date.now();
+    await db.insertInto("box").values(boxRow(id, "ws_a", now)).execute();
+    const row = await db.selectFrom("box").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ id, owner: "ws_a", created_at_ms: now, expires_at_ms: now + 3_600_000, persistent: 0, pooled: 0, desktop: 1, removed_at_ms: null });
+    expect(typeof row.created_at_ms).toBe("number");
+    const { n } = await db.selectFrom("box").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    expect(n).toBe(1);
+    const { max } = await db.selectFrom("box").select((eb) => eb.fn.max("created_at_ms").as("max")).executeTakeFirstOrThrow();
+    expect(max).toBe(now);
+
+    // The box model reads it as on SQLite.
+    const record = await import("~/models/box-record.server");
+    const json = record.toBoxJson((await record.loadRow(id))!);
+    expect(json).toMatchObject({ id, created_at_ms: now, expires_at_ms: now + 3_600_000, labels: {} });
+
+    // Frames as bytea: every byte value comes back.
+    const png = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    await db.insertInto("trace_frame").values({ hash: "ab".repeat(32), bytes: png.length, created_at_ms: now, last_ref_ms: now, png }).execute();
+    const f = await db.selectFrom("trace_frame").select("png").where("hash", "=", "ab".repeat(32)).executeTakeFirstOrThrow();
+    expect(Buffer.compare(f.png!, png)).toBe(0);
+
+    // Text sorts by bytes (the tests' databases and setup.sh's have C collation), as on SQLite.
+    await db.insertInto("runtime").values(["b", "B", "a", "A", "_x"].map((name) => ({ name, provider: "p", fields_json: "{}", secret_names: "[]", sealed: null, created_at_ms: now, updated_at_ms: now }))).execute();
+    expect((await db.selectFrom("runtime").select("name").orderBy("name").execute()).map((r) => r.name)).toEqual(["A", "B", "_x", "a", "b"]);
+    // A NUL in text (PostgreSQL refuses it; a container's output may carry one) does not fail the write.
+    await db.updateTable("box").set({ reason: "exited\u0000 with junk" }).where("id", "=", id).execute();
+    await db.updateTable("box").set({ state: "failed" }).where("id", "in", [id, "x\u0000"]).execute();
+    expect(await db.selectFrom("box").select(["reason", "state"]).where("id", "=", id).executeTakeFirst()).toEqual({ reason: "exited\uFFFD with junk", state: "failed" });
+    // Equality is case-sensitive, as on SQLite.
+    expect(await db.selectFrom("runtime").select("name").where("name", "=", "A").execute()).toEqual([{ name: "A" }]);
+  });
+
+  it("numbers events so that a reader following seq never skips one committed late", async () => {
+    const { db } = await open();
+    const events = await import("~/models/event.server");
+    const seen: number[] = [];
+    let after = 0;
+    const follow = async () => {
+      const page = await events.listEvents({ after, limit: 1000 });
+      for (const e of page.events) seen.push(e.seq);
+      after = page.next;
+    };
+    const writes = Array.from({ length: 60 }, (_, i) => events.recordEvent("box.created", { owner: "ws_a", box_id: `box_${i}` }));
+    // Read while they land; then once more after.
+    const reading = (async () => {
+      for (let i = 0; i < 20; i++) {
+        await follow();
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    const made = await Promise.all(writes);
+    await reading;
+    await follow();
+    expect(new Set(made.map((e) => e.seq)).size).toBe(60);
+    expect(seen.sort((a, b) => a - b)).toEqual(made.map((e) => e.seq).sort((a, b) => a - b));
+    const { n } = await db.selectFrom("event").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    expect(n).toBe(60);
+  });
+
+  it("keeps a workspace's limits under concurrent creates: boxes, secrets, webhooks", async () => {
+    const { db } = await open();
+    // HOLM_WORKSPACE_BOXES: 10 by default.
+    const quota = await import("~/models/quota.server");
+    const tries = await Promise.allSettled(Array.from({ length: 25 }, () => quota.insertBoxWithinLimits(boxRow(newBoxId(), "ws_q"))));
+    expect(tries.filter((t) => t.status === "fulfilled")).toHaveLength(10);
+    for (const t of tries) if (t.status === "rejected") expect((t.reason as Error).message).toMatch(/already has 10 live boxes/);
+    const { n } = await db.selectFrom("box").select((eb) => eb.fn.countAll<number>().as("n")).where("owner", "=", "ws_q").executeTakeFirstOrThrow();
+    expect(n).toBe(10);
+
+    const sealed = await import("~/models/sealed-store.server");
+    const writes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => sealed.writeSealed("secrets", "ws_q", `S${i}`, Buffer.from("v"), 4)));
+    expect(writes.filter((t) => t.status === "fulfilled")).toHaveLength(4);
+    expect(await sealed.listSealed("secrets", "ws_q")).toHaveLength(4);
+    // The same name written at once by many: one row, never a conflict error.
+    const same = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => sealed.writeSealed("secrets", "ws_r", "ONE", Buffer.from(`v${i}`), 4)));
+    expect(same.filter((t) => t.status === "rejected")).toEqual([]);
+    expect(await sealed.listSealed("secrets", "ws_r")).toHaveLength(1);
+  });
+
+  it("fans events out to webhooks once, with fan-outs running at once", async () => {
+    const { db } = await open();
+    const now = Date.now();
+    await db
+      .insertInto("webhook")
+      .values({ id: "whk_1", owner: "server", url: "http://example.test/", kinds_json: '["*"]', sealed_secret: "x", sealed_previous_secret: null, previous_until_ms: null, enabled: 1, created_by: "server", created_at_ms: now, updated_at_ms: now })
+      .execute();
+    const delivery = await import("~/models/webhook-delivery.server");
+    await delivery.initCursor();
+    const events = await import("~/models/event.server");
+    for (let i = 0; i < 30; i++) await events.recordEvent("box.created", { box_id: `box_${i}` });
+    const made = await Promise.all(Array.from({ length: 6 }, () => delivery.fanOut(7)));
+    let total = made.reduce((a, b) => a + b, 0);
+    while (total < 30) {
+      const more = await delivery.fanOut(7);
+      if (more === 0) break;
+      total += more;
+    }
+    expect(total).toBe(30);
+    const rows = await db.selectFrom("webhook_delivery").select("event_seq").execute();
+    expect(rows).toHaveLength(30);
+    expect(new Set(rows.map((r) => r.event_seq)).size).toBe(30);
+  });
+
+  it("two servers writing one box's trace get one gap-free, ordered seq; a frame written by one is the last frame for the other", async () => {
+    await open();
+    const trace = await import("~/models/trace.server");
+    const [a, b] = [new trace.PostgresTraceStore(), new trace.PostgresTraceStore()];
+    const box = newBoxId();
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 50; i++) {
+      calls.push(a.recordEntries(box, [{ actor: "agent", event: "acted", data: { from: "a", i } }]));
+      calls.push(b.recordEntries(box, [{ actor: "agent", event: "acted", data: { from: "b", i } }, { actor: "agent", event: "acted", data: { from: "b", i, two: true } }]));
+    }
+    await Promise.all(calls);
+    const page = await a.readTrace(box, { after: -1, limit: 500 });
+    expect(page.entries.map((e) => e.seq)).toEqual(Array.from({ length: 150 }, (_, i) => i));
+    // Each server's own calls keep their order, and a batch stays together.
+    for (const from of ["a", "b"]) {
+      const mine = page.entries.filter((e) => e.data!.from === from && !e.data!.two).map((e) => e.data!.i);
+      expect(mine).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    }
+    page.entries.forEach((e, i) => {
+      if (e.data!.two) expect(page.entries[i - 1]!.data).toEqual({ from: "b", i: e.data!.i });
+    });
+    for (let i = 1; i < page.entries.length; i++) expect(page.entries[i]!.at_ms).toBeGreaterThanOrEqual(page.entries[i - 1]!.at_ms);
+
+    const { frameEntry } = await import("~/models/trace-types.server");
+    const x = { png: Buffer.from("frame x") };
+    const y = { png: Buffer.from("frame y") };
+    expect(await a.recordFrameIfChanged(box, frameEntry(0, "agent", x))).toMatchObject({ seq: 150 });
+    // B has never seen this box's frames: it reads them from the store.
+    expect(await b.recordFrameIfChanged(box, frameEntry(0, "agent", x))).toBeUndefined();
+    expect(await b.recordFrameIfChanged(box, frameEntry(0, "agent", y))).toMatchObject({ seq: 151 });
+    // A's memory of screen 0 is stale now (B wrote since): it must not skip x.
+    expect(await a.recordFrameIfChanged(box, frameEntry(0, "agent", x))).toMatchObject({ seq: 152 });
+    expect(await a.readBoxFrame(box, frameEntry(0, "agent", y).frame.hash)).toEqual(y.png);
+    expect(await b.hasTrace(box)).toBe(true);
+
+    // Pruning on one server while the other records frames: every entry's frame is there after.
+    const writes = Array.from({ length: 20 }, (_, i) => b.recordEntries(box, [{ actor: "agent", event: "frame", screen: 1, frame: { png: Buffer.from(`f${i}`) } }]));
+    const prunes = [a.prune({ frames: Date.now() + 1000, entries: 0, removed: 0 }), a.prune({ frames: 0, entries: Date.now() - 1, removed: 0 })];
+    await Promise.all([...writes, ...prunes]);
+    const left = await a.readTrace(box, { after: -1, limit: 500 });
+    for (const e of left.entries.filter((e) => e.frame && e.screen === 1)) expect(await a.readFrame(e.frame!)).toBeDefined();
+  });
+
+  it("refuses HOLM_STORAGE_BACKEND=postgres without HOLM_DATABASE_URL, by name", async () => {
+    const { parseEnv } = await import("~/utils/env.server");
+    expect(() => parseEnv({ HOLM_STORAGE_BACKEND: "postgres" })).toThrow(/HOLM_DATABASE_URL: HOLM_STORAGE_BACKEND=postgres needs HOLM_DATABASE_URL/);
+    expect(() => parseEnv({ HOLM_STORAGE_BACKEND: "postgres", HOLM_DATABASE_URL: "mysql://x/y" })).toThrow(/HOLM_DATABASE_URL: a PostgreSQL URL/);
+    expect(parseEnv({ HOLM_STORAGE_BACKEND: "postgres", HOLM_DATABASE_URL: "postgres://h:p@127.0.0.1:5432/holm" }).HOLM_DATABASE_URL).toBe("postgres://h:p@127.0.0.1:5432/holm");
+  });
+});
