@@ -9,6 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The store's own tests on PostgreSQL run too (tests/unit/store-postgres.test.ts, no boxes): set-up
+# starts Debian's PostgreSQL for them. HOLM_TEST_POSTGRES=0 leaves it out; HOLM_TEST_STORE=postgres
+# runs every suite's servers on PostgreSQL instead of SQLite (docs/decisions/0020).
+export HOLM_TEST_POSTGRES=${HOLM_TEST_POSTGRES:-1}
 bash scripts/setup.sh
 
 RUN="run-$(date +%s)-$$"
