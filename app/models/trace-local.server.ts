@@ -4,8 +4,8 @@ import path from "node:path";
 import { sql } from "kysely";
 import type { TraceEntryTable } from "../../db/schema";
 import { db } from "~/utils/db.server";
-import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
-import { INSERT_CHUNK, PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
+import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import { INSERT_CHUNK, PRUNE_CHUNK, boundedSet, frameHash, frameOfBox, makeEntry, prepare, readTracePage } from "./trace-types.server";
 
 // The local trace store (HOLM_STORAGE_BACKEND=local): entries in the SQLite store, frame PNGs
 // as files under $HOLM_STATE_DIR/frames/<aa>/<hash>.png.
@@ -216,25 +216,8 @@ export class LocalTraceStore implements TraceStore {
     }
   }
 
-  async readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {
-    const { after, limit } = clampPage(opts);
-    const rows = await db()
-      .selectFrom("trace_entry")
-      .select(["seq", "at_ms", "actor", "event", "screen", "frame", "data_json"])
-      .where("box_id", "=", boxId)
-      .where("seq", ">", after)
-      .orderBy("seq")
-      .limit(limit + 1)
-      .execute();
-    const more = rows.length > limit;
-    const entries = (more ? rows.slice(0, limit) : rows).map((r) => {
-      const e: TraceEntry = { seq: Number(r.seq), at_ms: Number(r.at_ms), actor: r.actor as TraceActor, event: r.event };
-      if (r.screen !== null) e.screen = r.screen;
-      if (r.frame !== null) e.frame = r.frame;
-      if (r.data_json !== null) e.data = JSON.parse(r.data_json);
-      return e;
-    });
-    return { entries, next: more ? entries[entries.length - 1]!.seq : null };
+  readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {
+    return readTracePage(boxId, opts);
   }
 
   async readFrame(hash: string): Promise<Buffer | undefined> {
@@ -251,16 +234,8 @@ export class LocalTraceStore implements TraceStore {
   }
 
   async readBoxFrame(boxId: string, hash: string): Promise<Buffer | undefined> {
-    const h = frameHash(hash);
-    if (!h) return undefined;
-    const ref = await db()
-      .selectFrom("trace_entry")
-      .select("seq")
-      .where("frame", "=", h)
-      .where("box_id", "=", boxId)
-      .limit(1)
-      .executeTakeFirst();
-    return ref ? this.readFrame(h) : undefined;
+    const h = await frameOfBox(boxId, hash);
+    return h ? this.readFrame(h) : undefined;
   }
 
   async hasTrace(boxId: string): Promise<boolean> {

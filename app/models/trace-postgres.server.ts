@@ -2,8 +2,8 @@ import { type Transaction, sql } from "kysely";
 import { FRAME_LOCK } from "../../db/dialect";
 import type { Database } from "../../db/schema";
 import { db } from "~/utils/db.server";
-import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
-import { PRUNE_CHUNK, boundedSet, clampPage, frameHash, makeEntry, prepare } from "./trace-types.server";
+import type { FrameEntry, Prepared, PruneCutoffs, PruneResult, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import { PRUNE_CHUNK, boundedSet, frameHash, frameOfBox, makeEntry, prepare, readTracePage } from "./trace-types.server";
 
 // The shared trace store (HOLM_STORAGE_BACKEND=postgres, docs/decisions/0020): entries and frame
 // PNGs (`trace_frame.png`, bytea) in PostgreSQL, which several servers may write at once. Unlike
@@ -97,25 +97,8 @@ export class PostgresTraceStore implements TraceStore {
     return row !== undefined && Number(row.next_seq) === known.nextSeq;
   }
 
-  async readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {
-    const { after, limit } = clampPage(opts);
-    const rows = await db()
-      .selectFrom("trace_entry")
-      .select(["seq", "at_ms", "actor", "event", "screen", "frame", "data_json"])
-      .where("box_id", "=", boxId)
-      .where("seq", ">", after)
-      .orderBy("seq")
-      .limit(limit + 1)
-      .execute();
-    const more = rows.length > limit;
-    const entries = (more ? rows.slice(0, limit) : rows).map((r) => {
-      const e: TraceEntry = { seq: Number(r.seq), at_ms: Number(r.at_ms), actor: r.actor as TraceActor, event: r.event };
-      if (r.screen !== null) e.screen = r.screen;
-      if (r.frame !== null) e.frame = r.frame;
-      if (r.data_json !== null) e.data = JSON.parse(r.data_json);
-      return e;
-    });
-    return { entries, next: more ? entries[entries.length - 1]!.seq : null };
+  readTrace(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {
+    return readTracePage(boxId, opts);
   }
 
   async readFrame(hash: string): Promise<Buffer | undefined> {
@@ -126,16 +109,8 @@ export class PostgresTraceStore implements TraceStore {
   }
 
   async readBoxFrame(boxId: string, hash: string): Promise<Buffer | undefined> {
-    const h = frameHash(hash);
-    if (!h) return undefined;
-    const ref = await db()
-      .selectFrom("trace_entry")
-      .select("seq")
-      .where("frame", "=", h)
-      .where("box_id", "=", boxId)
-      .limit(1)
-      .executeTakeFirst();
-    return ref ? this.readFrame(h) : undefined;
+    const h = await frameOfBox(boxId, hash);
+    return h ? this.readFrame(h) : undefined;
   }
 
   async hasTrace(boxId: string): Promise<boolean> {

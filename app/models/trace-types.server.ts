@@ -214,3 +214,33 @@ export async function boxRemovals(ids: string[]): Promise<Map<string, number | n
   }
   return out;
 }
+
+/** A page of a box's trace from the store's rows: the same query on every SQL store. */
+export async function readTracePage(boxId: string, opts: { after: number; limit: number }): Promise<TracePage> {
+  const { after, limit } = clampPage(opts);
+  const rows = await db()
+    .selectFrom("trace_entry")
+    .select(["seq", "at_ms", "actor", "event", "screen", "frame", "data_json"])
+    .where("box_id", "=", boxId)
+    .where("seq", ">", after)
+    .orderBy("seq")
+    .limit(limit + 1)
+    .execute();
+  const more = rows.length > limit;
+  const entries = (more ? rows.slice(0, limit) : rows).map((r) => {
+    const e: TraceEntry = { seq: Number(r.seq), at_ms: Number(r.at_ms), actor: r.actor as TraceActor, event: r.event };
+    if (r.screen !== null) e.screen = r.screen;
+    if (r.frame !== null) e.frame = r.frame;
+    if (r.data_json !== null) e.data = JSON.parse(r.data_json);
+    return e;
+  });
+  return { entries, next: more ? entries[entries.length - 1]!.seq : null };
+}
+
+/** The frame's hash when an entry of this box names it (a box reads only its own frames). */
+export async function frameOfBox(boxId: string, hash: string): Promise<string | undefined> {
+  const h = frameHash(hash);
+  if (!h) return undefined;
+  const ref = await db().selectFrom("trace_entry").select("seq").where("frame", "=", h).where("box_id", "=", boxId).limit(1).executeTakeFirst();
+  return ref ? h : undefined;
+}
