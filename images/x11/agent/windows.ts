@@ -160,6 +160,20 @@ async function until(s: Session, id: number, ms: number, done: (w: WindowInfo | 
   }
 }
 
+const ATOM_WM_NORMAL_HINTS = 40;
+
+/** The sizes a window takes, from its WM_NORMAL_HINTS (ICCCM 4.1.2.3): bounds and step. */
+async function sizeSteps(s: Session, id: number): Promise<{ minW: number; minH: number; maxW: number; maxH: number; incW: number; incH: number }> {
+  const h = propU32s(await getProperty(s.conn, id, ATOM_WM_NORMAL_HINTS).catch(() => null));
+  const flags = h[0] ?? 0;
+  const has = (bit: number, i: number) => (flags & bit) !== 0 && h.length > i;
+  return {
+    minW: has(16, 5) ? h[5] : 1, minH: has(16, 6) ? h[6] : 1,
+    maxW: has(32, 7) && h[7] > 0 ? h[7] : Infinity, maxH: has(32, 8) && h[8] > 0 ? h[8] : Infinity,
+    incW: has(64, 9) ? Math.max(1, h[9]) : 1, incH: has(64, 10) ? Math.max(1, h[10]) : 1,
+  };
+}
+
 async function setMaximised(s: Session, id: number, on: boolean): Promise<void> {
   const [state, maxV, maxH] = await Promise.all([s.atom("_NET_WM_STATE"), s.atom("_NET_WM_STATE_MAXIMIZED_VERT"), s.atom("_NET_WM_STATE_MAXIMIZED_HORZ")]);
   sendClientMessage(s.conn, s.root, id, state, [on ? 1 : 0, maxV, maxH, 2]);
@@ -236,8 +250,12 @@ export async function arrangeWindow(s: Session, w: WindowInfo, how: Arrange): Pr
       if (wm) {
         sendClientMessage(s.conn, s.root, id, await s.atom("_NET_MOVERESIZE_WINDOW"), [10 | (1 << 10) | (1 << 11) | (2 << 12), 0, 0, how.width, how.height]);
       } else configureWindow(s.conn, id, [[CW_WIDTH, how.width], [CW_HEIGHT, how.height]]);
-      // Terminals snap to their character cell: any change of size is the answer.
-      done = (n) => n === null || (n.width === how.width && n.height === how.height) || n.width !== cur.width || n.height !== cur.height;
+      // Terminals snap to their character cell: the answer is the size within one step of the
+      // request, as the window's own size hints allow. (Not "any change of size": a new xterm
+      // settles its own size just after it maps, and that change is not ours.)
+      const fit = await sizeSteps(s, id);
+      const near = (got: number, want: number, min: number, max: number, step: number) => Math.abs(got - Math.min(Math.max(want, min), max)) < step;
+      done = (n) => n === null || (near(n.width, how.width, fit.minW, fit.maxW, fit.incW) && near(n.height, how.height, fit.minH, fit.maxH, fit.incH));
     }
   }
   const after = await until(s, id, 1500, done);
