@@ -13,7 +13,20 @@ export async function readClipboard(display: string, selection: Selection): Prom
   return { selection, text: r.stdout.toString("utf8") };
 }
 
-export function writeClipboard(display: string, selection: Selection, text: string): Promise<{ selection: Selection; bytes: number }> {
+export async function writeClipboard(display: string, selection: Selection, text: string): Promise<{ selection: Selection; bytes: number }> {
+  const r = await startOwner(display, selection, text);
+  // xclip's parent exits once its child is forked, and the child takes the selection when it
+  // first talks to the X server: a read at once could still reach the old owner. The write is
+  // done when a reader gets the text back.
+  const deadline = Date.now() + 2000;
+  while (text !== "" && (await readClipboard(display, selection)).text !== text) {
+    if (Date.now() > deadline) throw new AgentError("timeout", "xclip did not serve the text within 2000 ms");
+    await new Promise((res) => setTimeout(res, 10));
+  }
+  return r;
+}
+
+function startOwner(display: string, selection: Selection, text: string): Promise<{ selection: Selection; bytes: number }> {
   return new Promise((resolve, reject) => {
     // stdout/stderr ignored: xclip's child keeps serving the selection and would hold a pipe open.
     const child = spawn("xclip", ["-selection", selection, "-i"], { env: childEnv(display), stdio: ["pipe", "ignore", "ignore"] });
