@@ -45,7 +45,7 @@ const QUIET_MS = 3;
 const RELEASE_MS = 50;
 /** Queued for a viewer beyond this, it is closed: it sends requests faster than it reads. */
 const HARD_LIMIT = 64 * 1024 * 1024;
-const CONNECT_TIMEOUT_MS = 5000;
+const CONNECT_TIMEOUT_MS = 10_000;
 /** Reads from VNC of up to this much: full updates are megabytes, and fewer, larger frames cost less. */
 const READ_SIZE = 256 * 1024;
 /** Read buffers kept for reuse per connection (a full 1280×800 raw update is 16 of them). */

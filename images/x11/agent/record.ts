@@ -26,19 +26,29 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   const startedAt = Date.now();
   const file = path.join(dir, `screen-${screen.index}-${startedAt}.mp4`);
   const args = [
-    "-hide_banner", "-loglevel", "error", "-nostdin", "-f", "x11grab", "-draw_mouse", "1",
+    // Progress on stdout: the start step answers once the first frame is in (not when ffmpeg has
+    // merely been spawned: on a busy box it takes a second or more to grab its first).
+    "-hide_banner", "-loglevel", "error", "-nostdin", "-progress", "pipe:1", "-stats_period", "0.1", "-f", "x11grab", "-draw_mouse", "1",
     "-framerate", String(fps), "-video_size", `${s.width}x${s.height}`, "-i", screen.display,
     "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-movflags", "+faststart", "-y", file,
   ];
-  const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: ["ignore", "ignore", "pipe"], detached: true });
+  const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: ["ignore", "pipe", "pipe"], detached: true });
   let stderr = "";
   child.stderr?.on("data", (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-2000);
   });
+  let firstFrame: () => void = () => {};
+  const grabbing = new Promise<"grabbing">((resolve) => (firstFrame = () => resolve("grabbing")));
+  let progress = "";
+  child.stdout?.on("data", (c: Buffer) => {
+    progress = (progress + c.toString()).slice(-200);
+    const m = /frame=(\d+)\s*$/m.exec(progress);
+    if (m && Number(m[1]) > 0) firstFrame();
+  });
   const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
-  // ffmpeg fails fast on a bad display or codec: give it a moment to say so.
-  const early = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 300))]);
-  if (early) throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
+  // ffmpeg fails fast on a bad display or codec; otherwise it says when its first frame is in.
+  const early = await Promise.race([exited, grabbing, new Promise<"slow">((r) => setTimeout(() => r("slow"), 5000))]);
+  if (typeof early === "object") throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
   exited.then(() => {
     if (screen.recording?.path === file) screen.recording = null;
   });
