@@ -251,6 +251,29 @@ export interface Database {
   image: ImageTable;
   webhook: WebhookTable;
   webhook_delivery: WebhookDeliveryTable;
+  takeover: TakeoverTable;
+  idempotency: IdempotencyTable;
+}
+
+/** Who holds a screen (docs/decisions/0021). */
+export interface TakeoverTable {
+  box_id: string;
+  screen: number;
+  owner: string | null;
+  by: string;
+  exclusive: number;
+  since_ms: Timestamp;
+  alive_until_ms: Timestamp;
+  guard_at_ms: Timestamp;
+}
+
+/** What an idempotency key answered, or who is answering it (`outcome` null). */
+export interface IdempotencyTable {
+  id: string;
+  body_hash: string;
+  at_ms: Timestamp;
+  server_id: string;
+  outcome: string | null;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

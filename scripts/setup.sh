@@ -85,6 +85,40 @@ else
   note "not needed (HOLM_STORAGE_BACKEND=${HOLM_STORAGE_BACKEND:-memory}); set HOLM_TEST_POSTGRES=1 for the tests on PostgreSQL"
 fi
 
+step "Redis"
+# Only when asked: HOLM_REDIS_URL names a Redis on this machine, or HOLM_TEST_REDIS=1 (the tests of
+# several servers, tests/integration/cluster-*.test.ts). Several holm servers share takeovers'
+# news, access changes, batch locks and socket.io rooms through it (docs/decisions/0021).
+if [[ ${HOLM_TEST_REDIS:-} == 1 || ${HOLM_REDIS_URL:-} == redis://*127.0.0.1* ]]; then
+  if ! command -v redis-server >/dev/null; then
+    note "installing Debian's redis-server"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -qy redis-server
+  fi
+  # A password of its own, kept where only root reads it: nothing else on the machine may publish
+  # on holm's channels. Loopback only, no snapshots (what it holds is news and leases, not data).
+  redis_dir=/var/lib/holm-redis
+  install -d -m 0700 "$redis_dir"
+  [[ -s $redis_dir/password ]] || (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > "$redis_dir/password")
+  redis_pass=$(cat "$redis_dir/password")
+  redis_port=${HOLM_REDIS_PORT:-6390}
+  if ! REDISCLI_AUTH=$redis_pass redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG; then
+    note "starting redis-server on 127.0.0.1:$redis_port"
+    (umask 077 && printf 'bind 127.0.0.1\nport %s\nrequirepass %s\nsave ""\nappendonly no\ndaemonize yes\ndir %s\nlogfile %s/redis.log\npidfile %s/redis.pid\n' \
+      "$redis_port" "$redis_pass" "$redis_dir" "$redis_dir" "$redis_dir" > "$redis_dir/redis.conf")
+    redis-server "$redis_dir/redis.conf"
+    for ((i = 0; i < 30; i++)); do
+      REDISCLI_AUTH=$redis_pass redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG && break
+      sleep 0.2
+    done
+  fi
+  REDISCLI_AUTH=$redis_pass redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG || fail "redis-server does not answer on port $redis_port"
+  note "Redis on 127.0.0.1:$redis_port: HOLM_REDIS_URL=redis://:<password in $redis_dir/password>@127.0.0.1:$redis_port"
+else
+  note "not needed (one server); set HOLM_TEST_REDIS=1 for the tests of several servers"
+fi
+
 step "Docker engine"
 if "$docker" info >/dev/null 2>&1; then
   note "dockerd answers"

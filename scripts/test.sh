@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 # starts Debian's PostgreSQL for them. HOLM_TEST_POSTGRES=0 leaves it out; HOLM_TEST_STORE=postgres
 # runs every suite's servers on PostgreSQL instead of SQLite (docs/decisions/0020).
 export HOLM_TEST_POSTGRES=${HOLM_TEST_POSTGRES:-1}
+# The test of two servers behind a proxy (tests/integration/cluster.test.ts) shares PostgreSQL and
+# Redis between them: set-up starts Debian's redis-server for it. HOLM_TEST_REDIS=0 leaves it out.
+export HOLM_TEST_REDIS=${HOLM_TEST_REDIS:-1}
 bash scripts/setup.sh
 
 RUN="run-$(date +%s)-$$"

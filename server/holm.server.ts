@@ -2,8 +2,10 @@ import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
 import { resumeBuilds } from "~/models/image.server";
+import { loadTakeovers, stopTakeovers } from "~/models/takeover.server";
 import { openStoredRuntimes } from "~/models/runtime-store.server";
 import { startPool, stopPool } from "~/models/pool.server";
+import { closeCluster, openCluster } from "~/utils/cluster.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { hotPath } from "./hot-path";
@@ -34,6 +36,10 @@ export const holm = {
 
   async boot() {
     await openDb();
+    await openCluster();
+    // Takeovers are in the store (ADR 0021): they outlive every server's restart.
+    const takeovers = await loadTakeovers();
+    if (takeovers) console.log(`[holm] ${takeovers} takeover(s) still held`);
     // Added engines first: boxes on them are taken back like the local ones (ADR 0019).
     const engines = await openStoredRuntimes();
     if (engines) console.log(`[holm] ${engines} added runtime(s) opened`);
@@ -60,6 +66,8 @@ export const holm = {
     await stopWebhooks();
     await stopPool();
     await new Promise<void>((resolve) => (io ? io.close(() => resolve()) : resolve()));
+    stopTakeovers();
+    await closeCluster();
     await closeDb();
   },
 };

@@ -1,3 +1,5 @@
+import { createAdapter } from "@socket.io/redis-adapter";
+import { adapterClients } from "~/utils/cluster.server";
 import type { Server as HttpServer } from "node:http";
 import { Server as IoServer } from "socket.io";
 import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server";
@@ -26,6 +28,9 @@ export function attachSocketIo(server: HttpServer): IoServer {
     // a cookie-authenticated socket must not open from another site's page.
     allowRequest: allowSocketIoRequest,
   });
+  // Several servers (ADR 0021): a room's emit reaches its sockets on every server.
+  const redis = adapterClients();
+  if (redis) io.adapter(createAdapter(redis.pubClient, redis.subClient));
   const boxes = io.of("/boxes");
   boxes.use(requireSession("viewer"));
   boxes.on("connection", async (socket) => {

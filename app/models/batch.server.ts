@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentCall } from "~/protocol/agent";
+import { withClusterLock } from "~/utils/cluster.server";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from "./action-schema.server";
@@ -40,11 +41,13 @@ export function validateBatch(body: unknown): { input: BatchInput; steps: Step[]
   return { input, steps };
 }
 
-// Batches on one screen run one after another; different screens run side by side.
+// Batches on one screen run one after another; different screens run side by side. In this
+// server, in order; across several servers (docs/decisions/0021), one at a time under a lock in
+// Redis whose holder renews its lease, so a server that dies holding it frees it in seconds.
 const screenChains = new Map<string, Promise<unknown>>();
 function onScreen<T>(key: string, fn: () => Promise<T>): Promise<T> {
   const prev = screenChains.get(key) ?? Promise.resolve();
-  const next = prev.catch(() => {}).then(fn);
+  const next = prev.catch(() => {}).then(() => withClusterLock(`screen:${key}`, fn));
   screenChains.set(key, next);
   void next
     .finally(() => {

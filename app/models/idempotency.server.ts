@@ -1,10 +1,16 @@
 import { createHash } from "node:crypto";
 import { badRequest } from "~/utils/api-error.server";
+import { SERVER_ID, serverAlive } from "~/utils/cluster.server";
+import { db } from "~/utils/db.server";
 
-// "The server keeps keys in memory" (seed 000). A key remembers its first result for a day.
+// Seed 000 has the server keep idempotency keys in memory; several servers (docs/decisions/0021)
+// need one memory, so the keys are in the store: a retry that lands on another server, or comes
+// after the first server died, gets the first answer. A key remembers its first result for a day.
 // This is the memory; app/edge/idempotency.server.ts turns a result into the HTTP answer.
 const TTL_MS = 24 * 3600 * 1000;
-const MAX_KEYS = 10_000;
+const SWEEP_EVERY_MS = 60_000;
+// How often a second call asks whether the first one (on another server) has answered yet.
+const POLL_MS = 25;
 
 /** What a route answered the first time: its status, body and headers. */
 export interface Outcome {
@@ -13,44 +19,73 @@ export interface Outcome {
   headers?: Record<string, string>;
 }
 
-interface Remembered {
-  bodyHash: string;
-  at: number;
-  result: Promise<Outcome>;
-}
-
-const remembered = new Map<string, Remembered>();
+/** The calls this server is answering now: a second call here waits on the first without polling. */
+const running = new Map<string, { bodyHash: string; result: Promise<Outcome> }>();
+let sweptAt = 0;
 
 export function hashBody(value: string): string {
   return createHash("sha256").update(value).digest("hex");
 }
 
-function sweep(now: number) {
-  for (const [k, v] of remembered) {
-    if (now - v.at > TTL_MS || remembered.size > MAX_KEYS) remembered.delete(k);
-    else break; // insertion order: the rest is newer
-  }
+async function sweep(now: number) {
+  if (now - sweptAt < SWEEP_EVERY_MS) return;
+  sweptAt = now;
+  await db().deleteFrom("idempotency").where("at_ms", "<", now - TTL_MS).execute();
 }
+
+async function claim(id: string, bodyHash: string, now: number): Promise<boolean> {
+  const r = await db()
+    .insertInto("idempotency")
+    .values({ id, body_hash: bodyHash, at_ms: now, server_id: SERVER_ID, outcome: null })
+    .onConflict((oc) => oc.column("id").doNothing())
+    .executeTakeFirst();
+  return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+const differentBody = () => badRequest("this idempotency-key was already used with a different body");
 
 /**
  * Runs `work` once per (scope, key). The same key with the same body gets the first outcome,
- * also while the first call is still running (`replayed`); another body is refused. A first
- * call that failed with an error is forgotten so the caller can try again.
+ * also while the first call is still running, here or on another server (`replayed`); another
+ * body is refused. A first call that failed with an error is forgotten so the caller can try
+ * again, and so is one whose server died before it answered.
  */
 export async function once(scope: string, key: string | null, body: string, work: () => Promise<Outcome>): Promise<{ outcome: Outcome; replayed: boolean }> {
   if (key === null) return { outcome: await work(), replayed: false };
   if (key.length === 0 || key.length > 255) throw badRequest("idempotency-key must be 1 to 255 characters");
   const now = Date.now();
-  sweep(now);
-  const id = `${scope}\u0000${key}`;
+  await sweep(now);
+  const id = hashBody(`${scope}\u0000${key}`);
   const bodyHash = hashBody(body);
-  const seen = remembered.get(id);
-  if (seen) {
-    if (seen.bodyHash !== bodyHash) throw badRequest("this idempotency-key was already used with a different body");
-    return { outcome: await seen.result, replayed: true };
+  for (;;) {
+    const here = running.get(id);
+    if (here) {
+      if (here.bodyHash !== bodyHash) throw differentBody();
+      return { outcome: await here.result, replayed: true };
+    }
+    if (await claim(id, bodyHash, Date.now())) {
+      const result = work();
+      running.set(id, { bodyHash, result });
+      try {
+        const outcome = await result;
+        await db().updateTable("idempotency").set({ outcome: JSON.stringify(outcome) }).where("id", "=", id).execute();
+        return { outcome, replayed: false };
+      } catch (err) {
+        await db().deleteFrom("idempotency").where("id", "=", id).where("server_id", "=", SERVER_ID).where("outcome", "is", null).execute();
+        throw err;
+      } finally {
+        running.delete(id);
+      }
+    }
+    const row = await db().selectFrom("idempotency").select(["body_hash", "server_id", "outcome"]).where("id", "=", id).executeTakeFirst();
+    if (!row) continue; // the first call failed and was forgotten: claim it
+    if (row.body_hash !== bodyHash) throw differentBody();
+    if (row.outcome !== null) return { outcome: JSON.parse(row.outcome) as Outcome, replayed: true };
+    if (row.server_id !== SERVER_ID && !(await serverAlive(row.server_id))) {
+      // Its server died before it answered: the call is forgotten, and this one makes it.
+      await db().deleteFrom("idempotency").where("id", "=", id).where("server_id", "=", row.server_id).where("outcome", "is", null).execute();
+      continue;
+    }
+    await new Promise((res) => setTimeout(res, POLL_MS));
   }
-  const result = work();
-  remembered.set(id, { bodyHash, at: now, result });
-  result.catch(() => remembered.delete(id));
-  return { outcome: await result, replayed: false };
 }

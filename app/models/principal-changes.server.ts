@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { onClusterMessage, publish } from "~/utils/cluster.server";
 
 // Access that ends or shrinks, as it happens: a key revoked, a member removed or given another
 // role, sessions ended (log-out, password change). The socket modules (server/) listen and check
@@ -20,7 +21,14 @@ let seq = 0;
 export function principalChanged(change: PrincipalChange) {
   seq++;
   emitter.emit("change", change);
+  // The other servers check their own sockets (ADR 0021).
+  publish("principal", change);
 }
+
+onClusterMessage("principal", (change) => {
+  seq++;
+  emitter.emit("change", change as PrincipalChange);
+});
 
 /**
  * Increases with every change. A socket that checked access across an await compares it before

@@ -3,6 +3,7 @@ import { BOX_STEPS, changesScreen } from "~/protocol/actions";
 import { agentCall } from "~/protocol/agent";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import { ApiError } from "~/utils/api-error.server";
+import { clustered } from "~/utils/cluster.server";
 import { env, publicUrl } from "~/utils/env.server";
 import { principalAccess } from "./access.server";
 import type { Step } from "./action-schema.server";
@@ -14,11 +15,14 @@ import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
 import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import {
+  type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld,
+} from "./takeover-store.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
 
-// Who has each screen. Held in this process only (one copy: docs/decisions/0002): a restart
-// gives every screen back, so a takeover can never outlive the server either.
+// Who has each screen: in the store (./takeover-store.server.ts, docs/decisions/0021), so a
+// takeover outlives the restart of every server and every server of several sees the same one.
 //
 // Hands off (docs/security.md): while a screen is held exclusively, nothing but its
 // holder changes it. The agent (an API key, the server token) gets 409 `denied`, retryable, for
@@ -26,37 +30,27 @@ import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.
 // screen), setting the clipboard, windows, lifecycle, control tickets and control sockets; its
 // open control sockets are closed. Reads go on (frames, the clipboard, files, trace, watching).
 // A person's takeover ends by that person, an owner or admin of the workspace, or the grace
-// timer; never by a key or the server token. One the agent asked for through /v1 is the agent's
+// period; never by a key or the server token. One the agent asked for through /v1 is the agent's
 // to end.
 
-export interface Takeover {
-  boxId: string;
-  owner: string | null;
-  screen: number;
-  /** `user:<id>`, `key:<id>` or `server`: whose control sockets keep it alive. */
-  by: string;
-  exclusive: boolean;
-  since_ms: number;
-}
+export type { Takeover };
 
-const held = new Map<string, Takeover>();
-const guardRefresh = new Map<string, NodeJS.Timeout>();
-const samplers = new Map<string, NodeJS.Timeout>();
 // While a person holds a screen the server cannot see their input, so it looks about once a
 // second and records a frame when something changed.
 const SAMPLE_EVERY_MS = 1000;
-// The agent's input guard lapses by itself unless refreshed, so a server that dies mid-takeover
-// cannot leave a box refusing its agent for long.
+// The agent's input guard lapses by itself unless raised again, so a takeover whose servers all
+// died cannot leave a box refusing its agent for long; one server raises it every 30 s.
 const GUARD_TTL_MS = 90_000;
 const GUARD_EVERY_MS = 30_000;
-const graceTimers = new Map<string, NodeJS.Timeout>();
+// Each server that tracks a takeover looks at its grace this often.
+const tickMs = () => Math.min(1000, Math.max(100, graceMs() / 4));
+// Missed news (Redis dropped a message, or was away) is made up by reading every takeover again.
+const REREAD_EVERY_MS = 5000;
 export const takeoverChanges = new EventEmitter();
 takeoverChanges.setMaxListeners(0);
 
-const keyOf = (boxId: string, screen: number) => `${boxId}/${screen}`;
-
 export function takeoverOf(boxId: string, screen: number): Takeover | undefined {
-  return held.get(keyOf(boxId, screen));
+  return heldTakeover(boxId, screen);
 }
 
 function graceMs(): number {
@@ -83,7 +77,7 @@ function heldAgainst(issuer: string, boxId: string, screen?: number): Takeover |
     const t = takeoverOf(boxId, screen);
     return mayDrive(t, issuer) ? undefined : t;
   }
-  for (const t of held.values()) if (t.boxId === boxId && !mayDrive(t, issuer)) return t;
+  for (const t of heldTakeovers()) if (t.boxId === boxId && !mayDrive(t, issuer)) return t;
   return undefined;
 }
 
@@ -151,28 +145,6 @@ function keptAlive(t: Takeover, drivers: string[]): boolean {
   return t.by.startsWith("user:") ? drivers.includes(t.by) : drivers.length > 0;
 }
 
-function armGrace(t: Takeover) {
-  const k = keyOf(t.boxId, t.screen);
-  if (graceTimers.has(k)) return;
-  const timer = setTimeout(() => {
-    graceTimers.delete(k);
-    const cur = held.get(k);
-    if (cur === t && !keptAlive(t, viewers(t.boxId, t.screen).drivers)) {
-      void end(t, "the person's control connection was gone for the grace period").catch((err) =>
-        console.error("[holm] automatic give-back failed:", err),
-      );
-    }
-  }, graceMs());
-  timer.unref();
-  graceTimers.set(k, timer);
-}
-
-function disarmGrace(boxId: string, screen: number) {
-  const k = keyOf(boxId, screen);
-  clearTimeout(graceTimers.get(k));
-  graceTimers.delete(k);
-}
-
 /** The URL of the console viewer in control mode for one screen. */
 export function controlUrl(boxId: string, screen: number): string {
   return `${publicUrl()}/boxes/${boxId}?screen=${screen}&control=1`;
@@ -180,29 +152,32 @@ export function controlUrl(boxId: string, screen: number): string {
 
 export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: boolean }) {
   const by = issuerOf(actor);
-  const k = keyOf(t.box.id, t.screen);
-  const cur = held.get(k);
-  if (cur && cur.by !== by && cur.exclusive) {
-    throw new ApiError("denied", `screen ${t.screen} is already held by another person; ask them to give it back`, {
-      retryable: true,
-    });
-  }
-  if (cur && cur.by !== by && cur.by.startsWith("user:") && !by.startsWith("user:")) {
-    // A shared takeover is still the person's: the agent may not make it its own.
-    throw new ApiError("denied", `a person has screen ${t.screen} (shared); the agent cannot take it from them`, { retryable: true });
-  }
-  const takeover: Takeover = {
-    boxId: t.box.id,
-    owner: t.box.owner,
-    screen: t.screen,
-    by,
-    exclusive: !opts.shared,
-    since_ms: cur?.since_ms ?? Date.now(),
-  };
-  held.set(k, takeover);
+  const now = Date.now();
+  const { cur, next: takeover } = await writeHeld(t.box.id, t.screen, (cur) => {
+    if (cur && cur.by !== by && cur.exclusive) {
+      throw new ApiError("denied", `screen ${t.screen} is already held by another person; ask them to give it back`, {
+        retryable: true,
+      });
+    }
+    if (cur && cur.by !== by && cur.by.startsWith("user:") && !by.startsWith("user:")) {
+      // A shared takeover is still the person's: the agent may not make it its own.
+      throw new ApiError("denied", `a person has screen ${t.screen} (shared); the agent cannot take it from them`, { retryable: true });
+    }
+    return {
+      boxId: t.box.id,
+      owner: t.box.owner,
+      screen: t.screen,
+      by,
+      exclusive: !opts.shared,
+      since_ms: cur?.since_ms ?? now,
+      alive_until_ms: now + graceMs(),
+      guard_at_ms: now,
+    };
+  });
+  if (!cur) started.add(keyOf(t.box.id, t.screen));
   if (takeover.exclusive) {
-    // Control sockets of anyone who may not drive now (the agent's) end at once, before any
-    // await: from here on the viewer socket refuses them new ones.
+    // Control sockets of anyone who may not drive now (the agent's) end at once; from here on the
+    // viewer socket refuses them new ones. Other servers do the same for theirs when they hear.
     closeViewers(t.box.id, t.screen, {
       mode: "control",
       which: (c) => !mayDrive(takeover, c.issuer),
@@ -210,22 +185,12 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       reason: "a person took control of this screen",
     });
   }
-  disarmGrace(t.box.id, t.screen);
-  if (!keptAlive(takeover, viewers(t.box.id, t.screen).drivers)) armGrace(takeover);
+  ensureTick();
   let released: unknown = { released: [], released_keys: [] };
-  clearInterval(guardRefresh.get(k));
-  guardRefresh.delete(k);
   if (takeover.exclusive) {
     // The guard stops agent input in the box itself, even mid-batch, and releases whatever the
     // agent holds down, so the person never inherits a stuck key.
-    const guard = () => callAgent(t.box, agentCall("guard", { n: t.screen }), { on: true, ttl_ms: GUARD_TTL_MS });
-    released = await guard();
-    const timer = setInterval(() => {
-      if (held.get(k) !== takeover) return clearInterval(timer);
-      guard().catch((err) => console.error(`[holm] refreshing the input guard of ${k} failed:`, err));
-    }, GUARD_EVERY_MS);
-    timer.unref();
-    guardRefresh.set(k, timer);
+    released = await raiseGuard(t.box, t.screen);
   } else if (cur?.exclusive) {
     await callAgent(t.box, agentCall("guard", { n: t.screen }), { on: false });
   }
@@ -238,13 +203,6 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       screen: t.screen,
       data: { ...who.data, exclusive: takeover.exclusive },
     }).catch((err) => console.error("[holm] trace takeover_started failed:", err));
-    const box = t.box;
-    const sampler = setInterval(() => {
-      if (held.get(k) !== takeover) return clearInterval(sampler);
-      void sampleSoon(box, t.screen, "person", 0);
-    }, SAMPLE_EVERY_MS);
-    sampler.unref();
-    samplers.set(k, sampler);
     await recordEvent("screen.taken_over", {
       owner: t.box.owner,
       box_id: t.box.id,
@@ -256,21 +214,21 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
 }
 
+function raiseGuard(box: ScreenTarget["box"], screen: number): Promise<unknown> {
+  return callAgent(box, agentCall("guard", { n: screen }), { on: true, ttl_ms: GUARD_TTL_MS });
+}
+
 /**
  * Ends a takeover. `endedBy` is who gave it back by hand; without it the server ended it (the
- * grace timer, the box stopping, the holder losing access). The trace entry and the event name
+ * grace period, the box stopping, the holder losing access). The trace entry and the event name
  * that one (`by`, `by_name`, and the entry's actor) and whose takeover it was (`held_by`,
- * `held_by_name`).
+ * `held_by_name`). `lapsedBy`: end it only if its grace ran out by then (another server's
+ * connection may have kept it).
  */
-async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy: Actor = SERVER_ITSELF) {
+async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy: Actor = SERVER_ITSELF, lapsedBy?: number) {
+  if (!(await deleteHeld(t, lapsedBy))) return;
   const k = keyOf(t.boxId, t.screen);
-  if (held.get(k) !== t) return;
-  held.delete(k);
-  disarmGrace(t.boxId, t.screen);
-  clearInterval(guardRefresh.get(k));
-  guardRefresh.delete(k);
-  clearInterval(samplers.get(k));
-  samplers.delete(k);
+  started.delete(k);
   const who = await attribution(endedBy);
   const data = { ...who.data, held_by: t.by, held_by_name: await issuerName(t.by).catch(() => t.by), why };
   await recordEntry(t.boxId, { actor: who.actor, event: "takeover_ended", screen: t.screen, data }).catch(
@@ -284,14 +242,20 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy:
       );
     }
   }
-  // Control connections end with the takeover; the console reconnects them as watchers.
-  closeViewers(t.boxId, t.screen, { mode: "control", code: VIEWER_CLOSE.normal, reason: "the screen was given back" });
+  endedHere(t, why);
   await recordEvent("screen.given_back", {
     owner: t.owner,
     box_id: t.boxId,
     runtime: "docker",
     data: { screen: t.screen, ...data },
   });
+}
+
+/** What every server does for its own sockets when a takeover ends, wherever it was ended. */
+function endedHere(t: Takeover, why: string) {
+  started.delete(keyOf(t.boxId, t.screen));
+  // Control connections end with the takeover; the console reconnects them as watchers.
+  closeViewers(t.boxId, t.screen, { mode: "control", code: VIEWER_CLOSE.normal, reason: "the screen was given back" });
   takeoverChanges.emit("change", { ...t, taken_over: false, why });
 }
 
@@ -317,18 +281,110 @@ onViewerInput((input) => {
   );
 });
 
-// The grace timer follows the taker's control connections.
+// Takeovers this server started: it samples their screen even with no control connection here.
+const started = new Set<string>();
+const lastSample = new Map<string, number>();
+let tick: NodeJS.Timeout | undefined;
+let rereadAt = 0;
+let ticking = false;
+
+function ensureTick() {
+  if (tick) return;
+  tick = setInterval(() => {
+    if (ticking) return;
+    ticking = true;
+    void onTick()
+      .catch((err) => console.error("[holm] the takeover tick failed:", err))
+      .finally(() => (ticking = false));
+  }, tickMs());
+  tick.unref();
+}
+
+/**
+ * Each server, for each takeover: keeps its grace going while a control connection of its
+ * holder is here; ends it once the grace ran out with none anywhere (the store decides which
+ * server does); raises the box's input guard again when it is due (one server does); and
+ * samples the screen where the person's connection is.
+ */
+async function onTick() {
+  const now = Date.now();
+  if (clustered() && now - rereadAt > REREAD_EVERY_MS) {
+    rereadAt = now;
+    const before = new Map(heldTakeovers().map((t) => [keyOf(t.boxId, t.screen), t]));
+    for (const t of await loadHeld()) before.delete(keyOf(t.boxId, t.screen));
+    for (const gone of before.values()) endedHere(gone, "given back on another server");
+  }
+  for (const t of heldTakeovers()) {
+    const k = keyOf(t.boxId, t.screen);
+    const here = keptAlive(t, viewers(t.boxId, t.screen).drivers);
+    if (here && t.alive_until_ms - now < (graceMs() * 2) / 3) await keepHeld(t, now + graceMs());
+    else if (!here && t.alive_until_ms <= now) {
+      await end(t, "the person's control connection was gone for the grace period", undefined, SERVER_ITSELF, now);
+      continue;
+    }
+    if (t.exclusive && now - t.guard_at_ms >= GUARD_EVERY_MS && (await claimGuard(t, now))) {
+      const box = await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined);
+      if (box) await raiseGuard(box, t.screen).catch((err) => console.error(`[holm] raising the input guard of ${k} again failed:`, err));
+    }
+    if ((here || started.has(k)) && now - (lastSample.get(k) ?? 0) >= SAMPLE_EVERY_MS) {
+      lastSample.set(k, now);
+      const box = await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined);
+      if (box) void sampleSoon(box, t.screen, "person", 0);
+    }
+  }
+  for (const k of lastSample.keys()) if (!heldTakeovers().some((t) => keyOf(t.boxId, t.screen) === k)) lastSample.delete(k);
+}
+
+/** Reads the takeovers in the store (at boot) and raises the input guard of each held one again. */
+export async function loadTakeovers(): Promise<number> {
+  const all = await loadHeld();
+  const now = Date.now();
+  for (const t of all) {
+    // The grace starts again: its person's console reconnects within it.
+    await keepHeld(t, now + graceMs());
+    // A restart may have outlasted the guard's own lapse: one server raises it at once.
+    if (t.exclusive && (await claimGuard(t, now))) {
+      void requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(5000))
+        .then((box) => raiseGuard(box, t.screen))
+        .catch((err) => console.error(`[holm] raising the input guard of ${keyOf(t.boxId, t.screen)} after a restart failed:`, err));
+    }
+  }
+  if (all.length) ensureTick();
+  return all.length;
+}
+
+export function stopTakeovers() {
+  clearInterval(tick);
+  tick = undefined;
+}
+
+// Another server took or gave back a screen: this server's sockets follow.
+onRemoteTakeover((_key, before, after) => {
+  if (after) {
+    ensureTick();
+    if (after.exclusive) {
+      closeViewers(after.boxId, after.screen, {
+        mode: "control",
+        which: (c) => !mayDrive(after, c.issuer),
+        code: VIEWER_CLOSE.denied,
+        reason: "a person took control of this screen",
+      });
+    }
+    takeoverChanges.emit("change", { ...after, taken_over: true });
+  } else if (before) endedHere(before, "given back on another server");
+});
+
+// When the last control connection here goes, the grace runs from now (not from the last tick).
 onViewersChange((change) => {
   const t = takeoverOf(change.boxId, change.screen);
-  if (!t) return;
-  if (keptAlive(t, change.drivers)) disarmGrace(t.boxId, t.screen);
-  else armGrace(t);
+  if (!t || keptAlive(t, change.drivers)) return;
+  void keepHeld(t, Date.now() + graceMs()).catch((err) => console.error("[holm] starting a takeover's grace failed:", err));
 });
 
 // A box that stops or goes away gives its screens back.
 boxChanges.on("change", (box: BoxJson) => {
   if (box.state === "ready" || box.state === "paused") return;
-  for (const t of [...held.values()]) {
+  for (const t of heldTakeovers()) {
     if (t.boxId === box.id) void end(t, `the box is ${box.state}`).catch(() => {});
   }
 });
@@ -337,7 +393,7 @@ boxChanges.on("change", (box: BoxJson) => {
 // screen back at once, rather than after the grace period.
 onPrincipalChange((change) => {
   if (change.kind !== "member") return;
-  for (const t of [...held.values()]) {
+  for (const t of heldTakeovers()) {
     if (t.by !== `user:${change.userId}` || t.owner !== change.workspaceId) continue;
     void principalAccess(t.by, t.owner, "member")
       .then((a) => (a.ok ? undefined : end(t, `the person may no longer control it (${a.why})`)))

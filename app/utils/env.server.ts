@@ -39,6 +39,14 @@ const EnvSchema = z.object({
     .optional(),
   /** Connections to PostgreSQL this server keeps open at most (HOLM_STORAGE_BACKEND=postgres). */
   HOLM_DATABASE_POOL: z.coerce.number().int().min(1).max(200).default(10),
+  /**
+   * A Redis several holm servers share, `redis://:password@host:port` (docs/decisions/0021): news
+   * of takeovers and access changes, batch locks, socket.io rooms. Unset: one server.
+   */
+  HOLM_REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\/[^\s]+$/, "a Redis URL such as redis://:secret@127.0.0.1:6379")
+    .optional(),
   HOLM_STATE_DIR: z.string().min(1).default(path.join(os.homedir(), ".holm")),
   HOLM_SERVER_REAP_SECS: z.coerce.number().int().min(1).max(86_400).default(30),
   /**

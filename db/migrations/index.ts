@@ -12,6 +12,7 @@ import { webhooks } from "./0010-webhooks";
 import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
 import { traceFramePng } from "./0013-trace-frame-png";
 import { traceAppend } from "./0014-trace-append";
+import { cluster } from "./0015-cluster";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   "0012-webhook-secret-rotation": webhookSecretRotation,
   "0013-trace-frame-png": traceFramePng,
   "0014-trace-append": traceAppend,
+  "0015-cluster": cluster,
 };
 
 export const migrationProvider: MigrationProvider = {

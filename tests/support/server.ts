@@ -103,7 +103,8 @@ export interface TestServer {
 export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer): Promise<TestServer> {
   const port = reuse ? Number(new URL(reuse.base).port) : await freePort();
   const stateDir = reuse?.stateDir ?? extra.HOLM_STATE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
-  const token = reuse?.token ?? (extra.HOLM_SERVER_TOKEN === "" ? "" : randomBytes(24).toString("hex"));
+  // A token named in `extra` is kept (several servers sharing one), "" starts in open mode.
+  const token = reuse?.token ?? extra.HOLM_SERVER_TOKEN ?? randomBytes(24).toString("hex");
   const env: Record<string, string> = reuse?.env ?? {
     NODE_ENV: "production",
     HOLM_SERVER_ADDR: `127.0.0.1:${port}`,

@@ -1,6 +1,16 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withIdempotency } from "~/edge/idempotency.server";
+import { hashBody } from "~/models/idempotency.server";
 import { ApiError } from "~/utils/api-error.server";
+import { closeDb, db, openDb } from "~/utils/db.server";
+
+// The keys are in the store (docs/decisions/0021): the unit store is SQLite in memory.
+beforeAll(async () => {
+  await openDb();
+});
+afterAll(async () => {
+  await closeDb();
+});
 
 describe("idempotency", () => {
   it("runs the work once for one key and body, and replays the first result", async () => {
@@ -61,5 +71,18 @@ describe("idempotency", () => {
     await withIdempotency("t5", null, "{}", work);
     await withIdempotency("t5", null, "{}", work);
     expect(runs).toBe(2);
+  });
+
+  it("forgets a first call whose server died before it answered, and answers the retry", async () => {
+    // As another server leaves it when killed mid-call: its row, no outcome, a server no longer alive.
+    await db()
+      .insertInto("idempotency")
+      .values({ id: hashBody("t6\u0000k"), body_hash: hashBody("{}"), at_ms: Date.now(), server_id: "a-dead-server", outcome: null })
+      .execute();
+    const r = await withIdempotency("t6", "k", "{}", async () => ({ status: 200, body: { again: true } }));
+    expect(await r.json()).toEqual({ again: true });
+    expect(r.headers.get("idempotent-replayed")).toBeNull();
+    const replay = await withIdempotency("t6", "k", "{}", async () => ({ status: 500, body: {} }));
+    expect(await replay.json()).toEqual({ again: true });
   });
 });

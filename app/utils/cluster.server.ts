@@ -1,0 +1,135 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { env } from "./env.server";
+
+// Several holm servers, one service (docs/decisions/0021). What one server must tell the others
+// at once (a takeover taken or given back, access that ended) goes over Redis pub/sub; what must
+// hold across servers for a moment (one batch at a time on a screen, a start slot) is a Redis
+// key with a lease; and each server says it is alive with a key that lapses, so the others can
+// tell an idempotency key cut off by a dead server from one still being answered.
+//
+// Without HOLM_REDIS_URL there is one server: publishing reaches nobody, locks are this
+// process's own (the callers keep their in-process queues first), and only this server is alive.
+
+/** This process, as the other servers know it. */
+export const SERVER_ID = randomUUID();
+
+const ALIVE_TTL_MS = 6000;
+const ALIVE_EVERY_MS = 2000;
+const PREFIX = "holm:";
+
+let pub: Redis | undefined;
+let sub: Redis | undefined;
+let aliveTimer: NodeJS.Timeout | undefined;
+const handlers = new Map<string, Set<(payload: unknown) => void>>();
+
+export function clustered(): boolean {
+  return pub !== undefined;
+}
+
+function client(url: string, name: string): Redis {
+  const r = new Redis(url, { connectionName: `holm-${name}-${SERVER_ID.slice(0, 8)}`, maxRetriesPerRequest: 2, enableAutoPipelining: true });
+  // ioredis reconnects by itself; an error event without a listener would end the process.
+  r.on("error", (err) => console.error(`[holm] redis (${name}):`, err.message));
+  return r;
+}
+
+/** Connects to Redis when HOLM_REDIS_URL is set; the server's boot awaits it. */
+export async function openCluster(): Promise<void> {
+  const url = env().HOLM_REDIS_URL;
+  if (!url || pub) return;
+  pub = client(url, "pub");
+  sub = client(url, "sub");
+  await Promise.all([pub.ping(), sub.psubscribe(`${PREFIX}bus:*`)]);
+  sub.on("pmessage", (_pattern, channel, raw) => {
+    let msg: { from: string; payload: unknown };
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    if (msg.from === SERVER_ID) return;
+    for (const h of handlers.get(channel.slice(`${PREFIX}bus:`.length)) ?? []) {
+      try {
+        h(msg.payload);
+      } catch (err) {
+        console.error(`[holm] handling ${channel} failed:`, err);
+      }
+    }
+  });
+  const beat = () => pub!.set(`${PREFIX}alive:${SERVER_ID}`, "1", "PX", ALIVE_TTL_MS).catch(() => undefined);
+  await beat();
+  aliveTimer = setInterval(beat, ALIVE_EVERY_MS);
+  aliveTimer.unref();
+}
+
+export async function closeCluster(): Promise<void> {
+  clearInterval(aliveTimer);
+  const [p, s] = [pub, sub];
+  pub = sub = undefined;
+  await p?.del(`${PREFIX}alive:${SERVER_ID}`).catch(() => undefined);
+  p?.disconnect();
+  s?.disconnect();
+}
+
+/** Tells the other servers; this one has acted already. Lost news is made up by each reader's own re-reads. */
+export function publish(channel: string, payload: unknown): void {
+  pub?.publish(`${PREFIX}bus:${channel}`, JSON.stringify({ from: SERVER_ID, payload })).catch((err) =>
+    console.error(`[holm] publishing ${channel} failed:`, err.message),
+  );
+}
+
+/** Listens to what the other servers publish on `channel`. */
+export function onClusterMessage(channel: string, handler: (payload: unknown) => void): void {
+  const set = handlers.get(channel) ?? new Set();
+  set.add(handler);
+  handlers.set(channel, set);
+}
+
+/** Two fresh connections for socket.io's Redis adapter, or undefined for one server. */
+export function adapterClients(): { pubClient: Redis; subClient: Redis } | undefined {
+  if (!pub) return undefined;
+  return { pubClient: pub.duplicate(), subClient: pub.duplicate() };
+}
+
+/** Whether the server `id` still says it is alive (this one always is). */
+export async function serverAlive(id: string): Promise<boolean> {
+  if (id === SERVER_ID) return true;
+  if (!pub) return false;
+  return (await pub.exists(`${PREFIX}alive:${id}`)) === 1;
+}
+
+// Deletes or extends the lock only if it is still ours: a lease that ran out may belong to another now.
+const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
+const RENEW = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
+// A lock's lease: its holder renews it while it works, so a server that dies holding one frees it
+// within this long, and a live one never loses it to a slow step.
+const LOCK_LEASE_MS = 10_000;
+const LOCK_RENEW_MS = 3_000;
+
+/**
+ * Runs `fn` holding the cluster-wide lock `name` (a Redis key set NX with a lease its holder
+ * renews). Waiters poll; order among servers is not kept (each server keeps its own queue in front
+ * of this). Without Redis it just runs `fn`.
+ */
+export async function withClusterLock<T>(name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const r = pub;
+  if (!r) return fn();
+  const key = `${PREFIX}lock:${name}`;
+  const token = `${SERVER_ID}:${randomUUID()}`;
+  for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
+    if ((await r.set(key, token, "PX", LOCK_LEASE_MS, "NX")) === "OK") break;
+    signal?.throwIfAborted();
+    await new Promise((res) => setTimeout(res, wait));
+  }
+  const renew = setInterval(() => {
+    r.eval(RENEW, 1, key, token, String(LOCK_LEASE_MS)).catch((err) => console.error(`[holm] renewing ${key} failed:`, err.message));
+  }, LOCK_RENEW_MS);
+  renew.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    await r.eval(RELEASE, 1, key, token).catch((err) => console.error(`[holm] releasing ${key} failed (its lease ends it):`, err.message));
+  }
+}
