@@ -3,6 +3,7 @@ import { benchBoxList } from "./box-list";
 import { benchBoxRead } from "./box-read";
 import { benchBoxStart } from "./box-start";
 import { benchCdp } from "./cdp";
+import { benchCluster } from "./cluster";
 import { benchDensity } from "./density";
 import { benchDrive } from "./drive";
 import { benchPages } from "./pages";
@@ -34,6 +35,7 @@ const benches: Record<string, () => Promise<void>> = {
   "viewers-load": benchViewersLoad,
   density: benchDensity,
   remote: benchRemote,
+  cluster: benchCluster,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);
