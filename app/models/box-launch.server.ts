@@ -1,6 +1,7 @@
 import type { AgentHealth } from "~/protocol/agent";
 import { START_LOG_LINES, type StartPhase } from "~/protocol/box-console";
 import type { Runtime } from "~/runtime/runtime";
+import { withClusterSlot } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
@@ -71,7 +72,8 @@ export async function launch(row: BoxRow): Promise<void> {
   const start = new StartTracker(row);
   const release = await startSlot(!!row.pooled);
   try {
-    await launchNow(row, start);
+    // Several servers on one engine (docs/decisions/0021) share its start slots too.
+    await withClusterSlot(`start:${row.runtime}`, env().HOLM_LAUNCH_CONCURRENCY, () => launchNow(row, start));
   } finally {
     release();
     // A launch that ended without ready or failed (the box was removed) shows what it saved.

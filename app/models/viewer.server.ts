@@ -1,3 +1,4 @@
+import { othersCounts, shareCounts } from "~/utils/cluster.server";
 import { EventEmitter } from "node:events";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import { type BoxJson, boxChanges } from "./box.server";
@@ -58,8 +59,20 @@ export function viewers(boxId: string, screen: number): ViewerCounts {
   return { watching: set?.size ?? 0, driving: drivers.length, drivers };
 }
 
+/**
+ * The counts of every server (docs/decisions/0021): this one's, and the others' as they shared
+ * them. `drivers` stays this server's own (what keeps a takeover alive here).
+ */
+export async function allViewers(boxId: string, screen: number): Promise<ViewerCounts> {
+  const here = viewers(boxId, screen);
+  const [watching = 0, driving = 0] = await othersCounts(`viewers:${keyOf(boxId, screen)}`, 2);
+  return { ...here, watching: here.watching + watching, driving: here.driving + driving };
+}
+
 function changed(boxId: string, screen: number) {
-  events.emit("change", { boxId, screen, ...viewers(boxId, screen) } satisfies ViewersChange);
+  const counts = viewers(boxId, screen);
+  shareCounts(`viewers:${keyOf(boxId, screen)}`, [counts.watching, counts.driving]);
+  events.emit("change", { boxId, screen, ...counts } satisfies ViewersChange);
 }
 
 /** Adds a live connection; returns the function that removes it (safe to call twice). */

@@ -112,13 +112,25 @@ const LOCK_RENEW_MS = 3_000;
  * renews). Waiters poll; order among servers is not kept (each server keeps its own queue in front
  * of this). Without Redis it just runs `fn`.
  */
-export async function withClusterLock<T>(name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export function withClusterLock<T>(name: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  return withClusterSlot(name, 1, fn, signal);
+}
+
+/**
+ * Runs `fn` holding one of `slots` cluster-wide slots named `name` (at most that many holders on
+ * all servers together), each a Redis key with a lease as above. Without Redis it just runs `fn`.
+ */
+export async function withClusterSlot<T>(name: string, slots: number, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const r = pub;
   if (!r) return fn();
-  const key = `${PREFIX}lock:${name}`;
   const token = `${SERVER_ID}:${randomUUID()}`;
-  for (let wait = 2; ; wait = Math.min(wait * 2, 50)) {
-    if ((await r.set(key, token, "PX", LOCK_LEASE_MS, "NX")) === "OK") break;
+  let key = "";
+  for (let wait = 2; !key; wait = Math.min(wait * 2, 50)) {
+    for (let i = 0; i < slots && !key; i++) {
+      const k = `${PREFIX}lock:${name}:${i}`;
+      if ((await r.set(k, token, "PX", LOCK_LEASE_MS, "NX")) === "OK") key = k;
+    }
+    if (key) break;
     signal?.throwIfAborted();
     await new Promise((res) => setTimeout(res, wait));
   }
@@ -132,4 +144,33 @@ export async function withClusterLock<T>(name: string, fn: () => Promise<T>, sig
     clearInterval(renew);
     await r.eval(RELEASE, 1, key, token).catch((err) => console.error(`[holm] releasing ${key} failed (its lease ends it):`, err.message));
   }
+}
+
+// Counts each server keeps of its own (viewers on a screen), summed across the live servers: a
+// hash per name, one field per server, each server's field written when its count changes and
+// read only while that server is alive.
+const COUNTS_TTL_MS = 24 * 3600 * 1000;
+
+/** Sets this server's share of the counts `name` (a field in a Redis hash; none without Redis). */
+export function shareCounts(name: string, counts: number[]): void {
+  const r = pub;
+  if (!r) return;
+  const key = `${PREFIX}counts:${name}`;
+  const write = counts.every((n) => n === 0) ? r.hdel(key, SERVER_ID) : r.hset(key, SERVER_ID, counts.join(",")).then(() => r.pexpire(key, COUNTS_TTL_MS));
+  write.catch((err: Error) => console.error(`[holm] sharing ${key} failed:`, err.message));
+}
+
+/** The counts `name` of every live server but this one, summed (zeros without Redis). */
+export async function othersCounts(name: string, width: number): Promise<number[]> {
+  const sum = new Array<number>(width).fill(0);
+  const r = pub;
+  if (!r) return sum;
+  const all = await r.hgetall(`${PREFIX}counts:${name}`).catch(() => ({}) as Record<string, string>);
+  const others = Object.entries(all).filter(([id]) => id !== SERVER_ID);
+  const alive = await Promise.all(others.map(([id]) => serverAlive(id)));
+  others.forEach(([, v], i) => {
+    if (!alive[i]) return;
+    v.split(",").forEach((n, j) => (sum[j] = (sum[j] ?? 0) + (Number(n) || 0)));
+  });
+  return sum;
 }

@@ -3,7 +3,7 @@ import { param, v1 } from "~/edge/route.server";
 import { getSettledBox } from "~/models/box.server";
 import { parseScreen } from "~/models/screen.server";
 import { takeoverOf } from "~/models/takeover.server";
-import { viewers } from "~/models/viewer.server";
+import { allViewers } from "~/models/viewer.server";
 
 // Who is on a screen through the viewer socket: `watching` counts every connection (drivers
 // watch too), `driving` those in control mode.
@@ -11,7 +11,8 @@ const route = v1({
   GET: async (args) => {
     const box = await getSettledBox(await requireActor(args.request), param(args, "id"));
     const screen = parseScreen(param(args, "screen"), box);
-    const { watching, driving } = viewers(box.id, screen);
+    // Every server's viewers (docs/decisions/0021).
+    const { watching, driving } = await allViewers(box.id, screen);
     const t = takeoverOf(box.id, screen);
     return {
       watching,
