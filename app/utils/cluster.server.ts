@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
+import { ApiError } from "./api-error.server";
 import { env } from "./env.server";
 
 // Several holm servers, one service (docs/decisions/0021). What one server must tell the others
@@ -96,7 +97,8 @@ export function adapterClients(): { pubClient: Redis; subClient: Redis } | undef
 export async function serverAlive(id: string): Promise<boolean> {
   if (id === SERVER_ID) return true;
   if (!pub) return false;
-  return (await pub.exists(`${PREFIX}alive:${id}`)) === 1;
+  // Redis away: assume it lives (a waiter waits on, rather than running a call twice).
+  return (await pub.exists(`${PREFIX}alive:${id}`).catch(() => 1)) === 1;
 }
 
 // Deletes or extends the lock only if it is still ours: a lease that ran out may belong to another now.
@@ -128,7 +130,10 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
   for (let wait = 2; !key; wait = Math.min(wait * 2, 50)) {
     for (let i = 0; i < slots && !key; i++) {
       const k = `${PREFIX}lock:${name}:${i}`;
-      if ((await r.set(k, token, "PX", LOCK_LEASE_MS, "NX")) === "OK") key = k;
+      const got = await r.set(k, token, "PX", LOCK_LEASE_MS, "NX").catch((err: Error) => {
+        throw new ApiError("unavailable", `the servers' shared lock (Redis) did not answer: ${err.message}`, { retryable: true });
+      });
+      if (got === "OK") key = k;
     }
     if (key) break;
     signal?.throwIfAborted();
