@@ -117,9 +117,10 @@ describe("routes, internal schedule", () => {
   it('"the server keeps events for 7 days" (000), and without HOLM_SERVER_SCHEDULE=external the server prunes by itself', async () => {
     const old = boxId();
     const fresh = boxId();
-    insertEvent(server, Date.now() - 8 * DAY, old);
     insertEvent(server, Date.now() - 6 * DAY, fresh);
-    expect(await eventBoxIds(server)).toEqual(expect.arrayContaining([old, fresh]));
+    insertEvent(server, Date.now() - 8 * DAY, old);
+    // The old one may be gone already (a sweep each second); the log below says a sweep took it.
+    expect(await eventBoxIds(server)).toContain(fresh);
     // HOLM_SERVER_PRUNE_SECS=1: gone within a few sweeps, with nobody calling /v1/jobs/prune.
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && (await eventBoxIds(server)).includes(old)) await sleep(250);
