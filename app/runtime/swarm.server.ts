@@ -198,8 +198,8 @@ export class SwarmRuntime implements Runtime {
             Driver: "bridge",
             Scope: "swarm",
             Internal: name === SWARM_CLOSED,
+            // No labels or options of its own: a network made from a config-only one takes none.
             ConfigFrom: { Network: config },
-            Labels: { "holm.network": "1" },
           } as Docker.NetworkCreateOptions);
         } catch (err) {
           if (statusOf(err) !== 409) throw err;
