@@ -37,6 +37,14 @@ const BOX_LABEL = "holm.box";
 /** How long a task may wait for a node before the launch gives up with the scheduler's words. */
 const UNPLACED_MS = 5_000;
 const START_MS = 120_000;
+/** How long a node's engine may take to say how a container is, and how long one that did not is left alone. */
+const ENGINE_MS = 5_000;
+const SILENT_MS = 10_000;
+
+function within<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+}
 
 export interface SwarmOptions {
   /** The port every node's engine serves its API on (TLS client auth), 2376 unless set. */
@@ -61,6 +69,8 @@ export class SwarmRuntime implements Runtime {
   /** Why a box's task ended, as first seen (a drained node made active again no longer says so). */
   private readonly ended = new Map<string, string>();
   private helper: { image: string; labels: Record<string, string> } | undefined;
+  /** Nodes whose engine did not answer lately, and what went wrong. */
+  private readonly silent = new Map<string, { at: number; why: string }>();
 
   constructor(
     readonly name: string,
@@ -115,7 +125,7 @@ export class SwarmRuntime implements Runtime {
 
   async ping(): Promise<boolean> {
     try {
-      await this.manager.swarmInspect();
+      await within(this.manager.swarmInspect(), ENGINE_MS, "no answer");
       return true;
     } catch {
       return false;
@@ -358,7 +368,12 @@ export class SwarmRuntime implements Runtime {
           `${where} was drained: swarm shut the box's task down there (${state}); holm does not move a desktop to another node, where it would start empty; remove the box`,
         );
       }
-      if (node && node.Status?.State !== "ready") return gone("unreachable", `${where} is ${node.Status?.State}: ${node.Status?.Message || "it does not answer the manager"}`);
+      if (node && node.Status?.State !== "ready") {
+        return gone(
+          "unreachable",
+          `${where} is ${node.Status?.State} (${node.Status?.Message || "it does not answer the manager"}): swarm shut the box's task down (${state}), so it will not come back with the node, and holm does not start it elsewhere; remove the box`,
+        );
+      }
       if (state === "failed" || state === "complete") {
         return { kind: "gone", labels, boxId, state: "stopped", reason: `its desktop stopped on ${where} (${state}: ${task.Status?.Err || task.Status?.Message || "exited"})` };
       }
@@ -396,11 +411,18 @@ export class SwarmRuntime implements Runtime {
       await this.release(ref);
       return { ref, boxId: at.boxId, state: at.state, labels: at.labels, reason: at.reason };
     }
+    // A node whose engine just failed to answer is not dialled again for a while: a host that
+    // vanished does not answer a connection at all, and the reaper asks about each of its boxes.
+    const dead = this.silent.get(at.node.ID);
+    const unreachable = (why: string): RuntimeBox => ({ ref, boxId: at.boxId, state: "unreachable", labels: at.labels, reason: `the engine of ${this.label(at.node)} at ${at.engine.host} does not answer: ${why}` });
+    if (dead && Date.now() - dead.at < SILENT_MS) return unreachable(dead.why);
     let info: RuntimeBox;
     try {
-      info = await at.engine.inspect(at.container);
+      info = await within(at.engine.inspect(at.container), ENGINE_MS, `no answer within ${ENGINE_MS / 1000} s`);
+      this.silent.delete(at.node.ID);
     } catch (err) {
-      return { ref, boxId: at.boxId, state: "unreachable", labels: at.labels, reason: `the engine of ${this.label(at.node)} at ${at.engine.host} does not answer: ${(err as Error).message}` };
+      this.silent.set(at.node.ID, { at: Date.now(), why: (err as Error).message });
+      return unreachable((err as Error).message);
     }
     if (info.state === "missing") {
       return { ref, boxId: at.boxId, state: "unreachable", labels: at.labels, reason: `its container is gone from ${this.label(at.node)}` };

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lan, type RemoteEngine, startLan, startRemoteEngine } from "../support/remote-engine";
 import { RUN_LABEL, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
@@ -82,12 +83,21 @@ beforeAll(async () => {
 
 afterAll(async () => {
   const t = Date.now();
+  // A node cut off by the last test is let back, so its engine stops cleanly.
+  for (const e of engines) {
+    try {
+      execFileSync("ip", ["link", "set", e.link, "up"]);
+    } catch {
+      /* gone already */
+    }
+  }
   if (server) {
     await Promise.all(
       boxes.map((b) => api(`/v1/boxes/${b.id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } }).catch(() => undefined)),
     );
     await server.stop().catch(() => undefined);
   }
+  timings.cleanupBoxes = (Date.now() - t) / 1000;
   // Whatever is left of this run in the swarm and on each engine, then the engines, netns and bridge.
   if (engines[0]) {
     for (const s of await mgr().listServices({ filters: { label: [`holm.test=${RUN_LABEL}`] } }).catch(() => [])) {
@@ -103,6 +113,7 @@ afterAll(async () => {
       await e.stop();
     }),
   );
+  timings.cleanupEngines = (Date.now() - t) / 1000;
   lan?.stop();
   await removeTestBoxes();
   timings.cleanup = (Date.now() - t) / 1000;
@@ -216,4 +227,35 @@ describe("boxes on a swarm of three engines", () => {
     expect(res.status, JSON.stringify(out)).toBe(503);
     expect(out.message).toMatch(/is drained/);
   }, 180_000);
+
+  it("cuts a node off: its boxes go unreachable with the reason, nothing moves, the rest keep answering", async () => {
+    const where = await containersByEngine();
+    const cutAt = 2;
+    const lost = [...where[cutAt]!.keys()];
+    const kept = [...where[0]!.keys()];
+    expect(lost).toHaveLength(PER_NODE);
+    execFileSync("ip", ["link", "set", engines[cutAt]!.link, "down"]);
+    const reasons = await timed("down", () =>
+      until("the cut-off node's boxes to be unreachable", async () => {
+        const states = await Promise.all(lost.map(async (id) => json(await api(`/v1/boxes/${id}`))));
+        return states.every((s) => s.state === "unreachable") ? states.map((s) => s.reason as string) : undefined;
+      }, 90_000),
+    );
+    for (const r of reasons) expect(r).toMatch(/does not answer|is down/);
+    const answers = await Promise.all(kept.map(async (id) => (await api(`/v1/boxes/${id}/exec`, { method: "POST", json: { argv: ["true"] } })).status));
+    expect(answers.every((s) => s === 200)).toBe(true);
+    // What the manager makes of it once it sees the node down: still one task per box, none started elsewhere.
+    const node: any = await timed("manager", () => until("the manager to see the node down", async () => {
+      const n = (await mgr().listNodes()).find((x: any) => x.Status.Addr === engines[cutAt]!.ip) as any;
+      return n?.Status.State === "down" ? n : undefined;
+    }, 60_000));
+    const services = await mgr().listServices({ filters: { label: [`holm.test=${RUN_LABEL}`] } });
+    await new Promise((r) => setTimeout(r, 3000)); // time for the orchestrator to act on the down node, if it would
+    const tasks = await mgr().listTasks();
+    for (const s of services) expect(tasks.filter((t: any) => t.ServiceID === s.ID)).toHaveLength(1);
+    expect((await containersByEngine(true))[0]!.size).toBe(PER_NODE);
+    const later = await Promise.all(lost.map(async (id) => json(await api(`/v1/boxes/${id}`))));
+    for (const b of later) expect(b.state).toBe("unreachable");
+    console.log(`[swarm] node ${node.ID} down; a box of it says: ${later[0].reason}; its task: ${JSON.stringify(tasks.find((t: any) => t.NodeID === node.ID)?.DesiredState)}`);
+  }, 240_000);
 });

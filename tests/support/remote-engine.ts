@@ -19,6 +19,8 @@ export interface RemoteEngine {
   ns: string;
   /** Its address (in the namespace), where it listens. */
   ip: string;
+  /** The host's end of its veth pair: set down, the engine is cut off as a host that went away. */
+  link: string;
   /** A client for checks from the test (over the engine's local socket). */
   docker: Docker;
   stop(): Promise<void>;
@@ -187,7 +189,7 @@ export async function startRemoteEngine(run: string, lan?: { lan: Lan; index: nu
       }
     }
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8");
-    return { host: `tcp://${nsIp}:2376`, ns, ip: nsIp, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
+    return { host: `tcp://${nsIp}:2376`, ns, ip: nsIp, link: vethHost, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
   } catch (err) {
     await stop();
     throw err;
