@@ -268,6 +268,8 @@ export function stopBox(actor: Actor, id: string): Promise<BoxJson> {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot stop`);
     }
     const rt = runtimeOf(cur);
+    // Refused before a paused box is woken for a stop that cannot happen.
+    if (rt.noStop) throw new ApiError("unsupported", rt.noStop);
     // A paused container ignores the stop signal until it runs again.
     if (cur.state === "paused") await rt.unpause(cur.runtime_ref!);
     await rt.stop(cur.runtime_ref!);

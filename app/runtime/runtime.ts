@@ -116,6 +116,8 @@ export interface Runtime {
    * 503 `unavailable`; something it cannot do at all: 400 `unsupported`). Absent: any box goes.
    */
   admitLaunch?(need: PlacementNeed): Promise<void>;
+  /** Why this runtime does not stop boxes (a stop is then `400 unsupported` before anything changes); absent: it does. */
+  readonly noStop?: string;
   /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;

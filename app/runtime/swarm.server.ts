@@ -301,7 +301,9 @@ export class SwarmRuntime implements Runtime {
     const began = Date.now();
     let unplacedSince: number | undefined;
     for (;;) {
-      const { tasks, snap } = await this.tasksOf(ref, true);
+      // This service's tasks only, four times a second; the nodes from the shared snapshot.
+      const [tasks, snap] = await Promise.all([this.manager.listTasks({ filters: { service: [ref] } }) as Promise<SwarmTask[]>, this.snapshot()]);
+      tasks.sort((a, b) => String(a.CreatedAt).localeCompare(String(b.CreatedAt)));
       const task = tasks[0];
       const state = task?.Status?.State ?? "new";
       const why = task?.Status?.Err || task?.Status?.Message || state;
@@ -371,7 +373,7 @@ export class SwarmRuntime implements Runtime {
       if (node && node.Status?.State !== "ready") {
         return gone(
           "unreachable",
-          `${where} is ${node.Status?.State} (${node.Status?.Message || "it does not answer the manager"}): swarm shut the box's task down (${state}), so it will not come back with the node, and holm does not start it elsewhere; remove the box`,
+          `${where} is ${node.Status?.State} (${node.Status?.Message || "it does not answer the manager"}): swarm shut the box's task down (desired state ${task.DesiredState}), so it will not come back with the node, and holm does not start it elsewhere; remove the box`,
         );
       }
       if (state === "failed" || state === "complete") {
@@ -457,9 +459,13 @@ export class SwarmRuntime implements Runtime {
     await engine.unpause(container);
   }
 
+  get noStop(): string {
+    return `boxes on the swarm runtime "${this.name}" are not stopped (swarm would not start the same desktop again); pause or remove the box`;
+  }
+
   /** Not built: a stopped task is over for swarm, and starting it again would be a new desktop. */
   async stop(_ref: string): Promise<void> {
-    throw unsupported(`boxes on the swarm runtime "${this.name}" are not stopped (swarm would not start the same desktop again); pause or remove the box`);
+    throw unsupported(this.noStop);
   }
 
   async remove(ref: string): Promise<void> {
