@@ -309,6 +309,8 @@ export class SwarmRuntime implements Runtime {
       const why = task?.Status?.Err || task?.Status?.Message || state;
       if (task && state === "running" && task.NodeID && task.Status?.ContainerStatus?.ContainerID) {
         this.placed.set(ref, { nodeId: task.NodeID, container: task.Status.ContainerStatus.ContainerID });
+        // The shared snapshot may be older than this: the next look at the box reads a fresh one.
+        this.snap = undefined;
         return;
       }
       if (task && ENDED.has(state)) {
@@ -346,8 +348,11 @@ export class SwarmRuntime implements Runtime {
       throw err;
     }
     const boxId = labels[BOX_LABEL] ?? "";
-    const { tasks, snap } = await this.tasksOf(ref);
     const seen = this.placed.get(ref);
+    let { tasks, snap } = await this.tasksOf(ref);
+    // A snapshot older than what start() saw is read again before anything is concluded from it.
+    const known = (list: SwarmTask[]) => list.some((t) => t.Status?.ContainerStatus?.ContainerID === seen?.container);
+    if (seen && !known(tasks)) ({ tasks, snap } = await this.tasksOf(ref, true));
     const task = seen ? tasks.find((t) => t.Status?.ContainerStatus?.ContainerID === seen.container) : tasks[0];
     const gone = (state: "unreachable" | "stopped", reason: string) => {
       if (state === "unreachable" && !this.ended.has(ref)) this.ended.set(ref, reason);

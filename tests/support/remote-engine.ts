@@ -136,13 +136,12 @@ export async function startRemoteEngine(run: string, lan?: { lan: Lan; index: nu
     quiet("sh", ["-c", `grep -E ' (${roots})[/ ]' /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l`]);
     quiet("ip", ["link", "del", vethHost]);
     quiet("ip", ["netns", "del", ns]);
-    for (const dir of [dataRoot, execRoot]) {
-      try {
-        fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
-      } catch (err) {
-        console.warn(`[tests] could not remove ${dir}: ${(err as Error).message}`);
-      }
-    }
+    // Not rmSync: engines stopped side by side (a swarm's) remove their ~1 GB roots at once.
+    await Promise.all(
+      [dataRoot, execRoot].map((dir) =>
+        fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 5 }).catch((err) => console.warn(`[tests] could not remove ${dir}: ${(err as Error).message}`)),
+      ),
+    );
     fs.rmSync(sock, { force: true });
     fs.rmSync(pidfile, { force: true });
     fs.rmSync(certs, { recursive: true, force: true });
