@@ -146,7 +146,7 @@ const docker: RuntimeProvider = {
   },
 };
 
-/** What boxes on a swarm can do (ADR 0021): no stop (a task is not started again), no persistent files. */
+/** What boxes on a swarm can do (ADR 0022): no stop (a task is not started again), no persistent files. */
 export const SWARM_CAN: Capabilities = { ...LOCAL_DOCKER_CAN, persistent: false, stop: false };
 
 const SwarmFields = z.strictObject({
@@ -156,7 +156,7 @@ const SwarmFields = z.strictObject({
 });
 
 /**
- * A Docker Swarm (ADR 0021): `fields.host` is a manager's engine (`tcp://`, TLS client auth);
+ * A Docker Swarm (ADR 0022): `fields.host` is a manager's engine (`tcp://`, TLS client auth);
  * every node's engine answers on `engine_port` (2376) with the same credentials; `constraints`
  * go into every box's service.
  */

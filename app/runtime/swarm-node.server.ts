@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import type { DockerRuntime } from "./docker.server";
 import { RemoteDockerRuntime, type TlsSecrets } from "./remote-docker.server";
 
-// The parts of a swarm runtime (swarm.server.ts, ADR 0021) that are about one node: what the
+// The parts of a swarm runtime (swarm.server.ts, ADR 0022) that are about one node: what the
 // manager says of nodes and tasks, and the engine of one node, through which the server reaches
 // the boxes on it.
 

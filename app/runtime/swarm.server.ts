@@ -20,7 +20,7 @@ import type {
   Shell,
 } from "./runtime";
 
-// Boxes on a Docker Swarm (ADR 0021): each box is a service of one replica, placed by the swarm's
+// Boxes on a Docker Swarm (ADR 0022): each box is a service of one replica, placed by the swarm's
 // scheduler from its resource reservations (the box's memory and CPUs) and the runtime's
 // placement constraints. The server talks to the manager's API for services, tasks and nodes,
 // and to the engine of the node a box's task landed on for everything about its container: the

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lan, type RemoteEngine, startLan, startRemoteEngine } from "../support/remote-engine";
 import { RUN_LABEL, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
-// A Docker Swarm runtime (ADR 0021) on three engines, each in a network namespace of its own on
+// A Docker Swarm runtime (ADR 0022) on three engines, each in a network namespace of its own on
 // one bridge (a LAN), with TLS client auth from one CA. The swarm's scheduler places 30 boxes by
 // their memory reservations: each node's share is sized so that exactly 10 fit, so the spread is
 // the reservations' doing. Every box is ready and answers through the server (an exec each, a

@@ -79,7 +79,7 @@ describe("remote engine helpers", () => {
   });
 });
 
-describe("the swarm provider (ADR 0021)", () => {
+describe("the swarm provider (ADR 0022)", () => {
   const swarm = provider("swarm");
 
   it("takes a manager's tcp:// engine, an engine port and constraints; needs all three TLS secrets", () => {
