@@ -137,7 +137,7 @@ const rows: Row[] = [
     op: "POST /v1/runtimes",
     id: "createRuntime",
     tag: "runtimes",
-    summary: "Add a runtime (provider `docker` with `fields.host` tcp:// and TLS secrets ca, cert, key, or ssh://). Other providers: 400 `unsupported`.",
+    summary: "Add a runtime (provider `docker` with `fields.host` tcp:// and TLS secrets ca, cert, key, or ssh://; provider `swarm` with a manager's tcp:// `fields.host`, optional `engine_port` and `constraints`, and the same TLS secrets). Other providers: 400 `unsupported`.",
     body: RuntimeCreateSchema,
     example: { name: "edge", provider: "docker", fields: { host: "ssh://holm@engine.example" } },
     errors: ["unsupported", "denied"],

@@ -216,6 +216,7 @@ export async function waitReady(rt: Runtime, row: BoxRow, onHealth?: (h: AgentHe
       const info = await rt.inspect(row.runtime_ref!);
       if (info.state === "missing") throw new StartFailure("missing", "its container disappeared");
       if (info.state === "stopped") throw new StartFailure("exited", "its desktop stopped");
+      if (info.state === "unreachable") throw new StartFailure("missing", info.reason ?? "the runtime cannot reach it");
       address = info.address;
     }
     const health = address ? await probeHealth(address, 500) : undefined;

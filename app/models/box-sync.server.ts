@@ -68,6 +68,20 @@ async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
     });
     return "forgotten";
   }
+  if (info.state === "unreachable") {
+    // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
+    forgetAddress(row.id);
+    const why = info.reason ?? `the ${row.runtime} runtime cannot reach the box`;
+    if (row.state !== "unreachable" || row.reason !== why) {
+      const was = row.state;
+      await setState(row, "unreachable", why);
+      if (was !== "unreachable") {
+        await trace(row.id, "unreachable", { reason: why });
+        await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
+      }
+    }
+    return "kept";
+  }
   const state: BoxState = info.state === "running" ? "ready" : info.state === "paused" ? "paused" : "stopped";
   if (info.address) rememberAddress(row.id, info.address);
   if (state !== row.state) await setState(row, state, null);

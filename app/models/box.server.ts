@@ -37,6 +37,7 @@ import {
   type NormalSpec,
   type Placement,
   type Spec,
+  boxMemory,
   imageRequest,
   normalizePlacement,
   normalizeSpec,
@@ -115,6 +116,8 @@ export async function createBox(
   // 404 for no such runtime; 400 `unsupported` for an added one this server cannot launch on.
   await requireLaunchable(placement.runtime);
   const rt = runtime(placement.runtime)!;
+  // A runtime that places boxes itself (a swarm) refuses one no node can take now, up front.
+  await rt.admitLaunch?.({ memory: boxMemory(placement), cpus: placement.cpus, persistent: placement.persistent });
   const owner = ownerOf(actor) ?? null;
   const by = await actorIdentity(actor);
   // A warm box of this spec, if the pool has one (ADR 0014): ready now, no launch.
@@ -265,6 +268,8 @@ export function stopBox(actor: Actor, id: string): Promise<BoxJson> {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot stop`);
     }
     const rt = runtimeOf(cur);
+    // Refused before a paused box is woken for a stop that cannot happen.
+    if (rt.noStop) throw new ApiError("unsupported", rt.noStop);
     // A paused container ignores the stop signal until it runs again.
     if (cur.state === "paused") await rt.unpause(cur.runtime_ref!);
     await rt.stop(cur.runtime_ref!);

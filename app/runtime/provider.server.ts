@@ -4,6 +4,7 @@ import { badRequest, unsupported } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { DockerRuntime } from "./docker.server";
 import { RemoteDockerRuntime } from "./remote-docker.server";
+import { SwarmRuntime } from "./swarm.server";
 import type { Runtime } from "./runtime";
 
 // Providers: the kinds of runtime an operator can add with POST /v1/runtimes (ADR 0017). A
@@ -145,7 +146,57 @@ const docker: RuntimeProvider = {
   },
 };
 
-export const PROVIDERS: ReadonlyMap<string, RuntimeProvider> = new Map([[docker.name, docker]]);
+/** What boxes on a swarm can do (ADR 0022): no stop (a task is not started again), no persistent files. */
+export const SWARM_CAN: Capabilities = { ...LOCAL_DOCKER_CAN, persistent: false, stop: false };
+
+const SwarmFields = z.strictObject({
+  host: z.string().max(400).regex(/^tcp:\/\/(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\/?$/, "tcp://HOST:PORT (a manager's engine)"),
+  engine_port: z.number().int().min(1).max(65535).optional(),
+  constraints: z.array(z.string().min(3).max(200).regex(/^[A-Za-z0-9_.-]+\s*(==|!=)\s*[^\s].*$/, "a swarm constraint such as node.labels.holm==boxes")).max(20).optional(),
+});
+
+/**
+ * A Docker Swarm (ADR 0022): `fields.host` is a manager's engine (`tcp://`, TLS client auth);
+ * every node's engine answers on `engine_port` (2376) with the same credentials; `constraints`
+ * go into every box's service.
+ */
+const swarm: RuntimeProvider = {
+  name: "swarm",
+  secretNames: TLS_SECRETS,
+  check(fields, secrets) {
+    const f = validate(z.strictObject({ fields: SwarmFields }), { fields }, "body").fields;
+    for (const name of Object.keys(secrets)) {
+      if (!this.secretNames.includes(name)) throw badRequest(`secrets: unknown key "${name}"; a swarm runtime takes ${this.secretNames.join(", ")}`);
+    }
+    const missing = TLS_SECRETS.filter((n) => !secrets[n]);
+    if (missing.length) throw badRequest(`secrets: a swarm's engines need TLS client auth; missing ${missing.join(", ")}`);
+    checkPem("ca", secrets.ca!, "cert");
+    checkPem("cert", secrets.cert!, "cert");
+    checkPem("key", secrets.key!, "key");
+    return {
+      host: f.host.replace(/\/$/, ""),
+      engine_port: f.engine_port ?? 2376,
+      ...(f.constraints?.length ? { constraints: f.constraints.map((c) => c.replace(/\s+/g, "")) } : {}),
+    };
+  },
+  can() {
+    return SWARM_CAN;
+  },
+  notLaunchable() {
+    return undefined;
+  },
+  open(name, fields, secrets, local) {
+    return new SwarmRuntime(name, String(fields.host), { ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! }, local, {
+      enginePort: Number(fields.engine_port ?? 2376),
+      constraints: Array.isArray(fields.constraints) ? fields.constraints.map(String) : [],
+    });
+  },
+};
+
+export const PROVIDERS: ReadonlyMap<string, RuntimeProvider> = new Map([
+  [docker.name, docker],
+  [swarm.name, swarm],
+]);
 
 /** The provider by name, or 400 `unsupported` listing the ones there are. */
 export function provider(name: string): RuntimeProvider {

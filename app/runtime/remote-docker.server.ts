@@ -1,3 +1,4 @@
+import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { DockerRuntime } from "./docker.server";
 import { LoopbackForwards } from "./exec-tunnel.server";
@@ -31,12 +32,40 @@ export function remoteClient(host: string, tls: TlsSecrets): Docker {
   });
 }
 
+/**
+ * Streams `image` from `local` into every target engine: one export, its bytes copied to each
+ * target's load as they come (there is no registry; a swarm's nodes all need the image).
+ */
+export async function sendImage(local: Docker, image: string, targets: { docker: Docker; host: string }[], log: (line: string) => void): Promise<void> {
+  if (!targets.length) return;
+  const where = targets.map((t) => t.host).join(", ");
+  log(`Sending ${image} to ${where}`);
+  const started = Date.now();
+  const tar = (await local.getImage(image).get()) as NodeJS.ReadableStream;
+  const copies = targets.map(() => new PassThrough({ highWaterMark: 4 * 1024 * 1024 }));
+  // The slowest engine sets the pace: the export pauses while any copy is full.
+  for (const c of copies) tar.pipe(c);
+  tar.on("error", (err) => copies.forEach((c) => c.destroy(err as Error)));
+  await Promise.all(
+    targets.map(async (t, i) => {
+      const res = await t.docker.loadImage(copies[i]!);
+      await new Promise<void>((resolve, reject) => {
+        t.docker.modem.followProgress(res, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {
+          if (ev.error) reject(new Error(ev.error));
+          else if (ev.stream?.trim()) log(ev.stream.trim());
+        });
+      });
+    }),
+  );
+  log(`Sent ${image} to ${where} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
 export class RemoteDockerRuntime extends DockerRuntime {
   private readonly forwards: LoopbackForwards;
   private readonly moving = new Map<string, Promise<void>>();
   /** An image the engine holds (the last one a box was created from): the helper runs it. */
-  private helperImage: string | undefined;
-  private helperLabels: Record<string, string> = {};
+  protected helperImage: string | undefined;
+  protected helperLabels: Record<string, string> = {};
 
   /** `local` builds the images this engine then receives. */
   constructor(
@@ -82,7 +111,8 @@ export class RemoteDockerRuntime extends DockerRuntime {
     }
   }
 
-  private async holds(tag: string): Promise<boolean> {
+  /** Whether the engine holds the image `tag`. */
+  async holds(tag: string): Promise<boolean> {
     try {
       await this.docker.getImage(tag).inspect();
       return true;
@@ -105,17 +135,7 @@ export class RemoteDockerRuntime extends DockerRuntime {
     if (!move) {
       move = (async () => {
         await this.local.ensureImage(req, log);
-        log(`Sending ${image} to ${this.host}`);
-        const started = Date.now();
-        const tar = await this.local.docker.getImage(image).get();
-        const res = await this.docker.loadImage(tar);
-        await new Promise<void>((resolve, reject) => {
-          this.docker.modem.followProgress(res, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {
-            if (ev.error) reject(new Error(ev.error));
-            else if (ev.stream?.trim()) log(ev.stream.trim());
-          });
-        });
-        log(`Sent ${image} to ${this.host} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        await sendImage(this.local.docker, image, [{ docker: this.docker, host: this.host }], log);
       })().finally(() => this.moving.delete(image));
       this.moving.set(image, move);
     }
@@ -151,6 +171,11 @@ export class RemoteDockerRuntime extends DockerRuntime {
   override async remove(ref: string): Promise<void> {
     await this.forwards.close(ref);
     await super.remove(ref);
+  }
+
+  /** Closes the listeners of one box (a swarm box whose node went away). */
+  closeForwards(ref: string): Promise<void> {
+    return this.forwards.close(ref);
   }
 
   /** Closes every listener (the runtime was changed or removed). */

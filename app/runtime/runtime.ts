@@ -57,7 +57,11 @@ export interface BoxLaunch {
   persistent: boolean;
 }
 
-export type RuntimeState = "running" | "paused" | "stopped" | "missing";
+/**
+ * `unreachable`: the runtime answers, but not for this box (a cluster node that is down or was
+ * drained); `reason` says why. The box is kept, not moved (swarm.server.ts).
+ */
+export type RuntimeState = "running" | "paused" | "stopped" | "missing" | "unreachable";
 
 export interface RuntimeBox {
   ref: string;
@@ -66,6 +70,16 @@ export interface RuntimeBox {
   labels: Record<string, string>;
   /** Address the server reaches the box at, when it runs. */
   address?: string;
+  /** Why, in words, when the state needs it (`unreachable`). */
+  reason?: string;
+}
+
+/** What a new box will ask of a runtime that places boxes itself (a cluster's scheduler). */
+export interface PlacementNeed {
+  /** Its memory, such as "2g" (reserved on the node it lands on). */
+  memory: string;
+  cpus?: string;
+  persistent: boolean;
 }
 
 /** An interactive shell in a box, with a TTY (the console's terminal). */
@@ -97,6 +111,13 @@ export interface Runtime {
   removeImage(image: string): Promise<boolean>;
   /** The box images this runtime holds (`holm-x11:*`, `holm-base:*`), by tag, with their dates: for prune. */
   listBoxImages(): Promise<EngineImage[]>;
+  /**
+   * Refuses a new box before it is recorded (a cluster runtime with no node that can take it now:
+   * 503 `unavailable`; something it cannot do at all: 400 `unsupported`). Absent: any box goes.
+   */
+  admitLaunch?(need: PlacementNeed): Promise<void>;
+  /** Why this runtime does not stop boxes (a stop is then `400 unsupported` before anything changes); absent: it does. */
+  readonly noStop?: string;
   /** Checks what boxes rely on on the host (networks, firewall); run at server start. */
   prepare(): Promise<void>;
   create(launch: BoxLaunch): Promise<{ ref: string }>;

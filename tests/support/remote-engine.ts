@@ -17,6 +17,10 @@ export interface RemoteEngine {
   tls: { ca: string; cert: string; key: string };
   /** The network namespace it runs in (its "host"). */
   ns: string;
+  /** Its address (in the namespace), where it listens. */
+  ip: string;
+  /** The host's end of its veth pair: set down, the engine is cut off as a host that went away. */
+  link: string;
   /** A client for checks from the test (over the engine's local socket). */
   docker: Docker;
   stop(): Promise<void>;
@@ -34,20 +38,70 @@ function quiet(cmd: string, args: string[]): void {
   }
 }
 
-function makeCerts(dir: string, ip: string): void {
+/** A CA and a client certificate it signs (ca.pem, client.pem, client-key.pem) in `dir`. */
+function makeCa(dir: string): void {
   const o = (...args: string[]) => sh("openssl", args, { cwd: dir });
   o("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=holm-test-ca", "-keyout", "ca-key.pem", "-out", "ca.pem");
-  fs.writeFileSync(path.join(dir, "server.ext"), `subjectAltName=IP:${ip}\nextendedKeyUsage=serverAuth\n`);
   fs.writeFileSync(path.join(dir, "client.ext"), "extendedKeyUsage=clientAuth\n");
-  for (const who of ["server", "client"]) {
-    o("req", "-newkey", "rsa:2048", "-nodes", "-subj", `/CN=holm-test-${who}`, "-keyout", `${who}-key.pem`, "-out", `${who}.csr`);
-    o("x509", "-req", "-in", `${who}.csr`, "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-days", "1", "-extfile", `${who}.ext`, "-out", `${who}.pem`);
-  }
+  o("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=holm-test-client", "-keyout", "client-key.pem", "-out", "client.csr");
+  o("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-days", "1", "-extfile", "client.ext", "-out", "client.pem");
 }
 
-/** Starts the engine; `run` makes every name unique (netns, veth, roots). */
-export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
-  const h = createHash("sha256").update(run).digest();
+/** A server certificate for `ip` (server.pem, server-key.pem in `dir`) signed by the CA in `caDir`. */
+function makeServerCert(caDir: string, dir: string, ip: string): void {
+  const o = (...args: string[]) => sh("openssl", args, { cwd: dir });
+  fs.writeFileSync(path.join(dir, "server.ext"), `subjectAltName=IP:${ip}\nextendedKeyUsage=serverAuth\n`);
+  o("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=holm-test-server", "-keyout", "server-key.pem", "-out", "server.csr");
+  o("x509", "-req", "-in", "server.csr", "-CA", path.join(caDir, "ca.pem"), "-CAkey", path.join(caDir, "ca-key.pem"), "-CAcreateserial", "-days", "1", "-extfile", "server.ext", "-out", "server.pem");
+}
+
+/**
+ * A host bridge several engines share, as machines share a LAN (a swarm's nodes reach each
+ * other on it): 10.214.X.0/24, .1 on this host. Made by `startLan`, removed by its `stop`.
+ */
+export interface Lan {
+  bridge: string;
+  /** The first three octets, e.g. `10.214.7`. */
+  prefix: string;
+  /** One CA for every engine on it, and the client credentials it signs (a runtime's `secrets`). */
+  certs: string;
+  tls: { ca: string; cert: string; key: string };
+  stop(): void;
+}
+
+/** A bridge of its own for `run` (unique names), with traffic across it let through (FORWARD). */
+export function startLan(run: string): Lan {
+  const h = createHash("sha256").update(`lan\u0000${run}`).digest();
+  const bridge = `hlb${h.subarray(0, 4).toString("hex")}`;
+  const prefix = `10.214.${h[4]!}`;
+  // Docker's FORWARD policy is DROP and bridged frames pass iptables here (bridge-nf-call-iptables).
+  const rule = ["FORWARD", "-i", bridge, "-o", bridge, "-j", "ACCEPT"];
+  const certs = fs.mkdtempSync(path.join(os.tmpdir(), "holm-lan-certs-"));
+  const stop = () => {
+    quiet("iptables", ["-D", ...rule]);
+    quiet("ip", ["link", "del", bridge]);
+    fs.rmSync(certs, { recursive: true, force: true });
+  };
+  try {
+    makeCa(certs);
+    sh("ip", ["link", "add", bridge, "type", "bridge"]);
+    sh("ip", ["addr", "add", `${prefix}.1/24`, "dev", bridge]);
+    sh("ip", ["link", "set", bridge, "up"]);
+    sh("iptables", ["-I", ...rule]);
+  } catch (err) {
+    stop();
+    throw err;
+  }
+  const read = (f: string) => fs.readFileSync(path.join(certs, f), "utf8");
+  return { bridge, prefix, certs, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, stop };
+}
+
+/**
+ * Starts the engine; `run` makes every name unique (netns, veth, roots). With `lan`, the engine
+ * sits on that bridge at `.{index + 2}` instead of a /30 of its own.
+ */
+export async function startRemoteEngine(run: string, lan?: { lan: Lan; index: number }): Promise<RemoteEngine> {
+  const h = createHash("sha256").update(lan ? `${run}\u0000${lan.index}` : run).digest();
   const id = h.subarray(0, 4).toString("hex");
   const ns = `holm-rt-${id}`;
   const vethHost = `hrt${id}`;
@@ -56,7 +110,7 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
   const third = h[4]!;
   const fourth = (h[5]! % 64) * 4;
   const hostIp = `10.213.${third}.${fourth + 1}`;
-  const nsIp = `10.213.${third}.${fourth + 2}`;
+  const nsIp = lan ? `${lan.lan.prefix}.${lan.index + 2}` : `10.213.${third}.${fourth + 2}`;
   const dataRoot = `/var/lib/holm-rt-${id}`;
   const execRoot = `/var/run/holm-rt-${id}`;
   const sock = `/var/run/holm-rt-${id}.sock`;
@@ -82,13 +136,12 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
     quiet("sh", ["-c", `grep -E ' (${roots})[/ ]' /proc/mounts | awk '{print $2}' | sort -r | xargs -r -n1 umount -l`]);
     quiet("ip", ["link", "del", vethHost]);
     quiet("ip", ["netns", "del", ns]);
-    for (const dir of [dataRoot, execRoot]) {
-      try {
-        fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
-      } catch (err) {
-        console.warn(`[tests] could not remove ${dir}: ${(err as Error).message}`);
-      }
-    }
+    // Not rmSync: engines stopped side by side (a swarm's) remove their ~1 GB roots at once.
+    await Promise.all(
+      [dataRoot, execRoot].map((dir) =>
+        fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 5 }).catch((err) => console.warn(`[tests] could not remove ${dir}: ${(err as Error).message}`)),
+      ),
+    );
     fs.rmSync(sock, { force: true });
     fs.rmSync(pidfile, { force: true });
     fs.rmSync(certs, { recursive: true, force: true });
@@ -98,12 +151,15 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
     sh("ip", ["netns", "add", ns]);
     sh("ip", ["link", "add", vethHost, "type", "veth", "peer", "name", vethNs]);
     sh("ip", ["link", "set", vethNs, "netns", ns]);
-    sh("ip", ["addr", "add", `${hostIp}/30`, "dev", vethHost]);
+    if (lan) sh("ip", ["link", "set", vethHost, "master", lan.lan.bridge]);
+    else sh("ip", ["addr", "add", `${hostIp}/30`, "dev", vethHost]);
     sh("ip", ["link", "set", vethHost, "up"]);
-    sh("ip", ["netns", "exec", ns, "ip", "addr", "add", `${nsIp}/30`, "dev", vethNs]);
+    sh("ip", ["netns", "exec", ns, "ip", "addr", "add", `${nsIp}/${lan ? 24 : 30}`, "dev", vethNs]);
     sh("ip", ["netns", "exec", ns, "ip", "link", "set", vethNs, "up"]);
     sh("ip", ["netns", "exec", ns, "ip", "link", "set", "lo", "up"]);
-    makeCerts(certs, nsIp);
+    const caDir = lan ? lan.lan.certs : certs;
+    if (!lan) makeCa(certs);
+    makeServerCert(caDir, certs, nsIp);
     // nsenter, not `ip netns exec`: that also remounts /sys, hiding the cgroups dockerd needs.
     daemon = spawn(
       "nsenter",
@@ -111,7 +167,7 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
         `--net=/var/run/netns/${ns}`, "dockerd",
         "--data-root", dataRoot, "--exec-root", execRoot, "--pidfile", pidfile,
         "-H", `unix://${sock}`, "-H", `tcp://${nsIp}:2376`,
-        "--tlsverify", "--tlscacert", path.join(certs, "ca.pem"),
+        "--tlsverify", "--tlscacert", path.join(caDir, "ca.pem"),
         "--tlscert", path.join(certs, "server.pem"), "--tlskey", path.join(certs, "server-key.pem"),
         "--containerd-namespace", `holm-rt-${id}`, "--containerd-plugins-namespace", `holm-rt-${id}-p`,
       ],
@@ -131,8 +187,8 @@ export async function startRemoteEngine(run: string): Promise<RemoteEngine> {
         await new Promise((r) => setTimeout(r, 250));
       }
     }
-    const read = (f: string) => fs.readFileSync(path.join(certs, f), "utf8");
-    return { host: `tcp://${nsIp}:2376`, ns, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
+    const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8");
+    return { host: `tcp://${nsIp}:2376`, ns, ip: nsIp, link: vethHost, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -78,3 +78,52 @@ describe("remote engine helpers", () => {
     expect(script.split("\n").filter((l) => l.includes("ensure ")).length).toBe(bridgeRules("br-abc", "X").length);
   });
 });
+
+describe("the swarm provider (ADR 0022)", () => {
+  const swarm = provider("swarm");
+
+  it("takes a manager's tcp:// engine, an engine port and constraints; needs all three TLS secrets", () => {
+    expect(refusal(() => swarm.check({ host: "ssh://m.example" }, {})).message).toMatch(/^fields\.host: /);
+    expect(refusal(() => swarm.check({ host: "tcp://m.example:2376" }, {})).message).toMatch(/missing ca, cert, key/);
+    expect(refusal(() => swarm.check({ host: "tcp://m.example:2376" }, { ssh_key: key })).message).toMatch(/unknown key "ssh_key"/);
+    expect(refusal(() => swarm.check({ host: "tcp://m.example:2376", constraints: ["no operator"] }, {})).message).toMatch(/fields\.constraints/);
+    expect(refusal(() => swarm.check({ host: "tcp://m.example:2376", engine_port: 0 }, {})).message).toMatch(/fields\.engine_port/);
+  });
+
+  it("can do what a box on one engine can, less stop and persistent files", () => {
+    expect(swarm.notLaunchable({ host: "tcp://m.example:2376" })).toBeUndefined();
+    expect(swarm.can({ host: "tcp://m.example:2376" })).toMatchObject({ launch: true, pages: true, pause: true, stop: false, persistent: false });
+  });
+});
+
+describe("swarm placement arithmetic", () => {
+  const GIB = 1024 ** 3;
+  const node = (id: string, mem: number, extra: Record<string, unknown> = {}) => ({
+    ID: id,
+    Description: { Hostname: id, Resources: { MemoryBytes: mem * GIB, NanoCPUs: 2e9 } },
+    Spec: { Availability: "active" },
+    Status: { State: "ready", Addr: "10.0.0.1" },
+    ...extra,
+  });
+  const task = (nodeId: string, mem: number, state = "running", desired = "running") => ({
+    ID: `t-${Math.random()}`,
+    ServiceID: "s",
+    NodeID: nodeId,
+    DesiredState: desired,
+    Spec: { Resources: { Reservations: { MemoryBytes: mem * GIB } } },
+    Status: { State: state },
+  });
+
+  it("a node fits when its memory less its running tasks' reservations holds the box; drained and down nodes never do", async () => {
+    const { placementRefusal } = await import("~/runtime/swarm-node.server");
+    const snap = (nodes: ReturnType<typeof node>[], tasks: ReturnType<typeof task>[]) => ({ nodes: new Map(nodes.map((n) => [n.ID, n])), tasks });
+    expect(placementRefusal(snap([node("a", 8)], [task("a", 4)]), 2 * GIB, 0)).toBeUndefined();
+    // Ended tasks reserve nothing.
+    expect(placementRefusal(snap([node("a", 8)], [task("a", 7, "shutdown", "shutdown")]), 2 * GIB, 0)).toBeUndefined();
+    expect(placementRefusal(snap([node("a", 8)], [task("a", 7)]), 2 * GIB, 0)).toMatch(/a \(a\) has 1\.0 GiB free/);
+    expect(placementRefusal(snap([node("a", 8, { Spec: { Availability: "drain" } })], []), 2 * GIB, 0)).toMatch(/is drained/);
+    expect(placementRefusal(snap([node("a", 8, { Status: { State: "down" } })], []), 2 * GIB, 0)).toMatch(/is down/);
+    expect(placementRefusal(snap([node("a", 8)], []), 2 * GIB, 3e9)).toMatch(/2\.0 CPUs free/);
+    expect(placementRefusal(snap([], []), GIB, 0)).toBe("the swarm has no nodes");
+  });
+});
