@@ -15,9 +15,7 @@ import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
 import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
-import {
-  type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld,
-} from "./takeover-store.server";
+import { type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld } from "./takeover-store.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
 
@@ -67,7 +65,6 @@ export function mayDrive(t: Takeover | undefined, issuer: string): boolean {
   if (t.by.startsWith("user:")) return issuer === t.by;
   return issuer.startsWith("user:");
 }
-
 
 const refused = (message: string) => new ApiError("denied", message, { retryable: true });
 
