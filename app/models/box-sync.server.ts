@@ -1,4 +1,5 @@
-import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
+import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
+import type { Runtime } from "~/runtime/runtime";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
@@ -120,6 +121,26 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const everRecorded = new Set(
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
   );
+  adopted += await scanRuntime(DEFAULT_RUNTIME, rt, known, everRecorded);
+  // Stored runtimes (a remote engine, a swarm) were opened before this: their leftovers are
+  // cleaned up and their unknown boxes taken back the same way. One that does not answer is
+  // skipped; its recorded boxes are already `unreachable`, and the reaper brings them back.
+  for (const [name, other] of storedRuntimes()) {
+    if (!(await other.ping().catch(() => false))) {
+      console.error(`[holm] adopt: the ${name} runtime does not answer; its boxes come back when it does`);
+      continue;
+    }
+    adopted += await scanRuntime(name, other, known, everRecorded).catch((err) => {
+      console.error(`[holm] adopt: the ${name} runtime's boxes could not be listed:`, err);
+      return 0;
+    });
+  }
+  return { adopted, known: rows.length };
+}
+
+/** Takes back one runtime's boxes that the store does not know, and removes those it forgot. */
+async function scanRuntime(name: string, rt: Runtime, known: Set<string>, everRecorded: Set<string>): Promise<number> {
+  let adopted = 0;
   const me = serverId();
   let claims: ReturnType<typeof readClaims> | undefined;
   for (const found of await rt.list()) {
@@ -137,15 +158,17 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       const claim = row.pooled ? (claims ??= readClaims()).get(row.id) : undefined;
       if (claim) Object.assign(row, claim, { pooled: 0 });
       await db().insertInto("box").values(row).execute();
+      // Two runtimes may name one engine: the box is taken back once.
+      known.add(row.id);
       if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (found.address) rememberAddress(row.id, found.address);
       adopted++;
-      console.log(`[holm] adopted ${row.id} (${row.state}) from the runtime`);
+      console.log(`[holm] adopted ${row.id} (${row.state}) from the ${name} runtime`);
     } catch (err) {
       console.error(`[holm] adopt: container ${found.ref.slice(0, 12)} has unreadable labels:`, err);
     }
   }
-  return { adopted, known: rows.length };
+  return adopted;
 }
 
 function rowFromLabels(id: string, ref: string, labels: Record<string, string>): BoxRow {

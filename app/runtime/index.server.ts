@@ -21,6 +21,11 @@ export function runtime(name: string): Runtime | undefined {
   return runtimes().get(name) ?? stored.get(name);
 }
 
+/** The stored runtimes opened on this server, by name (adoption scans them as it does the built-in one). */
+export function storedRuntimes(): [string, Runtime][] {
+  return [...stored];
+}
+
 /** The built-in engine as Docker (it builds the images other engines receive); undefined in tests without one. */
 export function localDocker(): DockerRuntime | undefined {
   const rt = runtimes().get(DEFAULT_RUNTIME);

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lan, type RemoteEngine, startLan, startRemoteEngine } from "../support/remote-engine";
 import { RUN_LABEL, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // A Docker Swarm runtime (ADR 0022) on three engines, each in a network namespace of its own on
 // one bridge (a LAN), with TLS client auth from one CA. The swarm's scheduler places 30 boxes by
@@ -18,7 +19,7 @@ const SUITE = `${RUN_LABEL}-swarm`;
 let lan: Lan | undefined;
 const engines: RemoteEngine[] = [];
 let server: TestServer | undefined;
-const boxes: { id: string }[] = [];
+const boxes: { id: string; created_at_ms?: number; expires_at_ms?: number }[] = [];
 let memory = "";
 const timings: Record<string, number> = {};
 
@@ -78,7 +79,9 @@ beforeAll(async () => {
   const nodes = await mgr().listNodes();
   const least = Math.min(...nodes.map((n: any) => Number(n.Description.Resources.MemoryBytes)));
   memory = `${Math.floor(least / (PER_NODE + 0.5) / 1024 ** 2)}m`;
-  server = await startServer({ HOLM_LAUNCH_CONCURRENCY: "6", HOLM_SERVER_REAP_SECS: "2" });
+  // A store that outlives the server (SQLite file, or PostgreSQL under HOLM_TEST_STORE=postgres):
+  // the restart test takes the swarm's boxes back with it.
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_LAUNCH_CONCURRENCY: "6", HOLM_SERVER_REAP_SECS: "2" });
 }, 180_000);
 
 afterAll(async () => {
@@ -196,6 +199,32 @@ describe("boxes on a swarm of three engines", () => {
     const exec = await api(`/v1/boxes/${id}/exec`, { method: "POST", json: { argv: ["true"] } });
     expect(exec.status).toBe(200);
   });
+
+  it("a server killed with -9 takes its swarm boxes back: the recorded ones, and one the store lost", async () => {
+    const where = await containersByEngine();
+    const forgotten = boxes[1]!.id;
+    await server!.stop("SIGKILL");
+    // The store loses one box's record (as a crash between the service and the record would):
+    // the new server finds it by its service's labels on the swarm runtime, not on the local engine.
+    const db = openStore(server!);
+    expect(db.prepare("DELETE FROM box WHERE id = ?").run(forgotten).changes).toBe(1);
+    db.close();
+    server = await timed("restart", () => server!.restart());
+    expect(server.logs()).toMatch(new RegExp(`adopted ${forgotten} \\(ready\\) from the swarm runtime`));
+    expect(server.logs()).toMatch(/1 adopted from the runtime/);
+    const states = await Promise.all(boxes.slice(0, BOXES).map(async (b) => json(await api(`/v1/boxes/${b.id}`))));
+    for (const s of states) expect(s, JSON.stringify(s)).toMatchObject({ state: "ready", placement: { runtime: "swarm", memory } });
+    const back = states.find((s) => s.id === forgotten)!;
+    expect(back).toMatchObject({ created_at_ms: boxes[1]!.created_at_ms, expires_at_ms: boxes[1]!.expires_at_ms });
+    // Nothing moved, and one box per node answers through the new server's tunnels.
+    expect((await containersByEngine()).map((w) => w.size)).toEqual(where.map((w) => w.size));
+    for (const id of [forgotten, ...where.map((w) => [...w.keys()][0]!)]) {
+      const res = await api(`/v1/boxes/${id}/exec`, { method: "POST", json: { argv: ["sh", "-c", "echo $HOLM_BOX_ID"] } });
+      const out = await json(res);
+      expect(res.status, JSON.stringify(out)).toBe(200);
+      expect(out.stdout.trim()).toBe(id);
+    }
+  }, 240_000);
 
   it("drains a node: its boxes go unreachable with the reason, nothing moves, the rest keep answering", async () => {
     const where = await containersByEngine();
