@@ -49,6 +49,8 @@ export const v1Routes = [
   route("v1/boxes/:id/state/load", "routes/v1/box-state-load.ts"),
   route("v1/states", "routes/v1/states.ts"),
   route("v1/states/:name", "routes/v1/state.ts"),
+  route("v1/profiles", "routes/v1/profiles.ts"),
+  route("v1/profiles/:name", "routes/v1/profile.ts"),
   route("v1/boxes/:id/cookies", "routes/v1/box-cookies.ts"),
   route("v1/boxes/:id/cdp", "routes/v1/box-cdp.ts"),
   // No bearer: the token in the path is the credential (the WebSocket: server/cdp-socket.ts).
@@ -93,6 +95,7 @@ export default [
   route("settings", "routes/settings.tsx"),
   route("webhooks", "routes/webhooks.tsx"),
   route("images", "routes/images.tsx"),
+  route("profiles", "routes/profiles.tsx"),
   route("boxes/:id", "routes/box.tsx"),
   route("boxes/:id/ticket", "routes/box-ticket.ts"),
   route("boxes/:id/screen", "routes/box-screen.tsx"),

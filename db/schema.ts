@@ -253,6 +253,7 @@ export interface Database {
   webhook_delivery: WebhookDeliveryTable;
   takeover: TakeoverTable;
   idempotency: IdempotencyTable;
+  browser_profile: BrowserProfileTable;
 }
 
 /** Who holds a screen (docs/decisions/0021). */
@@ -274,6 +275,17 @@ export interface IdempotencyTable {
   at_ms: Timestamp;
   server_id: string;
   outcome: string | null;
+}
+
+/** A named browser profile (`placement.profile`) and the box that last took it. */
+export interface BrowserProfileTable {
+  owner: string;
+  name: string;
+  runtime: string;
+  volume: string;
+  holder: string | null;
+  created_at_ms: Timestamp;
+  last_used_ms: Timestamp;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
+import { registerProfileFlush } from "~/models/profile-flush.server";
 import { resumeBuilds } from "~/models/image.server";
 import { loadTakeovers, stopTakeovers } from "~/models/takeover.server";
 import { openStoredRuntimes } from "~/models/runtime-store.server";
@@ -35,6 +36,8 @@ export const holm = {
   hot: hotPath,
 
   async boot() {
+    // Before any box can be removed: a box with a browser profile closes its browser first.
+    registerProfileFlush();
     await openDb();
     await openCluster();
     // Takeovers are in the store (ADR 0021): they outlive every server's restart.

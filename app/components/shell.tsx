@@ -57,6 +57,9 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
                 <NavLink to="/images" className={link}>
                   Images
                 </NavLink>
+                <NavLink to="/profiles" className={link}>
+                  Profiles
+                </NavLink>
                 <NavLink to="/settings" className={link}>
                   Settings
                 </NavLink>

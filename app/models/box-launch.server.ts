@@ -4,6 +4,7 @@ import type { Runtime } from "~/runtime/runtime";
 import { withClusterSlot } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
+import { PROFILE_TARGET, profileVolume } from "./profile.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
 import { StartTracker } from "./box-start.server";
@@ -117,6 +118,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       cpus: placement.cpus,
       network: spec.policy.network,
       persistent: placement.persistent,
+      ...(placement.profile && { profile: { volume: profileVolume(row.owner, placement.profile), target: PROFILE_TARGET } }),
     });
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
     Object.assign(row, { runtime_ref: ref, image });

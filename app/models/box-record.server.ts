@@ -220,6 +220,16 @@ export function serverId(): string {
 }
 
 /** Removes the container and keeps the record (its history outlives it); `actor` asked for it. */
+/**
+ * Steps run before a box's container is removed, each bounded by its own code and never failing
+ * the removal: a browser profile's flush (profile.server.ts). Registered by the model that needs
+ * one, so this module imports none of them.
+ */
+const beforeRemove = new Set<(row: BoxRow) => Promise<void>>();
+export function onBeforeRemove(step: (row: BoxRow) => Promise<void>): void {
+  beforeRemove.add(step);
+}
+
 export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERVER_ITSELF): Promise<BoxJson> {
   // Marked first, outside the chain, so a launch in progress sees it and stops.
   const at = Date.now();
@@ -228,6 +238,7 @@ export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERV
   await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
   return serial(row.id, async () => {
     const cur = (await loadRow(row.id))!;
+    for (const step of beforeRemove) await step(cur).catch((err) => console.error(`[holm] before removing ${cur.id}:`, err));
     if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
     forgetAddress(row.id);
     await setState(cur, "gone", reason, { removed_at_ms: at });

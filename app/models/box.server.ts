@@ -31,6 +31,7 @@ import {
 import { type EventKind, recordEvent } from "./event.server";
 import { enqueue } from "./job.server";
 import { claimFromPool } from "./pool.server";
+import { checkProfileRuntime, takeProfile } from "./profile.server";
 import { requireLaunchable } from "./runtime-store.server";
 import { insertBoxWithinLimits } from "./quota.server";
 import {
@@ -115,6 +116,7 @@ export async function createBox(
   const placement = normalizePlacement(input.placement, DEFAULT_RUNTIME);
   // 404 for no such runtime; 400 `unsupported` for an added one this server cannot launch on.
   await requireLaunchable(placement.runtime);
+  if (placement.profile) checkProfileRuntime(placement.runtime);
   const rt = runtime(placement.runtime)!;
   // A runtime that places boxes itself (a swarm) refuses one no node can take now, up front.
   await rt.admitLaunch?.({ memory: boxMemory(placement), cpus: placement.cpus, persistent: placement.persistent });
@@ -157,6 +159,15 @@ export async function createBox(
   };
   // Refused with 503 `unavailable` when the machine cannot hold another box (ADR 0016).
   await admit(() => insertBoxWithinLimits(row, image));
+  if (placement.profile) {
+    // Taken once the box is recorded, so a box asking at the same time sees this one as the holder.
+    try {
+      await takeProfile(owner, placement.profile, row.id, placement.runtime);
+    } catch (err) {
+      await db().deleteFrom("box").where("id", "=", row.id).execute();
+      throw err;
+    }
+  }
   // The first entry carries what a fork needs to launch the same box again.
   await trace(row.id, "box_created", { spec, placement }, actor);
   boxChanges.emit("change", toBoxJson(row));

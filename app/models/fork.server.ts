@@ -118,7 +118,7 @@ const RecordedPlacement = z.object(PlacementSchema.shape);
  */
 export function forkPlacement(recorded: unknown, given: Placement | undefined): Placement {
   if (given && "profile" in given) {
-    throw unsupported("placement.profile: a fork does not get a browser profile, and profiles are not built yet");
+    throw unsupported("placement.profile: a fork never gets a browser profile (it would share the source's logins); launch a box with the profile instead");
   }
   const source: Placement & { profile?: unknown } = validate(RecordedPlacement, recorded ?? {}, "recorded placement");
   delete source.profile;

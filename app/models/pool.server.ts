@@ -83,7 +83,7 @@ async function poolRows(): Promise<BoxRow[]> {
 /** Whether a caller's placement gets the container a pool box has (lifetimes are set at claim). */
 function fitsPool(p: NormalPlacement): boolean {
   const pool = poolPlacement();
-  return p.runtime === pool.runtime && boxMemory(p) === boxMemory(pool) && !p.cpus && !p.persistent;
+  return p.runtime === pool.runtime && boxMemory(p) === boxMemory(pool) && !p.cpus && !p.persistent && !p.profile;
 }
 
 async function healthy(row: BoxRow): Promise<boolean> {

@@ -140,8 +140,6 @@ function advertisable(name: string): string {
 }
 
 export function normalizePlacement(placement: Placement = {}, defaultRuntime: string): NormalPlacement {
-  // Refused rather than accepted and ignored: a caller asking for a profile would get none.
-  if (placement.profile) throw unsupported("placement.profile: browser profiles are not built yet on this server");
   const out: NormalPlacement = {
     runtime: placement.runtime ?? defaultRuntime,
     expires_after_secs: placement.expires_after_secs ?? DEFAULT_LIFETIME_SECS,
@@ -150,6 +148,7 @@ export function normalizePlacement(placement: Placement = {}, defaultRuntime: st
   if (placement.memory) out.memory = checkMemory(placement.memory.toLowerCase());
   if (placement.cpus) out.cpus = placement.cpus;
   if (placement.idle_timeout_secs) out.idle_timeout_secs = placement.idle_timeout_secs;
+  if (placement.profile) out.profile = placement.profile;
   return out;
 }
 

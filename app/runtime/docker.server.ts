@@ -203,9 +203,7 @@ export class DockerRuntime implements Runtime {
         ShmSize: 256 * 1024 ** 2,
         // Docker sets these already on networks without IPv6; said here so no engine default matters.
         Sysctls: { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" },
-        Mounts: launch.persistent
-          ? [{ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" }]
-          : undefined,
+        Mounts: mountsOf(launch),
         // Boxes are never published on host ports: the server reaches them on the bridge.
         PortBindings: {},
       },
@@ -258,6 +256,11 @@ export class DockerRuntime implements Runtime {
       if (statusOf(err) !== 404) throw err;
     }
     if (volume) await unlessAlready(404, this.docker.getVolume(volume).remove());
+  }
+
+  /** Removes a named volume (a browser profile's); missing is not an error. */
+  async removeVolume(name: string): Promise<void> {
+    await unlessAlready(404, this.docker.getVolume(name).remove());
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {
@@ -362,4 +365,12 @@ export class DockerRuntime implements Runtime {
     };
     return { stream, resize, close, exited };
   }
+}
+
+/** The box's volumes: its home when persistent, and a browser profile's. */
+function mountsOf(launch: BoxLaunch): Docker.MountSettings[] | undefined {
+  const mounts: Docker.MountSettings[] = [];
+  if (launch.persistent) mounts.push({ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" });
+  if (launch.profile) mounts.push({ Type: "volume", Source: launch.profile.volume, Target: launch.profile.target });
+  return mounts.length ? mounts : undefined;
 }

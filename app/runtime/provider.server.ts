@@ -75,7 +75,7 @@ export const LOCAL_DOCKER_CAN: Capabilities = {
   screens: 8,
   wayland: false,
   persistent: true,
-  profile: false,
+  profile: true,
   pages: true,
   recording: true,
   pause: true,
@@ -130,7 +130,8 @@ const docker: RuntimeProvider = {
   },
   can(fields) {
     // tcp://: the same boxes as the built-in engine, reached through exec tunnels (ADR 0019).
-    return String(fields.host).startsWith("tcp://") ? LOCAL_DOCKER_CAN : NOTHING;
+    // Browser profiles are kept on the built-in engine only (profile.server.ts).
+    return String(fields.host).startsWith("tcp://") ? { ...LOCAL_DOCKER_CAN, profile: false } : NOTHING;
   },
   notLaunchable(fields) {
     if (String(fields.host).startsWith("tcp://")) return undefined;
@@ -147,7 +148,7 @@ const docker: RuntimeProvider = {
 };
 
 /** What boxes on a swarm can do (ADR 0022): no stop (a task is not started again), no persistent files. */
-export const SWARM_CAN: Capabilities = { ...LOCAL_DOCKER_CAN, persistent: false, stop: false };
+export const SWARM_CAN: Capabilities = { ...LOCAL_DOCKER_CAN, persistent: false, profile: false, stop: false };
 
 const SwarmFields = z.strictObject({
   host: z.string().max(400).regex(/^tcp:\/\/(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\/?$/, "tcp://HOST:PORT (a manager's engine)"),

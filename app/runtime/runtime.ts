@@ -55,6 +55,8 @@ export interface BoxLaunch {
   network: boolean;
   /** true: files live on a named volume that outlives the container. */
   persistent: boolean;
+  /** A browser profile's volume, mounted where screen 0's Chromium keeps its profile. */
+  profile?: { volume: string; target: string };
 }
 
 /**

@@ -13,6 +13,7 @@ import { webhookSecretRotation } from "./0012-webhook-secret-rotation";
 import { traceFramePng } from "./0013-trace-frame-png";
 import { traceAppend } from "./0014-trace-append";
 import { cluster } from "./0015-cluster";
+import { profiles } from "./0016-profiles";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   "0013-trace-frame-png": traceFramePng,
   "0014-trace-append": traceAppend,
   "0015-cluster": cluster,
+  "0016-profiles": profiles,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,9 +1,8 @@
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
 import { type TestServer, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // The Images page (seed 000 "Runtimes and images", ADR 0017) as the server's administrator uses
 // it: "Build image" with no spec finds the default image already built (nothing is built here:
@@ -24,7 +23,7 @@ test.afterAll(async () => {
 });
 
 function store() {
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   db.pragma("busy_timeout = 5000");
   return db;
 }

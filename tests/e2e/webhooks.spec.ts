@@ -1,11 +1,10 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import SQLite from "better-sqlite3";
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
 import { type TestServer, startServer } from "../support/server";
+import { openStore } from "../support/store";
 
 // The Webhooks page as a member uses it (docs/decisions/0018): add a webhook to a receiver on
 // 127.0.0.1 (the server allows private targets here), see its secret once, see a delivery arrive
@@ -52,7 +51,7 @@ test("a member adds a webhook, sees its secret once, sees a delivery, and replay
   await expect(page.getByRole("heading", { name: rxUrl })).toBeVisible();
   expect(await page.content()).not.toContain(secret);
 
-  const db = new SQLite(path.join(server.stateDir, "holm.db"));
+  const db = openStore(server);
   const { owner } = db.prepare("select owner from webhook").get() as { owner: string };
   db.prepare("insert into event (at_ms, kind, owner, box_id) values (?, 'box.paused', ?, 'box_e2e')").run(Date.now(), owner);
   db.close();

@@ -206,12 +206,16 @@ describe("the box's JSON", () => {
     }
   });
 
-  it('"profile: A browser profile name" (000) answers 400 unsupported until profiles are built', async () => {
-    const res = await api("/v1/boxes", { method: "POST", json: { placement: { profile: "work" } } });
-    const body = await json(res);
-    expect(res.status, JSON.stringify(body)).toBe(400);
-    expect(body).toMatchObject({ code: "unsupported", retryable: false });
-    expect(body.message).toMatch(/profile/);
+  it('"profile: A browser profile name" (000): a name that cannot be one answers 400 bad_request, and nothing is made', async () => {
+    const before = (await json(await api("/v1/boxes"))).boxes.length;
+    for (const profile of ["a b", "../x", "", "x".repeat(65)]) {
+      const res = await api("/v1/boxes", { method: "POST", json: { placement: { profile } } });
+      const body = await json(res);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(body).toMatchObject({ code: "bad_request", retryable: false });
+      expect(body.message).toMatch(/profile/);
+    }
+    expect((await json(await api("/v1/boxes"))).boxes.length).toBe(before);
   });
 });
 

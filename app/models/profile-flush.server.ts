@@ -1,0 +1,49 @@
+import { type BoxRow, boxAddress, onBeforeRemove, runtimeOf } from "./box-record.server";
+import { browserOf } from "./page-browser.server";
+
+// A browser profile's last writes (profile.server.ts), made before its box is removed. Apart from
+// the profile's store so that the box model, which takes profiles, does not reach the pages'
+// browser connections (and they the box model) in a cycle; the server registers it at boot.
+
+const FLUSH_MS = 8000;
+
+/**
+ * Chromium writes cookies out every 30 s and when it closes, not when it is sent TERM or killed
+ * (tried here: a cookie set 3 s before `docker stop` was lost; after `Browser.close` it was on
+ * disk). So before a running box with a profile is removed, its screen-0 browser is closed over
+ * CDP and given up to 8 s to exit; the box stops with it (its entrypoint ends when Chromium
+ * does). A paused box is not woken for it: what it set in its last 30 s may be lost.
+ */
+export function registerProfileFlush(): void {
+  onBeforeRemove(flushProfile);
+}
+
+async function flushProfile(row: BoxRow): Promise<void> {
+  const placement = JSON.parse(row.placement_json) as { profile?: string };
+  if (!placement.profile || row.state !== "ready") return;
+  const address = await boxAddress(row.id);
+  if (!address) return;
+  const box = { id: row.id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
+  const closing = (async () => {
+    const browser = await browserOf(box, 0);
+    const gone = new Promise<void>((resolve) => browser.once("disconnected", () => resolve()));
+    const session = await browser.newBrowserCDPSession();
+    await session.send("Browser.close").catch(() => undefined);
+    await gone;
+    // DevTools hangs up early in Chromium's shutdown, before the cookie store's last write: the
+    // write is done when Chromium has exited, and with it the box (its entrypoint ends then).
+    while (row.runtime_ref && (await runtimeOf(row).inspect(row.runtime_ref)).state === "running") {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  const began = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([closing.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), FLUSH_MS)))]).finally(() =>
+    clearTimeout(timer),
+  );
+  console.log(
+    closed
+      ? `[holm] box ${row.id}: browser closed for profile "${placement.profile}" in ${Date.now() - began} ms`
+      : `[holm] box ${row.id}: browser did not close in ${FLUSH_MS} ms; profile "${placement.profile}" may miss its last 30 s`,
+  );
+}

@@ -1,0 +1,112 @@
+import { createHash } from "node:crypto";
+import { DEFAULT_RUNTIME, localDocker } from "~/runtime/index.server";
+import { ApiError, notFound, unsupported } from "~/utils/api-error.server";
+import { db } from "~/utils/db.server";
+
+// Named browser profiles (`placement.profile`, seed 000/002, issue 18). A profile is a Chromium
+// profile directory on an engine volume of its own, per workspace and name: screen 0's Chromium
+// of the box that takes it runs on it, so the next box with that name starts where the last one
+// left off (logged in, its cookies and storage). One box holds a profile at a time; whether the
+// last taker still holds it is read from that box's row, so a box that is `gone` (removed, or lost
+// by its runtime) gives it up with nothing to release. A fork never gets one (seed 001, fork.server.ts).
+// Only the built-in engine keeps profiles: a volume lives on one engine, and a swarm or remote
+// engine would put the next box elsewhere.
+
+export interface ProfileJson {
+  name: string;
+  runtime: string;
+  created_at_ms: number;
+  last_used_ms: number;
+  /** The live box holding it now, or null. */
+  held_by: string | null;
+}
+
+/** Where screen 0's Chromium keeps its profile in the box (images/x11/entrypoint.sh). */
+export const PROFILE_TARGET = "/root/.config/holm/chromium-0";
+
+const SERVER_OWNER = "";
+
+/** The engine volume of a profile: from a hash, so any owner id and name make a valid volume name. */
+export function profileVolume(owner: string | null | undefined, name: string): string {
+  const h = createHash("sha256").update(`${owner ?? SERVER_OWNER}\0${name}`).digest("hex").slice(0, 32);
+  return `holm-profile-${h}`;
+}
+
+/**
+ * Whether a box still holds what it took: until it is `gone`. A box being removed is `gone` only
+ * once its container is (its Chromium has flushed the profile), and a failed box keeps its
+ * container until it is deleted, so neither shares the volume with the next box.
+ */
+async function liveHolder(boxId: string | null): Promise<string | null> {
+  if (!boxId) return null;
+  const row = await db().selectFrom("box").select(["state"]).where("id", "=", boxId).executeTakeFirst();
+  return row && row.state !== "gone" ? boxId : null;
+}
+
+/** Refused before anything is recorded: a profile only where this server keeps them. */
+export function checkProfileRuntime(runtime: string): void {
+  if (runtime !== DEFAULT_RUNTIME) {
+    throw unsupported(`placement.profile: browser profiles are kept on the built-in "${DEFAULT_RUNTIME}" runtime only, not on "${runtime}"`);
+  }
+}
+
+/**
+ * Gives the profile to a box just recorded (made on first use). Another live box holding it:
+ * 409 `denied` naming the holder (retryable: it is free once that box is removed). Two boxes
+ * asking at once: the conditional update lets one through.
+ */
+export async function takeProfile(owner: string | null | undefined, name: string, boxId: string, runtime: string): Promise<void> {
+  const key = owner ?? SERVER_OWNER;
+  const now = Date.now();
+  for (let round = 0; round < 3; round++) {
+    const row = await db().selectFrom("browser_profile").selectAll().where("owner", "=", key).where("name", "=", name).executeTakeFirst();
+    if (!row) {
+      const made = await db()
+        .insertInto("browser_profile")
+        .values({ owner: key, name, runtime, volume: profileVolume(owner, name), holder: boxId, created_at_ms: now, last_used_ms: now })
+        .onConflict((oc) => oc.columns(["owner", "name"]).doNothing())
+        .executeTakeFirst();
+      if (Number(made.numInsertedOrUpdatedRows ?? 0) === 1) return;
+      continue;
+    }
+    const holder = await liveHolder(row.holder);
+    if (holder && holder !== boxId) {
+      throw new ApiError("denied", `browser profile "${name}" is held by box ${holder}; remove that box first`, { retryable: true });
+    }
+    let update = db().updateTable("browser_profile").set({ holder: boxId, last_used_ms: now }).where("owner", "=", key).where("name", "=", name);
+    update = row.holder === null ? update.where("holder", "is", null) : update.where("holder", "=", row.holder);
+    const done = await update.executeTakeFirst();
+    if (Number(done.numUpdatedRows) === 1) return;
+  }
+  throw new ApiError("denied", `browser profile "${name}" is being taken by another box`, { retryable: true });
+}
+
+export async function listProfiles(owner: string | null | undefined): Promise<ProfileJson[]> {
+  const rows = await db().selectFrom("browser_profile").selectAll().where("owner", "=", owner ?? SERVER_OWNER).orderBy("name").execute();
+  return Promise.all(
+    rows.map(async (r) => ({
+      name: r.name,
+      runtime: r.runtime,
+      created_at_ms: Number(r.created_at_ms),
+      last_used_ms: Number(r.last_used_ms),
+      held_by: await liveHolder(r.holder),
+    })),
+  );
+}
+
+/** Removes a profile and its volume; refused while a live box holds it. */
+export async function deleteProfile(owner: string | null | undefined, name: string): Promise<{ name: string; deleted: true }> {
+  const key = owner ?? SERVER_OWNER;
+  const row = await db().selectFrom("browser_profile").selectAll().where("owner", "=", key).where("name", "=", name).executeTakeFirst();
+  if (!row) throw notFound(`no browser profile named "${name}"`);
+  const holder = await liveHolder(row.holder);
+  if (holder) throw new ApiError("denied", `browser profile "${name}" is held by box ${holder}; remove that box first`, { retryable: true });
+  // Only the row as read: a box that took the profile meanwhile keeps it.
+  let del = db().deleteFrom("browser_profile").where("owner", "=", key).where("name", "=", name);
+  del = row.holder === null ? del.where("holder", "is", null) : del.where("holder", "=", row.holder);
+  if (Number((await del.executeTakeFirst()).numDeletedRows) !== 1) {
+    throw new ApiError("denied", `browser profile "${name}" was just taken by a box`, { retryable: true });
+  }
+  await localDocker()?.removeVolume(row.volume);
+  return { name, deleted: true };
+}

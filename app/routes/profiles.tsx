@@ -1,0 +1,89 @@
+import { Link, useActionData } from "react-router";
+import { OkOrError, useActionBanner } from "~/components/action-banner";
+import { PostForm } from "~/components/post-form";
+import { Shell } from "~/components/shell";
+import { Table } from "~/components/table";
+import { Button, Card, when } from "~/components/ui";
+import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { field, formAction } from "~/edge/form.server";
+import { deleteProfile, listProfiles } from "~/models/profile.server";
+import type { Route } from "./+types/profiles";
+
+// The workspace's browser profiles (`placement.profile`): which box holds each, and removing one
+// (refused while a box holds it, as through /v1).
+
+export const meta: Route.MetaFunction = () => [{ title: "Browser profiles · holm" }];
+
+export async function loader({ request }: Route.LoaderArgs) {
+  const ctx = await requireWorkspace(request);
+  return { csrf: ctx.csrf, role: ctx.workspace.role, workspace: ctx.workspace.name, profiles: await listProfiles(ctx.workspace.id) };
+}
+
+export async function action({ request }: Route.ActionArgs) {
+  return formAction(async () => {
+    const ctx = await requireWorkspace(request, "member");
+    const form = await request.formData();
+    requireCsrf(form, ctx);
+    const { name } = await deleteProfile(ctx.workspace.id, field(form, "name"));
+    return { ok: `Profile “${name}” removed, with its cookies and storage.` };
+  });
+}
+
+export default function Profiles({ loaderData }: Route.ComponentProps) {
+  const answer = useActionData<typeof action>();
+  const { shown, dismiss } = useActionBanner(answer);
+  const { profiles, csrf, role, workspace } = loaderData;
+  const canEdit = role !== "viewer";
+  const example = `{"placement": {"profile": "work"}}`;
+  return (
+    <Shell>
+      <h1 className="mb-6 text-2xl font-semibold tracking-tight">Browser profiles for {workspace}</h1>
+      <div className="space-y-6">
+        <OkOrError shown={shown} dismiss={dismiss} />
+        <Card title="Profiles">
+          {profiles.length === 0 ? (
+            <p className="text-sm text-slate-600">
+              No profiles yet. Launch a box with <code className="font-mono text-xs">{example}</code>: its browser keeps logins,
+              cookies and storage for the next box with that profile.
+            </p>
+          ) : (
+            <Table caption="Browser profiles" columns={["Name", "Held by", "Created", "Last used"]} cell="py-2 pr-4" actions>
+              {profiles.map((p) => (
+                <tr key={p.name}>
+                  <td className="py-2 pr-4 font-mono text-xs">{p.name}</td>
+                  <td className="py-2 pr-4 break-all">
+                    {p.held_by ? (
+                      <Link className="font-mono text-xs text-indigo-700 hover:underline" to={`/boxes/${p.held_by}`}>
+                        {p.held_by}
+                      </Link>
+                    ) : (
+                      "free"
+                    )}
+                  </td>
+                  <td className="py-2 pr-4">{when(p.created_at_ms)}</td>
+                  <td className="py-2 pr-4">{when(p.last_used_ms)}</td>
+                  <td className="py-2 text-right">
+                    {canEdit && !p.held_by ? (
+                      <PostForm
+                        csrf={csrf}
+                        intent="delete"
+                        fields={{ name: p.name }}
+                        confirm={{ title: `Remove profile ${p.name}?`, body: "Its logins, cookies and storage are deleted for good.", action: "Remove profile" }}
+                      >
+                        <Button type="submit" variant="danger" aria-label={`Remove profile ${p.name}`}>
+                          Remove
+                        </Button>
+                      </PostForm>
+                    ) : (
+                      <span className="text-xs">{p.held_by ? "in use" : ""}</span>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </Card>
+      </div>
+    </Shell>
+  );
+}

@@ -1,0 +1,75 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test } from "@playwright/test";
+import { signUp } from "../support/browser";
+import { type TestServer, startServer } from "../support/server";
+import { openStore } from "../support/store";
+
+// The Profiles page as a member uses it: the workspace's browser profiles, which box holds each,
+// and removing a free one after an in-page confirm. The rows are written into the server's store,
+// as boxes launched with `placement.profile` would leave them (tests/integration/profiles.test.ts
+// launches real boxes with profiles); the one "held" is held by a box row written the same way.
+
+let server: TestServer;
+
+test.beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
+});
+
+test.afterAll(async () => {
+  await server?.stop();
+});
+
+test("a member sees the workspace's browser profiles and removes a free one", async ({ page }) => {
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ada", "ada@example.com", "Crew");
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  await page.getByRole("link", { name: "Profiles" }).click();
+  await expect(page.getByRole("heading", { name: "Browser profiles for Crew" })).toBeVisible();
+  await expect(page.getByText("No profiles yet")).toBeVisible();
+
+  const db = openStore(server);
+  const { id: owner } = db.prepare("select id from workspace where name = 'Crew'").get() as { id: string };
+  const now = Date.now();
+  const add = db.prepare("insert into browser_profile (owner, name, runtime, volume, holder, created_at_ms, last_used_ms) values (?, ?, 'docker', ?, ?, ?, ?)");
+  add.run(owner, "work", "holm-profile-e2e-work", null, now - 86_400_000, now - 3_600_000);
+  add.run(owner, "shop", "holm-profile-e2e-shop", "box_e2e_holder", now - 86_400_000, now);
+  // Another workspace's profile is not shown.
+  add.run("ws_someone_else", "theirs", "holm-profile-e2e-theirs", null, now, now);
+  // The holder: a live box row (only its state matters to the page).
+  db.prepare(
+    "insert into box (id, owner, runtime, spec_digest, spec_json, placement_json, state, screens, width, height, persistent, created_at_ms, expires_at_ms, last_used_ms) values (?, ?, 'docker', 'x', '{}', ?, 'ready', 1, 1280, 800, 0, ?, ?, ?)",
+  ).run("box_e2e_holder", owner, '{"profile":"shop"}', now, now + 3_600_000, now);
+  db.close();
+
+  await page.reload();
+  const table = page.getByRole("table", { name: "Browser profiles" });
+  await expect(table.getByRole("row")).toHaveCount(3);
+  await expect(table.getByRole("row", { name: /work/ })).toContainText("free");
+  await expect(table.getByRole("row", { name: /shop/ }).getByRole("link", { name: "box_e2e_holder" })).toBeVisible();
+  await expect(table.getByRole("row", { name: /shop/ })).toContainText("in use");
+  await expect(page.getByRole("button", { name: "Remove profile shop" })).toHaveCount(0);
+  await expect(page.getByText("theirs")).toHaveCount(0);
+
+  // No serious axe violation, light or dark, and no sideways scroll on a 390 px phone.
+  const cookies = await page.context().cookies();
+  for (const colorScheme of ["light", "dark"] as const) {
+    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
+    await context.addCookies(cookies);
+    const phone = await context.newPage();
+    await phone.goto(`${server.base}/profiles`);
+    await expect(phone.getByRole("table", { name: "Browser profiles" })).toBeVisible();
+    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
+    const axe = await new AxeBuilder({ page: phone }).analyze();
+    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
+    await context.close();
+  }
+
+  // Remove asks in the page first; the free profile goes, the held one stays.
+  await page.getByRole("button", { name: "Remove profile work" }).click();
+  await page.getByRole("button", { name: "Remove profile", exact: true }).click();
+  await expect(page.getByText("Profile “work” removed")).toBeVisible();
+  await expect(table.getByRole("row")).toHaveCount(2);
+  await expect(table.getByRole("row", { name: /shop/ })).toBeVisible();
+});
