@@ -35,7 +35,7 @@ beforeAll(async () => {
   process.env.HOLM_SECRET_KEY = made.server_key;
   process.env.HOLM_CONFIG_FILE = "none";
   await openStore("local", dir);
-});
+}, 30_000);
 
 afterAll(() => {
   if (savedKey === undefined) delete process.env.HOLM_SECRET_KEY;
@@ -43,7 +43,8 @@ afterAll(() => {
   delete process.env.HOLM_CONFIG_FILE;
 });
 
-describe(`a store of ${made.commit} opened by this holm`, () => {
+// Importing the model graph takes seconds on a busy machine: a test waits for that, not for the store.
+describe(`a store of ${made.commit} opened by this holm`, { timeout: 30_000 }, () => {
   it("held a row in every table of its release, and now has every migration", async () => {
     const before = new SQLite(":memory:");
     before.exec(fs.readFileSync(path.join(FIXTURE, "store.sql"), "utf8"));
@@ -126,5 +127,13 @@ describe(`a store of ${made.commit} opened by this holm`, () => {
     // And the upgraded store takes new writes: the next entry follows on.
     const next = await trace.recordEntry(made.boxes[0], { actor: "agent", event: "acted", data: { step: { type: "cursor" } } });
     expect(next.seq).toBe(page.entries.at(-1)!.seq + 1);
+  });
+
+  it("refuses a store a newer holm migrated: no downgrade (holm doctor says so too)", async () => {
+    const newer = unpack();
+    const db = new SQLite(path.join(newer, "holm.db"));
+    db.prepare("insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2030-01-01T00:00:00.000Z')").run();
+    db.close();
+    await expect(openStore("local", newer)).rejects.toThrow(/9999-from-the-future/);
   });
 });
