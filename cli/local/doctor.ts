@@ -141,6 +141,7 @@ async function store(e: Env, add: Add): Promise<void> {
   const unknown = ran.filter((m) => !known.includes(m));
   const pending = known.filter((m) => !ran.includes(m));
   if (unknown.length) add("fail", "store", `the store has migrations this holm does not know (${unknown.join(", ")}): it was opened by a newer holm`, "run the newer holm again (migrations are forward-only), or restore a backup taken before it");
+  else if (ran.length === 0) add("ok", "store", `${e.HOLM_STORAGE_BACKEND}: opens, empty: the first start makes its tables`);
   else if (pending.length) add("warn", "store", `${pending.length} migration(s) will run at the next start (${pending.join(", ")})`, "take a backup first (holm backup, or pg_dump)");
   else add("ok", "store", `${e.HOLM_STORAGE_BACKEND}: opens, ${ran.length} migrations, all current`);
   if (e.HOLM_STORAGE_BACKEND === "local" && !e.HOLM_SECRET_KEY) {

@@ -129,6 +129,11 @@ describe.skipIf(ON_POSTGRES)("holm backup and restore (local store)", () => {
     expect(ok.stderr).toMatch(/restored .*holm\.db from .*: 1 box, 1 user, 1 key/);
     expect(fs.readdirSync(path.join(work, "restored")).sort()).toEqual(["frames", "holm.db", "secret.key"]);
     expect(fs.statSync(path.join(work, "restored", "secret.key")).mode & 0o777).toBe(0o600);
+    // --force replaces what the archive brings (and a stale WAL), and leaves the rest.
+    fs.writeFileSync(path.join(busy, "holm.db-wal"), "stale");
+    const forced = await holm(["restore", archive, "--state-dir", busy, "--force"]);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(fs.readdirSync(busy).sort()).toEqual(["frames", "holm.db", "notes.txt", "secret.key"]);
   }, 120_000);
 
   it("serves the restored store: the trace with its frames, the old key, the person, a sealed secret", async () => {
