@@ -107,6 +107,8 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
     const pack = tar.pack();
     // 0600 from the start: the archive holds the server key and every account's hashes.
     const written = pipeline(pack, createGzip(), fs.createWriteStream(partial, { mode: 0o600 }));
+    // Awaited below; until then a failure of the file (disk full) must not end the process unheard.
+    written.catch(() => undefined);
     const add = async (name: string, data: Buffer | string, mode = 0o600) => {
       const bytes = typeof data === "string" ? Buffer.from(data) : data;
       await pipeline(Readable.from([bytes]), pack.entry({ name, size: bytes.length, mode, mtime: new Date() }));
@@ -115,28 +117,34 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
       const { size } = await fsp.stat(from);
       await pipeline(fs.createReadStream(from), pack.entry({ name, size, mode, mtime: new Date() }));
     };
-    await addFile(STORE_FILE, snapshot);
-    if (manifest.secret_key) await addFile(KEY_FILE, path.join(dir, KEY_FILE));
-    if (fs.existsSync(path.join(dir, POOL_CLAIMS_FILE))) await addFile(POOL_CLAIMS_FILE, path.join(dir, POOL_CLAIMS_FILE));
-    const framesDir = path.join(dir, FRAMES_DIR);
-    for (const hash of hashes) {
-      const rel = `${hash.slice(0, 2)}/${hash}.png`;
-      let bytes: Buffer;
-      try {
-        // Read whole (tens to hundreds of KB) so the tar header's size is the bytes written.
-        bytes = await fsp.readFile(path.join(framesDir, rel));
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-        manifest.frames_missing++;
-        continue;
+    try {
+      await addFile(STORE_FILE, snapshot);
+      if (manifest.secret_key) await addFile(KEY_FILE, path.join(dir, KEY_FILE));
+      if (fs.existsSync(path.join(dir, POOL_CLAIMS_FILE))) await addFile(POOL_CLAIMS_FILE, path.join(dir, POOL_CLAIMS_FILE));
+      const framesDir = path.join(dir, FRAMES_DIR);
+      for (const hash of hashes) {
+        const rel = `${hash.slice(0, 2)}/${hash}.png`;
+        let bytes: Buffer;
+        try {
+          // Read whole (tens to hundreds of KB) so the tar header's size is the bytes written.
+          bytes = await fsp.readFile(path.join(framesDir, rel));
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+          manifest.frames_missing++;
+          continue;
+        }
+        await add(`${FRAMES_DIR}/${rel}`, bytes, 0o644);
+        manifest.frames++;
       }
-      await add(`${FRAMES_DIR}/${rel}`, bytes, 0o644);
-      manifest.frames++;
+      // Last, so it counts what the archive holds (`tar -xzOf FILE holm-backup.json` reads it).
+      await add(MANIFEST, `${JSON.stringify(manifest, null, 2)}\n`);
+      pack.finalize();
+      await written;
+    } catch (err) {
+      // Ends the archive's streams; the finally removes the partial file.
+      pack.destroy();
+      throw err;
     }
-    // Last, so it counts what the archive holds (`tar -xzOf FILE holm-backup.json` reads it).
-    await add(MANIFEST, `${JSON.stringify(manifest, null, 2)}\n`);
-    pack.finalize();
-    await written;
     await fsp.rename(partial, out);
 
     const r = manifest.rows;

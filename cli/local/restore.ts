@@ -5,6 +5,7 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import SQLite from "better-sqlite3";
 import tar from "tar-stream";
+import { migrationProvider } from "../../db/migrations";
 import { FORMAT, MANIFEST, type Manifest } from "./backup";
 import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processesUsing, settings } from "./state-dir";
 
@@ -61,7 +62,10 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
     );
     if (manifest.secret_key_from_env) opts.say("note: the backed-up server used HOLM_SECRET_KEY: set the same value, or its secrets, saved browser states and boxes do not open");
     else if (!manifest.secret_key) opts.say(`warning: the archive has no server key: ${fs.existsSync(path.join(dir, KEY_FILE)) ? "the directory's own secret.key is kept" : "a new one will be made"}, and sealed secrets open only with the original`);
-    opts.say("the server runs any newer migrations when it starts on it");
+    const known = Object.keys(await migrationProvider.getMigrations());
+    const unknown = manifest.migrations.filter((m) => !known.includes(m));
+    if (unknown.length) opts.say(`warning: a newer holm made this store (${unknown.join(", ")}): this holm's server will refuse it; run that release or newer`);
+    else opts.say("the server runs any newer migrations when it starts on it");
     return manifest;
   } finally {
     await fsp.rm(stage, { recursive: true, force: true });
