@@ -12,7 +12,8 @@ import { type Api, apiAs } from "../support/workspaces";
 // `local` store: a backup taken while two agents drive a box (batches and frames landing in the
 // trace), restored into a new state directory, and a server started on it: the trace (entries
 // and frame bytes), the old key, the person and a sealed secret all still work. Then `holm
-// doctor` on it. The store is SQLite here whatever HOLM_TEST_STORE says (PostgreSQL is pg_dump's).
+// doctor` on it. The restored server also reads a configuration file (HOLM_CONFIG_FILE) under its
+// environment. The store is SQLite here whatever HOLM_TEST_STORE says (PostgreSQL is pg_dump's).
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "holm-backup-"));
 let source: TestServer;
@@ -141,8 +142,14 @@ describe.skipIf(ON_POSTGRES)("holm backup and restore (local store)", () => {
     const sourceFrames = new Map<string, Buffer>();
     for (const e of sourceTrace) if (e.frame && !sourceFrames.has(e.frame)) sourceFrames.set(e.frame, await frameOf(asKey, e.frame));
     await source.stop();
-    restored = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_STATE_DIR: path.join(work, "restored"), HOLM_SERVER_TOKEN: source.token });
+    // Its settings partly from a configuration file, under the environment: the file's store
+    // settings lose to the environment's (or this server would start empty), its webhook one applies.
+    const config = path.join(work, "holm.env");
+    fs.writeFileSync(config, "HOLM_STORAGE_BACKEND=memory\nHOLM_STATE_DIR=/nonexistent\nHOLM_WEBHOOK_ALLOW_PRIVATE=1\n", { mode: 0o600 });
+    restored = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_STATE_DIR: path.join(work, "restored"), HOLM_SERVER_TOKEN: source.token, HOLM_CONFIG_FILE: config });
+    expect(restored.logs()).toContain(`[holm] configuration from ${config}: 1 setting(s), 2 overridden by the environment`);
     const asOld = apiAs(restored, key);
+    expect((await asOld("/v1/webhooks", { method: "POST", json: { url: "http://127.0.0.1:9/hook", events: ["box.ready"] } })).status).toBe(200);
 
     const listed = await json(await asOld("/v1/boxes"));
     expect(listed.boxes.map((b: any) => b.id)).toContain(boxId);
