@@ -3,6 +3,7 @@ import { Holm } from "~/client/holm";
 import { boxCommands } from "./boxes";
 import { driveCommands } from "./drive";
 import { historyCommands } from "./history";
+import { opsCommands } from "./ops";
 import { fail } from "./output";
 import { runtimeCommands } from "./runtimes";
 
@@ -30,6 +31,7 @@ boxCommands(program, ctx);
 driveCommands(program, ctx);
 historyCommands(program, ctx);
 runtimeCommands(program, ctx);
+opsCommands(program, ctx);
 
 try {
   await program.parseAsync(process.argv);

@@ -27,4 +27,23 @@ await build({
   banner: { js: '#!/usr/bin/env node\nimport { createRequire as __holmCreateRequire } from "node:module"; const require = __holmCreateRequire(import.meta.url);' },
 });
 fs.chmodSync(outfile, 0o755);
+
+// holm backup / restore / doctor (cli/local/, docs/decisions/0023): run beside the server, on its
+// install. Their npm packages stay in node_modules (better-sqlite3 is native; dockerode, pg and
+// kysely are the server's own), so this bundle is only our code; holm.js imports it at run time.
+const localOut = path.join(root, "build/cli/holm-local.js");
+await build({
+  absWorkingDir: root,
+  entryPoints: ["cli/local/index.ts"],
+  outfile: localOut,
+  bundle: true,
+  packages: "external",
+  platform: "node",
+  target: "node20",
+  format: "esm",
+  tsconfig: "tsconfig.json",
+  legalComments: "none",
+  charset: "utf8",
+  logLevel: "warning",
+});
 console.log(`cli bundle ${path.relative(root, outfile)} ${(fs.statSync(outfile).size / 1024).toFixed(0)} KiB`);

@@ -8,7 +8,7 @@ import { openStoredRuntimes } from "~/models/runtime-store.server";
 import { startPool, stopPool } from "~/models/pool.server";
 import { closeCluster, openCluster } from "~/utils/cluster.server";
 import { closeDb, openDb } from "~/utils/db.server";
-import { env } from "~/utils/env.server";
+import { configFileResult, env } from "~/utils/env.server";
 import { hotPath } from "./hot-path";
 import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
@@ -26,6 +26,9 @@ export const holm = {
   /** Validates the environment; throws a readable error listing each bad variable. */
   config() {
     const e = env();
+    const file = configFileResult();
+    if (file?.file) console.log(`[holm] configuration from ${file.file}: ${file.applied.length} setting(s), ${file.overridden.length} overridden by the environment`);
+    if (file?.skipped) console.warn(`[holm] configuration file not read: ${file.skipped}`);
     return { host: e.HOLM_SERVER_ADDR.host, port: e.HOLM_SERVER_ADDR.port, storage: e.HOLM_STORAGE_BACKEND, publicUrl: e.HOLM_PUBLIC_URL };
   },
 

@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { type ConfigFileResult, loadConfigFile } from "./config-file.server";
 import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "./size";
 
 // Validated once at boot so a bad setting stops the server with a clear message instead
@@ -168,9 +169,23 @@ export function parseEnv(source: NodeJS.ProcessEnv = process.env): Env {
   return result.data;
 }
 
+let configFile: ConfigFileResult | undefined;
+
+/**
+ * The validated settings: the configuration file (HOLM_CONFIG_FILE, default /etc/holm/holm.env
+ * when present) is read into process.env first, under the environment's own values.
+ */
 export function env(): Env {
-  cached ??= parseEnv();
+  if (!cached) {
+    configFile ??= loadConfigFile();
+    cached = parseEnv();
+  }
   return cached;
+}
+
+/** What the configuration file gave (after env() ran): for the boot line and `holm doctor`. */
+export function configFileResult(): ConfigFileResult | undefined {
+  return configFile;
 }
 
 /** The address people and agents use to reach this server. */
