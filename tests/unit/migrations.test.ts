@@ -25,6 +25,7 @@ const RELEASED = [
   "0013-trace-frame-png",
   "0014-trace-append",
   "0015-cluster",
+  "0016-profiles",
 ];
 
 describe("the migration list", () => {
