@@ -144,6 +144,28 @@ describe("browser profiles", () => {
     expect(await json(none)).toMatchObject({ code: "not_found" });
   });
 
+  it("the seed's create example launches as written (000): its profile, accessibility, audio and all", async () => {
+    const example = {
+      spec: {
+        desktop: { server: "x11", width: 1280, height: 800, screens: 1, features: ["wide_fonts", "video", "dock", "accessibility", "audio"], packages: ["jq"] },
+        policy: { network: true },
+      },
+      placement: { runtime: "docker", memory: "2g", cpus: "2", expires_after_secs: 3600, idle_timeout_secs: 900, profile: "work" },
+    };
+    const res = await server.api("/v1/boxes", { method: "POST", json: example });
+    const box = await json(res);
+    expect(res.status, JSON.stringify(box).slice(0, 500)).toBe(200);
+    const info = await docker.getContainer(`holm-${box.id}`).inspect();
+    for (const m of info.Mounts ?? []) if (m.Name?.startsWith("holm-profile-")) volumes.add(m.Name);
+    expect(box).toMatchObject({ state: "ready", placement: example.placement });
+    expect(box.spec.desktop.features.sort()).toEqual([...example.spec.desktop.features].sort());
+    // The server token's profiles are its own, beside the workspaces' of the same name.
+    expect((await json(await server.api("/v1/profiles"))).profiles).toEqual([expect.objectContaining({ name: "work", held_by: box.id })]);
+    const jq = await server.api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["jq", "-n", "1+1"] } });
+    expect((await json(jq)).stdout.trim()).toBe("2");
+    await remove(server.api, box.id);
+  }, 600_000);
+
   it("profiles are kept on the built-in engine only: another runtime answers 404 or 400 before anything is made", async () => {
     const res = await asA("/v1/boxes", { method: "POST", json: { placement: { profile: "work", runtime: "elsewhere" } } });
     expect(res.status).toBe(404);
