@@ -11,8 +11,8 @@ import { type RequestNote, linkNote, log, noteOf } from "~/utils/log.server";
 // pattern is worked out once the answer has gone; no header, query or body is read. Query strings
 // are never logged (a CDP address carries its token in the path, which the pattern replaces).
 
-/** A path segment that looks like an id or a token: digits, or long with a digit in it. */
-const ID_LIKE = /^(\d+|(?=[^/]*\d)[A-Za-z0-9_.~%-]{8,})$/;
+/** A path segment that may be an id or a token: digits, 8 or more with a digit, or 16 or more. */
+const ID_LIKE = /^(\d+|[A-Za-z0-9_.~%-]{16,}|(?=[^/]*\d)[A-Za-z0-9_.~%-]{8,})$/;
 
 /**
  * The route pattern of a path: each path parameter's value replaced by `:name` (in order, as the

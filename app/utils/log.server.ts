@@ -62,6 +62,8 @@ export function makeLogger(o: LogOptions = {}): Logger {
     redact: { paths: redactPaths(), censor: "[redacted]" },
     // `err` as pino's standard serializer gives it (type, message, stack), not `{}`.
     serializers: { err: pino.stdSerializers.err },
+    // "level":"warn" rather than 40: read by people and by log shippers alike.
+    formatters: { level: (label) => ({ level: label }) },
   };
   if (o.destination) return pino(options, o.destination);
   const pretty = o.format === "pretty" || (o.format !== "json" && process.env.NODE_ENV !== "production" && process.stdout.isTTY);
