@@ -69,6 +69,7 @@ export class StartTracker {
     if (want <= have) return;
     for (let i = have + 1; i <= want; i++) this.start.phases.push({ name: START_PHASES[i]!, at_ms: at });
     this.start.phase = phase;
+    log.debug({ box: this.row.id, phase }, "box start phase");
     if (phase !== "image") delete this.start.build;
     await this.save();
   }

@@ -67,7 +67,7 @@ export function makeLogger(o: LogOptions = {}): Logger {
   };
   if (o.destination) return pino(options, o.destination);
   const pretty = o.format === "pretty" || (o.format !== "json" && process.env.NODE_ENV !== "production" && process.stdout.isTTY);
-  if (pretty) return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, translateTime: "HH:MM:ss.l", ignore: "pid,hostname" } } });
+  if (pretty) return pino({ ...options, transport: { target: "pino-pretty", options: { colorize: true, singleLine: true, translateTime: "HH:MM:ss.l", ignore: "pid,hostname" } } });
   // Asynchronous writes (sonic-boom): a request's line costs a buffer append, not a write(2).
   // shutdown() and a fatal exit flush it.
   return pino(options, pino.destination({ dest: 1, sync: false }));
