@@ -14,7 +14,7 @@ import pino, { type Logger } from "pino";
 const LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LEVELS)[number];
 
-/** Field names whose values are never written, at the top level and one level down. */
+/** Field names whose values are never written: at the top level, and under the parents below. */
 export const REDACTED_KEYS = [
   "password",
   "token",
@@ -37,12 +37,16 @@ export const REDACTED_KEYS = [
   "cert",
 ] as const;
 
-export function redactPaths(keys: readonly string[] = REDACTED_KEYS): string[] {
+/** Objects a caller might log whole, whose secret fields are redacted one level down. */
+export const REDACTED_PARENTS = ["headers", "step", "data", "file", "secrets", "fields", "input", "request"] as const;
+
+export function redactPaths(keys: readonly string[] = REDACTED_KEYS, parents: readonly string[] = REDACTED_PARENTS): string[] {
   // fast-redact paths: a key with a dash needs brackets.
   const at = (k: string) => (/^[a-z_][a-z0-9_]*$/i.test(k) ? k : `["${k}"]`);
   const join = (prefix: string, k: string) => (at(k).startsWith("[") ? `${prefix}${at(k)}` : `${prefix}.${at(k)}`);
-  // Two levels, not deeper: every wildcard is walked on every line, and lines are flat.
-  return keys.flatMap((k) => [at(k), join("*", k)]);
+  // Named paths, no wildcard: a wildcard is walked on every line, and cost a request's line
+  // 30 µs of CPU (bench observability) where named paths cost nothing measurable.
+  return [...keys.map(at), ...parents.flatMap((p) => keys.map((k) => join(p, k)))];
 }
 
 export interface LogOptions {

@@ -26,7 +26,7 @@ describe("logger", () => {
     expect(typeof lines[0]!.time).toBe("number");
   });
 
-  it("redacts secret fields at the top level and one level down", () => {
+  it("redacts secret fields at the top level and under the objects callers log whole", () => {
     const { log, lines } = capture();
     const secret = "s3cr3t-value-never-logged";
     log.info(
