@@ -11,6 +11,13 @@ import type { ServerBuild } from "react-router";
 
 type Holm = {
   config(): { host: string; port: number; storage: string; publicUrl?: string };
+  /** The server's logger (pino; one copy, the bundle's). */
+  log: import("pino").Logger;
+  flushLog(): Promise<void>;
+  noteOf(req: import("node:http").IncomingMessage): object | undefined;
+  /** One log line per request (first), and GET /metrics. */
+  requestLog: express.RequestHandler;
+  metrics: express.RequestHandler;
   edge: express.RequestHandler;
   hot: express.RequestHandler;
   boot(): Promise<void>;
@@ -42,11 +49,16 @@ if (production) {
   holm = ((await load()).entry.module as unknown as { holm: Holm }).holm;
 }
 
+const log = holm.log;
+// First: every request gets its log line, whoever answers it (server/request-log.ts).
+app.use(holm.requestLog);
 // Before anything answers: the Host, Origin and body rules of server/http-edge.ts (ADR 0005).
 app.use(holm.edge);
 // The hot /v1 routes (a batch, a frame, a box, the list) skip React Router (ADR 0015); they
 // never name a static file, so they go before the static lookups too.
 app.use(holm.hot);
+// GET /metrics (Prometheus; server/metrics.ts): behind its own token, after the HTTP edge.
+app.use(holm.metrics);
 if (production) {
   app.use("/assets", express.static(path.join(root, "build/client/assets"), { immutable: true, maxAge: "1y" }));
   app.use(express.static(path.join(root, "build/client"), { maxAge: "1h", index: false }));
@@ -56,7 +68,8 @@ let config: ReturnType<Holm["config"]>;
 try {
   config = holm.config();
 } catch (err) {
-  console.error(`[holm] ${(err as Error).message}`);
+  log.fatal((err as Error).message);
+  await holm.flushLog();
   process.exit(2);
 }
 
@@ -71,20 +84,21 @@ app.all(
   "/{*splat}",
   // The peer address, for per-address log-in limits and open mode's loopback rule; never a
   // client-supplied header.
-  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.socket.remoteAddress ?? "unknown" }) }),
+  // `note`: the request's log line, which the /v1 routes fill in (server/request-log.ts).
+  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.socket.remoteAddress ?? "unknown", note: holm.noteOf(req) }) }),
 );
 
 server.listen(config.port, config.host, () => {
   const addr = server.address();
   const shown = typeof addr === "object" && addr ? `${addr.address}:${addr.port}` : String(addr);
-  console.log(`[holm] listening on http://${shown} (${production ? "production" : "development"})`);
+  log.info(`listening on http://${shown} (${production ? "production" : "development"})`);
 });
 
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
-  console.log(`[holm] ${signal}: shutting down`);
+  log.info(`${signal}: shutting down`);
   const force = setTimeout(() => process.exit(1), 10_000);
   force.unref();
   server.close();
@@ -92,8 +106,9 @@ async function shutdown(signal: string) {
   try {
     await holm.shutdown();
   } catch (err) {
-    console.error("[holm] shutdown failed:", err);
+    log.error({ err }, "shutdown failed");
   }
+  await holm.flushLog();
   process.exit(0);
 }
 process.on("SIGTERM", () => void shutdown("SIGTERM"));

@@ -10,6 +10,7 @@ import { ServerRouter } from "react-router";
 import { isbot } from "isbot";
 import type { RenderToPipeableStreamOptions } from "react-dom/server";
 import { renderToPipeableStream } from "react-dom/server";
+import { log } from "~/utils/log.server";
 
 export const streamTimeout = 5_000;
 
@@ -83,7 +84,7 @@ export default function handleRequest(
           // errors encountered during initial shell rendering since they'll
           // reject and get logged in handleDocumentRequest.
           if (shellRendered) {
-            console.error(error);
+            log.error({ err: error }, "rendering a page failed");
           }
         },
       },

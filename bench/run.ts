@@ -6,6 +6,7 @@ import { benchCdp } from "./cdp";
 import { benchCluster } from "./cluster";
 import { benchDensity } from "./density";
 import { benchDrive } from "./drive";
+import { benchObservability } from "./observability";
 import { benchPages } from "./pages";
 import { benchPool } from "./pool";
 import { benchRemote } from "./remote";
@@ -24,6 +25,7 @@ const benches: Record<string, () => Promise<void>> = {
   "box-read": benchBoxRead,
   "box-list": benchBoxList,
   drive: benchDrive,
+  observability: benchObservability,
   pages: benchPages,
   pool: benchPool,
   cdp: benchCdp,

@@ -20,6 +20,9 @@ bash scripts/setup.sh
 
 RUN="run-$(date +%s)-$$"
 LOGS=$(mktemp -d)
+# Every test server of every suite writes its output here, and the tests the secrets they used
+# (tests/support/log-secrets.ts); the last step reads the one for the other.
+export HOLM_TEST_LOG_DIR="$LOGS/servers"
 cleanup() {
   # Boxes carry holm.test=<run>-<suite>: remove whatever a failed test left behind.
   for suite in unit agent int int2 e2e; do
@@ -73,4 +76,6 @@ HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/2 || s
 fg int2 "$int2" "integration (2 of 2)" || status=1
 fg agent "$agent" "in-box agent (host Xvfb)" || status=1
 fg e2e "$e2e" "end-to-end" || status=1
+echo "== secrets in the servers' logs"
+node --import tsx scripts/check-log-secrets.ts "$HOLM_TEST_LOG_DIR" || status=1
 exit $status

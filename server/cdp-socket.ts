@@ -12,6 +12,8 @@ import { AGENT_PORT } from "~/protocol/agent";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
 import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
+import { log } from "~/utils/log.server";
+import { countSocket } from "~/utils/metrics.server";
 
 // GET /v1/cdp/{token}/devtools/<kind>/<id>: the DevTools WebSocket of one screen's Chromium,
 // through the server (docs/decisions/0011-cdp-proxy.md). The token is the credential; it and its
@@ -102,7 +104,10 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     }
   }
   if (socket.destroyed) return void up.terminate();
-  wss!.handleUpgrade(req, socket, head, (client) => relay(access, client, up));
+  wss!.handleUpgrade(req, socket, head, (client) => {
+    client.once("close", countSocket("cdp"));
+    relay(access, client, up);
+  });
 }
 
 function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
@@ -134,7 +139,7 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
 
 async function recheck(c: Conn) {
   const a = await issuerAccess(c.access.claims, c.access.owner).catch((err) => {
-    console.error("[holm] checking a CDP socket's access failed:", (err as Error).message);
+    log.error({ err }, "checking a CDP socket's access failed");
     return { ok: false as const, err: new ApiError("unauthorized", "your access could not be confirmed; connect again") };
   });
   if (!a.ok) close(c, CLOSE_POLICY, a.err.message);
@@ -147,7 +152,7 @@ export function registerCdpSocket() {
   registerUpgrade(UPGRADE, (req, socket, head, match) => {
     socket.on("error", () => undefined);
     accept(req, socket, head, match).catch((err) => {
-      console.error("[holm] CDP socket:", (err as Error).message);
+      log.error({ err }, "CDP socket");
       refuse(socket, new ApiError("internal", "the DevTools socket failed to open"));
     });
   });

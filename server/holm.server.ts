@@ -9,7 +9,10 @@ import { startPool, stopPool } from "~/models/pool.server";
 import { closeCluster, openCluster } from "~/utils/cluster.server";
 import { closeDb, openDb } from "~/utils/db.server";
 import { configFileResult, env } from "~/utils/env.server";
+import { flushLog, log, noteOf } from "~/utils/log.server";
 import { hotPath } from "./hot-path";
+import { metricsRoute } from "./metrics";
+import { requestLog } from "./request-log";
 import { httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
@@ -27,10 +30,22 @@ export const holm = {
   config() {
     const e = env();
     const file = configFileResult();
-    if (file?.file) console.log(`[holm] configuration from ${file.file}: ${file.applied.length} setting(s), ${file.overridden.length} overridden by the environment`);
-    if (file?.skipped) console.warn(`[holm] configuration file not read: ${file.skipped}`);
+    if (file?.file) log.info(`configuration from ${file.file}: ${file.applied.length} setting(s), ${file.overridden.length} overridden by the environment`);
+    if (file?.skipped) log.warn(`configuration file not read: ${file.skipped}`);
     return { host: e.HOLM_SERVER_ADDR.host, port: e.HOLM_SERVER_ADDR.port, storage: e.HOLM_STORAGE_BACKEND, publicUrl: e.HOLM_PUBLIC_URL };
   },
+
+  /** The logger (app/utils/log.server.ts): server.ts logs through this copy. */
+  log,
+  flushLog,
+  /** The log note of a request, for React Router's load context (the /v1 routes fill it in). */
+  noteOf: (req: import("node:http").IncomingMessage) => noteOf(req),
+
+  /** First middleware: one log line per request (HOLM_LOG_REQUESTS=0: none). */
+  requestLog,
+
+  /** GET /metrics (Prometheus), behind HOLM_METRICS_TOKEN or the server token. */
+  metrics: metricsRoute,
 
   /** Middleware for every HTTP request, before static files and routes: Host, Origin, bodies. */
   edge: httpEdge,
@@ -45,15 +60,15 @@ export const holm = {
     await openCluster();
     // Takeovers are in the store (ADR 0021): they outlive every server's restart.
     const takeovers = await loadTakeovers();
-    if (takeovers) console.log(`[holm] ${takeovers} takeover(s) still held`);
+    if (takeovers) log.info(`${takeovers} takeover(s) still held`);
     // Added engines first: boxes on them are taken back like the local ones (ADR 0019).
     const engines = await openStoredRuntimes();
-    if (engines) console.log(`[holm] ${engines} added runtime(s) opened`);
+    if (engines) log.info(`${engines} added runtime(s) opened`);
     const { adopted, known } = await adoptBoxes();
-    console.log(`[holm] store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
+    log.info(`store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
     // Builds queued or cut off before this start go back on the queue (ADR 0017).
     const builds = await resumeBuilds();
-    if (builds) console.log(`[holm] ${builds} image build(s) from before the restart queued again`);
+    if (builds) log.info(`${builds} image build(s) from before the restart queued again`);
     startLoops();
     await startWebhooks();
     await startPool();

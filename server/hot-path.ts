@@ -4,6 +4,7 @@ import * as boxesRoute from "~/routes/v1/boxes";
 import * as actionsRoute from "~/routes/v1/screen-actions";
 import * as frameRoute from "~/routes/v1/screen-frame";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { log, noteOf } from "~/utils/log.server";
 
 // The hot /v1 routes, served in front of React Router (docs/decisions/0015-hot-path.md): a batch,
 // a frame, a box and the box list. Profiled on a one-click batch, React Router's request handler,
@@ -113,10 +114,10 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
       else headers.set(k, v);
     }
     const request = new Request(urlOf(req), { method, headers, body: body as BodyInit | undefined, signal: controller.signal });
-    const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown" } });
+    const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown", note: noteOf(req) } });
     await send(res, response, t0);
   })().catch((e) => {
-    console.error("[holm] hot path:", e);
+    log.error({ err: e }, "hot path failed");
     if (!res.headersSent) void send(res, errorResponse(new ApiError("internal", "the server failed to handle this request", { retryable: true })));
     else res.destroy();
   });

@@ -1,6 +1,7 @@
 import { reapBoxes } from "~/models/box-sync.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
+import { log } from "~/utils/log.server";
 
 // Background work the server does on its own (HOLM_SERVER_SCHEDULE=internal, the default):
 // reap every HOLM_SERVER_REAP_SECS, prune every HOLM_SERVER_PRUNE_SECS. With `external` none of
@@ -20,8 +21,8 @@ function every(name: string, secs: number, sweep: () => Promise<string | undefin
     timer: setInterval(() => {
       if (loop.running) return;
       loop.running = sweep()
-        .then((done) => done && console.log(`[holm] ${name}: ${done}`))
-        .catch((err) => console.error(`[holm] ${name} failed:`, err))
+        .then((done) => done && log.info(`${name}: ${done}`))
+        .catch((err) => log.error({ err }, `${name} failed`))
         .finally(() => (loop.running = undefined));
     }, secs * 1000),
   };
@@ -32,7 +33,7 @@ function every(name: string, secs: number, sweep: () => Promise<string | undefin
 export function startLoops() {
   const e = env();
   if (e.HOLM_SERVER_SCHEDULE === "external") {
-    console.log("[holm] schedule external: reap, prune and queued jobs wait for /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run");
+    log.info("schedule external: reap, prune and queued jobs wait for /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run");
     return;
   }
   every("reaper", e.HOLM_SERVER_REAP_SECS, async () => {

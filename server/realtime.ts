@@ -10,6 +10,7 @@ import { onViewersChange } from "~/models/viewer.server";
 import { allowSocketIoRequest } from "./http-edge";
 import { type SessionActor, requireSession } from "./socket-auth";
 import { attachTerminal } from "./terminal";
+import { log } from "~/utils/log.server";
 
 /**
  * socket.io for the console's live views. A connection authenticates with the session cookie
@@ -50,7 +51,7 @@ export function attachSocketIo(server: HttpServer): IoServer {
   const pushScreen = async (owner: string | null | undefined, boxId: string, screen: number) => {
     if (owner) boxes.to(`ws:${owner}`).emit("screens", await screenStatus(boxId, screen));
   };
-  const failed = (err: unknown) => console.error("[holm] screen status push failed:", err);
+  const failed = (err: unknown) => log.error({ err }, "screen status push failed");
   onViewersChange((c) => {
     void getBox({ kind: "server" }, c.boxId)
       .then((box) => pushScreen(box.owner, c.boxId, c.screen), () => undefined)

@@ -5,6 +5,7 @@ import type { Role } from "~/models/roles";
 import { type ViewerConnection, openViewers } from "~/models/viewer.server";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import type { SessionActor } from "./socket-auth";
+import { log } from "~/utils/log.server";
 
 // Revocation is live: when a key is revoked, a member removed or given another role, or sessions
 // end (log-out, password change), every open socket that principal opened is checked against the
@@ -22,7 +23,7 @@ const unconfirmed = "your access could not be confirmed; reconnect";
 async function recheckViewer(c: ViewerConnection) {
   const access = await principalAccess(c.issuer, c.owner ?? null, c.mode === "control" ? "member" : "viewer", c.sessionId).catch(
     (err) => {
-      console.error("[holm] checking a viewer's access failed:", err);
+      log.error({ err }, "checking a viewer's access failed");
       return { ok: false, lost: "ended", why: unconfirmed } as const;
     },
   );
@@ -36,7 +37,7 @@ async function recheckSocket(socket: Socket, need: Role) {
   const actor = socket.data.actor as SessionActor | undefined;
   if (!actor || !socket.connected) return;
   const access = await principalAccess(`user:${actor.userId}`, actor.workspaceId, need, actor.sessionId).catch((err) => {
-    console.error("[holm] checking a socket's access failed:", err);
+    log.error({ err }, "checking a socket's access failed");
     return { ok: false, lost: "ended", why: unconfirmed } as const;
   });
   if (access.ok || !socket.connected) return;

@@ -5,6 +5,7 @@ import { type Role, atLeast } from "~/models/roles";
 import { SESSION_COOKIE, readCookie, validateSession } from "~/models/session.server";
 import { roleIn } from "~/models/workspace.server";
 import { ApiError, isApiError } from "~/utils/api-error.server";
+import { log } from "~/utils/log.server";
 
 export type SessionActor = Actor & { kind: "workspace"; userId: string; sessionId: string };
 
@@ -35,7 +36,7 @@ export function requireSession(need: Role, then?: (socket: Socket, actor: Sessio
       next();
     } catch (err) {
       if (isApiError(err)) return next(new Error(err.message));
-      console.error("[holm] socket handshake failed:", err);
+      log.error({ err }, "socket handshake failed");
       next(new Error("internal"));
     }
   };

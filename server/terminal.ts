@@ -5,6 +5,8 @@ import { recordEntry } from "~/models/trace.server";
 import type { Shell } from "~/runtime/runtime";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import { requireSession } from "./socket-auth";
+import { log } from "~/utils/log.server";
+import { countSocket } from "~/utils/metrics.server";
 
 // socket.io namespace /terminal: a shell with a TTY in one box, for the console's terminal.
 // The handshake authenticates with the session cookie exactly like /boxes, needs the member role
@@ -38,8 +40,9 @@ export function attachTerminal(io: IoServer) {
     }),
   );
   ns.on("connection", (socket) => {
+    socket.once("disconnect", countSocket("terminal"));
     void serve(socket).catch((err) => {
-      console.error("[holm] terminal failed:", err);
+      log.error({ err }, "terminal failed");
       socket.emit("exit", { code: null, why: "the terminal failed to start" });
       socket.disconnect(true);
     });
@@ -81,7 +84,7 @@ async function serve(socket: Socket) {
   }
   const openedAt = Date.now();
   await recordEntry(boxId, { actor: "person", event: "terminal", data: { by, phase: "opened" } }).catch((err) =>
-    console.error("[holm] trace terminal opened failed:", err),
+    log.error({ err }, "trace terminal opened failed"),
   );
 
   let ended = false;
@@ -98,7 +101,7 @@ async function serve(socket: Socket) {
       actor: "person",
       event: "terminal",
       data: { by, phase: "closed", duration_ms: Date.now() - openedAt },
-    }).catch((err) => console.error("[holm] trace terminal closed failed:", err));
+    }).catch((err) => log.error({ err }, "trace terminal closed failed"));
   };
 
   // Shell → page, with back-pressure on the socket's write buffer.

@@ -2,6 +2,7 @@ import { type IncomingMessage, STATUS_CODES, type Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { type ApiError, ERROR_STATUS } from "~/utils/api-error.server";
 import { socketRefusal } from "./http-edge";
+import { log } from "~/utils/log.server";
 
 // Raw WebSocket upgrades by path (one module per socket path registers here). socket.io and
 // Vite's HMR install their own upgrade listeners; anything else is answered 404 and closed.
@@ -43,7 +44,7 @@ export function attachUpgradeRouter(server: Server) {
         try {
           handler(req, socket, head, match);
         } catch (err) {
-          console.error("[holm] upgrade handler failed:", err);
+          log.error({ err }, "upgrade handler failed");
           socket.destroy();
         }
         return;

@@ -10,6 +10,7 @@ import { vncChallengeResponse } from "~/utils/vnc-auth.server";
 import { RFB_CLOSE, RfbClientFilter } from "./rfb-filter";
 import type { ViewerAccess } from "./viewer-access";
 import { ByteReader, ViewerGreetingError, greetViewer, loginToVnc } from "./vnc-handshake";
+import { log } from "~/utils/log.server";
 
 // The relay of the viewer socket (server/viewer-socket.ts accepts the upgrade, then hands the
 // WebSocket here). Every viewer gets its own VNC connection, so a slow one never holds up the
@@ -328,7 +329,7 @@ export function relay(
     try {
       early = await login;
     } catch (e) {
-      console.error(`[holm] VNC login to ${boxId} screen ${screen} failed:`, (e as Error).message);
+      log.error({ err: e }, `VNC login to ${boxId} screen ${screen} failed`);
       return end(VIEWER_CLOSE.vncUnreachable, "the box's VNC server did not take the server's login");
     }
     if (ended) return;

@@ -10,6 +10,8 @@ import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
 import { connectVnc, relay, startVncLogin } from "./viewer-relay";
+import { log } from "~/utils/log.server";
+import { countSocket } from "~/utils/metrics.server";
 
 // GET /v1/boxes/{id}/screens/{screen}/viewer/socket?ticket=…&mode=view|control
 //
@@ -41,7 +43,7 @@ export function registerViewerSocket() {
   registerUpgrade(VIEWER_SOCKET_PATH, (req, socket, head, match) => {
     socket.on("error", () => undefined);
     accept(req, socket, head, match).catch((err) => {
-      console.error("[holm] viewer socket:", err);
+      log.error({ err }, "viewer socket");
       refuse(socket, new ApiError("internal", "the viewer socket failed to open"));
     });
   });
@@ -154,6 +156,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   }
   const login = startVncLogin(vnc, box.id);
   wss!.handleUpgrade(req, socket, early.length ? Buffer.concat([head, ...early]) : head, (ws) => {
+    ws.once("close", countSocket(mode === "control" ? "control" : "viewer"));
     relay(ws, vnc, login, claims, mode, granted);
   });
 }

@@ -1,6 +1,7 @@
 import { events } from "~/models/event.server";
 import { env } from "~/utils/env.server";
 import { SEND_CONCURRENCY, attemptDelivery, dueDeliveries, fanOut, initCursor, pruneDeliveries } from "~/models/webhook-delivery.server";
+import { log } from "~/utils/log.server";
 
 // The webhook sender (docs/decisions/0018): a loop in the server process, separate from the
 // request that caused an event. It wakes on each recorded event (the in-process emitter) and
@@ -28,7 +29,7 @@ async function sweep(): Promise<void> {
   for (const id of await dueDeliveries(now, new Set(inFlight.keys()), SEND_CONCURRENCY - inFlight.size)) {
     // Not awaited: a slow receiver holds one slot, not the loop.
     const p = attemptDelivery(id)
-      .catch((err) => console.error(`[holm] webhook delivery ${id} failed:`, err))
+      .catch((err) => log.error({ err }, `webhook delivery ${id} failed`))
       .finally(() => {
         inFlight.delete(id);
         wake();
@@ -45,7 +46,7 @@ function wake() {
     return;
   }
   sweeping = sweep()
-    .catch((err) => console.error("[holm] webhooks:", err))
+    .catch((err) => log.error({ err }, "webhooks"))
     .finally(() => {
       sweeping = undefined;
       if (again) {
@@ -60,7 +61,7 @@ const onEvent = () => setImmediate(wake);
 export async function startWebhooks() {
   await initCursor();
   if (env().HOLM_SERVER_SCHEDULE === "external") {
-    console.log("[holm] schedule external: webhook deliveries wait for /v1/jobs/run");
+    log.info("schedule external: webhook deliveries wait for /v1/jobs/run");
     return;
   }
   timer = setInterval(wake, TICK_MS);

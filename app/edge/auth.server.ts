@@ -6,6 +6,7 @@ import { userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
+import { noteActor } from "~/utils/log.server";
 import { safeEqual } from "~/utils/secret.server";
 import { CSRF_HEADER, csrfMatches } from "./csrf.server";
 import { isLoopback, peerOf } from "./peer.server";
@@ -53,6 +54,7 @@ async function sessionActor(request: Request): Promise<WorkspaceActor | undefine
   const workspaces = await workspacesOf(found.user.id);
   const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
   if (!workspace) throw new ApiError("forbidden", "you belong to no workspace yet; make one in the console");
+  noteActor(request, `person:${found.user.name}`);
   // With its user: what it does is recorded as this person's (the trace's `by`).
   return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id };
 }
@@ -77,12 +79,15 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
       throw unauthorized(check.why === "unknown" ? "the API key is not valid" : `the API key is ${check.why}`);
     }
     actor = { kind: "workspace", workspaceId: check.key.workspace_id, role: "member", via: "key", keyId: check.key.id };
+    // The request's log line names the key, never its secret.
+    noteActor(request, `key:${check.key.name}`);
   } else if (given !== undefined || request.headers.has("authorization")) {
     if (!token) {
       // A token that this server does not have is a mistake worth reporting.
       throw unauthorized("this server has no token; send a holm_sk_ key or no Authorization header");
     }
     if (!given || !safeEqual(given, token)) throw unauthorized(`the bearer token is not valid; ${SEND_KEY}`);
+    noteActor(request, "server");
     return { kind: "server", via: "token" };
   } else {
     actor = await sessionActor(request);
@@ -94,6 +99,7 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
       if (await accountsExist()) {
         throw unauthorized(`this server has accounts, so open mode is over (it ends at the first sign-up); ${SEND_KEY}`);
       }
+      noteActor(request, "open");
       return { kind: "server", via: "open" };
     }
   }
@@ -107,7 +113,10 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
 export async function requireScheduler(request: Request): Promise<Actor> {
   const cron = env().CRON_SECRET;
   const given = bearer(request);
-  if (cron && given && safeEqual(given, cron)) return { kind: "server", via: "token" };
+  if (cron && given && safeEqual(given, cron)) {
+    noteActor(request, "cron");
+    return { kind: "server", via: "token" };
+  }
   const actor = await requireActor(request, "viewer");
   if (actor.kind !== "server") throw new ApiError("denied", "scheduled work needs the server token or CRON_SECRET");
   return actor;

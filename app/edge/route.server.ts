@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { type RequestNote, linkNote } from "~/utils/log.server";
 import { validate } from "~/utils/validate.server";
 import { rememberPeer } from "./peer.server";
 
@@ -21,7 +22,14 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
   const methods = Object.keys(handlers) as Method[];
   const serve = async (args: Args): Promise<Response> => {
     // The peer address (from server.ts's load context), for open mode's loopback rule.
-    rememberPeer(args.request, (args.context as { remoteAddress?: string } | undefined)?.remoteAddress);
+    const context = args.context as { remoteAddress?: string; note?: RequestNote } | undefined;
+    rememberPeer(args.request, context?.remoteAddress);
+    // The request's log line (server/request-log.ts): the route's parameters give its pattern,
+    // and authentication adds who called to the same note.
+    if (context?.note) {
+      context.note.params = args.params;
+      linkNote(args.request, context.note);
+    }
     const method = (args.request.method === "HEAD" ? "GET" : args.request.method) as Method;
     const handler = handlers[method];
     try {

@@ -7,6 +7,7 @@ import { ApiError } from "~/utils/api-error.server";
 import { addBoxTools } from "./box-tools.server";
 import { BoundedEventStore } from "./event-store.server";
 import { addScreenTools } from "./screen-tools.server";
+import { log } from "~/utils/log.server";
 
 // MCP sessions (docs/decisions/0013). A session is bound to the principal that opened it
 // (`server` or `key:<id>`): a request naming it with any other credentials is answered as for an
@@ -68,7 +69,7 @@ function buildServer(): McpServer {
 export async function closeSession(s: McpSession, why: string) {
   if (sessions.get(s.id) === s) sessions.delete(s.id);
   if (s.expiry) clearTimeout(s.expiry);
-  await s.server.close().catch((err) => console.error(`[holm] closing MCP session (${why}) failed:`, err));
+  await s.server.close().catch((err) => log.error({ err }, `closing MCP session (${why}) failed`));
 }
 
 /**
@@ -114,7 +115,7 @@ export async function openSession(principal: string, owner: string | null): Prom
 
 async function recheck(s: McpSession) {
   const access = await principalAccess(s.principal, s.owner, "member").catch((err) => {
-    console.error("[holm] checking an MCP session's access failed:", err);
+    log.error({ err }, "checking an MCP session's access failed");
     return { ok: false } as const;
   });
   if (!access.ok) await closeSession(s, "its key no longer reaches the workspace");

@@ -2,6 +2,8 @@ import { z } from "zod";
 import { agentCall } from "~/protocol/agent";
 import { withClusterLock } from "~/utils/cluster.server";
 import { ApiError, badRequest } from "~/utils/api-error.server";
+import { log } from "~/utils/log.server";
+import { observeBatch } from "~/utils/metrics.server";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from "./action-schema.server";
 import type { Actor } from "./actor";
@@ -205,7 +207,7 @@ async function runParts(
       results.push({ ok: true, ...(await runPageStep(t, step, memo)) });
     } catch (e) {
       const err = e instanceof ApiError ? e : new ApiError("internal", "the step failed");
-      if (!(e instanceof ApiError)) console.error(`[holm] page step ${step.type} of ${t.box.id} failed:`, e);
+      if (!(e instanceof ApiError)) log.error({ box: t.box.id, step: step.type, err: e }, "page step failed");
       results.push({ ok: false, code: err.code, message: `step ${part.at} (${step.type}): ${err.message}` });
       if (!input.keep_going) {
         stopped = part.at;
@@ -225,13 +227,23 @@ export async function runBatch(
   steps: Step[],
   timings: BatchTimings = { box: 0, trace: 0 },
 ): Promise<BatchResult> {
+  // The batch histogram (holm_batch_duration_seconds) times the whole batch, refusals included.
+  const t0 = performance.now();
+  try {
+    return await runBatchNow(actor, t, input, steps, timings);
+  } finally {
+    observeBatch(steps.map((s) => s.type), (performance.now() - t0) / 1000);
+  }
+}
+
+async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, steps: Step[], timings: BatchTimings): Promise<BatchResult> {
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
   const guard = () => {
     try {
       assertMayRunSteps(actor, t.box.id, t.screen, steps);
     } catch (err) {
       void recordRefusal(actor, t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
-        console.error("[holm] recording a refusal failed:", e),
+        log.error({ box: t.box.id, err: e }, "recording a refusal failed"),
       );
       throw err;
     }

@@ -4,6 +4,8 @@ import type { Runtime } from "~/runtime/runtime";
 import { withClusterSlot } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
+import { log } from "~/utils/log.server";
+import { countLaunch } from "~/utils/metrics.server";
 import { PROFILE_TARGET, profileVolume } from "./profile.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
@@ -71,6 +73,8 @@ export function launchLoad(): { starting: number; waiting: number } {
 
 export async function launch(row: BoxRow): Promise<void> {
   const start = new StartTracker(row);
+  countLaunch();
+  log.info({ box: row.id, runtime: row.runtime, pooled: row.pooled ? true : undefined }, "box launch queued");
   const release = await startSlot(!!row.pooled);
   try {
     // Several servers on one engine (docs/decisions/0021) share its start slots too.
@@ -91,7 +95,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     await start.enter("image");
     const { image, built } = await withTimeout(
       rt.ensureImage(imageRequest(spec), (line) => {
-        console.log(`[holm] image for ${row.id}: ${line}`);
+        log.info({ box: row.id, line }, "image build");
         start.buildLine(line);
       }),
       IMAGE_TIMEOUT_MS,
@@ -141,14 +145,14 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     await trace(row.id, "ready");
     await recordEvent("box.ready", { owner: row.owner, box_id: row.id, runtime: row.runtime });
   } catch (err) {
-    console.error(`[holm] box ${row.id} did not start:`, err);
+    log.warn({ box: row.id, phase: start.phase, err }, "box did not start");
     let lines: string[] = [];
     // The container's own output says why it died; read it before the container goes.
     if (row.runtime_ref) {
       // More than the log keeps, so the entrypoint's last word is found behind a chatty part.
       lines = await rt.logs(row.runtime_ref, START_LOG_LINES * 5).catch(() => []);
       start.containerLines(lines.slice(-START_LOG_LINES));
-      await rt.remove(row.runtime_ref).catch((e) => console.error("[holm] cleanup failed:", e));
+      await rt.remove(row.runtime_ref).catch((e) => log.error({ box: row.id, err: e }, "cleanup failed"));
     }
     if (!(await stillWanted())) return;
     const why = start.reason(causeOf(err, lines));

@@ -13,6 +13,7 @@ import type { BoxStart, CreatedBy } from "~/protocol/box-console";
 import { SERVER_ITSELF, attribution, kindOfIssuer } from "./actor-name.server";
 import type { NormalPlacement, NormalSpec } from "./spec.server";
 import { recordEntry } from "./trace.server";
+import { log } from "~/utils/log.server";
 
 // The box record: its row and JSON, its state changes (one serial chain per box, so a stop
 // cannot race a resume), where the server reaches it, and removal. The launch
@@ -167,7 +168,7 @@ export async function trace(boxId: string, event: string, data: Record<string, u
     const who = await attribution(by);
     await recordEntry(boxId, { actor: who.actor, event, data: { ...data, ...who.data } });
   } catch (err) {
-    console.error(`[holm] trace ${event} of ${boxId} failed:`, err);
+    log.error({ err }, `trace ${event} of ${boxId} failed`);
   }
 }
 
@@ -238,7 +239,7 @@ export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERV
   await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
   return serial(row.id, async () => {
     const cur = (await loadRow(row.id))!;
-    for (const step of beforeRemove) await step(cur).catch((err) => console.error(`[holm] before removing ${cur.id}:`, err));
+    for (const step of beforeRemove) await step(cur).catch((err) => log.error({ err, box: cur.id }, "before removing the box"));
     if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
     forgetAddress(row.id);
     await setState(cur, "gone", reason, { removed_at_ms: at });

@@ -1,5 +1,7 @@
 import { type BoxStart, START_LOG_LINES, START_PHASES, type StartPhase } from "~/protocol/box-console";
 import { db } from "~/utils/db.server";
+import { log } from "~/utils/log.server";
+import { observeStart } from "~/utils/metrics.server";
 import { agentSecret, vncPassword } from "./agent.server";
 import { type BoxRow, boxChanges, liveStart, setLiveStart, toBoxJson } from "./box-record.server";
 
@@ -67,6 +69,7 @@ export class StartTracker {
     if (want <= have) return;
     for (let i = have + 1; i <= want; i++) this.start.phases.push({ name: START_PHASES[i]!, at_ms: at });
     this.start.phase = phase;
+    log.debug({ box: this.row.id, phase }, "box start phase");
     if (phase !== "image") delete this.start.build;
     await this.save();
   }
@@ -119,7 +122,19 @@ export class StartTracker {
     Object.assign(this.start, patch);
     delete this.start.build;
     setLiveStart(this.row.id, undefined);
+    this.report();
     return { start_json: JSON.stringify(this.start) };
+  }
+
+  /** The start's log line (each phase's ms; a failure with the box's own start log) and metrics. */
+  private report(): void {
+    const { phases, ended_ms: ended = Date.now(), failed_in: failedIn } = this.start;
+    observeStart(phases, ended, failedIn);
+    const took = Object.fromEntries(phases.map((p, i) => [p.name, (phases[i + 1]?.at_ms ?? ended) - p.at_ms]));
+    const line = { box: this.row.id, runtime: this.row.runtime, pooled: this.row.pooled ? true : undefined, phases_ms: took, ms: ended - (phases[0]?.at_ms ?? ended) };
+    // The start log is the build's lines and the box's own output, scrubbed of its secrets.
+    if (failedIn) log.warn({ ...line, failed_in: failedIn, start_log: this.start.log }, "box start failed");
+    else log.info(line, "box ready");
   }
 
   private keep(lines: string[]): void {

@@ -18,6 +18,7 @@ import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
 import { traceStartedFresh } from "./trace.server";
+import { log } from "~/utils/log.server";
 
 // Keeping the records in line with the runtime: the reaper (expired, idle and vanished boxes)
 // and, at start, taking back the boxes an earlier server made. It stands on the box record
@@ -42,7 +43,7 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
         removed++;
       }
     } catch (err) {
-      console.error(`[holm] reaper: box ${row.id}:`, err);
+      log.error({ err }, `reaper: box ${row.id}`);
     }
   }
   return { removed };
@@ -106,17 +107,17 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
         if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
       } else await reconcile(row);
     } catch (err) {
-      console.error(`[holm] adopt: box ${row.id}:`, err);
+      log.error({ err }, `adopt: box ${row.id}`);
     }
   }
   const rt = runtime(DEFAULT_RUNTIME)!;
   if (!(await rt.ping())) {
-    console.error("[holm] adopt: the docker runtime does not answer; boxes come back when it does");
+    log.error("adopt: the docker runtime does not answer; boxes come back when it does");
     return { adopted, known: rows.length };
   }
   // The host's networks and firewall rules for boxes, checked at every start: a host whose rules
   // were flushed gets them back before any box is used. Creating a box checks them again.
-  await rt.prepare().catch((err) => console.error("[holm] the box networks or their firewall rules are not in place:", err));
+  await rt.prepare().catch((err) => log.error({ err }, "the box networks or their firewall rules are not in place"));
   // Removed records stay in the store; a container for one of them is a leftover to clean up.
   const everRecorded = new Set(
     (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
@@ -127,11 +128,11 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   // skipped; its recorded boxes are already `unreachable`, and the reaper brings them back.
   for (const [name, other] of storedRuntimes()) {
     if (!(await other.ping().catch(() => false))) {
-      console.error(`[holm] adopt: the ${name} runtime does not answer; its boxes come back when it does`);
+      log.error(`adopt: the ${name} runtime does not answer; its boxes come back when it does`);
       continue;
     }
     adopted += await scanRuntime(name, other, known, everRecorded).catch((err) => {
-      console.error(`[holm] adopt: the ${name} runtime's boxes could not be listed:`, err);
+      log.error({ err }, `adopt: the ${name} runtime's boxes could not be listed`);
       return 0;
     });
   }
@@ -148,7 +149,7 @@ async function scanRuntime(name: string, rt: Runtime, known: Set<string>, everRe
     // Another server's box (another key) is not ours to take or to clean up.
     if (found.labels["holm.server"] !== me) continue;
     if (everRecorded.has(found.boxId)) {
-      await rt.remove(found.ref).catch((e) => console.error("[holm] adopt: cleanup:", e));
+      await rt.remove(found.ref).catch((e) => log.error({ err: e }, "adopt: cleanup"));
       continue;
     }
     try {
@@ -163,9 +164,9 @@ async function scanRuntime(name: string, rt: Runtime, known: Set<string>, everRe
       if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (found.address) rememberAddress(row.id, found.address);
       adopted++;
-      console.log(`[holm] adopted ${row.id} (${row.state}) from the ${name} runtime`);
+      log.info(`adopted ${row.id} (${row.state}) from the ${name} runtime`);
     } catch (err) {
-      console.error(`[holm] adopt: container ${found.ref.slice(0, 12)} has unreadable labels:`, err);
+      log.error({ err }, `adopt: container ${found.ref.slice(0, 12)} has unreadable labels`);
     }
   }
   return adopted;

@@ -44,6 +44,7 @@ import {
   normalizeSpec,
   specDigest,
 } from "./spec.server";
+import { log } from "~/utils/log.server";
 
 // A box's public verbs, for /v1 and the console alike: read, list, create, pause, resume, stop,
 // remove, and the checks a call makes before it drives a box (requireRunningBox). The record is
@@ -204,7 +205,7 @@ async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
   try {
     return await rt.imageStatus(imageRequest(spec));
   } catch (err) {
-    console.error("[holm] image status:", err);
+    log.error({ err }, "image status");
     throw new ApiError("unavailable", `the ${rt.name} runtime cannot tell whether the box image exists: ${(err as Error).message}`);
   }
 }
@@ -248,7 +249,7 @@ export function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
       await runtimeOf(cur).pause(cur.runtime_ref!);
     } catch (err) {
       if (!(err instanceof PauseBusyError)) throw err;
-      console.error(`[holm] box ${id} would not freeze:`, err.message);
+      log.error({ err }, `box ${id} would not freeze`);
       throw new ApiError("unavailable", `box ${id} is busy starting processes and could not be paused; try again`);
     }
   });
@@ -358,7 +359,7 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
     if (address) rememberAddress(id, address);
   }
   if (!address) throw new ApiError("transport", `box ${id} has no address the server can reach`);
-  void touchBox(id).catch((err) => console.error("[holm] touch failed:", err));
+  void touchBox(id).catch((err) => log.error({ err }, "touch failed"));
   return { id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
 }
 

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { z } from "zod";
 import { type ForkOrigin, type ForkReplay, type ForkReplayPush, REPLAY_ENDED_EVENT, type ReplaySkip } from "~/protocol/fork-replay";
 import { readTrace, recordEntry } from "./trace.server";
+import { log } from "~/utils/log.server";
 
 // A fork's replay while it runs and after: kept in memory from the fork's start (so the console
 // and an agent polling a 202 fork can follow it), pushed on every change (server/realtime.ts
@@ -78,7 +79,7 @@ export async function endReplay(
     await recordEntry(boxId, { actor: "server", event: REPLAY_ENDED_EVENT, data: { ...replay } });
   } catch (err) {
     // Still pushed and kept in memory: the people watching see the end either way.
-    console.error(`[holm] fork ${boxId}: recording the replay's end failed:`, err);
+    log.error({ err }, `fork ${boxId}: recording the replay's end failed`);
   }
   const next: Live = rec ?? { owner: null, v: 0, from: { box: "", up_to: null }, replay };
   next.replay = replay;

@@ -13,6 +13,7 @@ import type { ReplaySkip } from "~/protocol/fork-replay";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import type { BatchMark } from "./trace-types.server";
 import { type TraceEntry, readTrace, recordEntry, traceBox } from "./trace.server";
+import { log } from "~/utils/log.server";
 
 // Fork by replay: a new box from the source's spec and placement, then the recorded steps again,
 // in order, at about the original speed. It copies no memory or disk, so it can differ. The steps
@@ -196,7 +197,7 @@ async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBa
     const out = await runBatch(actor, { box: running, screen: batch.screen }, { ...batch.options, actions: steps }, steps);
     results = out.results;
   } catch (err) {
-    console.error(`[holm] fork ${running.id}: replay of seq ${batch.planned[0]!.entry.seq} failed:`, (err as Error).message);
+    log.error({ err }, `fork ${running.id}: replay of seq ${batch.planned[0]!.entry.seq} failed`);
   }
   // A batch that did not run at all counts as its first step attempted and failed.
   if (results.length === 0) results = [{ ok: false }];

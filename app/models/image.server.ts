@@ -11,6 +11,7 @@ import { countImageBuild } from "./quota.server";
 import { getRuntime, requireLaunchable } from "./runtime-store.server";
 import { SpecSchema, imageRequest, normalizeSpec, specDigest } from "./spec.server";
 import type { ImageTable } from "../../db/schema";
+import { log } from "~/utils/log.server";
 
 // Images built before need (seed 000, "Runtimes and images"; ADR 0017). A build goes through the
 // runtime's own ensureImage, the very call a box launch makes, so the same spec gives the same
@@ -115,14 +116,14 @@ async function runBuild(rtName: string, digest: string, req: ImageRequest, by?: 
     await db().updateTable("image").set({ state: "built", reason: null, built_at_ms: Date.now() }).where("runtime", "=", rtName).where("digest", "=", digest).execute();
     if (built) await recordEvent("image.built", { runtime: rtName, data: { image, digest }, by });
   } catch (err) {
-    console.error(`[holm] image build ${rtName}/${digest} failed:`, (err as Error).message);
+    log.error({ err }, `image build ${rtName}/${digest} failed`);
     await db()
       .updateTable("image")
       .set({ state: "failed", reason: reasonOf(err) })
       .where("runtime", "=", rtName)
       .where("digest", "=", digest)
       .execute()
-      .catch((e) => console.error("[holm] recording a failed build:", e));
+      .catch((e) => log.error({ err: e }, "recording a failed build"));
   } finally {
     progress.delete(k);
   }

@@ -3,6 +3,7 @@ import { pruneEvents } from "./event.server";
 import { type ImagePruneResult, pruneImages } from "./image-prune.server";
 import { type PruneResult, pruneTraces } from "./trace.server";
 import { deliverDue, pruneDeliveries } from "./webhook-delivery.server";
+import { log } from "~/utils/log.server";
 
 // Scheduled work (seed 000, "Scheduled work"): the queue of jobs that /v1/jobs/run takes, and
 // prune. With HOLM_SERVER_SCHEDULE=internal (the default) a queued job starts at once and
@@ -41,7 +42,7 @@ async function perform(job: Job): Promise<void> {
   try {
     await job.run();
   } catch (err) {
-    console.error(`[holm] ${job.kind} job for ${job.label} failed:`, err);
+    log.error({ err }, `${job.kind} job for ${job.label} failed`);
   }
 }
 
@@ -81,9 +82,9 @@ function callRun(): void {
   fetch(url, { method: "POST", headers: { authorization: `Bearer ${CRON_SECRET}` } })
     .then(async (res) => {
       const text = await res.text();
-      if (!res.ok) console.error(`[holm] ${url} answered ${res.status}: ${text.slice(0, 300)}`);
+      if (!res.ok) log.error(`${url} answered ${res.status}: ${text.slice(0, 300)}`);
     })
-    .catch((err) => console.error(`[holm] calling ${url} failed; the job waits for the scheduler:`, err));
+    .catch((err) => log.error({ err }, `calling ${url} failed; the job waits for the scheduler`));
 }
 
 /**
@@ -98,7 +99,7 @@ export async function prune(now = Date.now()): Promise<{ traces: PruneResult; ev
   const deliveries = await pruneDeliveries({ now });
   // An engine that does not answer must not stop the rest of prune: the next run tries again.
   const images = await pruneImages(now).catch((err) => {
-    console.error("[holm] pruning old images failed:", (err as Error).message);
+    log.error({ err }, "pruning old images failed");
     return { removed: [], in_use: [] };
   });
   return { traces, events, deliveries, images };

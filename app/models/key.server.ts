@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { badRequest, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { principalChanged } from "./principal-changes.server";
+import { log } from "~/utils/log.server";
 
 // API keys `holm_sk_…`: shown once, stored as SHA-256, checked through a short cache so a
 // request pays a map lookup, not a query. Revoking goes through the cache, so it bites at once.
@@ -143,7 +144,7 @@ export async function checkKey(secret: string, now = Date.now()): Promise<KeyChe
       .set({ last_used_ms: now })
       .where("id", "=", key.id)
       .execute()
-      .catch((err) => console.error("[holm] key last-used update failed:", err));
+      .catch((err) => log.error({ err }, "key last-used update failed"));
   }
   return { ok: true, key };
 }

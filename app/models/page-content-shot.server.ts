@@ -6,6 +6,7 @@ import { cdpSend, inWorld } from "./page-content-world.server";
 import { recordFileWritten } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { issue, refState } from "./page-element-snap.server";
+import { log } from "~/utils/log.server";
 
 // `page_shot` and `pdf` (seed 000: POST …/page/screenshot, …/page/pdf). A screenshot is
 // Playwright's (the viewport or the full page, png, jpeg or webp), in device pixels like a frame,
@@ -113,7 +114,7 @@ async function capture(tp: TabPage, opts: { type: "png" | "jpeg" | "webp"; quali
       const msg = (e as Error).message.split("\n")[0] ?? "";
       if (!/timeout/i.test(msg)) throw new ApiError("failed", `the screenshot failed: ${msg}`);
       if (attempt >= 2) throw new ApiError("timeout", `the page did not draw within ${(2 * SHOT_MS) / 1000} s`);
-      console.error(`[holm] a screenshot of tab ${tp.tab.id} waited ${SHOT_MS} ms for a frame; asking again`);
+      log.error(`a screenshot of tab ${tp.tab.id} waited ${SHOT_MS} ms for a frame; asking again`);
     }
   }
 }

@@ -15,6 +15,8 @@ import { recordEvent } from "./event.server";
 import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
 import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, normalizePlacement, normalizeSpec, specDigest } from "./spec.server";
+import { log } from "~/utils/log.server";
+import { countPoolClaim } from "~/utils/metrics.server";
 
 // The warm pool (HOLM_POOL, ADR 0014): boxes launched ahead of any request, unowned, in no
 // workspace's list or quota, counted against HOLM_POOL_MAX_MEMORY. A POST /v1/boxes whose
@@ -99,8 +101,8 @@ function drop(digest: string, id: string) {
 
 async function retire(row: BoxRow, why: string) {
   drop(row.spec_digest, row.id);
-  console.log(`[holm] pool: removing ${row.id}: ${why}`);
-  await removeRow(row, `pool: ${why}`).catch((err) => console.error(`[holm] pool: removing ${row.id}:`, err));
+  log.info(`pool: removing ${row.id}: ${why}`);
+  await removeRow(row, `pool: ${why}`).catch((err) => log.error({ err }, `pool: removing ${row.id}`));
 }
 
 /**
@@ -158,7 +160,7 @@ export async function claimFromPool(
         recordClaim(id, row);
       } catch (err) {
         // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
-        console.error(`[holm] pool: recording the claim of ${id} failed:`, err);
+        log.error({ err }, `pool: recording the claim of ${id} failed`);
         await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
         void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
         continue;
@@ -170,8 +172,11 @@ export async function claimFromPool(
     boxChanges.emit("change", box);
     await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
     await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
+    countPoolClaim(true);
     return box;
   }
+  // A miss only for a spec the pool keeps boxes of (the hit rate's denominator).
+  if (list || refilling.has(digest)) countPoolClaim(false);
   return undefined;
 }
 
@@ -213,9 +218,9 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
     const after = await loadRow(row.id);
     if (after?.state === "ready" && after.pooled && after.removed_at_ms === null) {
       ready.set(entry.digest, [...(ready.get(entry.digest) ?? []), row.id]);
-      console.log(`[holm] pool: ${row.id} ready (${ready.get(entry.digest)!.length} of ${entry.size} ${entry.key})`);
+      log.info(`pool: ${row.id} ready (${ready.get(entry.digest)!.length} of ${entry.size} ${entry.key})`);
     } else if (after?.state === "failed") {
-      console.error(`[holm] pool: a ${entry.key} box did not start: ${after.reason}`);
+      log.error(`pool: a ${entry.key} box did not start: ${after.reason}`);
     }
   } finally {
     refilling.set(entry.digest, (refilling.get(entry.digest) ?? 1) - 1);
@@ -261,7 +266,7 @@ async function sweep(): Promise<void> {
       // caller's create would be refused.
       if (refusal(await capacity())) return;
       held += each;
-      void launchOne({ ...entry, spec: entry.spec }).catch((err) => console.error("[holm] pool: launch failed:", err));
+      void launchOne({ ...entry, spec: entry.spec }).catch((err) => log.error({ err }, "pool: launch failed"));
     }
   }
 }
@@ -274,7 +279,7 @@ function kick() {
     return;
   }
   ticking = sweep()
-    .catch((err) => console.error("[holm] pool:", err))
+    .catch((err) => log.error({ err }, "pool"))
     .finally(() => {
       ticking = undefined;
       if (again) {
@@ -305,7 +310,7 @@ export async function startPool(): Promise<void> {
       removed++;
     }
   }
-  if (back || removed) console.log(`[holm] pool: ${back} box(es) back in the pool, ${removed} removed`);
+  if (back || removed) log.info(`pool: ${back} box(es) back in the pool, ${removed} removed`);
   timer = setInterval(kick, TICK_MS);
   timer.unref();
   kick();

@@ -1,3 +1,4 @@
+import { log } from "~/utils/log.server";
 import { type BoxRow, boxAddress, onBeforeRemove, runtimeOf } from "./box-record.server";
 import { browserOf } from "./page-browser.server";
 
@@ -41,9 +42,6 @@ async function flushProfile(row: BoxRow): Promise<void> {
   const closed = await Promise.race([closing.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), FLUSH_MS)))]).finally(() =>
     clearTimeout(timer),
   );
-  console.log(
-    closed
-      ? `[holm] box ${row.id}: browser closed for profile "${placement.profile}" in ${Date.now() - began} ms`
-      : `[holm] box ${row.id}: browser did not close in ${FLUSH_MS} ms; profile "${placement.profile}" may miss its last 30 s`,
-  );
+  if (closed) log.info({ box: row.id }, `browser closed for profile "${placement.profile}" in ${Date.now() - began} ms`);
+  else log.warn({ box: row.id }, `browser did not close in ${FLUSH_MS} ms; profile "${placement.profile}" may miss its last 30 s`);
 }

@@ -8,6 +8,7 @@ import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
 import type { ActedData, BatchMark } from "./trace-types.server";
 import { type TraceActor, type TraceEntryInput, recordEntries, recordEntry, recordFrameIfChanged } from "./trace.server";
+import { log } from "~/utils/log.server";
 
 // What goes into a box's trace from the drive side: one `acted` entry per step (each marked with
 // its batch, so a fork can send the batch as one again: trace-types.server.ts), refusals, and a
@@ -68,7 +69,7 @@ export async function recordBatch(
     lastHash.set(key, frame.hash);
     const png = Buffer.from(frame.png_base64, "base64");
     void recordFrameIfChanged(box.id, screen, "agent", { png }).catch((err) =>
-      console.error(`[holm] recording a frame of ${key} failed:`, err),
+      log.error({ err }, `recording a frame of ${key} failed`),
     );
   } else if (steps.some((s) => INPUT_STEPS.has(s.type))) {
     void sampleSoon(box, screen, "agent");
@@ -108,7 +109,7 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
     lastHash.set(key, frame.hash);
     await recordFrameIfChanged(box.id, screen, actor, { png: Buffer.from(frame.png_base64, "base64") });
   })()
-    .catch((err) => console.error(`[holm] frame sample of ${key} failed:`, (err as Error).message))
+    .catch((err) => log.error({ err }, `frame sample of ${key} failed`))
     .finally(() => pending.delete(key));
   pending.set(key, p);
   return p;

@@ -8,6 +8,7 @@ import { seal, unseal } from "~/utils/seal.server";
 import type { Actor } from "./actor";
 import { isName } from "./sealed-store.server";
 import { getUser } from "./user.server";
+import { log } from "~/utils/log.server";
 
 // Runtimes (seed 000, "Runtimes and images"; ADR 0017): the built-in `docker` (this machine's
 // engine, from the environment, never stored) and the ones the operator added, kept in the store
@@ -145,7 +146,7 @@ async function storedSecrets(name: string): Promise<Secrets> {
   try {
     return JSON.parse(unseal(SEAL_PURPOSE, row.sealed, where(name)).toString("utf8")) as Secrets;
   } catch (e) {
-    console.error(`[holm] runtime "${name}": ${(e as Error).message}`);
+    log.error(`runtime "${name}": ${(e as Error).message}`);
     throw new ApiError("unavailable", `the secrets of runtime "${name}" cannot be opened with this server's key`);
   }
 }
@@ -233,7 +234,7 @@ export async function openStoredRuntimes(): Promise<number> {
       opened++;
     } catch (err) {
       // The message names the runtime, never a secret (storedSecrets logs its own).
-      console.error(`[holm] runtime "${row.name}" could not be opened: ${(err as Error).message}`);
+      log.error(`runtime "${row.name}" could not be opened: ${(err as Error).message}`);
     }
   }
   return opened;

@@ -7,6 +7,7 @@ import type { Actor } from "./actor";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX } from "./agent.server";
 import { agentRequest } from "./agent-http.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
+import { log } from "~/utils/log.server";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
 // and screen, calls the in-box agent with the box's secret, and turns the agent's errors into
@@ -59,7 +60,7 @@ export async function callAgent<T = Record<string, unknown>>(
   const err = AgentErrorSchema.safeParse(parsed);
   if (!err.success) throw new ApiError("transport", `the box answered ${res.status}`);
   const code = (err.data.code in ERROR_STATUS && err.data.code !== "unauthorized" ? err.data.code : "internal") as ErrorCode;
-  if (code === "internal") console.error(`[holm] agent of ${box.id} failed: ${err.data.message}`);
+  if (code === "internal") log.error(`agent of ${box.id} failed: ${err.data.message}`);
   throw new ApiError(code, err.data.message);
 }
 

@@ -1,6 +1,7 @@
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { db, lockKey } from "~/utils/db.server";
 import { seal, unseal } from "~/utils/seal.server";
+import { log } from "~/utils/log.server";
 
 // What a workspace keeps by name, sealed at rest (app/utils/seal.server.ts): its secrets and its
 // saved browser states. One owner's names are invisible to every other owner: each query names
@@ -58,7 +59,7 @@ export async function readSealed(table: SealedTable, owner: string, name: string
     return unseal(table, row.sealed, where(table, owner, name));
   } catch (e) {
     // The message names neither the value nor the key; the operator learns why from the log.
-    console.error(`[holm] ${table} "${name}": ${(e as Error).message}`);
+    log.error(`${table} "${name}": ${(e as Error).message}`);
     throw new ApiError("unavailable", `"${name}" cannot be opened with this server's key`);
   }
 }

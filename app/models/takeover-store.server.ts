@@ -2,6 +2,7 @@ import type { Selectable } from "kysely";
 import type { TakeoverTable } from "../../db/schema";
 import { onClusterMessage, publish } from "~/utils/cluster.server";
 import { db, lockKey } from "~/utils/db.server";
+import { log } from "~/utils/log.server";
 
 // Who holds each screen, in the store (docs/decisions/0021): a takeover outlives the restart of
 // every server, and every server sees the same one. Each server keeps a copy of the rows in
@@ -173,5 +174,5 @@ onClusterMessage("takeover", (payload) => {
   const { boxId, screen } = payload as { boxId: string; screen: number };
   void rereadHeld(boxId, screen)
     .then(({ before, after }) => onRemote({ boxId, screen }, before, after))
-    .catch((err) => console.error("[holm] reading a takeover another server changed failed:", err));
+    .catch((err) => log.error({ err }, "reading a takeover another server changed failed"));
 });

@@ -18,6 +18,8 @@ import { type ScreenTarget, callAgent } from "./screen.server";
 import { type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld } from "./takeover-store.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
+import { log } from "~/utils/log.server";
+import { countTakeover } from "~/utils/metrics.server";
 
 // Who has each screen: in the store (./takeover-store.server.ts, docs/decisions/0021), so a
 // takeover outlives the restart of every server and every server of several sees the same one.
@@ -171,7 +173,10 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       guard_at_ms: now,
     };
   });
-  if (!cur) started.add(keyOf(t.box.id, t.screen));
+  if (!cur) {
+    started.add(keyOf(t.box.id, t.screen));
+    countTakeover();
+  }
   if (takeover.exclusive) {
     // Control sockets of anyone who may not drive now (the agent's) end at once; from here on the
     // viewer socket refuses them new ones. Other servers do the same for theirs when they hear.
@@ -193,19 +198,16 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   }
   if (!cur) {
     // A person taking the screen in the console, or an agent handing it to the people there.
+    log.info({ box: t.box.id, screen: t.screen, by, exclusive: takeover.exclusive }, "takeover started");
     const who = await attribution(actor);
     await recordEntry(t.box.id, {
       actor: who.actor,
       event: "takeover_started",
       screen: t.screen,
       data: { ...who.data, exclusive: takeover.exclusive },
-    }).catch((err) => console.error("[holm] trace takeover_started failed:", err));
-    await recordEvent("screen.taken_over", {
-      owner: t.box.owner,
-      box_id: t.box.id,
-      runtime: "docker",
-      data: { screen: t.screen, ...who.data, exclusive: takeover.exclusive },
-    });
+    }).catch((err) => log.error({ err }, "trace takeover_started failed"));
+    const data = { screen: t.screen, ...who.data, exclusive: takeover.exclusive };
+    await recordEvent("screen.taken_over", { owner: t.box.owner, box_id: t.box.id, runtime: "docker", data });
   }
   takeoverChanges.emit("change", { ...takeover, taken_over: true, released });
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
@@ -228,14 +230,12 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy:
   started.delete(k);
   const who = await attribution(endedBy);
   const data = { ...who.data, held_by: t.by, held_by_name: await issuerName(t.by).catch(() => t.by), why };
-  await recordEntry(t.boxId, { actor: who.actor, event: "takeover_ended", screen: t.screen, data }).catch(
-    (err) => console.error("[holm] trace takeover_ended failed:", err),
-  );
+  await recordEntry(t.boxId, { actor: who.actor, event: "takeover_ended", screen: t.screen, data }).catch((err) => log.error({ err }, "trace takeover_ended failed"));
   if (t.exclusive) {
     const target = box ?? (await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
     if (target) {
       await callAgent(target, agentCall("guard", { n: t.screen }), { on: false }).catch((err) =>
-        console.error(`[holm] lowering the input guard of ${k} failed (it lapses by itself):`, err),
+        log.error({ err }, `lowering the input guard of ${k} failed (it lapses by itself)`),
       );
     }
   }
@@ -273,9 +273,7 @@ onViewerInput((input) => {
       : input.kind === "key"
         ? { kind: "keys", count: input.detail.presses }
         : { kind: "clipboard", bytes: input.detail.bytes };
-  void recordEntry(input.boxId, { actor: "person", event: "person_input", screen: input.screen, data: { ...data, by: input.issuer } }).catch(
-    (err) => console.error("[holm] trace person_input failed:", err),
-  );
+  void recordEntry(input.boxId, { actor: "person", event: "person_input", screen: input.screen, data: { ...data, by: input.issuer } }).catch((err) => log.error({ err }, "trace person_input failed"));
 });
 
 // Takeovers this server started: it samples their screen even with no control connection here.
@@ -291,7 +289,7 @@ function ensureTick() {
     if (ticking) return;
     ticking = true;
     void onTick()
-      .catch((err) => console.error("[holm] the takeover tick failed:", err))
+      .catch((err) => log.error({ err }, "the takeover tick failed"))
       .finally(() => (ticking = false));
   }, tickMs());
   tick.unref();
@@ -321,7 +319,7 @@ async function onTick() {
     }
     if (t.exclusive && now - t.guard_at_ms >= GUARD_EVERY_MS && (await claimGuard(t, now))) {
       const box = await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined);
-      if (box) await raiseGuard(box, t.screen).catch((err) => console.error(`[holm] raising the input guard of ${k} again failed:`, err));
+      if (box) await raiseGuard(box, t.screen).catch((err) => log.error({ err }, `raising the input guard of ${k} again failed`));
     }
     if ((here || started.has(k)) && now - (lastSample.get(k) ?? 0) >= SAMPLE_EVERY_MS) {
       lastSample.set(k, now);
@@ -343,7 +341,7 @@ export async function loadTakeovers(): Promise<number> {
     if (t.exclusive && (await claimGuard(t, now))) {
       void requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(5000))
         .then((box) => raiseGuard(box, t.screen))
-        .catch((err) => console.error(`[holm] raising the input guard of ${keyOf(t.boxId, t.screen)} after a restart failed:`, err));
+        .catch((err) => log.error({ err }, `raising the input guard of ${keyOf(t.boxId, t.screen)} after a restart failed`));
     }
   }
   if (all.length) ensureTick();
@@ -375,7 +373,7 @@ onRemoteTakeover((_key, before, after) => {
 onViewersChange((change) => {
   const t = takeoverOf(change.boxId, change.screen);
   if (!t || keptAlive(t, change.drivers)) return;
-  void keepHeld(t, Date.now() + graceMs()).catch((err) => console.error("[holm] starting a takeover's grace failed:", err));
+  void keepHeld(t, Date.now() + graceMs()).catch((err) => log.error({ err }, "starting a takeover's grace failed"));
 });
 
 // A box that stops or goes away gives its screens back.
@@ -394,6 +392,6 @@ onPrincipalChange((change) => {
     if (t.by !== `user:${change.userId}` || t.owner !== change.workspaceId) continue;
     void principalAccess(t.by, t.owner, "member")
       .then((a) => (a.ok ? undefined : end(t, `the person may no longer control it (${a.why})`)))
-      .catch((err) => console.error("[holm] giving back a screen after an access change failed:", err));
+      .catch((err) => log.error({ err }, "giving back a screen after an access change failed"));
   }
 });

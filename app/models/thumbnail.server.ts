@@ -4,6 +4,7 @@ import { type Actor, ownerOf } from "./actor";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, rememberAddress, runtimeOf, visibleRow } from "./box-record.server";
 import type { RunningBox } from "./box.server";
 import { callAgent } from "./screen.server";
+import { log } from "~/utils/log.server";
 
 // The box list's thumbnails: a small picture of screen 0, made cheap for the server. The box
 // scales it (the agent's `scale`) and says with `have` when nothing changed since the picture we
@@ -142,7 +143,7 @@ async function capture(row: BoxRow): Promise<void> {
     while (kept.size > MAX_KEPT) kept.delete(kept.keys().next().value!);
   } catch (err) {
     // Logged once per backoff window at most: a box that is going away should not flood the log.
-    if (!failedAt.has(row.id)) console.error(`[holm] thumbnail of ${row.id} failed:`, (err as Error).message);
+    if (!failedAt.has(row.id)) log.error({ err }, `thumbnail of ${row.id} failed`);
     failedAt.set(row.id, Date.now());
   }
 }

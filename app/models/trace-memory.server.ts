@@ -26,6 +26,15 @@ export class MemoryTraceStore implements TraceStore {
   /** Next seq of traces dropped by the box cap, so a box that records again does not restart at 0. */
   private dropped = new Map<string, number>();
 
+  /** Entries and frame bytes held (for the trace store size metric). */
+  size(): { entries: number; frameBytes: number } {
+    let entries = 0;
+    for (const t of this.traces.values()) entries += t.entries.length - t.head;
+    let frameBytes = 0;
+    for (const b of this.blobs.values()) frameBytes += b.png.length;
+    return { entries, frameBytes };
+  }
+
   async recordEntries(boxId: string, inputs: TraceEntryInput[]): Promise<TraceEntry[]> {
     return this.record(boxId, inputs.map(prepare));
   }

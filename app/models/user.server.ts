@@ -3,6 +3,7 @@ import { ApiError, badRequest } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { dummyHash, hashPassword, verifyPassword } from "~/utils/password.server";
 import { principalChanged } from "./principal-changes.server";
+import { log } from "~/utils/log.server";
 
 export interface User {
   id: string;
@@ -89,7 +90,7 @@ export function markSeen(userId: string, now = Date.now()): void {
     .set({ last_seen_ms: now })
     .where("id", "=", userId)
     .execute()
-    .catch((err) => console.error("[holm] last-seen update failed:", err));
+    .catch((err) => log.error({ err }, "last-seen update failed"));
 }
 
 export async function getSetting(key: string): Promise<string | undefined> {

@@ -8,6 +8,7 @@ import { ownerKey } from "./sealed-store.server";
 import { getWebhook, subscribers, webhookTarget } from "./webhook.server";
 import { sendAttempt } from "./webhook-send.server";
 import type { DeliveryInfo } from "~/protocol/api-webhook";
+import { log } from "~/utils/log.server";
 
 // Deliveries (docs/decisions/0018). Events are already rows (event.server.ts); a cursor kept in
 // the `setting` table says which have been fanned out, so an event recorded just before a crash
@@ -136,7 +137,7 @@ export async function attemptDelivery(id: string): Promise<void> {
     })
     .where("id", "=", id)
     .execute();
-  if (!result.ok) console.log(`[holm] webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
+  if (!result.ok) log.info(`webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
 }
 
 /**
@@ -152,7 +153,7 @@ export async function deliverDue(until: number): Promise<number> {
     const ids = await dueDeliveries(Date.now(), tried, SEND_CONCURRENCY);
     if (ids.length === 0) break;
     for (const id of ids) tried.add(id);
-    await Promise.all(ids.map((id) => attemptDelivery(id).catch((err) => console.error(`[holm] webhook delivery ${id} failed:`, err))));
+    await Promise.all(ids.map((id) => attemptDelivery(id).catch((err) => log.error({ err }, `webhook delivery ${id} failed`))));
   }
   return tried.size;
 }

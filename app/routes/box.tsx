@@ -20,6 +20,7 @@ import { recordEntry } from "~/models/trace.server";
 import { agentCall } from "~/protocol/agent";
 import { ApiError, isApiError } from "~/utils/api-error.server";
 import type { Route } from "./+types/box";
+import { log } from "~/utils/log.server";
 
 // The console page of one box: the live screen (noVNC), who watches and who drives, take over
 // and give back, the clipboard while in control, a terminal, the box's facts and its lifecycle
@@ -95,7 +96,7 @@ export async function action({ request, params }: Route.ActionArgs) {
           event: "person_input",
           screen: t.screen,
           data: { kind: "clipboard", bytes: Buffer.byteLength(text), by: `user:${ctx.user.id}` },
-        }).catch((err) => console.error("[holm] trace clipboard failed:", err));
+        }).catch((err) => log.error({ err }, "trace clipboard failed"));
         return { clipboard: "Sent: paste it in the box with Ctrl+V." };
       }
       case "relaunch": {

@@ -4,6 +4,7 @@ import { PassThrough } from "node:stream";
 import type Docker from "dockerode";
 import { AGENT_PORT, VNC_PORT_BASE } from "~/protocol/agent";
 import { FreezeGate, started } from "./freeze-gate.server";
+import { log } from "~/utils/log.server";
 
 // How the server reaches the ports of a box on another engine (ADR 0019). The box's bridge is on
 // that host, not routable from here, and nothing new may listen there: so each TCP connection
@@ -186,7 +187,7 @@ export class LoopbackForwards {
         sock.resume();
       },
       (err) => {
-        console.error(`[holm] tunnel to port ${port} of ${ref.slice(0, 12)}: ${(err as Error).message}`);
+        log.error(`tunnel to port ${port} of ${ref.slice(0, 12)}: ${(err as Error).message}`);
         sock.destroy();
       },
     );

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { promisify } from "node:util";
+import { log } from "~/utils/log.server";
 
 // The host's rules for the box bridges. Docker isolates containers from each other and NATs them
 // out; it does not keep them off the host's own addresses, off link-local services one hop away
@@ -66,7 +67,7 @@ async function ensure(rule: Rule): Promise<void> {
     if (existsSync("/usr/bin/flock")) await run("flock", ["-w", "10", LOCK, "sh", "-c", CHECK_THEN_INSERT, "sh", ...args]);
     else await run("sh", ["-c", CHECK_THEN_INSERT, "sh", ...args]);
   } catch (err) {
-    console.error(`[holm] ${rule.bin} -I ${rule.chain} ${rule.spec.join(" ")} failed:`, err);
+    log.error({ err }, `${rule.bin} -I ${rule.chain} ${rule.spec.join(" ")} failed`);
     throw new Error(`${rule.bin} refused the rule that ${rule.why} (${rule.spec[1]})`);
   }
 }

@@ -1,4 +1,5 @@
 import { type ErrorCode, ERROR_STATUS, RETRYABLE_BY_DEFAULT } from "~/protocol/errors";
+import { log } from "./log.server";
 
 // One error shape for every /v1 answer (the table is app/protocol/errors.ts). Callers branch on
 // `code`, never on the message.
@@ -38,6 +39,6 @@ export function errorResponse(e: unknown): Response {
 }
 
 function toInternal(e: unknown): ApiError {
-  console.error("[holm] internal error:", e);
+  log.error({ err: e }, "internal error");
   return new ApiError("internal", "the server failed to handle this request", { retryable: true });
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { ApiError } from "./api-error.server";
 import { env } from "./env.server";
+import { log } from "./log.server";
 
 // Several holm servers, one service (docs/decisions/0021). What one server must tell the others
 // at once (a takeover taken or given back, access that ended) goes over Redis pub/sub; what must
@@ -31,7 +32,7 @@ export function clustered(): boolean {
 function client(url: string, name: string): Redis {
   const r = new Redis(url, { connectionName: `holm-${name}-${SERVER_ID.slice(0, 8)}`, maxRetriesPerRequest: 2, enableAutoPipelining: true });
   // ioredis reconnects by itself; an error event without a listener would end the process.
-  r.on("error", (err) => console.error(`[holm] redis (${name}):`, err.message));
+  r.on("error", (err) => log.error({ err }, `redis (${name})`));
   return r;
 }
 
@@ -54,7 +55,7 @@ export async function openCluster(): Promise<void> {
       try {
         h(msg.payload);
       } catch (err) {
-        console.error(`[holm] handling ${channel} failed:`, err);
+        log.error({ err }, `handling ${channel} failed`);
       }
     }
   });
@@ -76,7 +77,7 @@ export async function closeCluster(): Promise<void> {
 /** Tells the other servers; this one has acted already. Lost news is made up by each reader's own re-reads. */
 export function publish(channel: string, payload: unknown): void {
   pub?.publish(`${PREFIX}bus:${channel}`, JSON.stringify({ from: SERVER_ID, payload })).catch((err) =>
-    console.error(`[holm] publishing ${channel} failed:`, err.message),
+    log.error({ err }, `publishing ${channel} failed`),
   );
 }
 
@@ -140,14 +141,14 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
     await new Promise((res) => setTimeout(res, wait));
   }
   const renew = setInterval(() => {
-    r.eval(RENEW, 1, key, token, String(LOCK_LEASE_MS)).catch((err) => console.error(`[holm] renewing ${key} failed:`, err.message));
+    r.eval(RENEW, 1, key, token, String(LOCK_LEASE_MS)).catch((err) => log.error({ err }, `renewing ${key} failed`));
   }, LOCK_RENEW_MS);
   renew.unref();
   try {
     return await fn();
   } finally {
     clearInterval(renew);
-    await r.eval(RELEASE, 1, key, token).catch((err) => console.error(`[holm] releasing ${key} failed (its lease ends it):`, err.message));
+    await r.eval(RELEASE, 1, key, token).catch((err) => log.error({ err }, `releasing ${key} failed (its lease ends it)`));
   }
 }
 
@@ -162,7 +163,7 @@ export function shareCounts(name: string, counts: number[]): void {
   if (!r) return;
   const key = `${PREFIX}counts:${name}`;
   const write = counts.every((n) => n === 0) ? r.hdel(key, SERVER_ID) : r.hset(key, SERVER_ID, counts.join(",")).then(() => r.pexpire(key, COUNTS_TTL_MS));
-  write.catch((err: Error) => console.error(`[holm] sharing ${key} failed:`, err.message));
+  write.catch((err: Error) => log.error({ err }, `sharing ${key} failed`));
 }
 
 /** The counts `name` of every live server but this one, summed (zeros without Redis). */

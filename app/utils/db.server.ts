@@ -17,6 +17,7 @@ import { Migrator } from "kysely/migration";
 import type { Database } from "../../db/schema";
 import { migrationProvider } from "../../db/migrations";
 import { env } from "./env.server";
+import { log } from "./log.server";
 
 let instance: Kysely<Database> | undefined;
 let sqlite: SQLite.Database | undefined;
@@ -84,7 +85,7 @@ async function migrate(store: Kysely<Database>): Promise<void> {
   // for issue 16), so a store may have run a later one before an earlier one is merged.
   const { error, results } = await new Migrator({ db: store, provider: migrationProvider, allowUnorderedMigrations: true }).migrateToLatest();
   for (const r of results ?? []) {
-    if (r.status === "Error") console.error(`[holm] migration ${r.migrationName} failed`);
+    if (r.status === "Error") log.error(`migration ${r.migrationName} failed`);
   }
   if (error) throw error;
 }
@@ -133,7 +134,7 @@ export function postgresPool(connectionString: string, max = 10): pg.Pool {
   });
   // An idle connection the server drops (a restart of PostgreSQL) must not end this process; the
   // next query opens a new one.
-  pool.on("error", (err) => console.error(`[holm] PostgreSQL connection lost: ${err.message}`));
+  pool.on("error", (err) => log.error(`PostgreSQL connection lost: ${err.message}`));
   return pool;
 }
 

@@ -141,6 +141,16 @@ const EnvSchema = z.object({
   HOLM_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(30_000),
   /** How long one delivery attempt may take before it counts as failed. */
   HOLM_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** The least severe log line written (app/utils/log.server.ts reads it before this schema runs). */
+  HOLM_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** `json` (one object a line) or `pretty`; unset: pretty on a terminal outside production, JSON otherwise. */
+  HOLM_LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
+  /** `0`: no line per HTTP request (server/request-log.ts); the other lines stay. */
+  HOLM_LOG_REQUESTS: z.enum(["0", "1"]).default("1").transform((v) => v === "1"),
+  /** `0`: no GET /metrics and nothing counted (server/metrics.ts); `1`: Prometheus metrics. */
+  HOLM_METRICS: z.enum(["0", "1"]).default("1").transform((v) => v === "1"),
+  /** A bearer token for GET /metrics alone (a scraper needs no server token); the server token works too. */
+  HOLM_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
 }).refine((e) => e.HOLM_STORAGE_BACKEND !== "postgres" || e.HOLM_DATABASE_URL !== undefined, {
   path: ["HOLM_DATABASE_URL"],
   message: "HOLM_STORAGE_BACKEND=postgres needs HOLM_DATABASE_URL (postgres://user:pass@host:port/db)",

@@ -127,7 +127,7 @@ describe("routes, internal schedule", () => {
     const left = await eventBoxIds(server);
     expect(left).not.toContain(old);
     expect(left).toContain(fresh);
-    expect(server.logs()).toMatch(/\[holm\] prune: removed .*1 event\(s\)/);
+    expect(server.logs()).toMatch(/"msg":"prune: removed .*1 event\(s\)/);
   });
 });
 
@@ -197,7 +197,7 @@ describe("HOLM_SERVER_SCHEDULE=external", () => {
     await sleep(4000);
     expect((await json(await server.api(`/v1/boxes/${source}`))).state).toBe("ready");
     expect(await eventBoxIds(server)).toContain(old);
-    expect(server.logs()).not.toMatch(/\[holm\] (reaper|prune)/);
+    expect(server.logs()).not.toMatch(/"msg":"(reaper|prune)/);
     // The scheduler's calls do it.
     expect(await json(await byCron("/v1/jobs/reap"))).toEqual({ removed: 1 });
     expect(await boxStateUntil(server, source, (s) => s === "gone", 1000)).toBe("gone");

@@ -99,7 +99,7 @@ describe("images, inline jobs (HOLM_SERVER_JOBS=inline)", () => {
     box = created.id;
     expect(created.spec_digest).toBe(built.spec_digest);
     expect(created.start.build).toBeUndefined();
-    expect(server.logs()).not.toMatch(new RegExp(`image for ${box}: building`));
+    expect(server.logs()).not.toMatch(new RegExp(`"box":"${box}","line":"building`));
     expect(await eventsUntil(server, "image.built", 2, (e) => e.data?.image === built.image)).toHaveLength(1);
     const refused = await server.api(`/v1/runtimes/docker/images/${built.digest}`, { method: "DELETE" });
     expect(refused.status).toBe(409);

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Person, consoleClient } from "../support/console";
+import { registerSecret } from "../support/log-secrets";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type OuterStore, openStore, storeAtRest } from "../support/store";
 
@@ -86,6 +87,7 @@ describe("runtimes", () => {
     const listed = await (await server.api("/v1/runtimes")).text();
     const events = await (await server.api("/v1/events?limit=1000")).text();
     for (const m of marks().slice(0, 3)) {
+      registerSecret(m, "a runtime's TLS secret (runtimes test)");
       expect(text).not.toContain(m);
       expect(got).not.toContain(m);
       expect(listed).not.toContain(m);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Member, Person } from "../support/console";
+import { registerSecret } from "../support/log-secrets";
 import { type TestServer, json, startServer } from "../support/server";
 import { type Api, twoWorkspaces } from "../support/workspaces";
 import { openStore, storeAtRest } from "../support/store";
@@ -17,6 +18,8 @@ let ada: Person;
 let vic: Member;
 /** Every value this file stores: none may show anywhere but in the box it is typed into. */
 const VALUES = ["s3cret-Value-One", "s3cret-Value-Two", "console-Value-Three"];
+// Looked for in every server log of the run at its end (tests/support/log-secrets.ts).
+for (const v of VALUES) registerSecret(v, "a workspace secret (secrets test)");
 
 beforeAll(async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });

@@ -3,6 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Member, Person } from "../support/console";
+import { registerSecret } from "../support/log-secrets";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type Api, twoWorkspaces } from "../support/workspaces";
 import { openStore, storeAtRest } from "../support/store";
@@ -397,6 +398,7 @@ describe("webhooks", () => {
     expect(secrets.length).toBeGreaterThan(3);
     const creates = new Set(secrets.map((s) => answers.findIndex((a) => a.includes(s))));
     for (const s of secrets) {
+      registerSecret(s, "a webhook signing secret");
       answers.forEach((a, i) => {
         if (!creates.has(i)) expect(a.includes(s), `answer ${i} shows a secret`).toBe(false);
       });

@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import { registerSecret } from "./log-secrets";
 import type { TestServer } from "./server";
 
 // Drives the console over plain HTTP, as a browser's forms would (no JavaScript).
@@ -13,13 +14,19 @@ export interface Member extends Person {
 }
 
 export function consoleClient(server: TestServer) {
-  const form = (p: Person | undefined, url: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
-    fetch(`${server.base}${url}`, {
+  // Every password sent and session cookie received is a secret the run's log check looks for.
+  const form = (p: Person | undefined, url: string, fields: Record<string, string>, headers: Record<string, string> = {}) => {
+    registerSecret(fields.password, "a password");
+    return fetch(`${server.base}${url}`, {
       method: "POST",
       redirect: "manual",
       headers: { "content-type": "application/x-www-form-urlencoded", ...(p ? { cookie: p.cookie } : {}), ...headers },
       body: new URLSearchParams(fields).toString(),
+    }).then((res) => {
+      registerSecret(/holm_session=([^;]+)/.exec(res.headers.get("set-cookie") ?? "")?.[1], "a session cookie");
+      return res;
     });
+  };
   const page = async (p: Person, url: string) => (await fetch(`${server.base}${url}`, { headers: { cookie: p.cookie }, redirect: "manual" })).text();
   const csrfIn = (html: string) => /name="csrf" value="([^"]+)"/.exec(html)![1]!;
 
@@ -36,6 +43,7 @@ export function consoleClient(server: TestServer) {
     const csrf = csrfIn(await page(p, "/keys"));
     const html = await (await form(p, "/keys?index", { intent: "create", name, csrf })).text();
     const secret = /holm_sk_[a-z2-7]+/.exec(html)![0];
+    registerSecret(secret, "an API key");
     const listing = await page(p, "/keys");
     const id = new RegExp(`${name}</td>[\\s\\S]*?name="id" value="(key_[0-9a-f]+)"`).exec(listing)![1]!;
     return { secret, id };
@@ -45,13 +53,16 @@ export function consoleClient(server: TestServer) {
   async function inviteToken(p: Person, email: string, role: string): Promise<string> {
     const csrf = csrfIn(await page(p, "/members"));
     const html = await (await form(p, "/members", { intent: "invite", email, role, csrf })).text();
-    return /\/invite\/([A-Za-z0-9_-]+)/.exec(html)![1]!;
+    const token = /\/invite\/([A-Za-z0-9_-]+)/.exec(html)![1]!;
+    registerSecret(token, "an invitation token");
+    return token;
   }
   /** An admin invites `email` with `role`; the person signs up through the link. */
   async function invite(admin: Person, email: string, role: string): Promise<Member> {
     const csrf = csrfIn(await page(admin, "/members"));
     const html = await (await form(admin, "/members", { intent: "invite", email, role, csrf })).text();
     const token = /\/invite\/([A-Za-z0-9_-]+)/.exec(html)?.[1];
+    registerSecret(token, "an invitation token");
     expect(token, `invitation of ${email}: ${html.slice(0, 300)}`).toBeTruthy();
     const password = "correct horse battery";
     const res = await form(undefined, "/signup", { name: email.split("@")[0]!, email, password, confirm: password, invite: token! });

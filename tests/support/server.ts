@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
+import { registerSecret, serverLogFile } from "./log-secrets";
 import { ON_POSTGRES, createTestDatabase, databaseUrl, dropTestDatabases } from "./postgres";
 
 // Runs the built server (`npm run build` first) as a real process, the way `npm start` does.
@@ -125,9 +126,15 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(child);
+  // The secrets this server was given, for the run's check of every server log (log-secrets.ts).
+  for (const k of ["HOLM_SERVER_TOKEN", "HOLM_METRICS_TOKEN", "HOLM_SECRET_KEY", "CRON_SECRET"]) registerSecret(env[k], k);
+  registerSecret(env.HOLM_REDIS_URL && /^rediss?:\/\/[^:]*:([^@]+)@/.exec(env.HOLM_REDIS_URL)?.[1], "the Redis password");
+  // Its whole output, kept in the run's log directory as well as in memory.
+  const file = fs.createWriteStream(serverLogFile(port), { flags: "a", mode: 0o600 });
   let out = "";
-  child.stdout!.on("data", (d) => (out += d));
-  child.stderr!.on("data", (d) => (out += d));
+  child.stdout!.on("data", (d) => ((out += d), file.write(d)));
+  child.stderr!.on("data", (d) => ((out += d), file.write(d)));
+  child.once("close", () => file.end());
   const exited = new Promise<number | null>((resolve) =>
     child.on("exit", (code) => {
       running.delete(child);
@@ -146,6 +153,12 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     }
     if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
     await new Promise((r) => setTimeout(r, 100));
+  }
+  // The key it made for itself (agent secrets, VNC passwords and sealed values derive from it).
+  try {
+    registerSecret(fs.readFileSync(path.join(stateDir, "secret.key"), "utf8").trim(), "the server key (secret.key)");
+  } catch {
+    /* none yet, or HOLM_SECRET_KEY */
   }
   const server: TestServer = {
     base,
