@@ -147,7 +147,7 @@ describe.skipIf(ON_POSTGRES)("holm backup and restore (local store)", () => {
     const config = path.join(work, "holm.env");
     fs.writeFileSync(config, "HOLM_STORAGE_BACKEND=memory\nHOLM_STATE_DIR=/nonexistent\nHOLM_WEBHOOK_ALLOW_PRIVATE=1\n", { mode: 0o600 });
     restored = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_STATE_DIR: path.join(work, "restored"), HOLM_SERVER_TOKEN: source.token, HOLM_CONFIG_FILE: config });
-    expect(restored.logs()).toContain(`[holm] configuration from ${config}: 1 setting(s), 2 overridden by the environment`);
+    expect(restored.logs()).toContain(`configuration from ${config}: 1 setting(s), 2 overridden by the environment`);
     const asOld = apiAs(restored, key);
     expect((await asOld("/v1/webhooks", { method: "POST", json: { url: "http://127.0.0.1:9/hook", events: ["box.ready"] } })).status).toBe(200);
 
