@@ -90,7 +90,8 @@ const HOST_RE = /^(tcp|ssh):\/\/(?:[A-Za-z0-9._-]{1,64}@)?(?:[A-Za-z0-9.-]{1,253
 const DockerFields = z.strictObject({
   host: z.string().max(400).regex(HOST_RE, "tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]"),
   // Public, so a field (shown on GET, where an administrator can check it against the host's).
-  host_key: z.string().max(4000).optional(),
+  // null: none (a PATCH merges fields, so moving an engine to tcp:// sends `host_key: null`).
+  host_key: z.string().max(4000).nullable().optional(),
 });
 
 const TLS_SECRETS = ["ca", "cert", "key"] as const;
@@ -125,7 +126,7 @@ const docker: RuntimeProvider = {
     }
     const host = f.host.replace(/\/$/, "");
     if (tls) {
-      if (f.host_key !== undefined) throw badRequest("fields.host_key: only an ssh:// engine takes a host key");
+      if (f.host_key != null) throw badRequest("fields.host_key: only an ssh:// engine takes a host key (set it to null)");
       // An engine on plain tcp answers anyone who reaches it as root: TLS client auth or nothing.
       const missing = TLS_SECRETS.filter((n) => !secrets[n]);
       if (missing.length) throw badRequest(`secrets: a tcp:// engine needs TLS client auth; missing ${missing.join(", ")}`);
@@ -136,7 +137,7 @@ const docker: RuntimeProvider = {
     }
     // ssh://: the host proves itself with the key pinned here, or nothing is sent to it. There is
     // no "trust on first use": an unpinned host is refused (ADR 0019).
-    if (f.host_key === undefined) throw badRequest(`fields.host_key: an ssh:// engine needs its host key pinned: ${HOST_KEY_HELP}`);
+    if (f.host_key == null) throw badRequest(`fields.host_key: an ssh:// engine needs its host key pinned: ${HOST_KEY_HELP}`);
     const hostKey = normalHostKey(f.host_key);
     if (!hostKey) throw badRequest(`fields.host_key: not ${HOST_KEY_HELP}`);
     if (!secrets.ssh_key) throw badRequest("secrets: an ssh:// engine needs ssh_key (a private key the host's authorized_keys accepts)");
