@@ -285,6 +285,9 @@ function noop(): void {}
 
 /** What http's client and Agent call on a socket, on an SSH channel (as ssh2's own HTTP agent does). */
 function socketLike(ch: ssh2.ClientChannel): Duplex {
+  // A channel waiting as the spare or in the keep-alive pool has no listener of http's: an error
+  // there (its dial-stdio failing) must not become an uncaught one. http adds its own on use.
+  (ch as unknown as Duplex).on("error", noop);
   const s = ch as unknown as Record<string, unknown>;
   s.setKeepAlive = noop;
   s.setNoDelay = noop;
