@@ -37,6 +37,8 @@ const SESSIONS_PER_LINK = 8;
 /** A link with no channel for this long is closed (the next request dials again). */
 const IDLE_MS = 60_000;
 const DIAL = "docker system dial-stdio";
+/** How long after the spare is taken another is opened. */
+const REFILL_DELAY_MS = 300;
 
 const HOST_KEY_TYPES = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa"] as const;
 
@@ -124,6 +126,7 @@ export class SshEngineAgent extends http.Agent {
    * out of the keep-alive pool for good.
    */
   private spare: Promise<Duplex> | undefined;
+  private refilling: NodeJS.Timeout | undefined;
 
   constructor(private readonly target: SshTarget) {
     super({ keepAlive: true, maxFreeSockets: 4 });
@@ -148,6 +151,17 @@ export class SshEngineAgent extends http.Agent {
   }
 
   private refill(): void {
+    if (this.closed || this.spare || this.refilling) return;
+    // Not at once: starting the remote `docker` process competes with the request that took
+    // the spare (a viewer's first frame, on a busy host); a burst then shares one refill.
+    this.refilling = setTimeout(() => {
+      this.refilling = undefined;
+      this.refillNow();
+    }, REFILL_DELAY_MS);
+    this.refilling.unref();
+  }
+
+  private refillNow(): void {
     if (this.closed || this.spare) return;
     const p = this.channel();
     this.spare = p;
