@@ -11,6 +11,7 @@ import { benchPages } from "./pages";
 import { benchPool } from "./pool";
 import { benchRemote } from "./remote";
 import { benchScrub } from "./scrub";
+import { benchSshTransport } from "./ssh-transport";
 import { benchTrace } from "./trace";
 import { benchViewer } from "./viewer";
 import { benchViewerAttach } from "./viewer-attach";
@@ -38,6 +39,7 @@ const benches: Record<string, () => Promise<void>> = {
   density: benchDensity,
   remote: benchRemote,
   cluster: benchCluster,
+  "ssh-transport": benchSshTransport,
 };
 
 const names = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(benches);

@@ -40,6 +40,27 @@ else
   note "all present: ${wanted[*]}"
 fi
 
+step "OpenSSH server (for the tests' ssh:// engine)"
+# tests/support/remote-engine.ts runs its own `sshd -f CONF -D` in a network namespace, in front of
+# a second dockerd (ADR 0019). Only the binary is needed: this machine's own ssh service must
+# not start, so the package's scripts are told "no services" (policy-rc.d exit 101, Debian's way)
+# unless a policy is there already.
+if [[ ! -x /usr/sbin/sshd ]]; then
+  note "installing openssh-server (its service is not started)"
+  export DEBIAN_FRONTEND=noninteractive
+  policy_added=""
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    policy_added=1
+  fi
+  [[ -n $(apt-cache policy openssh-server | awk '/Candidate:/ && $2 != "(none)"') ]] || apt-get update -q
+  apt-get install -qy --no-install-recommends openssh-server || { [[ -z $policy_added ]] || rm -f /usr/sbin/policy-rc.d; fail "could not install openssh-server"; }
+  [[ -z $policy_added ]] || rm -f /usr/sbin/policy-rc.d
+else
+  note "sshd present ($(/usr/sbin/sshd -V 2>&1 | head -n 1))"
+fi
+
 step "PostgreSQL"
 # Only when asked: HOLM_STORAGE_BACKEND=postgres (a server on PostgreSQL) or HOLM_TEST_POSTGRES=1 /
 # HOLM_TEST_STORE=postgres (tests on PostgreSQL). The default store is embedded SQLite: no service.

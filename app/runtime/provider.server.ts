@@ -4,6 +4,7 @@ import { badRequest, unsupported } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { DockerRuntime } from "./docker.server";
 import { RemoteDockerRuntime } from "./remote-docker.server";
+import { normalHostKey, privateKeyProblem, sshClient, sshTarget } from "./ssh-engine.server";
 import { SwarmRuntime } from "./swarm.server";
 import type { Runtime } from "./runtime";
 
@@ -83,14 +84,18 @@ export const LOCAL_DOCKER_CAN: Capabilities = {
   images: true,
 };
 
-// tcp://host:port (TLS client auth) or ssh://[user@]host[:port]: another Docker engine.
+// tcp://host:port (TLS client auth) or ssh://[user@]host[:port] (a key, the host's key pinned): another Docker engine.
 const HOST_RE = /^(tcp|ssh):\/\/(?:[A-Za-z0-9._-]{1,64}@)?(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\/?$/;
 
 const DockerFields = z.strictObject({
   host: z.string().max(400).regex(HOST_RE, "tcp://HOST:PORT or ssh://[USER@]HOST[:PORT]"),
+  // Public, so a field (shown on GET, where an administrator can check it against the host's).
+  // null: none (a PATCH merges fields, so moving an engine to tcp:// sends `host_key: null`).
+  host_key: z.string().max(4000).nullable().optional(),
 });
 
 const TLS_SECRETS = ["ca", "cert", "key"] as const;
+const SSH_SECRETS = ["ssh_key", "ssh_passphrase"] as const;
 
 function checkPem(name: string, value: string, kind: "cert" | "key"): void {
   // The message names the secret, never its value: it may be a private key.
@@ -102,9 +107,12 @@ function checkPem(name: string, value: string, kind: "cert" | "key"): void {
   }
 }
 
+const HOST_KEY_HELP =
+  "the host's public key (a line of `ssh-keyscan -t ed25519 HOST`, or its /etc/ssh/ssh_host_ed25519_key.pub) or its SHA256: fingerprint (`ssh-keygen -lf` of that file)";
+
 const docker: RuntimeProvider = {
   name: "docker",
-  secretNames: [...TLS_SECRETS, "ssh_key"],
+  secretNames: [...TLS_SECRETS, ...SSH_SECRETS],
   check(fields, secrets) {
     // Wrapped so a message names the field as the body has it: `fields.host`.
     const f = validate(z.strictObject({ fields: DockerFields }), { fields }, "body").fields;
@@ -113,37 +121,51 @@ const docker: RuntimeProvider = {
       if (!this.secretNames.includes(name)) {
         throw badRequest(`secrets: unknown key "${name}"; a docker runtime takes ${this.secretNames.join(", ")}`);
       }
-      if (tls && name === "ssh_key") throw badRequest('secrets.ssh_key: a tcp:// engine takes "ca", "cert" and "key"');
-      if (!tls && name !== "ssh_key") throw badRequest(`secrets.${name}: an ssh:// engine takes "ssh_key" only`);
+      if (tls && !(TLS_SECRETS as readonly string[]).includes(name)) throw badRequest(`secrets.${name}: a tcp:// engine takes "ca", "cert" and "key"`);
+      if (!tls && !(SSH_SECRETS as readonly string[]).includes(name)) throw badRequest(`secrets.${name}: an ssh:// engine takes "ssh_key" and "ssh_passphrase"`);
     }
+    const host = f.host.replace(/\/$/, "");
     if (tls) {
+      if (f.host_key != null) throw badRequest("fields.host_key: only an ssh:// engine takes a host key (set it to null)");
       // An engine on plain tcp answers anyone who reaches it as root: TLS client auth or nothing.
       const missing = TLS_SECRETS.filter((n) => !secrets[n]);
       if (missing.length) throw badRequest(`secrets: a tcp:// engine needs TLS client auth; missing ${missing.join(", ")}`);
       checkPem("ca", secrets.ca!, "cert");
       checkPem("cert", secrets.cert!, "cert");
       checkPem("key", secrets.key!, "key");
-    } else if (secrets.ssh_key) {
-      checkPem("ssh_key", secrets.ssh_key, "key");
+      return { host };
     }
-    return { host: f.host.replace(/\/$/, "") };
+    // ssh://: the host proves itself with the key pinned here, or nothing is sent to it. There is
+    // no "trust on first use": an unpinned host is refused (ADR 0019).
+    if (f.host_key == null) throw badRequest(`fields.host_key: an ssh:// engine needs its host key pinned: ${HOST_KEY_HELP}`);
+    const hostKey = normalHostKey(f.host_key);
+    if (!hostKey) throw badRequest(`fields.host_key: not ${HOST_KEY_HELP}`);
+    if (!secrets.ssh_key) throw badRequest("secrets: an ssh:// engine needs ssh_key (a private key the host's authorized_keys accepts)");
+    const problem = privateKeyProblem(secrets.ssh_key, secrets.ssh_passphrase);
+    if (problem) throw badRequest(problem);
+    return { host, host_key: hostKey };
   },
   can(fields) {
-    // tcp://: the same boxes as the built-in engine, reached through exec tunnels (ADR 0019).
-    // Browser profiles are kept on the built-in engine only (profile.server.ts).
-    return String(fields.host).startsWith("tcp://") ? { ...LOCAL_DOCKER_CAN, profile: false } : NOTHING;
+    // The same boxes as the built-in engine, reached through exec tunnels (ADR 0019); browser
+    // profiles are kept on the built-in engine only (profile.server.ts).
+    return this.notLaunchable(fields) ? NOTHING : { ...LOCAL_DOCKER_CAN, profile: false };
   },
   notLaunchable(fields) {
     if (String(fields.host).startsWith("tcp://")) return undefined;
-    return (
-      `launching boxes on an ssh:// engine (${String(fields.host)}) is not built on this server: dockerode's ssh ` +
-      "transport needs the native ssh2 package, which this install leaves out; add the engine as tcp:// with TLS client certificates"
-    );
+    // A runtime stored before host keys were pinned: launching there would trust any host.
+    if (typeof fields.host_key !== "string" || !normalHostKey(fields.host_key)) {
+      return `an ssh:// engine needs fields.host_key: ${HOST_KEY_HELP}`;
+    }
+    return undefined;
   },
   open(name, fields, secrets, local) {
     const why = this.notLaunchable(fields);
     if (why) throw unsupported(`runtime "${name}": ${why}`);
-    return new RemoteDockerRuntime(name, String(fields.host), { ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! }, local);
+    const host = String(fields.host);
+    if (host.startsWith("tcp://")) return new RemoteDockerRuntime(name, host, { ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! }, local);
+    if (!secrets.ssh_key) throw unsupported(`runtime "${name}": secrets.ssh_key is not set`);
+    const { docker: client, agent } = sshClient(sshTarget(host, secrets, normalHostKey(String(fields.host_key))!));
+    return new RemoteDockerRuntime(name, host, client, local, () => agent.close());
   },
 };
 

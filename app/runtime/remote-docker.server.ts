@@ -6,7 +6,8 @@ import { guardScript } from "./firewall.server";
 import { x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, ImageRequest, ImageStatus, RuntimeBox } from "./runtime";
 
-// Boxes on another Docker engine, reached over its API with TLS client auth (ADR 0019). The
+// Boxes on another Docker engine, reached over its API with TLS client auth, or over ssh
+// (ssh-engine.server.ts) (ADR 0019). The
 // containers, networks and lifecycle are DockerRuntime's; what differs is how the server reaches
 // a box (exec tunnels behind a loopback address of its own, exec-tunnel.server.ts), how an image
 // gets there (built here, then streamed across: there is no registry), and how the host's
@@ -67,14 +68,19 @@ export class RemoteDockerRuntime extends DockerRuntime {
   protected helperImage: string | undefined;
   protected helperLabels: Record<string, string> = {};
 
-  /** `local` builds the images this engine then receives. */
+  /**
+   * `engine`: TLS client credentials for a tcp:// host, or a client made already (an ssh://
+   * host's, whose `closeTransport` ends its SSH connections). `local` builds the images this
+   * engine then receives.
+   */
   constructor(
     name: string,
     readonly host: string,
-    tls: TlsSecrets,
+    engine: TlsSecrets | Docker,
     private readonly local: DockerRuntime,
+    private readonly closeTransport: () => void = () => {},
   ) {
-    super(remoteClient(host, tls), name);
+    super(engine instanceof Docker ? engine : remoteClient(host, engine), name);
     this.forwards = new LoopbackForwards(this.docker, this.freezeGate);
   }
 
@@ -178,8 +184,9 @@ export class RemoteDockerRuntime extends DockerRuntime {
     return this.forwards.close(ref);
   }
 
-  /** Closes every listener (the runtime was changed or removed). */
+  /** Closes every listener (the runtime was changed or removed), then the connections to the engine. */
   async dispose(): Promise<void> {
     await this.forwards.closeAll();
+    this.closeTransport();
   }
 }

@@ -1,8 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Person, consoleClient } from "../support/console";
 import { registerSecret } from "../support/log-secrets";
@@ -12,8 +13,9 @@ import { type OuterStore, openStore, storeAtRest } from "../support/store";
 // Seed 000's runtimes (ADR 0017) on a real server: the built-in docker runtime and its `can`, an
 // added docker engine (tcp:// with TLS client certs, or ssh://) whose secrets are sealed and never
 // come back (not in answers, events, the server's log, nor the store file in plain), who may
-// change runtimes, refusals while a box uses one, and a launch there refused clearly. Nothing
-// here connects to any engine but the local one: the hosts are never dialled.
+// change runtimes, refusals while a box uses one, and a launch refused clearly on an ssh:// engine
+// stored without its host key pinned. Nothing here connects to any engine but the local one: the
+// hosts are never dialled (tests/integration/remote-engine.test.ts dials tcp:// and ssh://).
 
 let server: TestServer;
 let ada: Person;
@@ -23,6 +25,8 @@ let vicCsrf: string;
 let key: string;
 let tmp: string;
 const pem: Record<string, string> = {};
+/** A host's public key, as `ssh-keyscan` shows it: `fields.host_key` of an ssh:// engine. */
+const hostKey = ssh2.utils.generateKeyPairSync("ed25519").public;
 
 /** A stretch of each secret's body: what would show if a value leaked anywhere. */
 const marks = () => Object.values(pem).map((v) => v.split("\n").find((l) => l.length >= 60)!.slice(0, 48));
@@ -41,7 +45,8 @@ beforeAll(async () => {
   pem.ca = fs.readFileSync(path.join(tmp, "ca.pem"), "utf8");
   pem.cert = fs.readFileSync(path.join(tmp, "cert.pem"), "utf8");
   pem.key = fs.readFileSync(path.join(tmp, "key.pem"), "utf8");
-  pem.ssh_key = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  // An OpenSSH private key, as ssh-keygen writes it.
+  pem.ssh_key = ssh2.utils.generateKeyPairSync("ed25519").private;
 
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
   const c = consoleClient(server);
@@ -113,7 +118,9 @@ describe("runtimes", () => {
       [{ ...tls("x5"), secrets: { ...tls("x5").secrets, key: "-----BEGIN PRIVATE KEY-----\nnot-a-key-but-a-secret-value\n-----END PRIVATE KEY-----\n" } }, "bad_request", /secrets\.key: not a PEM private key/],
       [{ name: "x6", provider: "docker", fields: { host: "http://engine.invalid" } }, "bad_request", /fields\.host/],
       [{ name: "x7", provider: "e2b", fields: { max_lifetime_secs: 86400 }, secrets: { api_key: "e2b-secret-value" } }, "unsupported", /providers: docker/],
-      [{ name: "bad name!", provider: "docker", fields: { host: "ssh://engine.invalid" } }, "bad_request", /name/],
+      [{ name: "bad name!", provider: "docker", fields: { host: "ssh://engine.invalid", host_key: hostKey } }, "bad_request", /name/],
+      [{ name: "x8", provider: "docker", fields: { host: "ssh://engine.invalid" }, secrets: { ssh_key: pem.ssh_key } }, "bad_request", /fields\.host_key: an ssh:\/\/ engine needs its host key pinned/],
+      [{ name: "x9", provider: "docker", fields: { host: "ssh://engine.invalid", host_key: hostKey }, secrets: { ssh_key: "not-a-key-but-a-secret-value" } }, "bad_request", /secrets\.ssh_key: not a private key/],
       [tls("edge"), "denied", /exists/],
       [{ ...tls("docker") }, "denied", /built-in/],
     ];
@@ -151,7 +158,7 @@ describe("runtimes", () => {
     const byAda = await fetch(`${server.base}/v1/runtimes`, {
       method: "POST",
       headers: { ...asSession(ada, adaCsrf), "content-type": "application/json" },
-      body: JSON.stringify({ name: "by-ada", provider: "docker", fields: { host: "ssh://holm@engine.invalid:22" } }),
+      body: JSON.stringify({ name: "by-ada", provider: "docker", fields: { host: "ssh://holm@engine.invalid:22", host_key: hostKey }, secrets: { ssh_key: pem.ssh_key } }),
     });
     expect(byAda.status, await byAda.clone().text()).toBe(200);
     const gone = await fetch(`${server.base}/v1/runtimes/by-ada`, { method: "DELETE", headers: asSession(ada, adaCsrf) });
@@ -161,11 +168,12 @@ describe("runtimes", () => {
   it("PATCH changes fields and secrets (null removes one); the built-in runtime is not changed through /v1", async () => {
     const res = await server.api("/v1/runtimes/edge", {
       method: "PATCH",
-      json: { fields: { host: "ssh://holm@engine.invalid:2222" }, secrets: { ca: null, cert: null, key: null, ssh_key: pem.ssh_key } },
+      json: { fields: { host: "ssh://holm@engine.invalid:2222", host_key: hostKey }, secrets: { ca: null, cert: null, key: null, ssh_key: pem.ssh_key } },
     });
     const text = await res.text();
     expect(res.status, text).toBe(200);
-    expect(JSON.parse(text)).toMatchObject({ fields: { host: "ssh://holm@engine.invalid:2222" }, secrets_set: ["ssh_key"] });
+    // The host key is public: it shows, without its comment, so it can be checked against the host's.
+    expect(JSON.parse(text)).toMatchObject({ fields: { host: "ssh://holm@engine.invalid:2222", host_key: hostKey.split(" ").slice(0, 2).join(" ") }, secrets_set: ["ssh_key"], can: { launch: true } });
     expect(text).not.toContain(marks()[3]);
     // A combination the provider refuses leaves the runtime as it was.
     const bad = await server.api("/v1/runtimes/edge", { method: "PATCH", json: { fields: { host: "tcp://engine.invalid:2376" } } });
@@ -181,24 +189,37 @@ describe("runtimes", () => {
     expect(server.logs()).not.toContain(marks()[3]);
   });
 
-  it("a launch on an ssh:// engine is refused as not built (400 unsupported); an unknown runtime is 404; no box is made", async () => {
-    expect(await json(await server.api("/v1/runtimes/edge"))).toMatchObject({ can: { launch: false }, reason: expect.stringMatching(/ssh2/) });
-    const res = await server.api("/v1/boxes", { method: "POST", json: { placement: { runtime: "edge" } } });
+  it("an ssh:// engine stored without its host key pinned is not launched on (400 unsupported, saying why); an unknown runtime is 404; no box is made", async () => {
+    // As a row stored before host keys were pinned would be: launching there would trust any host.
+    const now = Date.now();
+    const db = store();
+    db.prepare(`insert into runtime (name, provider, fields_json, secret_names, sealed, created_at_ms, updated_at_ms) values ('legacy', 'docker', ?, '[]', null, ?, ?)`).run(
+      JSON.stringify({ host: "ssh://holm@engine.invalid:2222" }),
+      now,
+      now,
+    );
+    db.close();
+    expect(await json(await server.api("/v1/runtimes/legacy"))).toMatchObject({ can: { launch: false }, reason: expect.stringMatching(/needs fields\.host_key/) });
+    const res = await server.api("/v1/boxes", { method: "POST", json: { placement: { runtime: "legacy" } } });
     expect(res.status).toBe(400);
-    expect(await json(res)).toMatchObject({ code: "unsupported", message: expect.stringMatching(/runtime "edge": launching boxes on an ssh:\/\/ engine .* is not built/) });
+    expect(await json(res)).toMatchObject({ code: "unsupported", message: expect.stringMatching(/runtime "legacy": an ssh:\/\/ engine needs fields\.host_key/) });
     const unknown = await server.api("/v1/boxes", { method: "POST", json: { placement: { runtime: "nope" } } });
     expect(unknown.status).toBe(404);
     expect((await json(unknown)).code).toBe("not_found");
-    const image = await server.api("/v1/runtimes/edge/image", { method: "POST", json: {} });
+    const image = await server.api("/v1/runtimes/legacy/image", { method: "POST", json: {} });
     expect(image.status).toBe(400);
     expect((await json(image)).code).toBe("unsupported");
-    expect(await json(await server.api("/v1/runtimes/edge/images"))).toEqual({ images: [] });
+    expect(await json(await server.api("/v1/runtimes/legacy/images"))).toEqual({ images: [] });
     expect((await json(await server.api("/v1/boxes"))).boxes).toEqual([]);
+    // Pinning its key through PATCH makes it launchable.
+    const pinned = await server.api("/v1/runtimes/legacy", { method: "PATCH", json: { fields: { host_key: hostKey }, secrets: { ssh_key: pem.ssh_key } } });
+    expect(await json(pinned)).toMatchObject({ can: { launch: true } });
+    expect(await json(await server.api("/v1/runtimes/legacy", { method: "DELETE" }))).toEqual({ name: "legacy", deleted: true });
   });
 
   it("PATCH and DELETE are refused (409 denied) while a box uses the runtime, and allowed once it is removed", async () => {
-    // Launching on an ssh:// engine is not built, so the box that uses it is a record written
-    // into the store, as one launched there would be.
+    // The engine is never dialled here, so the box that uses it is a record written into the
+    // store, as one launched there would be.
     const id = `box_${randomBytes(16).toString("hex")}`;
     const now = Date.now();
     const db = store();

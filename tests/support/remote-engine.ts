@@ -23,6 +23,8 @@ export interface RemoteEngine {
   link: string;
   /** A client for checks from the test (over the engine's local socket). */
   docker: Docker;
+  /** That local socket's path (an sshd in the namespace points `docker system dial-stdio` at it). */
+  socket: string;
   stop(): Promise<void>;
 }
 
@@ -188,7 +190,7 @@ export async function startRemoteEngine(run: string, lan?: { lan: Lan; index: nu
       }
     }
     const read = (f: string) => fs.readFileSync(path.join(caDir, f), "utf8");
-    return { host: `tcp://${nsIp}:2376`, ns, ip: nsIp, link: vethHost, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, stop };
+    return { host: `tcp://${nsIp}:2376`, ns, ip: nsIp, link: vethHost, tls: { ca: read("ca.pem"), cert: read("client.pem"), key: read("client-key.pem") }, docker, socket: sock, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,12 +1,18 @@
 import { generateKeyPairSync } from "node:crypto";
+import ssh2 from "ssh2";
 import { describe, expect, it } from "vitest";
 import { PROVIDERS, provider } from "~/runtime/provider.server";
+import { fingerprint, normalHostKey } from "~/runtime/ssh-engine.server";
 
 // The docker provider's checks on an added runtime (ADR 0017), without a server: what a host may
 // be, which secrets go with which host, and messages that never carry a secret's value.
 
 const docker = provider("docker");
 const key = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+// What ssh-keygen makes: an OpenSSH private key, and a host's public key line.
+const sshKey = ssh2.utils.generateKeyPairSync("ed25519").private;
+const hostKey = ssh2.utils.generateKeyPairSync("ed25519").public;
+const ssh = (host: string, extra: Record<string, unknown> = {}) => ({ host, host_key: hostKey, ...extra });
 
 function refusal(fn: () => unknown): { code: string; message: string } {
   try {
@@ -19,33 +25,59 @@ function refusal(fn: () => unknown): { code: string; message: string } {
 
 describe("the docker provider", () => {
   it("takes tcp:// and ssh:// hosts only, and no other field", () => {
-    expect(docker.check({ host: "ssh://holm@engine.example:22/" }, {})).toEqual({ host: "ssh://holm@engine.example:22" });
-    expect(docker.check({ host: "ssh://[2001:db8::1]" }, { ssh_key: key })).toEqual({ host: "ssh://[2001:db8::1]" });
+    expect(docker.check(ssh("ssh://holm@engine.example:22/"), { ssh_key: sshKey })).toEqual(ssh("ssh://holm@engine.example:22"));
+    expect(docker.check(ssh("ssh://[2001:db8::1]"), { ssh_key: sshKey })).toEqual(ssh("ssh://[2001:db8::1]"));
     for (const host of ["unix:///var/run/docker.sock", "http://engine.example", "tcp://engine.example/path", "tcp://a b", ""]) {
       expect(refusal(() => docker.check({ host }, {})).message, host).toMatch(/^fields\.host: /);
     }
-    expect(refusal(() => docker.check({ host: "ssh://e.example", tls: true }, {})).message).toBe('unknown key "tls" in fields');
+    expect(refusal(() => docker.check(ssh("ssh://e.example", { tls: true }), { ssh_key: sshKey })).message).toBe('unknown key "tls" in fields');
     expect(refusal(() => docker.check({}, {})).message).toMatch(/^fields\.host/);
   });
 
-  it("a tcp:// engine needs all three TLS secrets; an ssh:// one takes only ssh_key", () => {
+  it("a tcp:// engine needs all three TLS secrets and takes no host key; an ssh:// one takes ssh_key and ssh_passphrase only", () => {
     expect(refusal(() => docker.check({ host: "tcp://e.example:2376" }, {})).message).toMatch(/missing ca, cert, key/);
-    expect(refusal(() => docker.check({ host: "tcp://e.example:2376" }, { ssh_key: key })).message).toMatch(/secrets\.ssh_key/);
-    expect(refusal(() => docker.check({ host: "ssh://e.example" }, { cert: "x" })).message).toMatch(/secrets\.cert: an ssh:\/\/ engine takes "ssh_key" only/);
-    expect(refusal(() => docker.check({ host: "ssh://e.example" }, { token: "x" })).message).toMatch(/unknown key "token"/);
+    expect(refusal(() => docker.check({ host: "tcp://e.example:2376" }, { ssh_key: sshKey })).message).toMatch(/secrets\.ssh_key: a tcp:\/\/ engine takes/);
+    expect(refusal(() => docker.check({ host: "tcp://e.example:2376", host_key: hostKey }, {})).message).toMatch(/^fields\.host_key: only an ssh:\/\/ engine/);
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: sshKey, cert: "x" })).message).toMatch(/secrets\.cert: an ssh:\/\/ engine takes "ssh_key" and "ssh_passphrase"/);
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), { token: "x" })).message).toMatch(/unknown key "token"/);
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), {})).message).toMatch(/^secrets: an ssh:\/\/ engine needs ssh_key/);
   });
 
-  it("a value that is not a PEM is refused by its name, never quoted", () => {
+  it("an ssh:// engine needs its host key pinned (no trust on first use): a key line or a SHA256 fingerprint", () => {
+    expect(refusal(() => docker.check({ host: "ssh://e.example" }, { ssh_key: sshKey })).message).toMatch(/^fields\.host_key: an ssh:\/\/ engine needs its host key pinned/);
+    for (const bad of ["", "ssh-ed25519", "ssh-ed25519 not-base64", "MD5:aa:bb", "SHA256:short", "ssh-dss AAAAB3NzaC1kc3M="]) {
+      expect(refusal(() => docker.check(ssh("ssh://e.example", { host_key: bad }), { ssh_key: sshKey })).message, bad).toMatch(/^fields\.host_key: not /);
+    }
+    // An `ssh-keyscan` line and a .pub file line: the host name and the comment are dropped.
+    const [type, b64] = hostKey.split(" ");
+    expect(normalHostKey(`engine.example ${type} ${b64}`)).toBe(`${type} ${b64}`);
+    expect(normalHostKey(`${type} ${b64} root@engine`)).toBe(`${type} ${b64}`);
+    const fp = fingerprint(Buffer.from(b64!, "base64"));
+    expect(fp).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
+    expect(docker.check(ssh("ssh://e.example", { host_key: `${fp}=` }), { ssh_key: sshKey })).toEqual({ host: "ssh://e.example", host_key: fp });
+  });
+
+  it("the ssh key must be one ssh can use, and decrypt with its passphrase; no message quotes either", () => {
     const secret = "-----BEGIN PRIVATE KEY-----\nthis-is-the-secret-value\n-----END PRIVATE KEY-----\n";
-    const e = refusal(() => docker.check({ host: "ssh://e.example" }, { ssh_key: secret }));
-    expect(e).toMatchObject({ code: "bad_request", message: "secrets.ssh_key: not a PEM private key" });
+    const e = refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: secret }));
+    expect(e).toMatchObject({ code: "bad_request", message: "secrets.ssh_key: not a private key for ssh (OpenSSH, or PEM RSA/EC)" });
     expect(e.message).not.toContain("secret-value");
+    // PKCS#8 (what node:crypto exports) is not a format ssh reads.
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: key })).message).toMatch(/^secrets\.ssh_key: not a private key/);
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: hostKey })).message).toMatch(/^secrets\.ssh_key: not a private key|a public key/);
+    const locked = ssh2.utils.generateKeyPairSync("ed25519", { passphrase: "pass-word-42", cipher: "aes256-cbc", rounds: 4 }).private;
+    expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: locked })).message).toBe("secrets.ssh_key is encrypted: secrets.ssh_passphrase is needed");
+    const wrong = refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: locked, ssh_passphrase: "not-it" }));
+    expect(wrong.message).toBe("secrets.ssh_passphrase does not decrypt secrets.ssh_key");
+    expect(docker.check(ssh("ssh://e.example"), { ssh_key: locked, ssh_passphrase: "pass-word-42" })).toEqual(ssh("ssh://e.example"));
   });
 
-  it("a tcp:// engine launches (ADR 0019); an ssh:// one is not built, and says why; another provider is unsupported, naming the providers", () => {
+  it("tcp:// and pinned ssh:// engines launch (ADR 0019); an ssh:// one stored unpinned does not, and says why; another provider is unsupported", () => {
     expect(docker.notLaunchable({ host: "tcp://e.example:2376" })).toBeUndefined();
     expect(docker.can({ host: "tcp://e.example:2376" })).toMatchObject({ launch: true, pages: true, screens: 8 });
-    expect(docker.notLaunchable({ host: "ssh://e.example" })).toMatch(/not built on this server: .*ssh2/);
+    expect(docker.notLaunchable(ssh("ssh://e.example"))).toBeUndefined();
+    expect(docker.can(ssh("ssh://e.example"))).toMatchObject({ launch: true, pages: true, screens: 8 });
+    expect(docker.notLaunchable({ host: "ssh://e.example" })).toMatch(/needs fields\.host_key/);
     expect(docker.can({ host: "ssh://e.example" }).launch).toBe(false);
     expect(refusal(() => provider("e2b"))).toMatchObject({ code: "unsupported", message: expect.stringContaining(`providers: ${[...PROVIDERS.keys()].join(", ")}`) });
   });
