@@ -3,12 +3,12 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import ssh2 from "ssh2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Person, consoleClient } from "../support/console";
 import { registerSecret } from "../support/log-secrets";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type OuterStore, openStore, storeAtRest } from "../support/store";
+import { sshKeyPair } from "../support/ssh-keys";
 
 // Seed 000's runtimes (ADR 0017) on a real server: the built-in docker runtime and its `can`, an
 // added docker engine (tcp:// with TLS client certs, or ssh://) whose secrets are sealed and never
@@ -26,7 +26,7 @@ let key: string;
 let tmp: string;
 const pem: Record<string, string> = {};
 /** A host's public key, as `ssh-keyscan` shows it: `fields.host_key` of an ssh:// engine. */
-const hostKey = ssh2.utils.generateKeyPairSync("ed25519").public;
+const hostKey = sshKeyPair().public;
 
 /** A stretch of each secret's body: what would show if a value leaked anywhere. */
 const marks = () => Object.values(pem).map((v) => v.split("\n").find((l) => l.length >= 60)!.slice(0, 48));
@@ -46,7 +46,7 @@ beforeAll(async () => {
   pem.cert = fs.readFileSync(path.join(tmp, "cert.pem"), "utf8");
   pem.key = fs.readFileSync(path.join(tmp, "key.pem"), "utf8");
   // An OpenSSH private key, as ssh-keygen writes it.
-  pem.ssh_key = ssh2.utils.generateKeyPairSync("ed25519").private;
+  pem.ssh_key = sshKeyPair().private;
 
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
   const c = consoleClient(server);

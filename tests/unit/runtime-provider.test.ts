@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from "node:crypto";
-import ssh2 from "ssh2";
 import { describe, expect, it } from "vitest";
 import { PROVIDERS, provider } from "~/runtime/provider.server";
 import { fingerprint, normalHostKey } from "~/runtime/ssh-engine.server";
+import { sshKeyPair } from "../support/ssh-keys";
 
 // The docker provider's checks on an added runtime (ADR 0017), without a server: what a host may
 // be, which secrets go with which host, and messages that never carry a secret's value.
@@ -10,8 +10,8 @@ import { fingerprint, normalHostKey } from "~/runtime/ssh-engine.server";
 const docker = provider("docker");
 const key = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 // What ssh-keygen makes: an OpenSSH private key, and a host's public key line.
-const sshKey = ssh2.utils.generateKeyPairSync("ed25519").private;
-const hostKey = ssh2.utils.generateKeyPairSync("ed25519").public;
+const sshKey = sshKeyPair().private;
+const hostKey = sshKeyPair().public;
 const ssh = (host: string, extra: Record<string, unknown> = {}) => ({ host, host_key: hostKey, ...extra });
 
 function refusal(fn: () => unknown): { code: string; message: string } {
@@ -65,7 +65,7 @@ describe("the docker provider", () => {
     // PKCS#8 (what node:crypto exports) is not a format ssh reads.
     expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: key })).message).toMatch(/^secrets\.ssh_key: not a private key/);
     expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: hostKey })).message).toMatch(/^secrets\.ssh_key: not a private key|a public key/);
-    const locked = ssh2.utils.generateKeyPairSync("ed25519", { passphrase: "pass-word-42", cipher: "aes256-cbc", rounds: 4 }).private;
+    const locked = sshKeyPair({ passphrase: "pass-word-42", cipher: "aes256-cbc", rounds: 4 }).private;
     expect(refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: locked })).message).toBe("secrets.ssh_key is encrypted: secrets.ssh_passphrase is needed");
     const wrong = refusal(() => docker.check(ssh("ssh://e.example"), { ssh_key: locked, ssh_passphrase: "not-it" }));
     expect(wrong.message).toBe("secrets.ssh_passphrase does not decrypt secrets.ssh_key");
