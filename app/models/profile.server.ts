@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_RUNTIME, localDocker } from "~/runtime/index.server";
-import { ApiError, notFound, unsupported } from "~/utils/api-error.server";
+import { ApiError, badRequest, notFound, unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { ProfileNameSchema } from "./spec.server";
 
 // Named browser profiles (`placement.profile`, seed 000/002, issue 18). A profile is a Chromium
 // profile directory on an engine volume of its own, per workspace and name: screen 0's Chromium
@@ -96,6 +97,7 @@ export async function listProfiles(owner: string | null | undefined): Promise<Pr
 
 /** Removes a profile and its volume; refused while a live box holds it. */
 export async function deleteProfile(owner: string | null | undefined, name: string): Promise<{ name: string; deleted: true }> {
+  if (!ProfileNameSchema.safeParse(name).success) throw badRequest(`name: "${name.slice(0, 80)}" cannot be a profile's name (letters, digits, '_', '.', '-'; 1 to 64)`);
   const key = owner ?? SERVER_OWNER;
   const row = await db().selectFrom("browser_profile").selectAll().where("owner", "=", key).where("name", "=", name).executeTakeFirst();
   if (!row) throw notFound(`no browser profile named "${name}"`);

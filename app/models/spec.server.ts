@@ -42,6 +42,9 @@ export const SpecSchema = z.strictObject({
 
 const Lifetime = z.number().int().min(60, "must be at least 60 seconds").max(MAX_LIFETIME_SECS);
 
+/** A browser profile's name (`placement.profile`, `DELETE /v1/profiles/{name}`). */
+export const ProfileNameSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "letters, digits, '_', '.', '-'");
+
 export const PlacementSchema = z.strictObject({
   runtime: z.string().min(1).max(64).optional(),
   memory: z.string().regex(SIZE_RE, 'a size such as "2g" or "512m"').optional(),
@@ -53,10 +56,7 @@ export const PlacementSchema = z.strictObject({
   expires_after_secs: Lifetime.optional(),
   idle_timeout_secs: Lifetime.optional(),
   persistent: z.boolean().optional(),
-  profile: z
-    .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/, "letters, digits, '_', '.', '-'")
-    .optional(),
+  profile: ProfileNameSchema.optional(),
 });
 
 export const CreateBoxSchema = z.strictObject({

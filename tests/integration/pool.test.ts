@@ -49,7 +49,7 @@ beforeAll(async () => {
 
 describe("warm pool", () => {
   it("refuses a bad HOLM_POOL at boot with a message that names it", async () => {
-    await expect(startServer({ HOLM_POOL: "default=four" })).rejects.toThrow(/HOLM_POOL: entries such as "default=4"/);
+    await expect(startServer({ HOLM_POOL: "default=four" })).rejects.toThrow(/HOLM_POOL: entries such as \\?"default=4\\?"/);
   });
 
   it("pool boxes are in no list and answer 404; a claim is ready at once and shows nothing from before it", async () => {

@@ -12,6 +12,16 @@ import path from "node:path";
 /** Shorter values are not secrets worth the name, and would match by chance. */
 export const MIN_SECRET_LENGTH = 8;
 
+/**
+ * A value of fewer distinct characters ("x".repeat(12), a test's filler password) is not told
+ * apart from filler text in a log ("xxxx…" typed or sent by a fuzz test), so it is not looked for.
+ */
+const MIN_DISTINCT_CHARS = 5;
+
+function checkable(value: string | undefined | null): value is string {
+  return !!value && value.length >= MIN_SECRET_LENGTH && new Set(value).size >= MIN_DISTINCT_CHARS;
+}
+
 const SECRETS_FILE = "secrets.jsonl";
 
 /**
@@ -31,7 +41,7 @@ export function serverLogFile(port: number): string {
 
 /** Records a secret the run gave a server; `what` says which (it is printed, the value never). */
 export function registerSecret(value: string | undefined | null, what: string): void {
-  if (!value || value.length < MIN_SECRET_LENGTH) return;
+  if (!checkable(value)) return;
   // One short line per append: concurrent test processes do not interleave within it.
   fs.appendFileSync(path.join(logDir(), SECRETS_FILE), `${JSON.stringify({ what, value })}\n`, { mode: 0o600 });
 }
@@ -51,7 +61,7 @@ export function readSecrets(dir: string): { what: string; value: string }[] {
     if (!l.trim()) continue;
     try {
       const s = JSON.parse(l) as { what: string; value: string };
-      if (s.value?.length >= MIN_SECRET_LENGTH && !byValue.has(s.value)) byValue.set(s.value, s.what);
+      if (checkable(s.value) && !byValue.has(s.value)) byValue.set(s.value, s.what);
     } catch {
       /* a line cut by a crash: nothing to check */
     }
@@ -76,8 +86,12 @@ export function findSecrets(dir: string): Finding[] {
     const file = path.join(dir, name);
     const text = fs.readFileSync(file, "utf8");
     for (const s of secrets) {
-      for (let at = text.indexOf(s.value); at !== -1; at = text.indexOf(s.value, at + 1)) {
-        found.push({ file, line: text.slice(0, at).split("\n").length, what: s.what });
+      // One finding per line and secret, however often it appears there.
+      let last = 0;
+      for (let at = text.indexOf(s.value); at !== -1; at = text.indexOf(s.value, at + s.value.length)) {
+        const line = text.slice(0, at).split("\n").length;
+        if (line !== last) found.push({ file, line, what: s.what });
+        last = line;
       }
     }
   }
