@@ -12,7 +12,7 @@ import { RUN_LABEL, type TestServer, docker, json, removeTestBoxes, startServer 
 // reached over a veth pair only, so its box bridges are not routable from the server, as on
 // another host. The server reaches it two ways, as two runtimes: `far` over tcp:// with TLS
 // client auth, and `far-ssh` over ssh:// (an sshd of the test's in that namespace, the host key
-// pinned; `docker system dial-stdio` behind it). The image crosses once, over ssh, through the
+// pinned; `docker system dial-stdio` behind it). The image crosses once, over tcp, through the
 // images API (a launch there moves a ~1 GB image first); then one box per runtime goes through
 // the same steps: launch, CDP (Playwright through the server's proxy), a click batch with a
 // frame, the terminal, the viewer, a takeover that refuses the agent, the trace, pause, stop and
@@ -137,16 +137,20 @@ describe("another engine, as runtimes", () => {
     expect(sshd!.log()).not.toMatch(/Accepted publickey|Failed publickey/);
   });
 
-  it("moves the box image there through the images API, over ssh; over tcp it is there already", async () => {
-    const res = await api("/v1/runtimes/far-ssh/image", { method: "POST", json: { spec: {} } });
+  it("moves the box image there through the images API, over tcp; over ssh it is there already", async () => {
+    // Over tcp, not ssh: ssh2's ciphers run in JavaScript here (its native binding is not built),
+    // and a ~1 GB image over them kept both cores busy for up to 2 minutes, beside the rest of the
+    // suite (drive tests lost input under that load). The ssh transport still carries the boxes'
+    // every call, tunnel and frame below.
+    const res = await api("/v1/runtimes/far/image", { method: "POST", json: { spec: {} } });
     const out = await json(res);
     expect(res.status, JSON.stringify(out)).toBe(200);
-    expect(out).toMatchObject({ runtime: "far-ssh", image: expect.stringMatching(/^holm-x11:/) });
+    expect(out).toMatchObject({ runtime: "far", image: expect.stringMatching(/^holm-x11:/) });
     expect((await engine!.docker.getImage(out.image).inspect()).RepoTags).toContain(out.image);
-    const one = await json(await api(`/v1/runtimes/far-ssh/images/${out.digest}`));
-    expect(one).toMatchObject({ runtime: "far-ssh", built_at_ms: expect.any(Number), size_bytes: expect.any(Number) });
-    const tcp = await json(await api("/v1/runtimes/far/image", { method: "POST", json: { spec: {} } }));
-    expect(tcp).toMatchObject({ runtime: "far", image: out.image });
+    const one = await json(await api(`/v1/runtimes/far/images/${out.digest}`));
+    expect(one).toMatchObject({ runtime: "far", built_at_ms: expect.any(Number), size_bytes: expect.any(Number) });
+    const ssh = await json(await api("/v1/runtimes/far-ssh/image", { method: "POST", json: { spec: {} } }));
+    expect(ssh).toMatchObject({ runtime: "far-ssh", image: out.image });
   }, 300_000);
 });
 
