@@ -1,6 +1,6 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
+import { expectCleanOnPhone } from "../support/phone-check";
 import { type TestServer, startServer } from "../support/server";
 import { openStore } from "../support/store";
 
@@ -62,20 +62,7 @@ test("the images page lists the built default image, shows a build's progress li
 
   // Like every console page: no serious axe violation, light or dark, and no sideways scrolling
   // on a 390 px phone, with a build under way on it.
-  const cookies = await page.context().cookies();
-  for (const colorScheme of ["light", "dark"] as const) {
-    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
-    await context.addCookies(cookies);
-    const phone = await context.newPage();
-    await phone.goto(`${server.base}/images`);
-    await expect(phone.getByRole("progressbar")).toBeVisible();
-    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
-    const axe = await new AxeBuilder({ page: phone }).analyze();
-    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
-    await context.close();
-  }
+  await expectCleanOnPhone(page, `${server.base}/images`, (phone) => expect(phone.getByRole("progressbar")).toBeVisible());
 
   // The page follows the build without a reload: here it ends failed.
   const db2 = store();

@@ -1,6 +1,6 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
+import { expectCleanOnPhone } from "../support/phone-check";
 import { type TestServer, startServer } from "../support/server";
 import { openStore } from "../support/store";
 
@@ -51,20 +51,7 @@ test("a member sees the workspace's browser profiles and removes a free one", as
   await expect(page.getByText("theirs")).toHaveCount(0);
 
   // No serious axe violation, light or dark, and no sideways scroll on a 390 px phone.
-  const cookies = await page.context().cookies();
-  for (const colorScheme of ["light", "dark"] as const) {
-    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
-    await context.addCookies(cookies);
-    const phone = await context.newPage();
-    await phone.goto(`${server.base}/profiles`);
-    await expect(phone.getByRole("table", { name: "Browser profiles" })).toBeVisible();
-    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
-    const axe = await new AxeBuilder({ page: phone }).analyze();
-    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
-    await context.close();
-  }
+  await expectCleanOnPhone(page, `${server.base}/profiles`, (phone) => expect(phone.getByRole("table", { name: "Browser profiles" })).toBeVisible());
 
   // Remove asks in the page first; the free profile goes, the held one stays.
   await page.getByRole("button", { name: "Remove profile work" }).click();

@@ -1,8 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
+import { expectCleanOnPhone } from "../support/phone-check";
 import { type TestServer, startServer } from "../support/server";
 import { openStore } from "../support/store";
 
@@ -86,20 +86,7 @@ test("a member adds a webhook, sees its secret once, sees a delivery, and replay
 
   // Like every console page (tests/e2e/a11y.spec.ts): no serious axe violation, light or dark,
   // and no sideways scrolling on a 390 px phone, with a webhook and its log on it.
-  const cookies = await page.context().cookies();
-  for (const colorScheme of ["light", "dark"] as const) {
-    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
-    await context.addCookies(cookies);
-    const phone = await context.newPage();
-    await phone.goto(`${server.base}/webhooks`);
-    await expect(phone.getByTestId("delivery")).toHaveCount(2);
-    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
-    const axe = await new AxeBuilder({ page: phone }).analyze();
-    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
-    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
-    await context.close();
-  }
+  await expectCleanOnPhone(page, `${server.base}/webhooks`, (phone) => expect(phone.getByTestId("delivery")).toHaveCount(2));
 
   // Delete asks in the page first.
   await page.getByRole("button", { name: `Delete ${rxUrl}` }).click();

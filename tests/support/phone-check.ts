@@ -1,0 +1,24 @@
+import AxeBuilder from "@axe-core/playwright";
+import { type Page, expect } from "@playwright/test";
+
+/**
+ * What every console page holds (tests/e2e/a11y.spec.ts), checked on one page with its content
+ * in place: on a 390 px phone, light and dark, nothing scrolls sideways and axe finds no serious
+ * or critical violation. `ready` waits for the content the check is about.
+ */
+export async function expectCleanOnPhone(page: Page, url: string, ready: (phone: Page) => Promise<void>): Promise<void> {
+  const cookies = await page.context().cookies();
+  for (const colorScheme of ["light", "dark"] as const) {
+    const context = await page.context().browser()!.newContext({ colorScheme, viewport: { width: 390, height: 844 } });
+    await context.addCookies(cookies);
+    const phone = await context.newPage();
+    await phone.goto(url);
+    await ready(phone);
+    const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
+    const axe = await new AxeBuilder({ page: phone }).analyze();
+    const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
+    expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
+    await context.close();
+  }
+}
