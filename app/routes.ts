@@ -34,6 +34,8 @@ export const v1Routes = [
   route("v1/boxes/:id/screens/:screen/takeover", "routes/v1/screen-takeover.ts"),
   route("v1/boxes/:id/trace", "routes/v1/box-trace.ts"),
   route("v1/boxes/:id/trace/frames/:hash", "routes/v1/box-trace-frame.ts"),
+  route("v1/boxes/:id/trace/recordings", "routes/v1/box-trace-recordings.ts", { id: "routes/v1/box-trace-recordings" }),
+  route("v1/boxes/:id/trace/recordings/:rid", "routes/v1/box-trace-recordings.ts", { id: "routes/v1/box-trace-recording" }),
   route("v1/boxes/:id/pages", "routes/v1/box-pages.ts"),
   route("v1/boxes/:id/pages/:tab", "routes/v1/box-page-tab.ts"),
   route("v1/boxes/:id/pages/:tab/focus", "routes/v1/box-page-tab-focus.ts"),
@@ -104,6 +106,7 @@ export default [
   route("boxes/:id/trace", "routes/box-trace.tsx"),
   route("boxes/:id/trace/entries", "routes/box-trace-data.ts", { id: "routes/box-trace-entries" }),
   route("boxes/:id/trace/frames/:hash", "routes/box-trace-data.ts", { id: "routes/box-trace-frames" }),
+  route("boxes/:id/trace/recordings/:rid", "routes/box-trace-data.ts", { id: "routes/box-trace-recordings" }),
   ...v1Routes,
   ...v1NotBuilt,
   // MCP over Streamable HTTP, with the same keys as /v1 (docs/decisions/0013).

@@ -254,6 +254,7 @@ export interface Database {
   takeover: TakeoverTable;
   idempotency: IdempotencyTable;
   browser_profile: BrowserProfileTable;
+  trace_recording: TraceRecordingTable;
 }
 
 /** Who holds a screen (docs/decisions/0021). */
@@ -286,6 +287,19 @@ export interface BrowserProfileTable {
   holder: string | null;
   created_at_ms: Timestamp;
   last_used_ms: Timestamp;
+}
+
+/** A screen recording copied out of its box into the trace (migration 0017). */
+export interface TraceRecordingTable {
+  id: string;
+  box_id: string;
+  screen: number;
+  fps: number;
+  started_at_ms: Timestamp;
+  stopped_at_ms: Timestamp;
+  bytes: Timestamp;
+  path: string;
+  data: Buffer;
 }
 
 export type Timestamp = ColumnType<number, number, number>;

@@ -2,6 +2,7 @@ import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
 import { registerProfileFlush } from "~/models/profile-flush.server";
+import { registerRecordingKeep } from "~/models/recording.server";
 import { resumeBuilds } from "~/models/image.server";
 import { loadTakeovers, stopTakeovers } from "~/models/takeover.server";
 import { openStoredRuntimes } from "~/models/runtime-store.server";
@@ -55,6 +56,8 @@ export const holm = {
 
   async boot() {
     // Before any box can be removed: a box with a browser profile closes its browser first.
+    // In this order: recordings are copied out while the box still runs; the profile flush ends it.
+    registerRecordingKeep();
     registerProfileFlush();
     await openDb();
     await openCluster();

@@ -184,6 +184,14 @@ export function describeEntry(e: TraceEntry): string {
       if (d.kind === "clipboard") return `${person} pasted ${plural(num(d.bytes) ?? 0, "byte")}`;
       return who ? `${who}'s input` : "a person's input";
     }
+    case "recording_started":
+      return `recording of screen ${screen} started${num(d.fps) ? ` at ${d.fps} fps` : ""}${byWho(who)}`;
+    case "recording_stopped": {
+      const secs = num(d.duration_ms) !== undefined ? `, ${Math.round((d.duration_ms as number) / 1000)} s` : "";
+      return d.kept === false
+        ? `recording of screen ${screen} stopped${secs}; not kept${str(d.why) ? ` (${short(d.why as string, 80)})` : ""}`
+        : `recording of screen ${screen} stopped${secs}${byWho(who)}`;
+    }
     case "terminal":
       return `terminal ${str(d.phase) ?? "used"}${byWho(who)}`;
     case "ready":

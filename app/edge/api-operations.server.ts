@@ -339,6 +339,19 @@ const rows: Row[] = [
   // History and events
   { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },
   { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: "The frame, a PNG." },
+  {
+    op: `GET ${BOX}/trace/recordings`,
+    id: "traceRecordings",
+    tag: "history",
+    summary: "The screen recordings the trace keeps, oldest first: {recordings}, each with id, screen, fps, started_at_ms, stopped_at_ms, duration_ms, bytes and path (where it was in the box).",
+  },
+  {
+    op: `GET ${BOX}/trace/recordings/{rid}`,
+    id: "traceRecording",
+    tag: "history",
+    summary: "A kept recording (`recording` of a recording_stopped entry). Honours Range.",
+    binary: "The recording, an MP4 (H.264).",
+  },
   { op: "GET /v1/events", id: "events", tag: "events", summary: "Read events in order: {events, next, more}.", query: EventsQuerySchema },
   // Scheduled work: GET and POST alike, with the server token or CRON_SECRET.
   ...(["reap", "prune", "run"] as const).flatMap((job) =>

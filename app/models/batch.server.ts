@@ -9,6 +9,7 @@ import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from ".
 import type { Actor } from "./actor";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
+import { type RecordState, noteRecordingStarted, noteRecordingStopped } from "./recording.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import type { TabMemo } from "./page-browser.server";
 import { isPageStep, runPageStep } from "./page-steps.server";
@@ -282,8 +283,19 @@ async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, ste
   const t1 = performance.now();
   const { settle_ms, want, keep_going } = input;
   await recordBatch(actor, t.box, t.screen, steps, result.results as { ok?: boolean; code?: string }[], frame, { began_ms, settle_ms, want, keep_going });
+  await noteRecordSteps(actor, t, steps, result.results as unknown as (RecordState & { ok?: boolean })[]);
   timings.trace = performance.now() - t1;
   return result;
+}
+
+/** A batch's `record` steps that started or stopped a recording mark it in the trace (recording.server.ts). */
+async function noteRecordSteps(actor: Actor, t: ScreenTarget, steps: Step[], results: (RecordState & { ok?: boolean })[]) {
+  for (const [i, s] of steps.entries()) {
+    const r = results[i];
+    if (s.type !== "record" || !r || r.ok === false) continue;
+    if (s.what.do === "start") await noteRecordingStarted(t.box, t.screen, r, actor);
+    else if (s.what.do === "stop") await noteRecordingStopped(t.box, t.screen, r, actor, true);
+  }
 }
 
 /** Installs catalog apps in a running box with apt (needs a box with network). */

@@ -1,7 +1,8 @@
 import { env, publicUrl } from "~/utils/env.server";
 import { pruneEvents } from "./event.server";
 import { type ImagePruneResult, pruneImages } from "./image-prune.server";
-import { type PruneResult, pruneTraces } from "./trace.server";
+import { pruneRecordings } from "./recording-store.server";
+import { type PruneResult, pruneCutoffs, pruneTraces } from "./trace.server";
 import { deliverDue, pruneDeliveries } from "./webhook-delivery.server";
 import { log } from "~/utils/log.server";
 
@@ -95,6 +96,9 @@ function callRun(): void {
  */
 export async function prune(now = Date.now()): Promise<{ traces: PruneResult; events: number; deliveries: number; images: ImagePruneResult }> {
   const traces = await pruneTraces({ now });
+  // Recordings go with their trace's entries (recording.server.ts); counted in the log only.
+  const recordings = await pruneRecordings(pruneCutoffs({ now }));
+  if (recordings) log.info(`pruned ${recordings} recording(s)`);
   const events = await pruneEvents({ now });
   const deliveries = await pruneDeliveries({ now });
   // An engine that does not answer must not stop the rest of prune: the next run tries again.

@@ -22,6 +22,19 @@ export interface TakeoverSpan {
   to: number | null;
 }
 
+/**
+ * A screen recording from entry `from` (recording_started) to `to` (recording_stopped; null:
+ * still running). `started_at_ms` is the video's first frame; `id` is set once the file is kept.
+ */
+export interface RecordingSpan {
+  screen: number;
+  from: number;
+  to: number | null;
+  started_at_ms: number;
+  stopped_at_ms: number | null;
+  id: string | null;
+}
+
 export interface TraceSummary {
   /** Seq of the first entry still kept, or null for an empty trace. */
   first: number | null;
@@ -30,6 +43,7 @@ export interface TraceSummary {
   last_ms: number | null;
   frames: FrameRef[];
   takeovers: TakeoverSpan[];
+  recordings: RecordingSpan[];
   width: number | null;
   height: number | null;
   screens: number;
@@ -41,12 +55,12 @@ export interface TraceSummary {
 export const PAGE_SIZE = 500;
 
 export function emptySummary(): TraceSummary {
-  return { first: null, last: null, first_ms: null, last_ms: null, frames: [], takeovers: [], width: null, height: null, screens: 1, ended: false };
+  return { first: null, last: null, first_ms: null, last_ms: null, frames: [], takeovers: [], recordings: [], width: null, height: null, screens: 1, ended: false };
 }
 
 /** A copy that folding can change without touching the original (React state). */
 export function cloneSummary(s: TraceSummary): TraceSummary {
-  return { ...s, frames: s.frames.slice(), takeovers: s.takeovers.map((t) => ({ ...t })) };
+  return { ...s, frames: s.frames.slice(), takeovers: s.takeovers.map((t) => ({ ...t })), recordings: s.recordings.map((r) => ({ ...r })) };
 }
 
 /** Adds entries (in seq order, all after `s.last`) to the summary, in place. */
@@ -71,6 +85,21 @@ export function foldEntries(s: TraceSummary, entries: readonly TraceEntry[]): Tr
       case "takeover_ended": {
         const open = s.takeovers.find((t) => t.screen === screen && t.to === null);
         if (open) open.to = e.seq;
+        break;
+      }
+      case "recording_started": {
+        const t0 = typeof e.data?.started_at_ms === "number" ? e.data.started_at_ms : e.at_ms;
+        s.recordings.push({ screen, from: e.seq, to: null, started_at_ms: t0, stopped_at_ms: null, id: null });
+        break;
+      }
+      case "recording_stopped": {
+        const t0 = typeof e.data?.started_at_ms === "number" ? e.data.started_at_ms : e.at_ms;
+        // Its start may be pruned or from before an adoption: the stop alone still names the file.
+        let open = s.recordings.find((r) => r.screen === screen && r.to === null);
+        if (!open) s.recordings.push((open = { screen, from: e.seq, to: null, started_at_ms: t0, stopped_at_ms: null, id: null }));
+        open.to = e.seq;
+        open.stopped_at_ms = e.at_ms;
+        open.id = typeof e.data?.recording === "string" ? e.data.recording : null;
         break;
       }
       case "box_created":
@@ -112,6 +141,11 @@ export function pageOf(seq: number, first: number): number {
 /** The `after` that reads page `index`. */
 export function pageAfter(index: number, first: number): number {
   return first + index * PAGE_SIZE - 1;
+}
+
+/** The recording that covers `seq` on `screen`, if any (the latest, should two). */
+export function recordingAt(spans: readonly RecordingSpan[], screen: number, seq: number): RecordingSpan | undefined {
+  return spans.findLast((r) => r.screen === screen && seq >= r.from && (r.to === null || seq <= r.to));
 }
 
 /** A takeover span covering `seq` on `screen`, if any. */

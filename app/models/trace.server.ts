@@ -7,7 +7,7 @@ import { issuerName } from "./actor-name.server";
 import { LocalTraceStore } from "./trace-local.server";
 import { MemoryTraceStore } from "./trace-memory.server";
 import { PostgresTraceStore } from "./trace-postgres.server";
-import type { FrameInput, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
+import type { FrameInput, PruneCutoffs, PruneOptions, PruneResult, TraceActor, TraceEntry, TraceEntryInput, TracePage, TraceStore } from "./trace-types.server";
 import { DEFAULT_MAX_ENTRY_AGE_MS, DEFAULT_MAX_FRAME_AGE_MS, clampPage, frameEntry } from "./trace-types.server";
 
 // The trace: what was done to each box, in order. Two stores behind one interface, chosen by
@@ -156,13 +156,18 @@ export async function traceStartedFresh(boxId: string): Promise<boolean> {
  * Counts what it removed: frame PNGs, entries, whole traces.
  */
 export function pruneTraces(opts: PruneOptions = {}): Promise<PruneResult> {
+  return traceStore().prune(pruneCutoffs(opts));
+}
+
+/** The times before which pruning removes frames, entries and removed boxes' traces (recordings follow the last two). */
+export function pruneCutoffs(opts: PruneOptions = {}): PruneCutoffs {
   const now = opts.now ?? Date.now();
   const maxEntryAgeMs = opts.maxEntryAgeMs ?? DEFAULT_MAX_ENTRY_AGE_MS;
-  return traceStore().prune({
+  return {
     frames: now - (opts.maxFrameAgeMs ?? DEFAULT_MAX_FRAME_AGE_MS),
     entries: now - maxEntryAgeMs,
     removed: now - (opts.maxRemovedAgeMs ?? maxEntryAgeMs),
-  });
+  };
 }
 
 export interface TraceBox {

@@ -1,13 +1,16 @@
 import { z } from "zod";
 import { requireWorkspaceJson } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
+import { bytesResponse } from "~/edge/byte-range.server";
 import type { Actor } from "~/models/actor";
+import { readRecording } from "~/models/recording-store.server";
 import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
 
 // What the console's trace page fetches, by session (the /v1 twins take bearer tokens):
 //   GET /boxes/:id/trace/entries?after&limit   → {entries, next}, at most 500 a page
 //   GET /boxes/:id/trace/frames/:hash          → the frame's PNG, cached for good (content-addressed)
+//   GET /boxes/:id/trace/recordings/:rid       → a kept recording's MP4, with Range (the player seeks)
 // Both answer JSON errors (401 when signed out, not the log-in page).
 
 const EntriesQuerySchema = z.strictObject({
@@ -39,12 +42,20 @@ async function frame(request: Request, id: string, given: string): Promise<Respo
   return new Response(new Uint8Array(png), { headers: { ...headers, "content-length": String(png.byteLength) } });
 }
 
+async function recording(request: Request, id: string, rid: string): Promise<Response> {
+  const actor = await sessionActor(request);
+  const box = await traceBox(actor, id);
+  const { data } = await readRecording(box.id, rid);
+  return bytesResponse(request, data, { "content-type": "video/mp4", "cache-control": "private, max-age=31536000, immutable" });
+}
+
 export async function loader({ request, params }: { request: Request; params: Record<string, string | undefined> }) {
   try {
     if (request.method !== "GET" && request.method !== "HEAD") {
       throw new ApiError("method_not_allowed", `${request.method} is not allowed here; use GET`);
     }
     const id = params.id ?? "";
+    if (params.rid !== undefined) return await recording(request, id, params.rid);
     return params.hash !== undefined ? await frame(request, id, params.hash) : await entries(request, id);
   } catch (e) {
     return errorResponse(e);

@@ -6,6 +6,7 @@ import { clock } from "~/components/trace-describe";
 import { ForkPanel, type ForkResult } from "~/components/fork-panel";
 import { ForkCard } from "~/components/fork-card";
 import { SelectedEntry } from "~/components/trace-entry-panel";
+import { RecordingPlayer } from "~/components/trace-recording";
 import { useFrameFollow } from "~/components/trace-follow";
 import { type FrameHandle, FrameView } from "~/components/trace-frames";
 import { Filmstrip, Scrubber } from "~/components/trace-scrubber";
@@ -24,6 +25,7 @@ import {
   lastAtOrBefore,
   pageAfter,
   pageOf,
+  recordingAt,
   takeoverAt,
 } from "~/models/trace-summary";
 import { traceSummary } from "~/models/trace-summary.server";
@@ -249,6 +251,7 @@ function TracePage(props: LoaderData) {
   );
   const entry = store.get(seq);
   const held = takeoverAt(spans, screen, seq);
+  const recording = recordingAt(summary.recordings, screen, seq);
   const frameLabel = frame
     ? `The screen${summary.screens > 1 ? ` ${screen}` : ""} at entry ${frame.seq}, ${clock(frame.at_ms)}${takeoverAt(spans, screen, frame.seq) ? ", while a person had it" : ""}`
     : "No frame recorded yet at this entry";
@@ -331,6 +334,13 @@ function TracePage(props: LoaderData) {
                 </a>
               ) : null}
             </div>
+            {recording ? (
+              <RecordingPlayer
+                span={recording}
+                atMs={entry?.at_ms ?? frame?.at_ms}
+                url={recording.id ? `/boxes/${box.id}/trace/recordings/${recording.id}` : null}
+              />
+            ) : null}
             <Scrubber first={first} last={last} seq={seq} textFor={textFor} frames={frames} takeovers={spans} onScrub={select} />
             <Filmstrip frames={frames} index={fi} takeovers={spans} cache={cache} onSeq={select} />
             <SelectedEntry seq={seq} entry={entry} held={!!held} />

@@ -14,6 +14,7 @@ import { traceFramePng } from "./0013-trace-frame-png";
 import { traceAppend } from "./0014-trace-append";
 import { cluster } from "./0015-cluster";
 import { profiles } from "./0016-profiles";
+import { recordings } from "./0017-recordings";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   "0014-trace-append": traceAppend,
   "0015-cluster": cluster,
   "0016-profiles": profiles,
+  "0017-recordings": recordings,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -12,8 +12,12 @@ import { openStore } from "../support/store";
 // is drained: its boxes go `unreachable` with the reason, the others keep answering, and nothing
 // moves (no new task, no new container anywhere).
 
-const BOXES = 30;
-const PER_NODE = 10;
+// The issue's 30 (10 a node) by default; the whole suite's run (scripts/test.sh) asks for 4 a node:
+// 30 Chromium desktops starting at once beside the other suites on a 2-core machine starved
+// them all (boxes timed out waiting for their display, viewers lost input). The spread by
+// reservations is the same test at either size.
+const PER_NODE = Number(process.env.HOLM_TEST_SWARM_PER_NODE ?? 10);
+const BOXES = 3 * PER_NODE;
 const SUITE = `${RUN_LABEL}-swarm`;
 
 let lan: Lan | undefined;

@@ -109,6 +109,9 @@ async function reset() {
   await page.navigate(`data:text/html;base64,${Buffer.from(PAGE).toString("base64")}`);
   const t = await page.centre("#t");
   await batch([{ type: "click", at: t }, { type: "move", to: { x: 1200, y: 760 } }]);
+  // The batch answers once the click is injected; a busy Chromium takes it a moment later, and a
+  // count zeroed before that would count it against the next test.
+  await until(() => page.evaluate<any>("window.st"), (s) => s.downs >= 1);
   await page.evaluate("window.st.downs = 0, window.st.keys = 0");
   for (const selection of ["clipboard", "primary"]) {
     const res = await api(`/v1/boxes/${box.id}/screens/0/clipboard`, { method: "PUT", json: { text: "before", selection } });
@@ -250,16 +253,20 @@ describe("control mode", () => {
     const at = await reset();
     const t = await viewerTicket(server, box.id, 0);
     const { c } = await connect(t.control_socket!);
-    c.requestUpdate(false);
-    await c.nextUpdate();
-    await sendInput(c, at, "sent-by-a-driver");
-    expect(await cursor()).toMatchObject({ x: at.x, y: at.y });
-    const st = await until(() => page.evaluate<any>("window.st"), (s) => s.keys >= 3);
-    expect(st).toEqual({ keys: 3, downs: 1 });
-    expect(await page.evaluate("document.querySelector('#t').value")).toBe("abc");
-    expect(await until(cutBuffer, (v) => v.includes("sent-by-a-driver"))).toBe('CUT_BUFFER0(STRING) = "sent-by-a-driver"');
-    c.close();
-    await c.closed;
+    // Closed even when a check fails: a driver left connected would fail the counts that follow.
+    try {
+      c.requestUpdate(false);
+      await c.nextUpdate();
+      await sendInput(c, at, "sent-by-a-driver");
+      expect(await cursor()).toMatchObject({ x: at.x, y: at.y });
+      const st = await until(() => page.evaluate<any>("window.st"), (s) => s.keys >= 3);
+      expect(st).toEqual({ keys: 3, downs: 1 });
+      expect(await page.evaluate("document.querySelector('#t').value")).toBe("abc");
+      expect(await until(cutBuffer, (v) => v.includes("sent-by-a-driver"))).toBe('CUT_BUFFER0(STRING) = "sent-by-a-driver"');
+    } finally {
+      c.close();
+      await c.closed;
+    }
   });
 });
 

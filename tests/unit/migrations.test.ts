@@ -26,6 +26,7 @@ const RELEASED = [
   "0014-trace-append",
   "0015-cluster",
   "0016-profiles",
+  "0017-recordings",
 ];
 
 describe("the migration list", () => {

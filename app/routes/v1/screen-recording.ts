@@ -1,5 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
+import { type RecordState, noteRecordingStarted, noteRecordingStopped } from "~/models/recording.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 import { RecordingStartSchema } from "~/protocol/api-box";
@@ -17,11 +18,17 @@ const route = v1({
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
     const body = await parseBody(args.request, RecordingStartSchema);
-    return callAgent(t.box, agentCall("recordingStart", { n: t.screen }), body);
+    const state = await callAgent<RecordState>(t.box, agentCall("recordingStart", { n: t.screen }), body);
+    await noteRecordingStarted(t.box, t.screen, state, actor);
+    return state;
   },
   DELETE: async (args) => {
-    const t = await target(args);
-    return callAgent(t.box, agentCall("recordingStop", { n: t.screen }));
+    const actor = await requireActor(args.request);
+    const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    const state = await callAgent<RecordState>(t.box, agentCall("recordingStop", { n: t.screen }));
+    // Answered once the file is in the trace: a reader of the trace after this finds it.
+    await noteRecordingStopped(t.box, t.screen, state, actor, true);
+    return state;
   },
 });
 

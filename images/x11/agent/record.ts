@@ -49,13 +49,16 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   // ffmpeg fails fast on a bad display or codec; otherwise it says when its first frame is in.
   const early = await Promise.race([exited, grabbing, new Promise<"slow">((r) => setTimeout(() => r("slow"), 5000))]);
   if (typeof early === "object") throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
+  // The video's time 0 is its first frame, not ffmpeg's spawn (half a second or more before on a
+  // busy box): the trace places the video by this time (its started_at_ms).
+  const firstFrameAt = early === "grabbing" ? Date.now() : startedAt;
   exited.then(() => {
     if (screen.recording?.path === file) screen.recording = null;
   });
   screen.recording = {
     path: file,
     fps,
-    startedAt,
+    startedAt: firstFrameAt,
     async stop() {
       // SIGINT lets ffmpeg write the trailer; a file without it does not play.
       child.kill("SIGINT");
@@ -65,7 +68,7 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
       return r;
     },
   };
-  return { recording: true, path: file, fps, started_at_ms: startedAt };
+  return { recording: true, path: file, fps, started_at_ms: firstFrameAt };
 }
 
 export async function stopRecording(screen: Screen): Promise<RecordState> {
