@@ -9,6 +9,7 @@ import { benchDrive } from "./drive";
 import { benchObservability } from "./observability";
 import { benchPages } from "./pages";
 import { benchPool } from "./pool";
+import { benchRecording } from "./recording";
 import { benchRemote } from "./remote";
 import { benchScrub } from "./scrub";
 import { benchSshTransport } from "./ssh-transport";
@@ -38,6 +39,7 @@ const benches: Record<string, () => Promise<void>> = {
   "viewers-load": benchViewersLoad,
   density: benchDensity,
   remote: benchRemote,
+  recording: benchRecording,
   cluster: benchCluster,
   "ssh-transport": benchSshTransport,
 };

@@ -44,12 +44,12 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
   }, [initialScreens, merge]);
   useEffect(() => {
     const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
-    let first = true;
     socket.on("connect", () => {
       setLive(true);
-      // After a drop, what was missed comes from the loader.
-      if (!first) void revalidate.current();
-      first = false;
+      // What was pushed before this socket joined is caught up through the loader: after a drop,
+      // and on the first connect too (the page's own viewer may have been counted between the
+      // loader's read and the join, and its push missed: a CI run showed "0 watching" for good).
+      void revalidate.current();
     });
     socket.on("disconnect", () => setLive(false));
     socket.on("box", (b: BoxJson) => {

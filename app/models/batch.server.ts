@@ -7,6 +7,7 @@ import { observeBatch } from "~/utils/metrics.server";
 import { validate } from "~/utils/validate.server";
 import { BatchSchema, STEP_TYPES, type Step, StepSchema, type WireStep } from "./action-schema.server";
 import type { Actor } from "./actor";
+import { loadRow } from "./box-record.server";
 import { CATALOG, catalogApp } from "./catalog.server";
 import { recordBatch, recordRefusal } from "./recorder.server";
 import { type RecordState, noteRecordingStarted, noteRecordingStopped } from "./recording.server";
@@ -85,10 +86,16 @@ export async function catalogStatus(t: Pick<ScreenTarget, "box">) {
  * a `type` with `secret_ref` carries the secret's value (`secrets`, looked up before), in this
  * copy only.
  */
-export function forAgent(step: Step, i: number, secrets: ReadonlyMap<string, string> = new Map()): WireStep {
+export function forAgent(
+  step: Step,
+  i: number,
+  secrets: ReadonlyMap<string, string> = new Map(),
+  boxApps: Readonly<Record<string, { argv: string[] }>> = {},
+): WireStep {
   if (step.type === "launch") {
-    const app = catalogApp(step.app);
-    if (!app) throw new ApiError("not_found", `actions[${i}] (launch): no app "${step.app}" in the catalog`);
+    // The box's own apps (spec.apps) first: the catalog refuses their names (spec.server.ts).
+    const app = Object.hasOwn(boxApps, step.app) ? boxApps[step.app] : catalogApp(step.app);
+    if (!app) throw new ApiError("not_found", `actions[${i}] (launch): no app "${step.app}" in the catalog or the box's spec.apps`);
     return { type: "launch", argv: [...app.argv, ...(step.args ?? [])] };
   }
   if (step.type === "apps") return { type: "wait", ms: 0 };
@@ -251,7 +258,8 @@ async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, ste
   };
   guard();
   const secrets = await typedSecrets(t.box.owner, steps);
-  const actions = steps.map((s, i) => forAgent(s, i, secrets));
+  const boxApps = steps.some((s) => s.type === "launch") ? await appsOf(t.box.id) : {};
+  const actions = steps.map((s, i) => forAgent(s, i, secrets, boxApps));
   const apps = appsAt.length ? await catalogStatus(t) : undefined;
   let began_ms = Date.now();
   const result = await onScreen(`${t.box.id}/${t.screen}`, () => {
@@ -286,6 +294,12 @@ async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, ste
   await noteRecordSteps(actor, t, steps, result.results as unknown as (RecordState & { ok?: boolean })[]);
   timings.trace = performance.now() - t1;
   return result;
+}
+
+/** The apps of a box's spec (`spec.apps`), by name. */
+async function appsOf(boxId: string): Promise<Record<string, { argv: string[] }>> {
+  const row = await loadRow(boxId);
+  return row ? ((JSON.parse(row.spec_json) as { apps?: Record<string, { argv: string[] }> }).apps ?? {}) : {};
 }
 
 /** A batch's `record` steps that started or stopped a recording mark it in the trace (recording.server.ts). */

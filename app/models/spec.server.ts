@@ -4,6 +4,7 @@ import { BoxMetadataSchema } from "~/protocol/api-box";
 import { FEATURES, type Feature, type ImageRequest } from "~/runtime/runtime";
 import { badRequest, unsupported } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
+import { catalogApp } from "./catalog.server";
 import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "~/utils/size";
 
 export const DEFAULT_FEATURES: Feature[] = ["accessibility", "dock", "video", "wide_fonts"];
@@ -34,9 +35,31 @@ export const PolicySchema = z.strictObject({
   advertise: z.string().regex(HOST_NAME_RE, "a host name such as viewer.example.com, with no scheme, port or path").optional(),
 });
 
+/** One line of text for a desktop entry (no control characters: a newline would add a key). */
+const EntryText = z.string().min(1).max(200).regex(/^[^\x00-\x1f\x7f]+$/, "one line of text, no control characters");
+
+/** `spec.apps`: applications outside the catalog, installed when the box's image is built. */
+export const AppSpecSchema = z.strictObject({
+  /** Debian packages the app needs (none: it is already in the image). */
+  packages: z.array(PackageName).max(32).optional(),
+  /** What starts it: the `launch` step runs this (then the step's `args`), and so does its dock launcher. */
+  argv: z.array(z.string().min(1).max(4096)).min(1).max(32),
+  /** The name on its dock launcher and in its desktop entry; the app's key by default. */
+  title: EntryText.optional(),
+  /** Its window's class, as `await_window` and `windows` see it. */
+  window_class: EntryText.optional(),
+});
+
+/** An app's key in `spec.apps`: what `launch` names it by. */
+export const AppNameSchema = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, "lowercase letters, digits, '_' and '-', at most 32");
+export const MAX_SPEC_APPS = 16;
+
 export const SpecSchema = z.strictObject({
   desktop: DesktopSchema.optional(),
-  apps: z.record(z.string(), z.unknown()).optional(),
+  apps: z
+    .record(AppNameSchema, AppSpecSchema)
+    .refine((apps) => Object.keys(apps).length <= MAX_SPEC_APPS, `at most ${MAX_SPEC_APPS} apps`)
+    .optional(),
   policy: PolicySchema.optional(),
 });
 
@@ -79,8 +102,15 @@ export interface NormalSpec {
     features: Feature[];
     packages: string[];
   };
-  apps: Record<string, never>;
+  apps: Record<string, NormalApp>;
   policy: { network: boolean; auth: "none"; bind: "loopback"; advertise?: string };
+}
+
+export interface NormalApp {
+  packages: string[];
+  argv: string[];
+  title?: string;
+  window_class?: string;
 }
 
 export interface NormalPlacement {
@@ -97,9 +127,6 @@ export interface NormalPlacement {
 export function normalizeSpec(spec: Spec = {}): NormalSpec {
   const d = spec.desktop ?? {};
   if (d.server === "wayland") throw unsupported("the docker runtime runs x11 desktops only");
-  if (spec.apps && Object.keys(spec.apps).length > 0) {
-    throw unsupported("spec.apps (applications outside the catalog) is not supported yet; use desktop.packages");
-  }
   const p = spec.policy ?? {};
   if (p.auth && p.auth !== "none") {
     throw unsupported("viewer access goes through signed viewer tickets; policy.auth must be none");
@@ -115,7 +142,7 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
       features,
       packages: [...new Set(d.packages ?? [])].sort(),
     },
-    apps: {},
+    apps: normalApps(spec.apps),
     policy: {
       network: p.network ?? true,
       auth: "none",
@@ -123,6 +150,22 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
       ...(p.advertise ? { advertise: advertisable(p.advertise.toLowerCase()) } : {}),
     },
   };
+}
+
+/** Apps by name, in name order, packages sorted; a name the catalog has is refused (`launch` would be ambiguous). */
+function normalApps(apps: Spec["apps"] = {}): Record<string, NormalApp> {
+  const out: Record<string, NormalApp> = {};
+  for (const name of Object.keys(apps).sort()) {
+    if (catalogApp(name)) throw badRequest(`spec.apps.${name}: the catalog has an app by that name; name yours otherwise`);
+    const a = apps[name]!;
+    out[name] = {
+      packages: [...new Set(a.packages ?? [])].sort(),
+      argv: a.argv,
+      ...(a.title !== undefined && { title: a.title }),
+      ...(a.window_class !== undefined && { window_class: a.window_class }),
+    };
+  }
+  return out;
 }
 
 /**
@@ -186,5 +229,6 @@ export function specDigest(spec: NormalSpec): string {
 }
 
 export function imageRequest(spec: NormalSpec): ImageRequest {
-  return { features: spec.desktop.features, packages: spec.desktop.packages };
+  const apps = Object.entries(spec.apps ?? {}).map(([name, a]) => ({ name, ...a }));
+  return { features: spec.desktop.features, packages: spec.desktop.packages, ...(apps.length && { apps }) };
 }

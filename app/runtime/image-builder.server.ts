@@ -18,6 +18,7 @@ import {
   AGENT_SHARED_SOURCES,
   AGENT_SOURCES,
   type X11Plan,
+  appFiles,
   baseImageTag,
   listFiles,
   planX11,
@@ -195,6 +196,11 @@ async function buildFromContext(
       await copyFile(f.abs, dest);
     }
     await copyFile(plan.agentBundle, path.join(ctx, "agent.mjs"));
+    // spec.apps: argv files and desktop entries, made from the request (image-source.server.ts).
+    for (const f of appFiles(plan.request.apps ?? [])) {
+      await mkdir(path.dirname(path.join(ctx, f.rel)), { recursive: true });
+      await writeFile(path.join(ctx, f.rel), f.content);
+    }
 
     // Fixed owner, modes and times: the context is the same bytes whoever checked the repo out.
     const pack = tar.pack(ctx, {

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { FEATURES, type Feature, type ImageRequest } from "./runtime";
+import { FEATURES, type Feature, type ImageApp, type ImageRequest } from "./runtime";
 
 /** Debian package names as apt accepts them; nothing else may reach a Dockerfile. */
 export const APT_PACKAGE_RE = /^[a-z0-9][a-z0-9+.-]{0,127}$/;
@@ -120,7 +120,45 @@ export function normalizeRequest(req: ImageRequest): ImageRequest {
   }
   const sortUnique = <T extends string>(xs: readonly T[]): T[] =>
     [...new Set(xs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  return { features: sortUnique(req.features), packages: sortUnique(req.packages) };
+  const apps = (req.apps ?? []).map(checkApp).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { features: sortUnique(req.features), packages: sortUnique(req.packages), ...(apps.length && { apps }) };
+}
+
+const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+const ENTRY_TEXT_RE = /^[^\x00-\x1f\x7f]{1,200}$/;
+
+/** An app as an image holds it; checked again here, as its text goes into files of the image. */
+function checkApp(a: ImageApp): ImageApp {
+  if (!APP_NAME_RE.test(a.name)) throw new Error(`not an app name: ${JSON.stringify(a.name)}`);
+  for (const p of a.packages) if (!APT_PACKAGE_RE.test(p)) throw new Error(`app ${a.name}: not a Debian package name: ${JSON.stringify(p)}`);
+  if (!a.argv.length || a.argv.some((x) => typeof x !== "string" || x.includes("\0"))) throw new Error(`app ${a.name}: argv must be strings without NUL`);
+  for (const t of [a.title, a.window_class]) if (t !== undefined && !ENTRY_TEXT_RE.test(t)) throw new Error(`app ${a.name}: not one line of text: ${JSON.stringify(t)}`);
+  return { name: a.name, packages: [...new Set(a.packages)].sort(), argv: [...a.argv], ...(a.title && { title: a.title }), ...(a.window_class && { window_class: a.window_class }) };
+}
+
+/**
+ * The files `spec.apps` adds to an image, under apps/ in the build context: each app's argv
+ * (NUL-separated, so no quoting of any kind) and a desktop entry whose Exec runs that argv through
+ * xargs (the name is the only text of ours on the line, and it is [a-z0-9_-]). The entrypoint puts
+ * a launcher in the dock for each entry (images/x11/entrypoint.sh).
+ */
+export function appFiles(apps: readonly ImageApp[]): { rel: string; content: string }[] {
+  return apps.flatMap((a) => [
+    { rel: `apps/${a.name}.argv`, content: `${a.argv.join("\0")}\0` },
+    {
+      rel: `apps/holm-app-${a.name}.desktop`,
+      content: [
+        "[Desktop Entry]",
+        "Type=Application",
+        `Name=${a.title ?? a.name}`,
+        `Exec=xargs -0 -a /opt/holm/apps/${a.name}.argv env --`,
+        "Icon=application-x-executable",
+        ...(a.window_class ? [`StartupWMClass=${a.window_class}`] : []),
+        "Terminal=false",
+        "",
+      ].join("\n"),
+    },
+  ]);
 }
 
 function aptLayer(packages: readonly string[]): string {
@@ -150,6 +188,13 @@ export function x11Dockerfile(req: ImageRequest, baseTag: string): string {
     lines.push(`# feature: ${feature}`, aptLayer(FEATURE_PACKAGES[feature]));
   }
   if (packages.length > 0) lines.push("# packages", aptLayer(packages));
+  const apps = req.apps ? normalizeRequest(req).apps ?? [] : [];
+  if (apps.length > 0) {
+    const appPackages = [...new Set(apps.flatMap((a) => a.packages))].sort();
+    lines.push(`# apps: ${apps.map((a) => a.name).join(", ")}`);
+    if (appPackages.length > 0) lines.push(aptLayer(appPackages));
+    lines.push("COPY apps/ /opt/holm/apps/", "RUN cp /opt/holm/apps/*.desktop /usr/share/applications/");
+  }
   lines.push(
     `LABEL holm.image="x11" holm.features="${features.join(",")}" holm.packages="${packages.join(",")}"`,
     // A default for a bare `docker run`; the runtime passes its own.
@@ -196,6 +241,8 @@ export function planX11(req: ImageRequest): X11Plan {
   hashPart(hash, "agent", readFileSync(agentBundle));
   hashPart(hash, "features", request.features.join(","));
   hashPart(hash, "packages", request.packages.join(","));
+  // Only when there are apps: every image without them keeps the tag it had.
+  if (request.apps?.length) hashPart(hash, "apps", JSON.stringify(request.apps));
   hashPart(hash, "arch", process.arch);
   // Covers what lives in this module (core packages, feature packages, layer layout).
   hashPart(hash, "dockerfile", dockerfile);

@@ -12,6 +12,17 @@ export interface ImageRequest {
   features: Feature[];
   /** Sorted, unique apt package names. */
   packages: string[];
+  /** `spec.apps`, by name: each gets a desktop entry and a dock launcher. Absent or empty: none. */
+  apps?: ImageApp[];
+}
+
+/** An application of `spec.apps` as an image has it (models/spec.server.ts checks the text). */
+export interface ImageApp {
+  name: string;
+  packages: string[];
+  argv: string[];
+  title?: string;
+  window_class?: string;
 }
 
 export interface BuiltImage {

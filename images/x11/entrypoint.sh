@@ -219,10 +219,23 @@ if has_feature accessibility; then
   chromium_flags+=(--force-renderer-accessibility)
 fi
 
+# The dock: with spec.apps, a launcher per app (its desktop entry, made at image build) before the
+# taskbar; without, the taskbar alone.
+tint2rc=/opt/holm/tint2/tint2rc
+apps=(/usr/share/applications/holm-app-*.desktop)
+if has_feature dock && [[ -e ${apps[0]} ]]; then
+  tint2rc=/tmp/holm-tint2rc
+  {
+    sed 's/^panel_items = T$/panel_items = LT/' /opt/holm/tint2/tint2rc
+    printf '\n# launchers (spec.apps)\nlauncher_padding = 4 2 4\nlauncher_background_id = 0\nlauncher_icon_size = 22\nlauncher_tooltip = 1\n'
+    for f in "${apps[@]}"; do printf 'launcher_item_app = %s\n' "$f"; done
+  } >"$tint2rc"
+fi
+
 for ((n = 0; n < screens; n++)); do
   d=$((99 + n))
   if has_feature dock; then
-    spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c /opt/holm/tint2/tint2rc
+    spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c "$tint2rc"
   fi
   profile=/root/.config/holm/chromium-$n
   mkdir -p "$profile"

@@ -90,10 +90,11 @@ describe("density", () => {
     const info = await docker.getContainer(`holm-${ready[0]}`).inspect();
     const age = Date.now() - Date.parse(info.State.StartedAt);
     await new Promise((r) => setTimeout(r, Math.max(2000, 20_000 - age)));
-    // Three windows of 5 s, judged by their median: a window is 500 ticks of the whole
-    // machine, and one unlucky wake-up of Chromium's background work is not idleness lost.
+    // Five windows of 5 s, judged by their median: a window is 500 ticks of the whole
+    // machine, and an unlucky wake-up or two of Chromium's background work is not idleness lost
+    // (with three, one run beside the other suites read 0.3, 2.0 and 1.6 %).
     const windows: { pct: number; vnc: number }[] = [];
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 5; i++) {
       const c0 = cgroupCpuNs(info.Id);
       const v0 = ticksOf(info.Id, "x11vnc");
       const t0 = performance.now();
@@ -101,13 +102,13 @@ describe("density", () => {
       const secs = (performance.now() - t0) / 1000;
       windows.push({ pct: ((cgroupCpuNs(info.Id) - c0) / 1e9 / secs) * 100, vnc: ticksOf(info.Id, "x11vnc") - v0 });
     }
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[2];
     // Before ADR 0016: 2.3 % (a Docker healthcheck exec every 5 s and the omnibox popup's renderer).
     expect(median(windows.map((w) => w.pct)), JSON.stringify(windows)).toBeLessThan(1.5);
     // x11vnc with no client sleeps 200 ms between looks for one (0.1 % of a core); a poll of the
     // screen (20 ms, what it does for a client) would be several ticks in every window.
     expect(median(windows.map((w) => w.vnc)), JSON.stringify(windows)).toBeLessThanOrEqual(2);
-  }, 60_000);
+  }, 90_000);
 });
 
 describe("memory admission", () => {

@@ -101,7 +101,7 @@ export interface TestServer {
  * Starts build/server.js. With a server token by default; `HOLM_SERVER_TOKEN: ""` starts it in
  * open mode (no token), and `HOLM_SERVER_ADDR` may name another address to listen on.
  */
-export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer): Promise<TestServer> {
+export async function startServer(extra: Record<string, string> = {}, reuse?: TestServer, attempt = 1): Promise<TestServer> {
   const port = reuse ? Number(new URL(reuse.base).port) : await freePort();
   const stateDir = reuse?.stateDir ?? extra.HOLM_STATE_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "holm-test-"));
   // A token named in `extra` is kept (several servers sharing one), "" starts in open mode.
@@ -144,7 +144,12 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
   const base = `http://${env.HOLM_SERVER_ADDR}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}):\n${out}`);
+    if (child.exitCode !== null) {
+      // freePort's port can be taken by another suite's process before the server binds it (the
+      // suites run side by side): a port of our own choosing is tried again, a given one is not.
+      if (!reuse && !extra.HOLM_SERVER_ADDR && /EADDRINUSE/.test(out) && attempt < 4) return startServer(extra, undefined, attempt + 1);
+      throw new Error(`server exited (${child.exitCode}):\n${out}`);
+    }
     try {
       const res = await fetch(`${base}/v1/health`);
       if (res.ok) break;

@@ -3,11 +3,13 @@ import {
   CreateBoxSchema,
   DEFAULT_FEATURES,
   canonicalJson,
+  imageRequest,
   normalizePlacement,
   normalizeSpec,
   specDigest,
 } from "~/models/spec.server";
 import { parseJsonText } from "~/edge/route.server";
+import { appFiles, x11Dockerfile } from "~/runtime/image-source.server";
 import { refusal } from "../support/refusal";
 
 const parse = (body: unknown) => parseJsonText(JSON.stringify(body), CreateBoxSchema);
@@ -116,5 +118,42 @@ describe("spec digest", () => {
     expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: 2 }], c: null } })).toBe(
       '{"a":{"c":null,"d":[2,{"y":2,"z":1}]},"b":1}',
     );
+  });
+});
+
+describe("spec.apps", () => {
+  const eyes = { packages: ["x11-apps", "x11-apps"], argv: ["xeyes", "-fg", "red; rm -rf /"], title: "Eyes", window_class: "XEyes" };
+
+  it("keeps apps in name order, packages sorted and unique, and changes the digest (not an empty one)", () => {
+    const spec = normalizeSpec(parse({ spec: { apps: { zed: { argv: ["z"] }, eyes } } }).spec);
+    expect(Object.keys(spec.apps)).toEqual(["eyes", "zed"]);
+    expect(spec.apps.eyes).toEqual({ ...eyes, packages: ["x11-apps"] });
+    expect(specDigest(normalizeSpec({ apps: {} }))).toBe(specDigest(normalizeSpec({})));
+    expect(specDigest(spec)).not.toBe(specDigest(normalizeSpec({})));
+    expect(imageRequest(spec).apps?.map((a) => a.name)).toEqual(["eyes", "zed"]);
+    expect(imageRequest(normalizeSpec({})).apps).toBeUndefined();
+  });
+
+  it("refuses a bad name, no argv, a line break in a title, a catalog name, and more than 16", () => {
+    for (const apps of [{ "Eyes!": { argv: ["x"] } }, { e: { argv: [] } }, { e: { argv: ["x"], title: "a\nb" } }, { e: { argv: ["x"], exec: "x" } }]) {
+      expect(refusal(() => parse({ spec: { apps } })).code, JSON.stringify(apps)).toBe("bad_request");
+    }
+    expect(refusal(() => normalizeSpec({ apps: { xterm: { argv: ["xterm"] } } })).message).toMatch(/catalog/);
+    const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`a${i}`, { argv: ["x"] }]));
+    expect(refusal(() => parse({ spec: { apps: many } })).code).toBe("bad_request");
+  });
+
+  it("goes into the image as NUL-separated argv and a desktop entry whose Exec is ours alone", () => {
+    const req = imageRequest(normalizeSpec({ apps: { eyes } }));
+    const files = appFiles(req.apps!);
+    expect(files.find((f) => f.rel === "apps/eyes.argv")?.content).toBe("xeyes\0-fg\0red; rm -rf /\0");
+    const entry = files.find((f) => f.rel === "apps/holm-app-eyes.desktop")!.content;
+    expect(entry).toContain("Exec=xargs -0 -a /opt/holm/apps/eyes.argv env --\n");
+    expect(entry).toContain("Name=Eyes\n");
+    expect(entry).toContain("StartupWMClass=XEyes\n");
+    const dockerfile = x11Dockerfile(req, "holm-base:x");
+    expect(dockerfile).toContain("apt-get -qy install --no-install-recommends x11-apps");
+    expect(dockerfile).toContain("COPY apps/ /opt/holm/apps/");
+    expect(x11Dockerfile(imageRequest(normalizeSpec({})), "holm-base:x")).not.toContain("apps");
   });
 });

@@ -1,0 +1,64 @@
+import fs from "node:fs";
+import { docker, json, removeTestBoxes, startServer } from "../tests/support/server";
+import { summarize } from "./stats";
+
+// What a screen recording costs its box (issue 18: ≤ 10 % of a core at 1280×800, 10 fps): the
+// box's CPU (its container's cgroup, so ffmpeg and what it wakes in Xvfb alike) over windows of
+// WINDOW_S seconds, with the same screen not recording (the anchor, in the same run) and
+// recording at 10 fps; once with a still screen and once with a page that animates all the time.
+// Then what the recording weighs per minute, as the trace keeps it.
+//   BENCH_RECORDING_WINDOWS  windows per case (default 6)   BENCH_RECORDING_WINDOW_S  (default 3)
+
+const WINDOWS = Number(process.env.BENCH_RECORDING_WINDOWS ?? 6);
+const WINDOW_S = Number(process.env.BENCH_RECORDING_WINDOW_S ?? 3);
+
+const cpuNs = (id: string) => Number(fs.readFileSync(`/sys/fs/cgroup/cpuacct/docker/${id}/cpuacct.usage`, "utf8"));
+
+/** % of one core the container used in each of WINDOWS windows. */
+async function windows(id: string): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < WINDOWS; i++) {
+    const c0 = cpuNs(id);
+    const t0 = process.hrtime.bigint();
+    await new Promise((r) => setTimeout(r, WINDOW_S * 1000));
+    out.push(((cpuNs(id) - c0) / Number(process.hrtime.bigint() - t0)) * 100);
+  }
+  return out;
+}
+
+const ANIMATED = `data:text/html;base64,${Buffer.from(
+  `<!doctype html><style>body{margin:0;background:#eef}div{width:200px;height:200px;background:#c33;position:absolute;animation:m 2s linear infinite alternate}@keyframes m{from{left:0;top:0}to{left:1000px;top:500px}}</style><div></div>`,
+).toString("base64")}`;
+const STILL = `data:text/html;base64,${Buffer.from("<!doctype html><body style='background:#eef'><h1>Still</h1>").toString("base64")}`;
+
+export async function benchRecording() {
+  const server = await startServer();
+  try {
+    const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    if (box.state !== "ready") throw new Error(`box did not start: ${JSON.stringify(box)}`);
+    const id = (await docker.getContainer(`holm-${box.id}`).inspect()).Id;
+    const act = (actions: unknown[]) => server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions } }).then(json);
+    const rec = (method: "POST" | "DELETE") =>
+      server.api(`/v1/boxes/${box.id}/screens/0/recording`, { method, ...(method === "POST" ? { json: { fps: 10 } } : {}) }).then(json);
+    // Settle after the start (Chromium's first minute of background work).
+    await act([{ type: "open_url", url: STILL, target: "current" }, { type: "wait", ms: 5000 }]);
+    for (const [name, url] of [
+      ["still screen", STILL],
+      ["animated page", ANIMATED],
+    ] as const) {
+      await act([{ type: "open_url", url, target: "current" }, { type: "wait", ms: 2000 }]);
+      const off = summarize(`${name}: box CPU, not recording (anchor)`, await windows(id), "%");
+      const started = await rec("POST");
+      if (!started.recording) throw new Error(`recording did not start: ${JSON.stringify(started)}`);
+      const on = summarize(`${name}: box CPU, recording 1280x800 @10 fps`, await windows(id), "%");
+      const stopped = await rec("DELETE");
+      console.log(
+        `${name}: recording costs ${(on.median - off.median).toFixed(1)} % of a core at the median (goal ≤ 10 %); ` +
+          `${(stopped.bytes / 1024 / 1024 / (stopped.duration_ms / 60_000)).toFixed(1)} MiB a minute`,
+      );
+    }
+  } finally {
+    await server.stop();
+    await removeTestBoxes();
+  }
+}
