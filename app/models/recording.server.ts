@@ -1,4 +1,4 @@
-import { agentCall } from "~/protocol/agent";
+import { type RecordState, agentCall } from "~/protocol/agent";
 import { log } from "~/utils/log.server";
 import type { Actor } from "./actor";
 import { SERVER_ITSELF, attribution } from "./actor-name.server";
@@ -15,15 +15,7 @@ import { recordEntry } from "./trace.server";
 // from `…/trace/recordings/{id}`, outlives the box as the trace does, and goes when the trace is
 // pruned. A box removed while recording has its recordings stopped and copied first.
 
-/** What the agent answers of a recording (images/x11/agent/record.ts). */
-export interface RecordState {
-  recording: boolean;
-  path?: string;
-  fps?: number;
-  started_at_ms?: number;
-  duration_ms?: number;
-  bytes?: number;
-}
+export type { RecordState };
 
 /** The agent reads files of at most 64 MB (images/x11/agent/files.ts); a longer recording stays in the box. */
 export const RECORDING_MAX_BYTES = 64 * 1024 * 1024;

@@ -115,3 +115,14 @@ export function agentCall<R extends AgentRoute>(
 ): AgentCall {
   return { method: agentMethod(route), path: agentPath(route, params, query) };
 }
+
+/** What the agent answers of a screen recording (`record` step, recording routes; images/x11/agent/record.ts). */
+export interface RecordState {
+  recording: boolean;
+  path?: string;
+  fps?: number;
+  /** The video's first frame (not ffmpeg's spawn): where the trace places the video. */
+  started_at_ms?: number;
+  duration_ms?: number;
+  bytes?: number;
+}

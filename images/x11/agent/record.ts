@@ -6,15 +6,8 @@ import type { Screen } from "./screen";
 import { AgentError } from "./errors";
 import { which } from "./util";
 import { childEnv } from "./proc";
+import type { RecordState } from "../../../app/protocol/agent";
 
-export interface RecordState {
-  recording: boolean;
-  path?: string;
-  fps?: number;
-  started_at_ms?: number;
-  duration_ms?: number;
-  bytes?: number;
-}
 
 export async function startRecording(screen: Screen, fps: number): Promise<RecordState> {
   if (screen.recording) throw new AgentError("failed", `screen ${screen.index} is already recording to ${screen.recording.path}`);
