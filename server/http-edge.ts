@@ -135,7 +135,12 @@ function send(res: ServerResponse, err: ApiError, unread?: IncomingMessage) {
   res.statusCode = err.status;
   res.setHeader("content-type", "application/json");
   res.setHeader("cache-control", "no-store");
-  if (unread) res.once("finish", () => lingerClose(unread));
+  if (unread) {
+    // Said, not only done: a keep-alive client that is not told sends its next request on this
+    // socket as it closes, and that request fails ("other side closed": a CI run's fetch did).
+    res.setHeader("connection", "close");
+    res.once("finish", () => lingerClose(unread));
+  }
   res.end(JSON.stringify(err.toJSON()));
 }
 
