@@ -86,7 +86,9 @@ export class StartTracker {
   /** The container's own output (read before it is removed), scrubbed of the box's secrets. */
   containerLines(lines: string[]): void {
     if (lines.length === 0) return;
-    this.keep(["— the box's own output —", ...lines.map((l) => this.scrub(l))]);
+    // Its own last lines, under their heading: a long output must not push the heading out.
+    const own = lines.slice(-(START_LOG_LINES - 1)).map((l) => this.scrub(l));
+    this.keep(["— the box's own output —", ...own]);
   }
 
   /** Ends the start as ready: the patch for the row, written with the state (one push). */

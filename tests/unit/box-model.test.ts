@@ -194,3 +194,19 @@ describe("reaper", () => {
 });
 
 vi.setConfig({ testTimeout: 20_000 });
+
+describe("start log", () => {
+  it("keeps the heading of the box's own output when that output is longer than the log", async () => {
+    await load(2);
+    const { StartTracker } = await import("~/models/box-start.server");
+    const { START_LOG_LINES } = await import("~/protocol/box-console");
+    const start = new StartTracker({ id: "box_startlog", start_json: null } as never);
+    const own = Array.from({ length: START_LOG_LINES * 2 }, (_, i) => `line ${i}`);
+    start.containerLines([...own, "holm: Xvfb exited with status 1; stopping the box"]);
+    const kept = start.start.log;
+    expect(kept).toHaveLength(START_LOG_LINES);
+    expect(kept[0]).toBe("— the box's own output —");
+    expect(kept.at(-1)).toBe("holm: Xvfb exited with status 1; stopping the box");
+    start.drop();
+  });
+});
