@@ -48,25 +48,38 @@ async function imageExists(docker: Dockerode, tag: string): Promise<boolean> {
 /** Terminal colours and cursor moves (the engine colours a build step's stderr red). */
 const ANSI_RE = /\x1b\[[0-9;?]*[A-Za-z]/g;
 
+/** How the engine marks a build step's stderr: each write comes wrapped in red. */
+const STDERR_MARK = "\x1b[91m";
+
 /**
  * Splits a stream of chunks into trimmed, non-empty lines without terminal escapes; chunks may
- * end mid-line.
+ * end mid-line. A build's stdout and stderr arrive interleaved, each write whole: a write from
+ * the other stream ends the pending line (apt prints "Building dependency tree..." and its
+ * newline apart, and its "E: ..." on stderr can land between them).
  */
-function lineSplitter(log: BuildLog): { push(chunk: string): void; flush(): void } {
+export function lineSplitter(log: BuildLog): { push(chunk: string): void; flush(): void } {
   let rest = "";
+  let restIsErr = false;
+  const emit = (raw: string): void => {
+    const line = raw.trim();
+    if (line) log(line);
+  };
   return {
     push(chunk) {
+      const isErr = chunk.startsWith(STDERR_MARK);
+      if (isErr !== restIsErr && rest.replace(ANSI_RE, "").trim()) {
+        emit(rest.replace(ANSI_RE, ""));
+        rest = "";
+      }
+      restIsErr = isErr;
       const parts = (rest + chunk).replace(ANSI_RE, "").split(/\r\n|\r|\n/);
       rest = parts.pop() ?? "";
-      for (const p of parts) {
-        const line = p.trim();
-        if (line) log(line);
-      }
+      for (const p of parts) emit(p);
     },
     flush() {
-      const line = rest.replace(ANSI_RE, "").trim();
+      const line = rest.replace(ANSI_RE, "");
       rest = "";
-      if (line) log(line);
+      emit(line);
     },
   };
 }
