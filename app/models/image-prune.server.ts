@@ -4,7 +4,7 @@ import type { ImageRequest } from "~/runtime/runtime";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { recordEvent } from "./event.server";
-import { imageRequest, normalizeSpec } from "./spec.server";
+import { imageRequest, type NormalSpec, normalizeSpec } from "./spec.server";
 
 // Pruning old box images (ADR 0017), part of the prune job. Every change to the image sources
 // (or the agent) makes new tags; the old ones stay on the engine until removed. Prune removes a
@@ -39,7 +39,12 @@ export async function pruneImages(now = Date.now()): Promise<ImagePruneResult> {
   const want = (req: ImageRequest) => requests.set(JSON.stringify(req), req);
   want(imageRequest(normalizeSpec(undefined)));
   for (const r of rows) want(JSON.parse(r.request_json) as ImageRequest);
-  for (const b of boxes) want(imageRequest(JSON.parse(b.spec_json)));
+  // A box's own image is kept below whatever its spec says; a spec without a desktop (a row
+  // written before specs had one) must not stop the whole prune.
+  for (const b of boxes) {
+    const spec = JSON.parse(b.spec_json) as Partial<NormalSpec> | null;
+    if (spec?.desktop) want(imageRequest(spec as NormalSpec));
+  }
   const keep = new Set<string>([baseImageTag()]);
   for (const req of requests.values()) keep.add((await rt.imageStatus(req)).image);
   for (const b of boxes) if (b.image) keep.add(b.image);

@@ -64,13 +64,15 @@ describe("pruning old box images", () => {
     await row(current({ features: [], packages: ["gimp"] }), "built", ["gimp"]);
     await row("holm-x11:building", "building", ["vlc"]);
     await row("holm-x11:stale", "built", ["old-one"]);
-    const box = (id: string, image: string, removed_at_ms: number | null) =>
+    const box = (id: string, image: string, removed_at_ms: number | null, spec: unknown = { desktop: { features: [], packages: [] } }) =>
       db
         .insertInto("box")
-        .values({ id, owner: null, runtime: "docker", runtime_ref: null, spec_digest: "x", spec_json: JSON.stringify({ desktop: { features: [], packages: [] } }), placement_json: "{}", image, state: removed_at_ms ? "removed" : "stopped", reason: null, screens: 1, width: 1280, height: 800, persistent: 0, created_at_ms: old, expires_at_ms: now + DAY, idle_timeout_secs: null, last_used_ms: old, removed_at_ms })
+        .values({ id, owner: null, runtime: "docker", runtime_ref: null, spec_digest: "x", spec_json: JSON.stringify(spec), placement_json: "{}", image, state: removed_at_ms ? "removed" : "stopped", reason: null, screens: 1, width: 1280, height: 800, persistent: 0, created_at_ms: old, expires_at_ms: now + DAY, idle_timeout_secs: null, last_used_ms: old, removed_at_ms })
         .execute();
     await box("box_a", "holm-x11:boxruns", null);
     await box("box_b", "holm-x11:removedbox", old);
+    // A row from before specs had a desktop: its image is kept, and the prune goes on.
+    await box("box_c", "holm-x11:boxruns", null, {});
 
     const out = await prune.pruneImages(now);
     expect(out.removed.sort()).toEqual(["holm-base:stale", "holm-x11:removedbox", "holm-x11:stale"]);
