@@ -28,6 +28,7 @@ export const v1Routes = [
   route("v1/boxes/:id/screens/:screen/windows/wait", "routes/v1/screen-window-wait.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window", "routes/v1/screen-window.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window/focus", "routes/v1/screen-window-focus.ts"),
+  route("v1/boxes/:id/screens/:screen/desktop/node", "routes/v1/screen-desktop-node.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window/arrange", "routes/v1/screen-window-arrange.ts"),
   route("v1/boxes/:id/screens/:screen/viewer/ticket", "routes/v1/screen-viewer-ticket.ts"),
   route("v1/boxes/:id/screens/:screen/viewers", "routes/v1/screen-viewers.ts"),

@@ -10,6 +10,7 @@ import { benchObservability } from "./observability";
 import { benchPages } from "./pages";
 import { benchPool } from "./pool";
 import { benchRecording } from "./recording";
+import { benchWidgets } from "./widgets";
 import { benchRemote } from "./remote";
 import { benchScrub } from "./scrub";
 import { benchSshTransport } from "./ssh-transport";
@@ -40,6 +41,7 @@ const benches: Record<string, () => Promise<void>> = {
   density: benchDensity,
   remote: benchRemote,
   recording: benchRecording,
+  widgets: benchWidgets,
   cluster: benchCluster,
   "ssh-transport": benchSshTransport,
 };

@@ -34,7 +34,7 @@ import {
   SnapshotQuerySchema,
   TabQuerySchema,
 } from "~/protocol/api-page";
-import { ElementOpSchema } from "~/protocol/page-actions";
+import { ElementOpSchema, WidgetOpSchema } from "~/protocol/page-actions";
 import type { ErrorCode } from "~/protocol/errors";
 import { DeliveriesQuerySchema, ReplayBodySchema, WebhookCreateSchema, WebhookPatchSchema, WebhookRotateSchema } from "~/protocol/api-webhook";
 import { browserQuerySchema } from "./browser-route.server";
@@ -192,6 +192,16 @@ const rows: Row[] = [
   { op: `DELETE ${WINDOW}`, id: "closeWindow", tag: "windows", summary: "Close a window." },
   { op: `POST ${WINDOW}/focus`, id: "focusWindow", tag: "windows", summary: "Bring a window to the front." },
   { op: `POST ${WINDOW}/arrange`, id: "arrangeWindow", tag: "windows", summary: "Move or resize a window.", body: ArrangeSchema, example: { how: "maximise" } },
+  // Native widgets
+  {
+    op: `POST ${SCREEN}/desktop/node`,
+    id: "desktopNode",
+    tag: "windows",
+    summary: "One native widget operation, through AT-SPI: tree, find, focus, invoke, set.",
+    body: WidgetOpSchema,
+    example: { op: "find", node: { query: "Street", role: "text" } },
+    errors: ["failed", "not_found", "unsupported"],
+  },
   // Human control
   {
     op: `POST ${SCREEN}/takeover`,

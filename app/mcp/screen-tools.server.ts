@@ -4,7 +4,7 @@ import { z } from "zod";
 import { TakeoverSchema, TicketSchema } from "~/protocol/api-box";
 import { ElementQuerySchema, ReadQuerySchema, SnapshotQuerySchema } from "~/protocol/api-page";
 import { FrameQuerySchema } from "~/models/screen.server";
-import { BatchSchema, ElementOpSchema, StepSchema } from "~/protocol/actions";
+import { BatchSchema, ElementOpSchema, StepSchema, WidgetOpSchema } from "~/protocol/actions";
 import { BoxId, READ, ScreenNo, WRITE, addTool, json, seg, split } from "./tool-kit.server";
 
 // The screen and page tools: one `batch` tool taking the seed's batch body, the frame as an MCP
@@ -127,5 +127,19 @@ export function addScreenTools(server: McpServer) {
     annotations: WRITE,
     run: async ({ box, what, ...query }, c, extra) =>
       json(await c.request("POST", `${boxPath(box)}/page/element`, { query, body: what, signal: extra.signal })),
+  });
+
+  addTool(server, {
+    name: "desktop_node",
+    title: "Act on a native widget",
+    description:
+      'One native widget operation through AT-SPI, on a box with the `accessibility` feature: `what` is {"op": "find", "node": {"query": "Street", "role": "text"}}, ' +
+      "tree (app, depth), focus, invoke (action), set (value). Works on GTK and Qt applications and on Chromium's own controls. Recorded in the trace.",
+    input: z.object({ ...at, what: WidgetOpSchema }),
+    annotations: WRITE,
+    run: async (args, c, extra) => {
+      const { box, screen, rest } = split(args);
+      return json(await c.request("POST", `${screenPath(box, screen)}/desktop/node`, { body: rest.what, signal: extra.signal }));
+    },
   });
 }

@@ -208,5 +208,11 @@ export const INPUT_STEPS: ReadonlySet<StepType> = new Set<StepType>([
 export const BOX_STEPS: ReadonlySet<StepType> = new Set<StepType>(["exec", "write_file"]);
 
 /** Whether a step changes its screen: input, or setting the clipboard. */
-export const changesScreen = (s: { type: string; text?: unknown }): boolean =>
-  INPUT_STEPS.has(s.type as StepType) || (s.type === "clipboard" && s.text !== undefined);
+export const changesScreen = (s: { type: string; text?: unknown; what?: unknown }): boolean =>
+  INPUT_STEPS.has(s.type as StepType) || (s.type === "clipboard" && s.text !== undefined) || (s.type === "on_node" && actsOnNode(s.what));
+
+/** A native widget operation that changes the desktop (`focus`, `invoke`, `set`); `tree` and `find` only read. */
+const actsOnNode = (what: unknown): boolean => {
+  const op = (what as { op?: unknown } | undefined)?.op;
+  return op !== "tree" && op !== "find";
+};

@@ -51,49 +51,53 @@ afterAll(async () => {
   await removeTestBoxes();
 });
 
-describe("item 14: steps not built yet", () => {
+describe("item 14: native widget steps in a batch", () => {
   // Pages by element are built (issue 12: page-batch.test.ts runs the seed's Example batch);
-  // native widgets (`on_node`) are not yet.
+  // native widgets (`on_node`) too (issue 18: native-widgets.test.ts drives GTK and Chromium).
+  // Here: they run between other steps, stop a batch or not as the seed says, and are traced.
   const EXAMPLE_PAGE = "data:text/html,<title>Example Domain</title><h1>Example Domain</h1><a href='about:blank'>More information</a>";
   const widgets = (url: string) => ({
     actions: [
       { type: "open_url", url },
-      { type: "on_node", what: { op: "find", node: { query: "Street", role: "text" } } },
-      { type: "on_node", what: { op: "tree" } },
+      { type: "on_node", what: { op: "find", node: { query: "More information", role: "link" } } },
+      { type: "on_node", what: { op: "invoke", node: { query: "no widget is called this" } } },
+      { type: "on_node", what: { op: "tree", app: "Chromium", depth: 2 } },
     ],
     want: ["frame"],
   });
 
-  it("open_url runs, then the on_node step answers `unsupported` with stopped_at 1", async () => {
+  it("open_url runs, on_node finds the page's link through AT-SPI, an unknown node stops the batch (not_found)", async () => {
     const before = await chromePages();
     const out = await okBatch(widgets(EXAMPLE_PAGE));
-    expect(out.stopped_at).toBe(1);
-    expect(out.results).toHaveLength(2);
+    expect(out.stopped_at).toBe(2);
+    expect(out.results).toHaveLength(3);
     expect(out.results[0]).toMatchObject({ ok: true, tab: { title: "Example Domain" } });
-    expect(out.results[1]).toMatchObject({ ok: false, code: "unsupported" });
-    expect(out.results[1].message).toMatch(/on_node/);
+    expect(out.results[1]).toMatchObject({ ok: true, total: 1, nodes: [{ role: "link", name: "More information", app: "Chromium" }] });
+    expect(out.results[2]).toMatchObject({ ok: false, code: "not_found" });
+    expect(out.results[2].message).toMatch(/^step 2 \(on_node\): no widget matches "no widget is called this"/);
     expect(out.frame).toMatchObject({ unchanged: false });
-    // open_url ran: Chromium has one more page, at the front, showing the page asked for.
     const after = await chromePages();
     expect(after).toHaveLength(before.length + 1);
     expect(after[0]).toMatchObject({ id: out.results[0].tab.id, url: EXAMPLE_PAGE, title: "Example Domain" });
-    // The trace has both steps, the second refused with its code.
+    // The trace has the steps, the refused one with its code.
     const trace = await json(await server.api(`/v1/boxes/${box.id}/trace?limit=500`));
-    const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-2);
+    const acted = trace.entries.filter((e: any) => e.event === "acted").slice(-3);
     expect(acted.map((e: any) => [e.data.step.type, e.data.ok, e.data.code])).toEqual([
       ["open_url", true, undefined],
-      ["on_node", false, "unsupported"],
+      ["on_node", true, undefined],
+      ["on_node", false, "not_found"],
     ]);
   });
 
-  it('"keep_going: Continue after a step is refused" (000): goes on past each unsupported step', async () => {
+  it('"keep_going: Continue after a step is refused" (000): goes on past the unknown node', async () => {
     const body = widgets(EXAMPLE_PAGE);
     const out = await okBatch({ ...body, actions: [...body.actions, { type: "cursor" }], keep_going: true });
     expect(out.stopped_at).toBeNull();
-    expect(out.results.map((r: any) => r.code ?? r.ok)).toEqual([true, "unsupported", "unsupported", true]);
+    expect(out.results.map((r: any) => r.code ?? r.ok)).toEqual([true, true, "not_found", true, true]);
+    expect(out.results[3].apps[0]).toMatchObject({ role: "application", name: "Chromium" });
   });
 
-  it("a malformed step of a kind not built yet refuses the whole batch with 400 before open_url runs", async () => {
+  it("a malformed page or widget step refuses the whole batch with 400 before open_url runs", async () => {
     const before = await chromePages();
     for (const bad of [
       { type: "on_page", what: { op: "wait_for", qeury: "Example Domain" } },

@@ -97,7 +97,7 @@ describe("MCP over Streamable HTTP", () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
     for (const n of ["list_boxes", "launch_box", "get_box", "remove_box", "pause_box", "resume_box", "stop_box", "fork_box", "batch", "frame",
-      "page_snapshot", "page_read", "page_element", "exec", "read_file", "write_file", "list_files", "read_trace", "takeover", "give_back", "viewer_ticket"]) {
+      "page_snapshot", "page_read", "page_element", "desktop_node", "exec", "read_file", "write_file", "list_files", "read_trace", "takeover", "give_back", "viewer_ticket"]) {
       expect(names, n).toContain(n);
     }
     const byName = (n: string) => tools.find((t) => t.name === n)!;
@@ -186,6 +186,12 @@ describe("MCP over Streamable HTTP", () => {
       const el = await call("page_element", { box: boxId, what: { op: "fill", query: "Email", text: "mallory@example.com" } });
       expect(el.isError).toBe(true);
       expect(el.content[0]!.text).toMatch(/^denied: /);
+      // A native widget operation that acts is refused too; one that reads is not.
+      const widget = await call("desktop_node", { box: boxId, what: { op: "set", node: { query: "Email", role: "text" }, value: "mallory@example.com" } });
+      expect(widget.isError).toBe(true);
+      expect(widget.content[0]!.text).toMatch(/^denied: /);
+      const found = body(await call("desktop_node", { box: boxId, what: { op: "find", node: { query: "Email", role: "text" } } }));
+      expect(found.nodes[0]).toMatchObject({ app: "Chromium", value: "ada@example.com" });
       expect((await call("frame", { box: boxId })).isError).toBeFalsy();
       const snap = body(await call("page_snapshot", { box: boxId }));
       expect(snap.elements.find((e: any) => e.name === "Email").value).toBe("ada@example.com");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { forAgent, validateBatch } from "~/models/batch.server";
-import { ArrangeSchema, ElementOpSchema, STEP_TYPES, StepSchema, WidgetOpSchema, WireStepSchema } from "~/protocol/actions";
+import { ArrangeSchema, ElementOpSchema, STEP_TYPES, StepSchema, WidgetOpSchema, WireStepSchema, changesScreen } from "~/protocol/actions";
 import { refusal } from "../support/refusal";
 
 // The action vocabulary is written once (app/protocol/) for the server and the in-box agent
@@ -221,5 +221,18 @@ describe("steps not built yet (item 14)", () => {
     expect(bad.code).toBe("bad_request");
     expect(bad.message).toContain("actions[1] (on_page)");
     expect(refusal(() => validateBatch({ actions: [{ type: "teleport" }] })).message).toContain('unknown action type "teleport"');
+  });
+});
+
+describe("which steps a person's control refuses", () => {
+  it("native widget operations that act (focus, invoke, set) change the screen; tree and find only read", () => {
+    const node = { query: "Street", role: "text" };
+    expect(changesScreen({ type: "on_node", what: { op: "set", node, value: "x" } })).toBe(true);
+    expect(changesScreen({ type: "on_node", what: { op: "invoke", node } })).toBe(true);
+    expect(changesScreen({ type: "on_node", what: { op: "focus", node } })).toBe(true);
+    expect(changesScreen({ type: "on_node", what: { op: "find", node } })).toBe(false);
+    expect(changesScreen({ type: "on_node", what: { op: "tree" } })).toBe(false);
+    expect(changesScreen({ type: "click" })).toBe(true);
+    expect(changesScreen({ type: "frame" })).toBe(false);
   });
 });

@@ -14,6 +14,4 @@ export interface NotBuiltRoute {
 }
 
 export const NOT_BUILT: readonly NotBuiltRoute[] = [
-  // Native widgets
-  { path: "v1/boxes/:id/screens/:screen/desktop/node", methods: ["POST"] },
 ];

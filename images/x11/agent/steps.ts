@@ -13,6 +13,7 @@ import { launch, runExec } from "./exec";
 import { glob, grep, listFiles, readFile, writeFile } from "./files";
 import { captureTab, closeTab, focusTab, listTabs, openUrl } from "./pages";
 import { AgentError } from "./errors";
+import { widgetOp } from "./widgets";
 import { sleep } from "./util";
 
 type Data = Record<string, unknown>;
@@ -108,11 +109,10 @@ const list = (v: string | string[] | undefined): string[] => (v === undefined ? 
 
 /**
  * Steps the agent does not run: pages by element run in the server, through Playwright
- * (docs/decisions/0010), which never sends them here; native widgets are not built yet. Either
- * answers `unsupported`, so a batch stops there (or goes on with `keep_going`).
+ * (docs/decisions/0010), which never sends them here: `unsupported`, so a batch stops there (or
+ * goes on with `keep_going`).
  */
 async function notBuilt(_screen: Screen, st: StepOf<LaterStepType>): Promise<Data> {
-  if (st.type === "on_node") throw new AgentError("unsupported", `native widget actions (${st.type}) are not built yet`);
   throw new AgentError("unsupported", `page steps (${st.type}) run in the server, not in the box`);
 }
 
@@ -322,7 +322,9 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
   evaluate: notBuilt,
   page_shot: notBuilt,
   dialog: notBuilt,
-  on_node: notBuilt,
+  async on_node(_screen, st) {
+    return widgetOp(st.what);
+  },
 };
 
 export function runStep(screen: Screen, step: Step): Promise<Data> {
