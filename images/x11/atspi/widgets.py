@@ -181,10 +181,11 @@ def tree(req):
 ROLE_ALIASES = {"text": {"text", "entry", "password_text"}, "entry": {"text", "entry", "password_text"}}
 
 
-def role_matches(want, node):
+def role_matches(want, have):
+    """Whether a role name ("push_button") is the one asked for ("button", "push button")."""
     if not want:
         return True
-    have = role(node).lower()
+    have = have.lower()
     want = want.strip().lower().replace(" ", "_")
     return have == want or have.endswith("_" + want) or have in ROLE_ALIASES.get(want, ())
 
@@ -210,14 +211,6 @@ def _all_roles():
 ROLES = _all_roles()
 
 
-class Fake:
-    def __init__(self, name):
-        self.name = name
-
-    def getRoleName(self):
-        return self.name
-
-
 def path_of(node):
     """The node's index path from its application ("0/2/1"), asked of its ancestors."""
     parts = []
@@ -235,7 +228,7 @@ def candidates(app, want_role):
     """The app's nodes of the role asked for, through its Collection interface: one call to the
     app instead of a few per node (Chromium's own window alone has hundreds of nodes). An app
     without Collection is walked."""
-    roles = [r for name, r in ROLES.items() if role_matches(want_role, Fake(name))] if want_role else []
+    roles = [r for name, r in ROLES.items() if role_matches(want_role, name)] if want_role else []
     try:
         col = app.get_collection_iface()
         if col is None:
@@ -245,7 +238,7 @@ def candidates(app, want_role):
                                    roles, any_, [], Atspi.CollectionMatchType.ALL, False)
         return [(n, None) for n in col.get_matches(rule, Atspi.CollectionSortOrder.CANONICAL, 0, True)]
     except Exception:
-        return [(n, p) for n, p, _ in walk(app, app.name, MAX_DEPTH) if role_matches(want_role, n)]
+        return [(n, p) for n, p, _ in walk(app, app.name, MAX_DEPTH) if role_matches(want_role, role(n))]
 
 
 def matches(q):
