@@ -189,8 +189,11 @@ describe("input reaches the page", () => {
     // Page coordinates are screen coordinates less the window's offset: compare within the page.
     const [x0, y0] = st.downs[0];
     for (let n = 0; n < DRAGS; n++) {
-      expect(st.downs[n].slice(0, 2), `press ${n}`).toEqual([x0, y0 + (n % 8) * 20]);
-      expect(st.ups[n].slice(0, 2), `release ${n}`).toEqual([x0 + 500 - (n % 5) * 10, y0 + (n % 8) * 20 + 5]);
+      // On a miss, say what the page saw in order (moves between, presses, releases): one CI run
+      // saw a release land where no drag went, and its cause is still unknown.
+      const seen = `; the page saw ${JSON.stringify(st.seq)}`;
+      expect(st.downs[n].slice(0, 2), `press ${n}${seen}`).toEqual([x0, y0 + (n % 8) * 20]);
+      expect(st.ups[n].slice(0, 2), `release ${n}${seen}`).toEqual([x0 + 500 - (n % 5) * 10, y0 + (n % 8) * 20 + 5]);
     }
   });
 
