@@ -1,3 +1,4 @@
+// Over 400 lines: one table row per /v1 operation, the single source of the OpenAPI document; split by tag it would hide which operations exist.
 import type { z } from "zod";
 import { ArrangeSchema, ExecSchema, GrepSchema, WaitWindowSchema, WriteFileSchema } from "~/models/action-schema.server";
 import { CookieQuery, SetCookiesSchema } from "~/models/browser-cookies.server";
@@ -103,8 +104,8 @@ const rows: Row[] = [
     op: `PATCH ${BOX}`,
     id: "updateBox",
     tag: "boxes",
-    summary: "holm's: set the box's name (null clears it) and/or replace its labels; answers the box.",
-    description: "Not in the seed. Names are 1–80 characters; at most 16 labels, keys like `team` or `ci.run/id`, values up to 128 characters.",
+    summary: "holm's: set the box's name (null clears it), replace its labels, and/or record its screens while a person holds them; answers the box.",
+    description: "Not in the seed. Names are 1–80 characters; at most 16 labels, keys like `team` or `ci.run/id`, values up to 128 characters. `record_takeovers: true` records a screen at 10 fps from each takeover to its give-back, into the trace (needs the `video` feature, else `400 unsupported`).",
     body: BoxPatchSchema,
     example: { name: "checkout flow", labels: { team: "web" } },
   },
