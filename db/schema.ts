@@ -28,6 +28,8 @@ export interface BoxTable {
   name: ColumnType<string | null, string | null | undefined, string | null>;
   /** Labels, a JSON object of strings (filterable in the console); not part of its spec. */
   labels_json: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1: record a screen whenever a person holds it (PATCH /v1/boxes/{id}); not part of its spec. */
+  record_takeovers: ColumnType<number, number | undefined, number>;
   /** Who created it: `user:<id>`, `key:<id>` or `server` (issuerOf). */
   created_by: ColumnType<string | null, string | null | undefined, string | null>;
   /** That person's or key's name when the box was created. */
@@ -267,6 +269,8 @@ export interface TakeoverTable {
   since_ms: Timestamp;
   alive_until_ms: Timestamp;
   guard_at_ms: Timestamp;
+  /** The path in the box of the recording this takeover started (the box's `record_takeovers`). */
+  recording: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** What an idempotency key answered, or who is answering it (`outcome` null). */

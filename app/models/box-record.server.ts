@@ -48,6 +48,8 @@ export interface BoxJson {
   name?: string;
   /** holm's: labels, `{}` when none. */
   labels: Record<string, string>;
+  /** holm's: whether a screen is recorded while a person holds it (PATCH /v1/boxes/{id}). */
+  record_takeovers: boolean;
   /** holm's: who created it, by the name it had then. */
   created_by?: CreatedBy;
   /** holm's: how its start went (phases, build progress, the end of its log). */
@@ -132,6 +134,7 @@ export function toBoxJson(row: BoxRow): BoxJson {
     spec,
     placement: JSON.parse(row.placement_json),
     labels: {},
+    record_takeovers: Number(row.record_takeovers) === 1,
   };
   if (row.reason) out.reason = row.reason;
   if (row.owner) out.owner = row.owner;

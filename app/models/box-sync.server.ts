@@ -205,5 +205,6 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
     created_by_name: labels["holm.created_by_name"] ?? null,
     start_json: null,
     pooled: labels["holm.pool"] === "1" ? 1 : 0,
+    record_takeovers: 0,
   };
 }

@@ -157,6 +157,7 @@ export async function createBox(
     // Shown from the first push: the box waits for a start slot until its launch takes one.
     start_json: JSON.stringify(queuedStart(now)),
     pooled: 0,
+    record_takeovers: 0,
   };
   // Refused with 503 `unavailable` when the machine cannot hold another box (ADR 0016).
   await admit(() => insertBoxWithinLimits(row, image));

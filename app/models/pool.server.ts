@@ -210,6 +210,7 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
     created_by_name: null,
     start_json: JSON.stringify(queuedStart(now)),
     pooled: 1,
+    record_takeovers: 0,
   };
   refilling.set(entry.digest, (refilling.get(entry.digest) ?? 0) + 1);
   try {

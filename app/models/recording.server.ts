@@ -21,7 +21,6 @@ export type { RecordState };
 export const RECORDING_MAX_BYTES = 64 * 1024 * 1024;
 const COPY_TIMEOUT_MS = 120_000;
 
-
 /** Copies still under way, per box: removal waits for them. */
 const copying = new Map<string, Set<Promise<void>>>();
 
@@ -35,9 +34,9 @@ async function mark(boxId: string, screen: number, event: string, data: Record<s
   }
 }
 
-/** Marks a recording's start in the trace (after the agent started it). */
-export async function noteRecordingStarted(box: RunningBox, screen: number, state: RecordState, by: Actor): Promise<void> {
-  await mark(box.id, screen, "recording_started", { fps: state.fps, path: state.path, started_at_ms: state.started_at_ms }, by);
+/** Marks a recording's start in the trace (after the agent started it); `why` says what started it. */
+export async function noteRecordingStarted(box: RunningBox, screen: number, state: RecordState, by: Actor, why?: string): Promise<void> {
+  await mark(box.id, screen, "recording_started", { fps: state.fps, path: state.path, started_at_ms: state.started_at_ms, ...(why ? { why } : {}) }, by);
 }
 
 /**

@@ -25,6 +25,8 @@ export interface Takeover {
   alive_until_ms: number;
   /** When the box's input guard was last raised. */
   guard_at_ms: number;
+  /** The path in the box of the recording this takeover started (takeover-recording.server.ts). */
+  recording: string | null;
 }
 
 const held = new Map<string, Takeover>();
@@ -43,6 +45,7 @@ function fromRow(r: Selectable<TakeoverTable>): Takeover {
     since_ms: Number(r.since_ms),
     alive_until_ms: Number(r.alive_until_ms),
     guard_at_ms: Number(r.guard_at_ms),
+    recording: r.recording ?? null,
   };
 }
 
@@ -100,6 +103,7 @@ export async function writeHeld(
         since_ms: next.since_ms,
         alive_until_ms: next.alive_until_ms,
         guard_at_ms: next.guard_at_ms,
+        recording: next.recording,
       };
       const { box_id: _b, screen: _s, ...change } = row;
       await tx.insertInto("takeover").values(row).onConflict((oc) => oc.columns(["box_id", "screen"]).doUpdateSet(change)).execute();
@@ -163,6 +167,22 @@ export async function claimGuard(t: Takeover, now: number): Promise<boolean> {
     if (mine?.since_ms === t.since_ms) mine.guard_at_ms = now;
   } else await rereadHeld(t.boxId, t.screen);
   return won;
+}
+
+/** Notes the recording `t` started (while it is still that takeover), for whoever ends it. */
+export async function setHeldRecording(t: Takeover, path: string): Promise<boolean> {
+  const r = await db()
+    .updateTable("takeover")
+    .set({ recording: path })
+    .where("box_id", "=", t.boxId)
+    .where("screen", "=", t.screen)
+    .where("since_ms", "=", t.since_ms)
+    .executeTakeFirst();
+  const mine = held.get(keyOf(t.boxId, t.screen));
+  if (mine?.since_ms === t.since_ms) mine.recording = path;
+  t.recording = path;
+  publish("takeover", { boxId: t.boxId, screen: t.screen });
+  return Number(r.numUpdatedRows) === 1;
 }
 
 /** What to do when another server changed a takeover (close this server's sockets, tell the console). */

@@ -15,6 +15,7 @@ import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
 import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { recordingStarts, startTakeoverRecording, stopTakeoverRecording } from "./takeover-recording.server";
 import { type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld } from "./takeover-store.server";
 import { recordEntry } from "./trace.server";
 import { closeViewers, onViewerInput, onViewersChange, viewers } from "./viewer.server";
@@ -169,6 +170,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
       by,
       exclusive: !opts.shared,
       since_ms: cur?.since_ms ?? now,
+      recording: cur?.recording ?? null,
       alive_until_ms: now + graceMs(),
       guard_at_ms: now,
     };
@@ -208,6 +210,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
     }).catch((err) => log.error({ err }, "trace takeover_started failed"));
     const data = { screen: t.screen, ...who.data, exclusive: takeover.exclusive };
     await recordEvent("screen.taken_over", { owner: t.box.owner, box_id: t.box.id, runtime: "docker", data });
+    void startTakeoverRecording(t.box, takeover, actor);
   }
   takeoverChanges.emit("change", { ...takeover, taken_over: true, released });
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
@@ -231,13 +234,13 @@ async function end(t: Takeover, why: string, box?: ScreenTarget["box"], endedBy:
   const who = await attribution(endedBy);
   const data = { ...who.data, held_by: t.by, held_by_name: await issuerName(t.by).catch(() => t.by), why };
   await recordEntry(t.boxId, { actor: who.actor, event: "takeover_ended", screen: t.screen, data }).catch((err) => log.error({ err }, "trace takeover_ended failed"));
-  if (t.exclusive) {
-    const target = box ?? (await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined));
-    if (target) {
-      await callAgent(target, agentCall("guard", { n: t.screen }), { on: false }).catch((err) =>
-        log.error({ err }, `lowering the input guard of ${k} failed (it lapses by itself)`),
-      );
-    }
+  const needed = t.exclusive || t.recording || recordingStarts(t);
+  const target = needed ? (box ?? (await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined))) : undefined;
+  void stopTakeoverRecording(target, t, endedBy);
+  if (t.exclusive && target) {
+    await callAgent(target, agentCall("guard", { n: t.screen }), { on: false }).catch((err) =>
+      log.error({ err }, `lowering the input guard of ${k} failed (it lapses by itself)`),
+    );
   }
   endedHere(t, why);
   await recordEvent("screen.given_back", {

@@ -38,10 +38,14 @@ export const BoxMetadataSchema = z.strictObject({
   labels: BoxLabelsSchema.optional(),
 });
 
-/** `PATCH /v1/boxes/{id}`: `name` (null clears it) and `labels` (the whole set, replacing it). */
+/**
+ * `PATCH /v1/boxes/{id}`: `name` (null clears it), `labels` (the whole set, replacing it) and
+ * `record_takeovers` (record a screen whenever a person holds it; needs the `video` feature).
+ */
 export const BoxPatchSchema = z.strictObject({
   name: BoxNameSchema.nullable().optional(),
   labels: BoxLabelsSchema.optional(),
+  record_takeovers: z.boolean().optional(),
 });
 
 /** `POST /v1/boxes/{id}/apps`. */

@@ -15,6 +15,7 @@ import { traceAppend } from "./0014-trace-append";
 import { cluster } from "./0015-cluster";
 import { profiles } from "./0016-profiles";
 import { recordings } from "./0017-recordings";
+import { takeoverRecording } from "./0018-takeover-recording";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   "0015-cluster": cluster,
   "0016-profiles": profiles,
   "0017-recordings": recordings,
+  "0018-takeover-recording": takeoverRecording,
 };
 
 export const migrationProvider: MigrationProvider = {

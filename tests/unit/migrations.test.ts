@@ -27,6 +27,7 @@ const RELEASED = [
   "0015-cluster",
   "0016-profiles",
   "0017-recordings",
+  "0018-takeover-recording",
 ];
 
 describe("the migration list", () => {
