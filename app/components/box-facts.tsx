@@ -159,6 +159,24 @@ export function BoxLifecycle({ box, csrf }: { box: BoxJson; csrf: string }) {
         {box.state === "ready" || box.state === "paused" ? act("stop", "Stop") : null}
         {act("remove", "Remove", { danger: true, confirm: removeBoxConfirm(box) })}
       </div>
+      {box.spec.desktop.features.includes("video") ? (
+        // Per box: every takeover of a screen is recorded into the trace (takeover-recording.server.ts).
+        <PostForm csrf={csrf} intent="record_takeovers" fields={{ on: box.record_takeovers ? "0" : "1" }} className="mt-3">
+          <button
+            type="submit"
+            role="switch"
+            aria-checked={box.record_takeovers}
+            disabled={pending !== undefined}
+            title="Records a screen into the trace from the moment a person takes it over until it is given back"
+            className="flex w-full items-center justify-between gap-3 rounded-md px-3 py-1.5 text-left text-sm text-slate-800 ring-1 ring-slate-300 hover:bg-slate-50 disabled:opacity-50"
+          >
+            <span>Record while a person has the screen</span>
+            <span className={`rounded-full px-2 text-xs font-medium ${box.record_takeovers ? "bg-indigo-600 text-white" : "bg-slate-200 text-slate-700"}`}>
+              {box.record_takeovers ? "On" : "Off"}
+            </span>
+          </button>
+        </PostForm>
+      ) : null}
     </section>
   );
 }

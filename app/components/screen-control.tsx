@@ -50,6 +50,7 @@ export function ScreenControl({
   result,
   action,
   compact = false,
+  recorded = false,
 }: {
   control: Control;
   status: ScreenStatus | undefined;
@@ -63,6 +64,8 @@ export function ScreenControl({
   action?: string;
   /** One line, for the pop-out window. */
   compact?: boolean;
+  /** The box records a screen while a person holds it (its `record_takeovers`): the person is told. */
+  recorded?: boolean;
 }) {
   const fetcher = useFetcher<BoxActionResult>();
   // Take over and give back speak through the banner; only their refusals show here.
@@ -159,6 +162,11 @@ export function ScreenControl({
           {control.detail && !compact ? <p className={`text-xs ${control.mine ? "text-indigo-100" : "opacity-80"}`}>{control.detail}</p> : null}
         </div>
         <div className="flex flex-wrap items-center gap-3">
+          {recorded && (control.mine || mayTake) ? (
+            <p data-testid="takeover-recorded" className={`text-xs ${control.mine ? "text-indigo-100" : "text-slate-600"}`}>
+              {control.mine ? "● Recorded into the trace" : "Taking over records the screen"}
+            </p>
+          ) : null}
           <p
             className={`text-xs tabular-nums ${control.mine ? "text-indigo-100" : "text-slate-600"}`}
             aria-live="polite"

@@ -12,6 +12,7 @@ import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
@@ -99,6 +100,11 @@ export async function action({ request, params }: Route.ActionArgs) {
         }).catch((err) => log.error({ err }, "trace clipboard failed"));
         return { clipboard: "Sent: paste it in the box with Ctrl+V." };
       }
+      case "record_takeovers": {
+        const on = field(form, "on") === "1";
+        await updateBoxMetadata(ctx.actor, id, { record_takeovers: on });
+        return { ok: on ? "From the next takeover on, a person's time on a screen is recorded into the trace." : "Takeovers are no longer recorded." };
+      }
       case "relaunch": {
         const again = await relaunchBox(ctx.actor, id);
         return redirect(`/boxes/${again.id}`);
@@ -143,7 +149,16 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
       <div className="mt-6 grid gap-6 min-[1800px]:grid-cols-[minmax(0,1fr)_18rem]">
         <div className="min-w-0 space-y-4">
           {ready ? (
-            <ScreenControl control={control} status={status} screen={screen} csrf={csrf} canDrive={canDrive} ready={ready} result={actionData} />
+            <ScreenControl
+              control={control}
+              status={status}
+              screen={screen}
+              csrf={csrf}
+              canDrive={canDrive}
+              ready={ready}
+              result={actionData}
+              recorded={box.record_takeovers}
+            />
           ) : (
             <ActionAlerts result={actionData} />
           )}

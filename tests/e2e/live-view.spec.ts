@@ -426,3 +426,32 @@ test("a viewer sees View only and why; so does a member while another person has
   await expect(vicNote).toContainText("View only");
   for (const c of [vic.context, bo.context, adaContext]) await c.close();
 });
+
+test("a box set to record takeovers says so before and while a person has the screen, and records that time", async ({ browser }, info) => {
+  const { context, page } = await openBoxPage(browser);
+  const recordSwitch = page.getByRole("switch", { name: /Record while a person has the screen/ });
+  await expect(recordSwitch).toHaveAttribute("aria-checked", "false");
+  await expect(page.getByTestId("takeover-recorded")).toHaveCount(0);
+  await recordSwitch.click();
+  await expect(recordSwitch).toHaveAttribute("aria-checked", "true");
+  await expect(page.getByTestId("takeover-recorded")).toHaveText("Taking over records the screen");
+
+  await page.getByRole("button", { name: "Take over" }).click();
+  await expect(page.getByTestId("control-banner")).toContainText("You have control");
+  await expect(page.getByTestId("takeover-recorded")).toHaveText("● Recorded into the trace");
+  await expect.poll(async () => (await json(await asKey(`/v1/boxes/${boxId}/screens/0/recording`))).recording, { timeout: 10_000 }).toBe(true);
+  await attachShot(page, info, "recorded takeover");
+  await page.getByRole("button", { name: "Give back" }).click();
+  await expect(page.getByTestId("control-banner")).toContainText("The agent has control");
+  await expect.poll(async () => (await json(await asKey(`/v1/boxes/${boxId}/screens/0/recording`))).recording, { timeout: 20_000 }).toBe(false);
+  // The video is copied into the store after the recorder stops: it is listed once that is done.
+  await expect
+    .poll(async () => (await json(await asKey(`/v1/boxes/${boxId}/trace/recordings`))).recordings.length, { timeout: 20_000 })
+    .toBeGreaterThanOrEqual(1);
+
+  // Off again: nothing says a takeover is recorded.
+  await recordSwitch.click();
+  await expect(recordSwitch).toHaveAttribute("aria-checked", "false");
+  await expect(page.getByTestId("takeover-recorded")).toHaveCount(0);
+  await context.close();
+});
