@@ -1,6 +1,6 @@
 import net from "node:net";
 import { pack } from "tar-stream";
-import { vncPasswdFile } from "../app/utils/vnc-auth.server";
+import { vncPasswdFile } from "../app/protocol/rfb/vnc-auth";
 import { sign } from "../images/x11/agent/auth";
 import { docker, json, removeTestBoxes, startServer } from "../tests/support/server";
 import { now, summarize } from "./stats";

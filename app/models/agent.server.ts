@@ -2,7 +2,7 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import { AGENT_PORT, AGENT_SECRET_PATH, type AgentHealth, VNC_PASSWD_PATH } from "~/protocol/agent";
 import { ApiError } from "~/utils/api-error.server";
 import { derive } from "~/utils/secret.server";
-import { vncPasswdFile, vncPasswordFrom } from "~/utils/vnc-auth.server";
+import { vncPasswdFile, vncPasswordFrom } from "~/protocol/rfb/vnc-auth";
 
 // How the server talks to the agent inside a box: HTTP on the box's bridge address, every
 // request signed (HMAC-SHA256 over method, path and query, time, nonce and body hash) with a

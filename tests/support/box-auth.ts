@@ -2,7 +2,7 @@ import { createHmac } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { sign } from "../../images/x11/agent/auth";
-import { vncChallengeResponse, vncPasswordFrom } from "../../app/utils/vnc-auth.server";
+import { vncChallengeResponse, vncPasswordFrom } from "../../app/protocol/rfb/vnc-auth";
 import type { TestServer } from "./server";
 
 // What only the server knows about a box, derived the way images/README.md says, from a test

@@ -1,6 +1,6 @@
 import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { HeldUpdateRequests, MSG, RFB_CLOSE, RfbClientFilter, type RfbInput, type RfbMode } from "../../server/rfb-filter";
+import { HeldUpdateRequests, MSG, RFB_CLOSE, RfbClientFilter, type RfbInput, type RfbMode } from "../../app/protocol/rfb/filter";
 
 // Client→server RFB messages, built by hand from RFC 6143 and the extension specs.
 const b = (...bytes: number[]) => Buffer.from(bytes);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { vncChallengeResponse, vncPasswdFile, vncPasswordFrom } from "~/utils/vnc-auth.server";
-import { ByteReader, greetViewer, vncLogin } from "../../server/vnc-handshake";
+import { vncChallengeResponse, vncPasswdFile, vncPasswordFrom } from "~/protocol/rfb/vnc-auth";
+import { ByteReader, greetViewer, vncLogin } from "../../app/protocol/rfb/handshake";
 
 // The relay's two RFB handshakes, spoken against scripted peers, and the VNC password crypto.
 // That x11vnc itself takes the relay's login is proven against real boxes (viewer.test.ts,

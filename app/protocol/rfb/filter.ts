@@ -9,9 +9,9 @@
 // and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
 // None or VNC authentication is framed (its 16-byte response passes), anything else closes.
 
-import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
-import { BODY_PEEK, isTextProvide, providedTextBytes } from "./rfb-clipboard";
-import { HeldUpdateRequests } from "./rfb-held-updates";
+import { VIEWER_CLOSE } from "../viewer-socket";
+import { BODY_PEEK, isTextProvide, providedTextBytes } from "./clipboard";
+import { HeldUpdateRequests } from "./held-updates";
 
 export type RfbMode = "view" | "control";
 
@@ -45,7 +45,7 @@ export interface RfbFilterOptions {
   greeted?: boolean;
 }
 
-export { HeldUpdateRequests } from "./rfb-held-updates";
+export { HeldUpdateRequests } from "./held-updates";
 
 /** Close codes the filter asks for. */
 /** How the filter ends a connection whose bytes it cannot trust (the socket's close codes). */

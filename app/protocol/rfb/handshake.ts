@@ -119,8 +119,8 @@ export function loginToVnc(
 export class ViewerGreetingError extends Error {
   constructor(
     message: string,
-    /** `protocol`: the bytes are not RFB; `unsupported`: RFB, but not what the relay offers. */
-    readonly kind: "protocol" | "unsupported",
+    /** `protocol`: the bytes are not RFB; `unsupported`: RFB, but not what the relay offers; `password`: a wrong one. */
+    readonly kind: "protocol" | "unsupported" | "password",
   ) {
     super(message);
   }
@@ -149,4 +149,44 @@ export async function greetViewer(read: (n: number) => Promise<Buffer>, write: (
   if (chosen !== SECURITY_NONE) throw new ViewerGreetingError(`security type ${chosen} is not offered; the relay offers None`, "unsupported");
   // 3.7 sends no SecurityResult for None; 3.8 does.
   if (minor >= 8) write(Buffer.alloc(4));
+}
+
+/**
+ * Greets a viewer as a VNC server that asks for a password (VNC authentication, RFC 6143
+ * §7.2.2): a random challenge, whose answer `check` judges (in constant time). A wrong answer
+ * gets SecurityResult failed (with the reason on 3.8), and the greeting throws (kind `password`).
+ */
+export async function greetViewerWithPassword(
+  read: (n: number) => Promise<Buffer>,
+  write: (b: Buffer) => void,
+  challenge: Buffer,
+  check: (response: Buffer) => boolean,
+): Promise<void> {
+  write(Buffer.from("RFB 003.008\n", "latin1"));
+  const version = (await read(12)).toString("latin1");
+  const m = /^RFB (\d{3})\.(\d{3})\n$/.exec(version);
+  if (!m) throw new ViewerGreetingError("the client did not send an RFB ProtocolVersion", "protocol");
+  if (Number(m[1]) !== 3) throw new ViewerGreetingError(`RFB ${Number(m[1])}.x is not supported`, "unsupported");
+  const minor = Number(m[2]);
+  if (minor < 7) {
+    const b = Buffer.alloc(4);
+    b.writeUInt32BE(SECURITY_VNC_AUTH);
+    write(b);
+  } else {
+    write(Buffer.from([1, SECURITY_VNC_AUTH]));
+    const chosen = (await read(1))[0]!;
+    if (chosen !== SECURITY_VNC_AUTH) {
+      throw new ViewerGreetingError(`security type ${chosen} is not offered; this socket asks for a password`, "unsupported");
+    }
+  }
+  write(challenge);
+  const ok = check(await read(16));
+  const result = Buffer.alloc(4);
+  if (ok) return write(result);
+  result.writeUInt32BE(1);
+  const reason = Buffer.from("the password is wrong", "utf8");
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(reason.length);
+  write(minor >= 8 ? Buffer.concat([result, len, reason]) : result);
+  throw new ViewerGreetingError("the viewer's password is wrong", "password");
 }

@@ -1,4 +1,4 @@
-import { createCipheriv } from "node:crypto";
+import { createCipheriv, createDecipheriv } from "node:crypto";
 
 // VNC authentication (RFC 6143 §7.2.2) and x11vnc's password file, in Node's OpenSSL 3: it has
 // no `des-ecb`, but `des-ede-ecb` with the 8-byte key given twice is single DES. VNC takes the
@@ -38,6 +38,16 @@ export function vncPasswdFile(password: string): Buffer {
   const pw = Buffer.alloc(8);
   Buffer.from(password, "latin1").copy(pw, 0, 0, 8);
   return desEcb(vncKey(PASSWD_FILE_KEY), pw);
+}
+
+/** The password in an x11vnc `-rfbauth` file (the inverse of vncPasswdFile): the box's relay logs in with it. */
+export function passwordOfVncPasswdFile(file: Buffer): string {
+  if (file.length < 8) throw new Error("a VNC password file holds 8 bytes");
+  const d = createDecipheriv("des-ede-ecb", Buffer.concat([vncKey(PASSWD_FILE_KEY), vncKey(PASSWD_FILE_KEY)]), null);
+  d.setAutoPadding(false);
+  const pw = Buffer.concat([d.update(file.subarray(0, 8)), d.final()]);
+  const end = pw.indexOf(0);
+  return pw.subarray(0, end < 0 ? 8 : end).toString("latin1");
 }
 
 /**
