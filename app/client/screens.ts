@@ -26,6 +26,8 @@ export interface ViewerTicket {
   mode: "view" | "control";
   view_socket: string;
   control_socket?: string;
+  /** A box with `spec.policy.auth: "password"`: the VNC password of its direct `view_socket`. */
+  password?: string;
 }
 
 const screenPath = (id: string, screen = 0) => `/v1/boxes/${seg(id)}/screens/${seg(screen)}`;

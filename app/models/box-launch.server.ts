@@ -116,12 +116,14 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
         HOLM_WIDTH: String(row.width),
         HOLM_HEIGHT: String(row.height),
         HOLM_FEATURES: spec.desktop.features.join(","),
+        ...(spec.policy.auth !== "none" && { HOLM_VIEWER_AUTH: spec.policy.auth }),
       },
       memory: boxMemory(placement),
       pids: env().HOLM_BOX_PIDS,
       cpus: placement.cpus,
       network: spec.policy.network,
       persistent: placement.persistent,
+      ...(spec.policy.auth !== "none" && { directViewer: { bind: spec.policy.bind } }),
       ...(placement.profile && { profile: { volume: profileVolume(row.owner, placement.profile), target: PROFILE_TARGET } }),
     });
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();

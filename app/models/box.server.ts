@@ -1,3 +1,4 @@
+import { checkDirectViewerRuntime } from "./direct-viewer.server";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
@@ -118,6 +119,7 @@ export async function createBox(
   // 404 for no such runtime; 400 `unsupported` for an added one this server cannot launch on.
   await requireLaunchable(placement.runtime);
   if (placement.profile) checkProfileRuntime(placement.runtime);
+  checkDirectViewerRuntime(spec, placement.runtime);
   const rt = runtime(placement.runtime)!;
   // A runtime that places boxes itself (a swarm) refuses one no node can take now, up front.
   await rt.admitLaunch?.({ memory: boxMemory(placement), cpus: placement.cpus, persistent: placement.persistent });

@@ -1,3 +1,4 @@
+import type { ViewerAuth } from "~/protocol/direct-viewer";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { BoxMetadataSchema } from "~/protocol/api-box";
@@ -103,7 +104,8 @@ export interface NormalSpec {
     packages: string[];
   };
   apps: Record<string, NormalApp>;
-  policy: { network: boolean; auth: "none"; bind: "loopback"; advertise?: string };
+  /** auth `token`/`password`: the box serves direct viewer sockets (app/protocol/direct-viewer.ts), published per `bind`. */
+  policy: { network: boolean; auth: ViewerAuth; bind: "loopback" | "any"; advertise?: string };
 }
 
 export interface NormalApp {
@@ -128,10 +130,10 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
   const d = spec.desktop ?? {};
   if (d.server === "wayland") throw unsupported("the docker runtime runs x11 desktops only");
   const p = spec.policy ?? {};
-  if (p.auth && p.auth !== "none") {
-    throw unsupported("viewer access goes through signed viewer tickets; policy.auth must be none");
+  // A published port with nothing to check at it would be an open desktop: `any` needs auth.
+  if (p.bind === "any" && (p.auth ?? "none") === "none") {
+    throw badRequest("spec.policy.bind: any publishes the box's direct viewer socket, which needs policy.auth token or password");
   }
-  if (p.bind === "any") throw unsupported("boxes publish no ports on this server; policy.bind must be loopback");
   const features = d.features ? [...new Set(d.features)].sort() : [...DEFAULT_FEATURES];
   return {
     desktop: {
@@ -145,8 +147,8 @@ export function normalizeSpec(spec: Spec = {}): NormalSpec {
     apps: normalApps(spec.apps),
     policy: {
       network: p.network ?? true,
-      auth: "none",
-      bind: "loopback",
+      auth: p.auth ?? "none",
+      bind: p.bind ?? "loopback",
       ...(p.advertise ? { advertise: advertisable(p.advertise.toLowerCase()) } : {}),
     },
   };

@@ -15,6 +15,7 @@ import { onPrincipalChange } from "./principal-changes.server";
 import { sampleSoon } from "./recorder.server";
 import { atLeast } from "./roles";
 import { type ScreenTarget, callAgent } from "./screen.server";
+import { mayDriveHeld } from "~/protocol/direct-viewer";
 import { recordingStarts, startTakeoverRecording, stopTakeoverRecording } from "./takeover-recording.server";
 import { type Takeover, claimGuard, deleteHeld, heldTakeover, heldTakeovers, keepHeld, keyOf, loadHeld, onRemoteTakeover, writeHeld } from "./takeover-store.server";
 import { recordEntry } from "./trace.server";
@@ -64,9 +65,7 @@ function graceMs(): number {
  * console: any person drives, no key or server token does (the agent asked to wait).
  */
 export function mayDrive(t: Takeover | undefined, issuer: string): boolean {
-  if (!t?.exclusive) return true;
-  if (t.by.startsWith("user:")) return issuer === t.by;
-  return issuer.startsWith("user:");
+  return mayDriveHeld(t, issuer);
 }
 
 const refused = (message: string) => new ApiError("denied", message, { retryable: true });
@@ -194,7 +193,7 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   if (takeover.exclusive) {
     // The guard stops agent input in the box itself, even mid-batch, and releases whatever the
     // agent holds down, so the person never inherits a stuck key.
-    released = await raiseGuard(t.box, t.screen);
+    released = await raiseGuard(t.box, t.screen, takeover.by);
   } else if (cur?.exclusive) {
     await callAgent(t.box, agentCall("guard", { n: t.screen }), { on: false });
   }
@@ -216,8 +215,9 @@ export async function takeOver(actor: Actor, t: ScreenTarget, opts: { shared: bo
   return { url: controlUrl(t.box.id, t.screen), exclusive: takeover.exclusive, screen: t.screen };
 }
 
-function raiseGuard(box: ScreenTarget["box"], screen: number): Promise<unknown> {
-  return callAgent(box, agentCall("guard", { n: screen }), { on: true, ttl_ms: GUARD_TTL_MS });
+/** `by` holds the screen: the box closes direct control sockets of anyone else (app/protocol/direct-viewer.ts). */
+function raiseGuard(box: ScreenTarget["box"], screen: number, by: string): Promise<unknown> {
+  return callAgent(box, agentCall("guard", { n: screen }), { on: true, ttl_ms: GUARD_TTL_MS, by });
 }
 
 /**
@@ -322,7 +322,7 @@ async function onTick() {
     }
     if (t.exclusive && now - t.guard_at_ms >= GUARD_EVERY_MS && (await claimGuard(t, now))) {
       const box = await requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(2000)).catch(() => undefined);
-      if (box) await raiseGuard(box, t.screen).catch((err) => log.error({ err }, `raising the input guard of ${k} again failed`));
+      if (box) await raiseGuard(box, t.screen, t.by).catch((err) => log.error({ err }, `raising the input guard of ${k} again failed`));
     }
     if ((here || started.has(k)) && now - (lastSample.get(k) ?? 0) >= SAMPLE_EVERY_MS) {
       lastSample.set(k, now);
@@ -343,7 +343,7 @@ export async function loadTakeovers(): Promise<number> {
     // A restart may have outlasted the guard's own lapse: one server raises it at once.
     if (t.exclusive && (await claimGuard(t, now))) {
       void requireRunningBox(SERVER_ITSELF, t.boxId, AbortSignal.timeout(5000))
-        .then((box) => raiseGuard(box, t.screen))
+        .then((box) => raiseGuard(box, t.screen, t.by))
         .catch((err) => log.error({ err }, `raising the input guard of ${keyOf(t.boxId, t.screen)} after a restart failed`));
     }
   }

@@ -7,12 +7,15 @@ import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { PauseBusyError } from "./runtime";
+import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
 const BOX_LABEL = "holm.box";
 /** How many times a pause is tried while the box will not freeze (cgroup v1; see pause). */
 const PAUSE_ATTEMPTS = 6;
+/** The box's direct viewer port as Docker names it (published only when the spec asks). */
+const VIEWER_TCP = `${DIRECT_VIEWER_PORT}/tcp`;
 
 function statusOf(err: unknown): number | undefined {
   return (err as { statusCode?: number }).statusCode;
@@ -204,11 +207,19 @@ export class DockerRuntime implements Runtime {
         // Docker sets these already on networks without IPv6; said here so no engine default matters.
         Sysctls: { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" },
         Mounts: mountsOf(launch),
-        // Boxes are never published on host ports: the server reaches them on the bridge.
-        PortBindings: {},
+        // The server reaches boxes on the bridge; only a box whose spec asks for direct viewer
+        // sockets (policy.auth token or password) has one port published, its agent's viewer port.
+        PortBindings: launch.directViewer ? { [VIEWER_TCP]: [{ HostIp: launch.directViewer.bind === "any" ? "0.0.0.0" : "127.0.0.1", HostPort: "" }] } : {},
       },
+      ...(launch.directViewer && { ExposedPorts: { [VIEWER_TCP]: {} } }),
     });
     return { ref: container.id };
+  }
+
+  async directViewerPort(ref: string): Promise<number | undefined> {
+    const info = await this.docker.getContainer(ref).inspect();
+    const port = Number(info.NetworkSettings?.Ports?.[VIEWER_TCP]?.[0]?.HostPort);
+    return Number.isInteger(port) && port > 0 ? port : undefined;
   }
 
   async putSecrets(ref: string, files: SecretFile[]): Promise<void> {

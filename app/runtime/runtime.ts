@@ -68,6 +68,8 @@ export interface BoxLaunch {
   persistent: boolean;
   /** A browser profile's volume, mounted where screen 0's Chromium keeps its profile. */
   profile?: { volume: string; target: string };
+  /** Publish the box's direct viewer port (DIRECT_VIEWER_PORT) on the host: loopback or every address. */
+  directViewer?: { bind: "loopback" | "any" };
 }
 
 /**
@@ -146,6 +148,8 @@ export interface Runtime {
   /** Removes the container and, for persistent boxes, its volume. Missing is not an error. */
   remove(ref: string): Promise<void>;
   inspect(ref: string): Promise<RuntimeBox>;
+  /** The host port the box's direct viewer port is published on (undefined while it is not running); absent: no direct viewer sockets. */
+  directViewerPort?(ref: string): Promise<number | undefined>;
   /**
    * The last `tail` lines the box printed (its entrypoint's stdout and stderr), oldest first;
    * none for a box that is gone. Read before removing a box that failed, to say why.

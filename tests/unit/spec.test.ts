@@ -76,7 +76,17 @@ describe("create-box body", () => {
 
   it("answers `unsupported` for what the docker runtime cannot do", () => {
     expect(refusal(() => normalizeSpec({ desktop: { server: "wayland" } })).code).toBe("unsupported");
-    expect(refusal(() => normalizeSpec({ policy: { bind: "any" } })).code).toBe("unsupported");
+  });
+
+  it("takes direct viewer sockets (auth token or password, bind loopback or any); bind any needs auth", () => {
+    expect(normalizeSpec({}).policy).toEqual({ network: true, auth: "none", bind: "loopback" });
+    expect(normalizeSpec({ policy: { auth: "token" } }).policy).toEqual({ network: true, auth: "token", bind: "loopback" });
+    expect(normalizeSpec({ policy: { auth: "password", bind: "any" } }).policy).toEqual({ network: true, auth: "password", bind: "any" });
+    for (const policy of [{ bind: "any" as const }, { bind: "any" as const, auth: "none" as const }]) {
+      const e = refusal(() => normalizeSpec({ policy }));
+      expect(e.code).toBe("bad_request");
+      expect(e.message).toContain("policy.auth token or password");
+    }
   });
 
   it("refuses bad limits", () => {

@@ -2,6 +2,7 @@ import { requireActor } from "~/edge/auth.server";
 import { param, parseBody, v1 } from "~/edge/route.server";
 import { issuerOf } from "~/models/actor";
 import { getSettledBox } from "~/models/box.server";
+import { directSockets } from "~/models/direct-viewer.server";
 import { parseScreen } from "~/models/screen.server";
 import { controlRefusal } from "~/models/takeover.server";
 import { issueTicket } from "~/models/ticket.server";
@@ -23,12 +24,15 @@ const route = v1({
     // nothing gets a view ticket.
     const issued = issueTicket(actor, box, screen, body.mode, { controlBlocked: controlRefusal(issuerOf(actor), box.id, screen) });
     const socket = (mode: "view" | "control") => viewerSocketUrl(publicUrl(), box.id, screen, { ticket: issued.ticket, mode });
+    // A box with direct viewer sockets (policy.auth token or password): the URLs go to the box.
+    const direct = await directSockets(box, screen, issued, issuerOf(actor));
     return {
       ticket: issued.ticket,
       expires_at_ms: issued.expires_at_ms,
       mode: issued.mode,
       view_socket: socket("view"),
       ...(issued.mode === "control" ? { control_socket: socket("control") } : {}),
+      ...direct,
     };
   },
 });

@@ -75,7 +75,8 @@ export function proxyCdpUpgrade(port: number, path: string, req: http.IncomingMe
 }
 
 export function refuseUpgrade(socket: Duplex, status: number, message: string): void {
-  const body = JSON.stringify({ code: status === 401 ? "unauthorized" : status === 404 ? "not_found" : "failed", message });
+  const code = ({ 400: "bad_request", 401: "unauthorized", 404: "not_found", 409: "denied", 503: "unavailable" } as Record<number, string>)[status] ?? "failed";
+  const body = JSON.stringify({ code, message });
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,

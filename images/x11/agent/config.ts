@@ -1,5 +1,6 @@
 // Environment the box entrypoint (or a test) passes to the agent. See images/README.md.
 import fs from "node:fs";
+import { DIRECT_VIEWER_PORT, type ViewerAuth } from "../../../app/protocol/direct-viewer";
 import { AGENT_PORT, AGENT_SECRET_PATH, CDP_PORT_BASE, VNC_PORT_BASE } from "../../../app/protocol/agent";
 
 /** Where the server puts the box's agent secret as the box boots (root, 0600). */
@@ -19,6 +20,16 @@ export interface AgentConfig {
   home: string;
   /** How long a client may take to show it handled keys before a keycode they used is remapped. */
   keyConfirmMs: number;
+  boxId: string;
+  /** Direct viewer sockets (spec.policy.auth): `none` serves none. */
+  viewerAuth: ViewerAuth;
+  viewerPort: number;
+}
+
+function viewerAuth(raw: string | undefined): ViewerAuth {
+  if (!raw || raw === "none") return "none";
+  if (raw === "token" || raw === "password") return raw;
+  throw new Error(`HOLM_VIEWER_AUTH=${raw} is not none, token or password`);
 }
 
 function int(name: string, fallback: number, min: number, max: number): number {
@@ -67,5 +78,8 @@ export function loadConfig(): AgentConfig {
     recordingsDir: process.env.HOLM_RECORDINGS_DIR || "/tmp/holm-recordings",
     home: process.env.HOME || "/root",
     keyConfirmMs: int("HOLM_KEY_CONFIRM_MS", 15_000, 100, 600_000),
+    boxId: process.env.HOLM_BOX_ID || "",
+    viewerAuth: viewerAuth(process.env.HOLM_VIEWER_AUTH),
+    viewerPort: int("HOLM_VIEWER_PORT", DIRECT_VIEWER_PORT, 0, 65535),
   };
 }

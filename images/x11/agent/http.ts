@@ -13,6 +13,7 @@ import { captureFrame } from "./frames";
 import { health } from "./health";
 import { EMPTY_BODY_SHA256, Verifier, bodyMatches } from "./auth";
 import { cdpTarget, proxyCdpHttp, proxyCdpUpgrade, refuseUpgrade } from "./cdp-proxy";
+import type { DirectViewers } from "./viewer";
 import { AGENT_ROUTES, type AgentRoute } from "../../../app/protocol/agent";
 
 /** Room for a 64 MB file as base64 (~86 MB) plus JSON. */
@@ -83,7 +84,7 @@ const num = (v: string | null): number | undefined => {
   return n;
 };
 
-export function createServer(screens: Screen[], config: AgentConfig): http.Server {
+export function createServer(screens: Screen[], config: AgentConfig, viewers?: DirectViewers): http.Server {
   const routes: Route[] = [];
   // Every route is one of AGENT_ROUTES (app/protocol/agent.ts), where the server builds its paths.
   const add = (name: AgentRoute, handler: Handler, auth = true): void => {
@@ -174,10 +175,12 @@ export function createServer(screens: Screen[], config: AgentConfig): http.Serve
   add("guard", async ({ params, body }) => {
     // Not behind the lock either: it must stop a running batch's next input step.
     const s = screenOf(params);
-    const b = (await body()) as { on?: unknown; ttl_ms?: unknown };
+    const b = (await body()) as { on?: unknown; ttl_ms?: unknown; by?: unknown };
     if (typeof b?.on !== "boolean") throw new AgentError("bad_request", "guard needs {on: boolean}");
     const ttl = typeof b.ttl_ms === "number" && b.ttl_ms > 0 ? Math.min(b.ttl_ms, 24 * 3600_000) : 3600_000;
     s.guardedUntil = b.on ? Date.now() + ttl : 0;
+    s.guardedBy = b.on && typeof b.by === "string" ? b.by : "";
+    if (b.on) viewers?.guardRaised(s);
     const r = b.on ? await s.holds.releaseAll(false) : { released: [], released_keys: [] };
     return { guarded: b.on, released: r.released, released_keys: r.released_keys };
   });

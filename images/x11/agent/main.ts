@@ -2,6 +2,7 @@
 import { loadConfig } from "./config";
 import { Screen } from "./screen";
 import { createServer } from "./http";
+import { DirectViewers } from "./viewer";
 
 const log = (msg: string, extra: Record<string, unknown> = {}): void => {
   process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), msg, ...extra })}\n`);
@@ -22,11 +23,16 @@ const warm = setInterval(() => {
 warm.unref();
 for (const s of screens) s.session().catch(() => undefined);
 
-const server = createServer(screens, config);
+const viewers = config.viewerAuth === "none" ? undefined : new DirectViewers(screens, config);
+const server = createServer(screens, config, viewers);
 server.listen(config.port, config.host, () => {
   const addr = server.address();
   log("listening", { port: typeof addr === "object" && addr ? addr.port : config.port, screens: config.screens, input: config.input });
 });
+
+// Direct viewer sockets (spec.policy.auth): their own port, so publishing it exposes nothing else.
+const viewerServer = viewers?.serve();
+viewerServer?.listen(config.viewerPort, config.host, () => log("direct viewer sockets", { port: config.viewerPort, auth: config.viewerAuth }));
 
 let stopping = false;
 async function stop(signal: string): Promise<void> {
@@ -34,6 +40,7 @@ async function stop(signal: string): Promise<void> {
   stopping = true;
   log("stopping", { signal });
   server.close();
+  viewerServer?.close();
   await Promise.all(
     screens.map(async (s) => {
       await s.holds.releaseAll(false).catch(() => undefined);

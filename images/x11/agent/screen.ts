@@ -48,6 +48,8 @@ export class Screen {
    * server never comes back to clear it.
    */
   guardedUntil = 0;
+  /** Who holds the screen while the guard is up (`user:…`): direct control sockets are theirs alone. */
+  guardedBy = "";
   /** Last PNGs by frame hash, newest last: a repeated request is not encoded twice. */
   readonly pngCache = new Map<string, Buffer>();
   /** The last captured pixels and their hash, so an unchanged screen is not hashed again. */

@@ -1,0 +1,149 @@
+// Direct viewer sockets (spec.policy.auth `token` or `password`; app/protocol/direct-viewer.ts):
+// a WebSocket on its own port (published on the host, never the agent's port), one per viewer,
+// piped to the screen's x11vnc through the same RFB filter as the server's relay
+// (app/protocol/rfb/pipe.ts). What the server enforces on its relay holds here too:
+//   - token: a ticket the server signed with this box's secret, for this box and screen, not
+//     expired; `control` only with a control ticket, and only while no one else holds the screen
+//     (the input guard the server raises names who holds it; raising it closes the others'
+//     control sockets); a socket closes when its ticket expires.
+//   - password: VNC authentication with the box's viewer password; it names no person, so it
+//     opens watching only.
+// The agent logs in to x11vnc with the password in x11vnc's own file; viewers never see it.
+import fs from "node:fs";
+import http from "node:http";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
+import { directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
+import { greetViewerWithPassword, loginToVnc } from "../../../app/protocol/rfb/handshake";
+import { CONNECT_TIMEOUT_MS, connectVnc, pipeViewer } from "../../../app/protocol/rfb/pipe";
+import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
+import { VIEWER_CLOSE } from "../../../app/protocol/viewer-socket";
+import { refuseUpgrade } from "./cdp-proxy";
+import type { AgentConfig } from "./config";
+import type { Screen } from "./screen";
+
+interface Conn {
+  screen: number;
+  mode: "view" | "control";
+  issuer: string;
+  close: (code: number, reason: string) => void;
+}
+
+export class DirectViewers {
+  private readonly conns = new Set<Conn>();
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+
+  constructor(
+    private readonly screens: Screen[],
+    private readonly config: AgentConfig,
+  ) {}
+
+  /** Open direct sockets, for /health and tests. */
+  get count(): number {
+    return this.conns.size;
+  }
+
+  /** Who may drive screen n now: anyone, unless the guard is up (a person holds it). */
+  private mayDrive(s: Screen, issuer: string): boolean {
+    if (Date.now() >= s.guardedUntil) return true;
+    return mayDriveHeld({ by: s.guardedBy, exclusive: true }, issuer);
+  }
+
+  /** The guard went up on `s`: control sockets of anyone who may not drive now close. */
+  guardRaised(s: Screen): void {
+    for (const c of this.conns) {
+      if (c.screen === s.index && c.mode === "control" && !this.mayDrive(s, c.issuer)) {
+        c.close(VIEWER_CLOSE.denied, "a person took control of this screen");
+      }
+    }
+  }
+
+  serve(): http.Server {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.writeHead(426, { "content-type": "application/json", connection: "close" });
+      res.end(JSON.stringify({ code: "bad_request", message: "this port serves viewer WebSockets only" }));
+    });
+    server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+      socket.on("error", () => undefined);
+      try {
+        this.upgrade(req, socket, head);
+      } catch (err) {
+        refuseUpgrade(socket, 500, String((err as Error)?.message ?? err).slice(0, 200));
+      }
+    });
+    server.headersTimeout = 10_000;
+    server.requestTimeout = 10_000;
+    return server;
+  }
+
+  private upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? "/", "http://box");
+    const m = /^\/screens\/(\d{1,2})\/viewer$/.exec(url.pathname);
+    if (!m) return refuseUpgrade(socket, 404, `no viewer socket at ${url.pathname.slice(0, 100)}`);
+    const s = this.screens[Number(m[1])];
+    if (!s) return refuseUpgrade(socket, 404, `no screen ${m[1]}; this box has ${this.screens.length}`);
+    const asked = url.searchParams.get("mode") ?? "view";
+    if (asked !== "view" && asked !== "control") return refuseUpgrade(socket, 400, "mode is view or control");
+    const secret = this.config.secret();
+    let issuer = "password";
+    let untilMs = Infinity;
+    let greet: Parameters<typeof pipeViewer>[3]["greet"];
+    if (this.config.viewerAuth === "token") {
+      const claims = openDirectTicket(secret, url.searchParams.get("ticket"), this.config.boxId);
+      if (typeof claims === "string") return refuseUpgrade(socket, 401, claims);
+      if (claims.screen !== s.index) return refuseUpgrade(socket, 409, `the ticket is for screen ${claims.screen}, not ${s.index}`);
+      if (asked === "control" && claims.mode !== "control") return refuseUpgrade(socket, 409, "the ticket allows watching only, not control");
+      if (asked === "control" && !this.mayDrive(s, claims.issuer)) {
+        return refuseUpgrade(socket, 409, `a person has control of screen ${s.index}; you may watch, and control once it is given back`);
+      }
+      issuer = claims.issuer;
+      untilMs = claims.expires_at_ms;
+    } else {
+      if (!secret) return refuseUpgrade(socket, 503, "the box has no secret yet");
+      if (asked === "control") {
+        return refuseUpgrade(socket, 409, "a viewer password opens watching only: it names no person, so it cannot honour a takeover");
+      }
+      const password = directViewerPassword(secret);
+      const challenge = randomBytes(16);
+      const expected = vncChallengeResponse(password, challenge);
+      greet = (read, write) => greetViewerWithPassword(read, write, challenge, (r) => r.length === 16 && timingSafeEqual(r, expected));
+    }
+    const mode = asked;
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      void (async () => {
+        const vnc = await connectVnc("127.0.0.1", this.config.vncPortBase + s.index);
+        const login = vnc.reached ? loginToVnc(vnc.tcp, vnc.onData, (c) => vncChallengeResponse(vncPassword(), c), CONNECT_TIMEOUT_MS) : undefined;
+        login?.catch(() => undefined);
+        pipeViewer(ws, vnc, login, {
+          mode,
+          label: `screen ${s.index}`,
+          greet,
+          register: (close) => {
+            const conn: Conn = { screen: s.index, mode, issuer, close };
+            this.conns.add(conn);
+            // The guard may have gone up while VNC was being reached.
+            if (mode === "control" && !this.mayDrive(s, issuer)) queueMicrotask(() => close(VIEWER_CLOSE.denied, "a person took control of this screen"));
+            // A ticket opens a socket for as long as it is valid: past that, ask the server again.
+            const timer = Number.isFinite(untilMs)
+              ? setTimeout(() => close(VIEWER_CLOSE.badTicket, "the ticket expired; ask the server for a new one"), Math.max(0, untilMs - Date.now()))
+              : undefined;
+            return () => {
+              clearTimeout(timer);
+              this.conns.delete(conn);
+            };
+          },
+          whyVncClosed: async () => [VIEWER_CLOSE.vncUnreachable, "the screen's VNC server closed the connection"],
+          onLoginError: (err) => process.stderr.write(`holm-agent: direct viewer login to x11vnc failed: ${String(err)}\n`),
+        });
+      })();
+    });
+  }
+}
+
+/** The password x11vnc asks for, read from the file the server wrote for it as the box booted. */
+function vncPassword(): string {
+  return passwordOfVncPasswdFile(fs.readFileSync(process.env.HOLM_VNC_PASSWD_FILE || VNC_PASSWD_PATH));
+}

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signDirectTicket } from "../../app/protocol/direct-viewer";
+import { agentSecretOf } from "../support/box-auth";
+import { type TestServer, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";
+import { closedWithin, openViewer } from "../support/sockets";
+import { RfbClient } from "../../bench/viewer";
+import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
+import { type Api, twoWorkspaces } from "../support/workspaces";
+
+// Direct viewer sockets (issue 18; spec.policy.auth token / password, bind, seed 000), on real
+// boxes: the ticket answer's sockets go to the box itself, on a port published on loopback; the
+// box checks what the server would (a ticket signed for this box and screen, not expired; control
+// only with a control ticket and only while no one else holds the screen; a password opens
+// watching only) and drops a watcher's input with the same RFB filter. Each attack is made here.
+
+let server: TestServer;
+let asA: Api;
+let asB: Api;
+let c: Awaited<ReturnType<typeof twoWorkspaces>>["c"];
+let ada: Awaited<ReturnType<typeof twoWorkspaces>>["ada"];
+let tokenBox = "";
+let passwordBox = "";
+
+beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_TAKEOVER_GRACE_SECS: "30" });
+  ({ asA, asB, c, ada } = await twoWorkspaces(server));
+  tokenBox = (await launch({ policy: { auth: "token" } })).id;
+  passwordBox = (await launch({ policy: { auth: "password", bind: "any" } })).id;
+}, 180_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+async function launch(spec: unknown): Promise<any> {
+  const res = await asA("/v1/boxes", { method: "POST", json: { spec } });
+  const box = await json(res);
+  expect(res.status, JSON.stringify(box)).toBe(200);
+  return box;
+}
+
+async function ticket(id: string, mode?: "view" | "control", as: Api = asA): Promise<any> {
+  const res = await as(`/v1/boxes/${id}/screens/0/viewer/ticket`, { method: "POST", json: mode ? { mode } : {} });
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body)).toBe(200);
+  return body;
+}
+
+/** Where the box's pointer is, as the agent reads it. */
+async function pointerOf(id: string): Promise<{ x: number; y: number }> {
+  const body = await json(await asA(`/v1/boxes/${id}/screens/0/cursor`));
+  return { x: body.x, y: body.y };
+}
+
+async function moveTo(id: string, x: number, y: number) {
+  const res = await asA(`/v1/boxes/${id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "move", to: { x, y } }] } });
+  expect(res.status).toBe(200);
+}
+
+/** A person takes the screen, or gives it back, through the box page (as the console does). */
+async function byPerson(id: string, intent: "takeover" | "giveback") {
+  const csrf = c.csrfIn(await c.page(ada, `/boxes/${id}`));
+  const res = await c.form(ada, `/boxes/${id}`, { intent, screen: "0", csrf });
+  expect(res.status).toBe(200);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("direct viewer sockets", () => {
+  it("are published on loopback by default, on every address with bind any, and only for a box that asks; bind any without auth is refused", async () => {
+    const plain = await launch({});
+    for (const [id, want] of [
+      [tokenBox, ["127.0.0.1"]],
+      [passwordBox, ["0.0.0.0"]],
+      [plain.id, []],
+    ] as const) {
+      const info = await docker.getContainer(`holm-${id}`).inspect();
+      const bindings = Object.values(info.HostConfig.PortBindings ?? {}).flat() as { HostIp: string }[];
+      expect(bindings.map((b) => b.HostIp)).toEqual(want);
+    }
+    // A box without direct sockets answers with the server's relay, as before.
+    expect((await ticket(plain.id)).view_socket).toContain(`/v1/boxes/${plain.id}/screens/0/viewer/socket`);
+    const refused = await asA("/v1/boxes", { method: "POST", json: { spec: { policy: { bind: "any" } } } });
+    expect(refused.status).toBe(400);
+    expect((await json(refused)).message).toMatch(/policy\.auth token or password/);
+  });
+
+  it("token: the view socket goes to the box and shows the screen; input sent on it goes nowhere", async () => {
+    const t = await ticket(tokenBox, "view");
+    expect(t.view_socket).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/screens\/0\/viewer\?ticket=/);
+    expect(t.control_socket).toBeUndefined();
+    await moveTo(tokenBox, 20, 20);
+    const v = await openViewer(t.view_socket);
+    if (typeof v === "number") throw new Error(`refused: ${v}`);
+    expect(v.rfb.init.width).toBe(1280);
+    expect(await v.alive()).toBe(true);
+    v.rfb.pointer(0, 300, 300);
+    v.rfb.pointer(1, 300, 300);
+    v.rfb.pointer(0, 300, 300);
+    await sleep(500);
+    expect(await pointerOf(tokenBox)).toEqual({ x: 20, y: 20 });
+    // A view ticket does not open control.
+    expect(await openViewer(t.view_socket.replace("mode=view", "mode=control"))).toBe(409);
+    v.close();
+  });
+
+  it("token: the control socket drives while no one holds the screen; a person's takeover closes it and refuses it", async () => {
+    const t = await ticket(tokenBox, "control");
+    expect(t.control_socket).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/screens\/0\/viewer\?.*mode=control/);
+    const drive = await openViewer(t.control_socket);
+    if (typeof drive === "number") throw new Error(`refused: ${drive}`);
+    const watch = await openViewer(t.view_socket);
+    if (typeof watch === "number") throw new Error(`refused: ${watch}`);
+    drive.rfb.pointer(0, 400, 300);
+    await expect.poll(() => pointerOf(tokenBox), { timeout: 5000 }).toEqual({ x: 400, y: 300 });
+
+    await byPerson(tokenBox, "takeover");
+    try {
+      const closed = await closedWithin(drive, 5000);
+      expect(closed?.code).toBe(4403);
+      // The URL minted before the takeover no longer opens control; watching goes on.
+      expect(await openViewer(t.control_socket)).toBe(409);
+      expect(await watch.alive()).toBe(true);
+    } finally {
+      await byPerson(tokenBox, "giveback");
+    }
+    const again = await openViewer(t.control_socket);
+    if (typeof again === "number") throw new Error(`refused after the give-back: ${again}`);
+    again.rfb.pointer(0, 500, 350);
+    await expect.poll(() => pointerOf(tokenBox), { timeout: 5000 }).toEqual({ x: 500, y: 350 });
+    again.close();
+    watch.close();
+  });
+
+  it("token: a forged, expired, other box's or other screen's ticket, or none, is refused", async () => {
+    const t = await ticket(tokenBox, "control");
+    const url = new URL(t.view_socket);
+    const withTicket = (tk: string, mode = "view") => `ws://${url.host}${url.pathname}?${new URLSearchParams({ ticket: tk, mode })}`;
+    const tk = url.searchParams.get("ticket")!;
+    const secret = agentSecretOf(server, tokenBox);
+    const now = Date.now();
+    const claims = { box: tokenBox, screen: 0, mode: "control" as const, issuer: "key:x", expires_at_ms: now + 60_000 };
+    expect(await openViewer(`ws://${url.host}${url.pathname}`)).toBe(401);
+    expect(await openViewer(withTicket(`${tk.slice(0, -2)}${tk.endsWith("AA") ? "AB" : "AA"}`))).toBe(401);
+    expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, expires_at_ms: now - 1000 })))).toBe(401);
+    expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, box: passwordBox })))).toBe(401);
+    expect(await openViewer(withTicket(signDirectTicket(agentSecretOf(server, passwordBox), { ...claims, box: passwordBox })))).toBe(401);
+    expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, screen: 1 })))).toBe(409);
+    expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, expires_at_ms: now + 3600_000 })))).toBe(401);
+    // Another workspace cannot get a ticket for it at all.
+    expect((await asB(`/v1/boxes/${tokenBox}/screens/0/viewer/ticket`, { method: "POST", json: {} })).status).toBe(404);
+  });
+
+  it("another box cannot reach a socket published on every address (bind any), though this machine can", async () => {
+    const t = await ticket(passwordBox, "view");
+    const port = new URL(t.view_socket).port;
+    const nets = (await docker.getContainer(`holm-${tokenBox}`).inspect()).NetworkSettings.Networks;
+    const gateway = Object.values(nets)[0]!.Gateway;
+    const boxIp = Object.values((await docker.getContainer(`holm-${passwordBox}`).inspect()).NetworkSettings.Networks)[0]!.IPAddress;
+    const reach = (host: string, p: string | number) =>
+      execIn(tokenBox, ["bash", "-c", `timeout 3 bash -c 'exec 3<>/dev/tcp/${host}/${p}' 2>/dev/null && echo open || echo closed`]);
+    // From the token box: the host's address on its bridge, and the other box directly.
+    expect((await reach(gateway, port)).out.trim()).toBe("closed");
+    expect((await reach(boxIp, 5810)).out.trim()).toBe("closed");
+    // From this machine, on the bridge gateway's address (not loopback): open, as bind any asks.
+    const here = await RfbClient.overWebSocket(t.view_socket.replace("127.0.0.1", gateway));
+    await here.handshake(1, (ch) => vncChallengeResponse(t.password, ch));
+    here.close();
+  });
+
+  it("password: watching with the box's password, not without it; never control", async () => {
+    const t = await ticket(passwordBox, "control");
+    expect(t.view_socket).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/screens\/0\/viewer$/);
+    expect(t.password).toMatch(/^[!-~]{8}$/);
+    // Control of a password box goes through the server's relay, which honours takeovers.
+    expect(t.control_socket).toContain(`/v1/boxes/${passwordBox}/screens/0/viewer/socket`);
+    await moveTo(passwordBox, 30, 30);
+
+    const good = await RfbClient.overWebSocket(t.view_socket);
+    await good.handshake(1, (ch) => vncChallengeResponse(t.password, ch));
+    good.requestUpdate(false, 0, 0, 8, 8);
+    await good.nextUpdate();
+    good.pointer(1, 600, 400);
+    good.pointer(0, 600, 400);
+    await sleep(500);
+    expect(await pointerOf(passwordBox)).toEqual({ x: 30, y: 30 });
+    good.close();
+
+    const bad = await RfbClient.overWebSocket(t.view_socket);
+    await expect(bad.handshake(1, (ch) => vncChallengeResponse("wrong!!!", ch))).rejects.toThrow(/security result 1/);
+    expect((await bad.closed).code).toBe(4401);
+    // Security None is not offered.
+    const none = await RfbClient.overWebSocket(t.view_socket);
+    await expect(none.handshake(1)).rejects.toThrow(/no security type None/);
+    none.close();
+    expect(await openViewer(`${t.view_socket}?mode=control`)).toBe(409);
+  });
+});
