@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { vncChallengeResponse, vncPasswdFile, vncPasswordFrom } from "~/protocol/rfb/vnc-auth";
-import { ByteReader, greetViewer, vncLogin } from "../../app/protocol/rfb/handshake";
+import { ByteReader, greetViewer, greetViewerWithPassword, vncLogin } from "../../app/protocol/rfb/handshake";
 
 // The relay's two RFB handshakes, spoken against scripted peers, and the VNC password crypto.
 // That x11vnc itself takes the relay's login is proven against real boxes (viewer.test.ts,
@@ -144,5 +144,34 @@ describe("greeting a viewer", () => {
     const done2 = greetViewer((n) => r2.read(n), () => undefined);
     r2.push(Buffer.from("GET / HTTP/1.1\r\n"));
     await expect(done2).rejects.toMatchObject({ kind: "protocol" });
+  });
+
+  it("with a password: offers VNC authentication only, takes the right answer, refuses a wrong one with a reason", async () => {
+    const challenge = Buffer.alloc(16, 7);
+    const right = vncChallengeResponse("pw123456", challenge);
+    const greet = (answer: Buffer, version = "RFB 003.008\n") => {
+      const out: Buffer[] = [];
+      const r = new ByteReader();
+      const done = greetViewerWithPassword((n) => r.read(n), (b) => out.push(b), challenge, (a) => a.equals(right));
+      r.push(Buffer.from(version));
+      if (!version.includes("003.003")) r.push(Buffer.from([2]));
+      r.push(answer);
+      return { done, out };
+    };
+    const ok = greet(right);
+    await ok.done;
+    expect(Buffer.concat(ok.out)).toEqual(Buffer.concat([Buffer.from("RFB 003.008\n"), Buffer.from([1, 2]), challenge, u32(0)]));
+    const bad = greet(Buffer.alloc(16));
+    await expect(bad.done).rejects.toMatchObject({ kind: "password" });
+    expect(Buffer.concat(bad.out).subarray(12 + 2 + 16, 12 + 2 + 16 + 4)).toEqual(u32(1));
+    expect(Buffer.concat(bad.out).toString("latin1")).toContain("the password is wrong");
+    const old = greet(right, "RFB 003.003\n");
+    await old.done;
+    expect(Buffer.concat(old.out).subarray(12)).toEqual(Buffer.concat([u32(2), challenge, u32(0)]));
+    const none = new ByteReader();
+    const picked = greetViewerWithPassword((n) => none.read(n), () => undefined, challenge, () => true);
+    none.push(Buffer.from("RFB 003.008\n"));
+    none.push(Buffer.from([1]));
+    await expect(picked).rejects.toMatchObject({ kind: "unsupported" });
   });
 });

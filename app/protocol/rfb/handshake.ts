@@ -127,28 +127,37 @@ export class ViewerGreetingError extends Error {
 }
 
 /**
- * Greets a viewer as a VNC server with security type None (RFB 3.3, 3.7 or 3.8, as it asks).
- * Resolves when the next byte from the viewer is its ClientInit.
+ * Sends the server's ProtocolVersion and reads the viewer's; offers `type` as the one security
+ * type (3.3: the server picks it; 3.7 and 3.8: a list of one, which the viewer must choose).
+ * Returns the minor version, as libvncserver reads it: 3.7 is 3.7, above is 3.8, below is 3.3.
  */
-export async function greetViewer(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
+async function offerSecurity(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void, type: number, what: string): Promise<number> {
   write(Buffer.from("RFB 003.008\n", "latin1"));
   const version = (await read(12)).toString("latin1");
   const m = /^RFB (\d{3})\.(\d{3})\n$/.exec(version);
   if (!m) throw new ViewerGreetingError("the client did not send an RFB ProtocolVersion", "protocol");
   if (Number(m[1]) !== 3) throw new ViewerGreetingError(`RFB ${Number(m[1])}.x is not supported`, "unsupported");
   const minor = Number(m[2]);
-  // As libvncserver reads it: 3.7 is 3.7, above is 3.8, below is 3.3.
   if (minor < 7) {
     const b = Buffer.alloc(4);
-    b.writeUInt32BE(SECURITY_NONE);
+    b.writeUInt32BE(type);
     write(b);
-    return;
+    return 3;
   }
-  write(Buffer.from([1, SECURITY_NONE]));
+  write(Buffer.from([1, type]));
   const chosen = (await read(1))[0]!;
-  if (chosen !== SECURITY_NONE) throw new ViewerGreetingError(`security type ${chosen} is not offered; the relay offers None`, "unsupported");
-  // 3.7 sends no SecurityResult for None; 3.8 does.
-  if (minor >= 8) write(Buffer.alloc(4));
+  if (chosen !== type) throw new ViewerGreetingError(`security type ${chosen} is not offered; ${what}`, "unsupported");
+  return minor >= 8 ? 8 : 7;
+}
+
+/**
+ * Greets a viewer as a VNC server with security type None (RFB 3.3, 3.7 or 3.8, as it asks).
+ * Resolves when the next byte from the viewer is its ClientInit.
+ */
+export async function greetViewer(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
+  const minor = await offerSecurity(read, write, SECURITY_NONE, "the relay offers None");
+  // 3.3 and 3.7 send no SecurityResult for None; 3.8 does.
+  if (minor === 8) write(Buffer.alloc(4));
 }
 
 /**
@@ -162,23 +171,7 @@ export async function greetViewerWithPassword(
   challenge: Buffer,
   check: (response: Buffer) => boolean,
 ): Promise<void> {
-  write(Buffer.from("RFB 003.008\n", "latin1"));
-  const version = (await read(12)).toString("latin1");
-  const m = /^RFB (\d{3})\.(\d{3})\n$/.exec(version);
-  if (!m) throw new ViewerGreetingError("the client did not send an RFB ProtocolVersion", "protocol");
-  if (Number(m[1]) !== 3) throw new ViewerGreetingError(`RFB ${Number(m[1])}.x is not supported`, "unsupported");
-  const minor = Number(m[2]);
-  if (minor < 7) {
-    const b = Buffer.alloc(4);
-    b.writeUInt32BE(SECURITY_VNC_AUTH);
-    write(b);
-  } else {
-    write(Buffer.from([1, SECURITY_VNC_AUTH]));
-    const chosen = (await read(1))[0]!;
-    if (chosen !== SECURITY_VNC_AUTH) {
-      throw new ViewerGreetingError(`security type ${chosen} is not offered; this socket asks for a password`, "unsupported");
-    }
-  }
+  const minor = await offerSecurity(read, write, SECURITY_VNC_AUTH, "this socket asks for a password");
   write(challenge);
   const ok = check(await read(16));
   const result = Buffer.alloc(4);
@@ -187,6 +180,6 @@ export async function greetViewerWithPassword(
   const reason = Buffer.from("the password is wrong", "utf8");
   const len = Buffer.alloc(4);
   len.writeUInt32BE(reason.length);
-  write(minor >= 8 ? Buffer.concat([result, len, reason]) : result);
+  write(minor === 8 ? Buffer.concat([result, len, reason]) : result);
   throw new ViewerGreetingError("the viewer's password is wrong", "password");
 }
