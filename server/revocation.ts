@@ -1,5 +1,6 @@
 import type { Server as IoServer, Socket } from "socket.io";
 import { principalAccess } from "~/models/access.server";
+import { recheckDirectViewers } from "~/models/direct-viewer-access.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import type { Role } from "~/models/roles";
 import { type ViewerConnection, openViewers } from "~/models/viewer.server";
@@ -66,5 +67,7 @@ export function attachRevocation(io: IoServer) {
       }
     }
     void Promise.all(checks);
+    // Sockets a box serves itself (policy.auth token) are checked through their box.
+    void recheckDirectViewers(change).catch((err) => log.error({ err }, "rechecking direct viewer sockets failed"));
   });
 }

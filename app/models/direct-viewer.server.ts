@@ -55,7 +55,7 @@ export async function directSockets(box: BoxJson, screen: number, issued: Issued
   }
   const expires_at_ms = Math.min(issued.expires_at_ms, Date.now() + DIRECT_TICKET_TTL_MS);
   const direct = (mode: "view" | "control") => {
-    const ticket = signDirectTicket(agentSecret(box.id), { box: box.id, screen, mode: issued.mode, issuer, expires_at_ms });
+    const ticket = signDirectTicket(agentSecret(box.id), { box: box.id, screen, mode: issued.mode, issuer, expires_at_ms, issued_at_ms: Date.now() });
     return `${base}?${new URLSearchParams({ ticket, mode })}`;
   };
   return { view_socket: direct("view"), ...(issued.mode === "control" && { control_socket: direct("control") }) };

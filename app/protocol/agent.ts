@@ -59,6 +59,8 @@ export const AGENT_ROUTES = {
   recordingStop: ["DELETE", "/screens/:n/recording"],
   release: ["POST", "/screens/:n/release"],
   guard: ["POST", "/screens/:n/guard"],
+  directViewers: ["GET", "/viewers"],
+  directViewersClose: ["POST", "/viewers/close"],
   exec: ["POST", "/exec"],
   fileRead: ["GET", "/files"],
   fileWrite: ["PUT", "/files"],

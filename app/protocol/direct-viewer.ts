@@ -43,6 +43,8 @@ export interface DirectTicketClaims {
   mode: "view" | "control";
   issuer: string;
   expires_at_ms: number;
+  /** When the server signed it: a box refuses tickets of an issuer signed before it lost access. */
+  issued_at_ms: number;
 }
 
 const TICKET_LABEL = "holm-direct-viewer-v1\n";
@@ -80,14 +82,15 @@ export function openDirectTicket(secret: string, token: string | null, boxId: st
     !Number.isInteger(p.screen) ||
     (p.mode !== "view" && p.mode !== "control") ||
     typeof p.issuer !== "string" ||
-    !Number.isFinite(p.expires_at_ms)
+    !Number.isFinite(p.expires_at_ms) ||
+    !Number.isFinite(p.issued_at_ms)
   ) {
     return "the ticket cannot be read";
   }
   if (p.box !== boxId) return "the ticket is for another box";
   if (now >= p.expires_at_ms!) return "the ticket has expired; ask the server for a new one";
   if (p.expires_at_ms! - now > DIRECT_TICKET_TTL_MS + 60_000) return "the ticket's lifetime is longer than a ticket's";
-  return { box: p.box, screen: p.screen!, mode: p.mode, issuer: p.issuer, expires_at_ms: p.expires_at_ms! };
+  return { box: p.box, screen: p.screen!, mode: p.mode, issuer: p.issuer, expires_at_ms: p.expires_at_ms!, issued_at_ms: p.issued_at_ms! };
 }
 
 /** The box's viewer password (policy.auth `password`): 8 printable characters, from its agent secret. */

@@ -5,7 +5,7 @@ import { type TestServer, docker, execIn, json, removeTestBoxes, startServer } f
 import { closedWithin, openViewer } from "../support/sockets";
 import { RfbClient } from "../../bench/viewer";
 import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
-import { type Api, twoWorkspaces } from "../support/workspaces";
+import { type Api, apiAs, twoWorkspaces } from "../support/workspaces";
 
 // Direct viewer sockets (issue 18; spec.policy.auth token / password, bind, seed 000), on real
 // boxes: the ticket answer's sockets go to the box itself, on a port published on loopback; the
@@ -140,7 +140,7 @@ describe("direct viewer sockets", () => {
     const tk = url.searchParams.get("ticket")!;
     const secret = agentSecretOf(server, tokenBox);
     const now = Date.now();
-    const claims = { box: tokenBox, screen: 0, mode: "control" as const, issuer: "key:x", expires_at_ms: now + 60_000 };
+    const claims = { box: tokenBox, screen: 0, mode: "control" as const, issuer: "key:x", expires_at_ms: now + 60_000, issued_at_ms: now };
     expect(await openViewer(`ws://${url.host}${url.pathname}`)).toBe(401);
     expect(await openViewer(withTicket(`${tk.slice(0, -2)}${tk.endsWith("AA") ? "AB" : "AA"}`))).toBe(401);
     expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, expires_at_ms: now - 1000 })))).toBe(401);
@@ -150,6 +150,23 @@ describe("direct viewer sockets", () => {
     expect(await openViewer(withTicket(signDirectTicket(secret, { ...claims, expires_at_ms: now + 3600_000 })))).toBe(401);
     // Another workspace cannot get a ticket for it at all.
     expect((await asB(`/v1/boxes/${tokenBox}/screens/0/viewer/ticket`, { method: "POST", json: {} })).status).toBe(404);
+  });
+
+  it("token: revoking a key closes its direct sockets at once, and its URLs open nothing after", async () => {
+    const doomed = await c.createKey(ada, "direct-doomed");
+    const asDoomed = apiAs(server, doomed.secret);
+    const t = await ticket(tokenBox, "control", asDoomed);
+    const watch = await openViewer(t.view_socket);
+    const drive = await openViewer(t.control_socket);
+    if (typeof watch === "number" || typeof drive === "number") throw new Error(`refused: ${watch} ${drive}`);
+    const csrf = c.csrfIn(await c.page(ada, "/keys"));
+    expect((await c.form(ada, "/keys?index", { intent: "revoke", id: doomed.id, csrf })).status).toBe(200);
+    const [w, d] = await Promise.all([closedWithin(watch, 5000), closedWithin(drive, 5000)]);
+    expect(w?.code).toBe(4401);
+    expect(d?.code).toBe(4401);
+    // The URLs were signed before the key was revoked: the box refuses them from now on.
+    expect(await openViewer(t.view_socket)).toBe(401);
+    expect(await openViewer(t.control_socket)).toBe(401);
   });
 
   it("another box cannot reach a socket published on every address (bind any), though this machine can", async () => {

@@ -5,7 +5,7 @@ import { DIRECT_TICKET_TTL_MS, directViewerPassword, mayDriveHeld, openDirectTic
 
 const SECRET = "c2VjcmV0LW9mLWJveC1vbmU";
 const NOW = 1_800_000_000_000;
-const claims = { box: "box_1", screen: 0, mode: "control" as const, issuer: "key:k1", expires_at_ms: NOW + 60_000 };
+const claims = { box: "box_1", screen: 0, mode: "control" as const, issuer: "key:k1", expires_at_ms: NOW + 60_000, issued_at_ms: NOW - 1 };
 
 describe("direct tickets", () => {
   it("open with the secret they were signed with, for their box, before they expire", () => {

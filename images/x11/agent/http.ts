@@ -185,6 +185,13 @@ export function createServer(screens: Screen[], config: AgentConfig, viewers?: D
     return { guarded: b.on, released: r.released, released_keys: r.released_keys };
   });
 
+  add("directViewers", async () => ({ viewers: viewers?.list() ?? [] }));
+  add("directViewersClose", async ({ body }) => {
+    const b = (await body()) as { issuer?: unknown; control_only?: unknown; reason?: unknown };
+    if (typeof b?.issuer !== "string") throw new AgentError("bad_request", "close needs {issuer: string}");
+    return { closed: viewers?.closeIssuer(b.issuer, b.control_only === true, typeof b.reason === "string" ? b.reason : "access ended") ?? 0 };
+  });
+
   const s0 = (): Screen => screens[0];
   add("exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
   add("fileRead", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));

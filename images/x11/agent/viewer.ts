@@ -15,7 +15,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
-import { directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
+import { DIRECT_TICKET_TTL_MS, directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
 import { greetViewerWithPassword, loginToVnc } from "../../../app/protocol/rfb/handshake";
 import { CONNECT_TIMEOUT_MS, connectVnc, pipeViewer } from "../../../app/protocol/rfb/pipe";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
@@ -33,6 +33,11 @@ interface Conn {
 
 export class DirectViewers {
   private readonly conns = new Set<Conn>();
+  /**
+   * Issuers whose access ended (the server said so), by `issuer` or `issuer control`: when. A
+   * ticket signed before then is refused; kept a ticket's lifetime, after which none is left.
+   */
+  private readonly endedAt = new Map<string, number>();
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
 
   constructor(
@@ -49,6 +54,28 @@ export class DirectViewers {
   private mayDrive(s: Screen, issuer: string): boolean {
     if (Date.now() >= s.guardedUntil) return true;
     return mayDriveHeld({ by: s.guardedBy, exclusive: true }, issuer);
+  }
+
+  /** The open direct sockets: screen, mode and issuer (the server rechecks them when access changes). */
+  list(): { screen: number; mode: "view" | "control"; issuer: string }[] {
+    return [...this.conns].map(({ screen, mode, issuer }) => ({ screen, mode, issuer }));
+  }
+
+  /**
+   * Closes `issuer`'s sockets (the server found its access gone: a key revoked, a member removed):
+   * all of them with 4401, or with `controlOnly` (the role no longer drives) its control sockets with 4403.
+   */
+  closeIssuer(issuer: string, controlOnly: boolean, reason: string): number {
+    const now = Date.now();
+    for (const [k, at] of this.endedAt) if (now - at > DIRECT_TICKET_TTL_MS + 60_000) this.endedAt.delete(k);
+    this.endedAt.set(controlOnly ? `${issuer} control` : issuer, now);
+    let n = 0;
+    for (const c of this.conns) {
+      if (c.issuer !== issuer || (controlOnly && c.mode !== "control")) continue;
+      c.close(controlOnly ? VIEWER_CLOSE.denied : VIEWER_CLOSE.badTicket, reason.slice(0, 120));
+      n++;
+    }
+    return n;
   }
 
   /** The guard went up on `s`: control sockets of anyone who may not drive now close. */
@@ -94,8 +121,12 @@ export class DirectViewers {
     if (this.config.viewerAuth === "token") {
       const claims = openDirectTicket(secret, url.searchParams.get("ticket"), this.config.boxId);
       if (typeof claims === "string") return refuseUpgrade(socket, 401, claims);
+      if (claims.issued_at_ms <= (this.endedAt.get(claims.issuer) ?? -1)) return refuseUpgrade(socket, 401, "the ticket's issuer no longer has access");
       if (claims.screen !== s.index) return refuseUpgrade(socket, 409, `the ticket is for screen ${claims.screen}, not ${s.index}`);
       if (asked === "control" && claims.mode !== "control") return refuseUpgrade(socket, 409, "the ticket allows watching only, not control");
+      if (asked === "control" && claims.issued_at_ms <= (this.endedAt.get(`${claims.issuer} control`) ?? -1)) {
+        return refuseUpgrade(socket, 409, "the ticket's issuer may no longer control this screen");
+      }
       if (asked === "control" && !this.mayDrive(s, claims.issuer)) {
         return refuseUpgrade(socket, 409, `a person has control of screen ${s.index}; you may watch, and control once it is given back`);
       }

@@ -1,0 +1,56 @@
+import { agentCall } from "~/protocol/agent";
+import { db } from "~/utils/db.server";
+import { log } from "~/utils/log.server";
+import { principalAccess } from "./access.server";
+import type { Actor } from "./actor";
+import { requireRunningBox } from "./box.server";
+import { type PrincipalChange, concerns } from "./principal-changes.server";
+import { callAgent } from "./screen.server";
+
+// Revocation reaches direct viewer sockets too (ADR 0029): they run in the box, so when a key is
+// revoked, a member removed or demoted, or a person's sessions end, the server asks each running
+// box with direct sockets who is connected, checks those the change concerns against the store,
+// and has the box close the ones whose access is gone (4401), or only their control (4403), and
+// refuse their tickets signed before then.
+
+const SERVER: Actor = { kind: "server" };
+
+interface DirectViewer {
+  screen: number;
+  mode: "view" | "control";
+  issuer: string;
+}
+
+export async function recheckDirectViewers(change: PrincipalChange): Promise<void> {
+  const rows = await db()
+    .selectFrom("box")
+    .select(["id", "owner", "spec_json"])
+    .where("state", "in", ["ready", "paused"])
+    .where("removed_at_ms", "is", null)
+    .execute();
+  await Promise.all(
+    rows
+      .filter((r) => (JSON.parse(r.spec_json) as { policy?: { auth?: string } }).policy?.auth === "token")
+      .map((r) =>
+        recheckBox(r.id, r.owner, change).catch((err) => log.error({ err, box: r.id }, "rechecking a box's direct viewer sockets failed")),
+      ),
+  );
+}
+
+async function recheckBox(id: string, owner: string | null, change: PrincipalChange): Promise<void> {
+  const box = await requireRunningBox(SERVER, id, AbortSignal.timeout(5000));
+  const { viewers } = await callAgent<{ viewers: DirectViewer[] }>(box, agentCall("directViewers", {}));
+  // Those connected, and the key or person the change names even when not connected: the box
+  // then also refuses their tickets signed before now.
+  const named = change.kind === "key" ? `key:${change.keyId}` : change.kind === "member" || change.userId ? `user:${change.userId}` : undefined;
+  const issuers = new Set([...viewers.filter((v) => concerns(change, v.issuer)).map((v) => v.issuer), ...(named ? [named] : [])]);
+  for (const issuer of issuers) {
+    const watch = await principalAccess(issuer, owner, "viewer");
+    if (!watch.ok) {
+      await callAgent(box, agentCall("directViewersClose", {}), { issuer, control_only: false, reason: watch.why });
+      continue;
+    }
+    const drive = await principalAccess(issuer, owner, "member");
+    if (!drive.ok) await callAgent(box, agentCall("directViewersClose", {}), { issuer, control_only: true, reason: drive.why });
+  }
+}
