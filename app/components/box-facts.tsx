@@ -103,6 +103,9 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
     ["Runtime", box.runtime],
     ["Network", box.spec.policy.network ? "on" : "off"],
   );
+  // Direct viewer sockets (ADR 0029): say that the box serves them, and where they are published.
+  const { auth, bind } = box.spec.policy;
+  if (auth !== "none") rows.push(["Direct viewer", `${auth === "token" ? "signed tickets" : "password, watching only"} · ${bind === "any" ? "every address" : "loopback"}`]);
   return (
     <section aria-labelledby="details-h" className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm">
       <h2 id="details-h" className="text-sm font-semibold">Details</h2>

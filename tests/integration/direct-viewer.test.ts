@@ -79,6 +79,10 @@ describe("direct viewer sockets", () => {
       const bindings = Object.values(info.HostConfig.PortBindings ?? {}).flat() as { HostIp: string }[];
       expect(bindings.map((b) => b.HostIp)).toEqual(want);
     }
+    // The box page says so, and where; a box without them says nothing of it.
+    expect(await c.page(ada, `/boxes/${tokenBox}`)).toMatch(/Direct viewer<\/dt><dd[^>]*>signed tickets · loopback</);
+    expect(await c.page(ada, `/boxes/${passwordBox}`)).toMatch(/Direct viewer<\/dt><dd[^>]*>password, watching only · every address</);
+    expect(await c.page(ada, `/boxes/${plain.id}`)).not.toContain("Direct viewer");
     // A box without direct sockets answers with the server's relay, as before.
     expect((await ticket(plain.id)).view_socket).toContain(`/v1/boxes/${plain.id}/screens/0/viewer/socket`);
     const refused = await asA("/v1/boxes", { method: "POST", json: { spec: { policy: { bind: "any" } } } });
