@@ -1,4 +1,5 @@
 import { reapBoxes } from "~/models/box-sync.server";
+import { collectDirectInput } from "~/models/direct-viewer-access.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
@@ -32,6 +33,11 @@ function every(name: string, secs: number, sweep: () => Promise<string | undefin
 
 export function startLoops() {
   const e = env();
+  // Not a scheduled job: the trace of what came in on direct control sockets (ADR 0029), always.
+  every("direct viewer input", 2, async () => {
+    await collectDirectInput();
+    return undefined;
+  });
   if (e.HOLM_SERVER_SCHEDULE === "external") {
     log.info("schedule external: reap, prune and queued jobs wait for /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run");
     return;

@@ -1,11 +1,13 @@
 import { agentCall } from "~/protocol/agent";
+import type { DirectInputs } from "~/protocol/direct-viewer";
 import { db } from "~/utils/db.server";
 import { log } from "~/utils/log.server";
 import { principalAccess } from "./access.server";
 import type { Actor } from "./actor";
-import { requireRunningBox } from "./box.server";
+import { requireRunningBox, touchBox } from "./box.server";
 import { type PrincipalChange, concerns } from "./principal-changes.server";
 import { callAgent } from "./screen.server";
+import { reportViewerInput } from "./viewer.server";
 
 // Revocation reaches direct viewer sockets too (ADR 0029): they run in the box, so when a key is
 // revoked, a member removed or demoted, or a person's sessions end, the server asks each running
@@ -21,20 +23,46 @@ interface DirectViewer {
   issuer: string;
 }
 
-export async function recheckDirectViewers(change: PrincipalChange): Promise<void> {
+/** The boxes that serve direct control sockets (policy.auth token) and may have some open. */
+async function tokenBoxes(states: string[]): Promise<{ id: string; owner: string | null }[]> {
   const rows = await db()
     .selectFrom("box")
     .select(["id", "owner", "spec_json"])
-    .where("state", "in", ["ready", "paused"])
+    .where("state", "in", states)
     .where("removed_at_ms", "is", null)
     .execute();
+  return rows.filter((r) => (JSON.parse(r.spec_json) as { policy?: { auth?: string } }).policy?.auth === "token");
+}
+
+export async function recheckDirectViewers(change: PrincipalChange): Promise<void> {
+  const boxes = await tokenBoxes(["ready", "paused"]);
   await Promise.all(
-    rows
-      .filter((r) => (JSON.parse(r.spec_json) as { policy?: { auth?: string } }).policy?.auth === "token")
-      .map((r) =>
-        recheckBox(r.id, r.owner, change).catch((err) => log.error({ err, box: r.id }, "rechecking a box's direct viewer sockets failed")),
-      ),
+    boxes.map((r) =>
+      recheckBox(r.id, r.owner, change).catch((err) => log.error({ err, box: r.id }, "rechecking a box's direct viewer sockets failed")),
+    ),
   );
+}
+
+/**
+ * Takes the input that came in on each box's direct control sockets into the trace, as the relay
+ * reports its own (app/models/takeover.server.ts records it, coarsely): the box cannot reach the
+ * server, so the server asks (every few seconds, server/loops.ts). Returns how many were taken.
+ */
+export async function collectDirectInput(): Promise<number> {
+  let n = 0;
+  for (const r of await tokenBoxes(["ready"])) {
+    try {
+      const box = await requireRunningBox(SERVER, r.id, AbortSignal.timeout(2000));
+      const got = await callAgent<DirectInputs>(box, agentCall("directViewerInputs", {}), {}, 5000);
+      if (got.dropped) log.warn({ box: r.id, dropped: got.dropped }, "direct viewer input was dropped before the server took it");
+      for (const i of got.inputs) reportViewerInput({ boxId: r.id, screen: i.screen, issuer: i.issuer, kind: i.kind, detail: i.detail });
+      if (got.inputs.length) await touchBox(r.id);
+      n += got.inputs.length;
+    } catch (err) {
+      log.warn({ err, box: r.id }, "taking a box's direct viewer input failed");
+    }
+  }
+  return n;
 }
 
 async function recheckBox(id: string, owner: string | null, change: PrincipalChange): Promise<void> {

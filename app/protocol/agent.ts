@@ -61,6 +61,7 @@ export const AGENT_ROUTES = {
   guard: ["POST", "/screens/:n/guard"],
   directViewers: ["GET", "/viewers"],
   directViewersClose: ["POST", "/viewers/close"],
+  directViewerInputs: ["POST", "/viewers/inputs"],
   exec: ["POST", "/exec"],
   fileRead: ["GET", "/files"],
   fileWrite: ["PUT", "/files"],

@@ -36,6 +36,21 @@ export function mayDriveHeld(held: HeldBy | undefined | null, issuer: string): b
   return issuer.startsWith("user:");
 }
 
+/** Input that came in on a direct control socket, as coarse as the relay reports it (never which keys). */
+export interface DirectInput {
+  screen: number;
+  issuer: string;
+  kind: "pointer" | "key" | "cut";
+  detail: Record<string, number>;
+  at_ms: number;
+}
+
+/** `POST /viewers/inputs`: the input since the last call (the call takes it), and how much was dropped for room. */
+export interface DirectInputs {
+  inputs: DirectInput[];
+  dropped: number;
+}
+
 export interface DirectTicketClaims {
   box: string;
   screen: number;

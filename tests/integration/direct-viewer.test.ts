@@ -133,6 +133,15 @@ describe("direct viewer sockets", () => {
     if (typeof again === "number") throw new Error(`refused after the give-back: ${again}`);
     again.rfb.pointer(0, 500, 350);
     await expect.poll(() => pointerOf(tokenBox), { timeout: 5000 }).toEqual({ x: 500, y: 350 });
+    // A click on it is in the trace, as coarse as the relay's (where, which button, who).
+    again.rfb.pointer(1, 510, 360);
+    again.rfb.pointer(0, 510, 360);
+    await expect
+      .poll(async () => {
+        const { entries } = await json(await asA(`/v1/boxes/${tokenBox}/trace?limit=500`));
+        return (entries as any[]).filter((e) => e.event === "person_input" && e.data?.x === 510).map((e) => ({ ...e.data, screen: e.screen }));
+      }, { timeout: 10_000 })
+      .toEqual([expect.objectContaining({ kind: "click", x: 510, y: 360, button: 1, by: expect.stringMatching(/^key:/), screen: 0 })]);
     again.close();
     watch.close();
   });

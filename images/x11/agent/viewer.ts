@@ -15,7 +15,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
 import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
-import { DIRECT_TICKET_TTL_MS, directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
+import { DIRECT_TICKET_TTL_MS, type DirectInput, type DirectInputs, directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
 import { greetViewerWithPassword, loginToVnc } from "../../../app/protocol/rfb/handshake";
 import { CONNECT_TIMEOUT_MS, connectVnc, pipeViewer } from "../../../app/protocol/rfb/pipe";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
@@ -23,6 +23,9 @@ import { VIEWER_CLOSE } from "../../../app/protocol/viewer-socket";
 import { refuseUpgrade } from "./cdp-proxy";
 import type { AgentConfig } from "./config";
 import type { Screen } from "./screen";
+
+/** Input kept for the server at most: it takes it every few seconds. */
+const MAX_INPUTS = 2000;
 
 interface Conn {
   screen: number;
@@ -38,6 +41,17 @@ export class DirectViewers {
    * ticket signed before then is refused; kept a ticket's lifetime, after which none is left.
    */
   private readonly endedAt = new Map<string, number>();
+  /** Input on control sockets, until the server takes it for the trace (POST /viewers/inputs). */
+  private inputs: DirectInput[] = [];
+  private dropped = 0;
+
+  /** The input since the last call, for the server's trace. */
+  takeInputs(): DirectInputs {
+    const out = { inputs: this.inputs, dropped: this.dropped };
+    this.inputs = [];
+    this.dropped = 0;
+    return out;
+  }
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
 
   constructor(
@@ -152,6 +166,13 @@ export class DirectViewers {
           mode,
           label: `screen ${s.index}`,
           greet,
+          onInput: (kind, detail) => {
+            if (this.inputs.length >= MAX_INPUTS) {
+              this.inputs.shift();
+              this.dropped++;
+            }
+            this.inputs.push({ screen: s.index, issuer, kind, detail: detail as Record<string, number>, at_ms: Date.now() });
+          },
           register: (close) => {
             const conn: Conn = { screen: s.index, mode, issuer, close };
             this.conns.add(conn);
