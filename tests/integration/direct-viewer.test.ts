@@ -5,6 +5,7 @@ import { type TestServer, docker, execIn, json, removeTestBoxes, startServer } f
 import { closedWithin, openViewer } from "../support/sockets";
 import { RfbClient } from "../../bench/viewer";
 import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
+import { registerSecret } from "../support/log-secrets";
 import { type Api, apiAs, twoWorkspaces } from "../support/workspaces";
 
 // Direct viewer sockets (issue 18; spec.policy.auth token / password, bind, seed 000), on real
@@ -44,6 +45,9 @@ async function ticket(id: string, mode?: "view" | "control", as: Api = asA): Pro
   const res = await as(`/v1/boxes/${id}/screens/0/viewer/ticket`, { method: "POST", json: mode ? { mode } : {} });
   const body = await json(res);
   expect(res.status, JSON.stringify(body)).toBe(200);
+  // Credentials: the log check of the whole run looks for them in every server log.
+  registerSecret(body.password, "a box's direct viewer password");
+  for (const u of [body.view_socket, body.control_socket]) registerSecret(u && new URL(u).searchParams.get("ticket"), "a direct viewer ticket");
   return body;
 }
 
