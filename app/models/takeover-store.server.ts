@@ -152,15 +152,7 @@ export async function keepHeld(t: Takeover, until: number): Promise<void> {
  * from what it read (the others see it moved, and leave it).
  */
 export async function claimGuard(t: Takeover, now: number): Promise<boolean> {
-  const r = await db()
-    .updateTable("takeover")
-    .set({ guard_at_ms: now })
-    .where("box_id", "=", t.boxId)
-    .where("screen", "=", t.screen)
-    .where("since_ms", "=", t.since_ms)
-    .where("guard_at_ms", "=", t.guard_at_ms)
-    .executeTakeFirst();
-  const won = Number(r.numUpdatedRows) === 1;
+  const won = await updateThisTakeover(t, { guard_at_ms: now }, t.guard_at_ms);
   if (won) {
     t.guard_at_ms = now;
     const mine = held.get(keyOf(t.boxId, t.screen));
@@ -171,18 +163,22 @@ export async function claimGuard(t: Takeover, now: number): Promise<boolean> {
 
 /** Notes the recording `t` started (while it is still that takeover), for whoever ends it. */
 export async function setHeldRecording(t: Takeover, path: string): Promise<boolean> {
-  const r = await db()
-    .updateTable("takeover")
-    .set({ recording: path })
-    .where("box_id", "=", t.boxId)
-    .where("screen", "=", t.screen)
-    .where("since_ms", "=", t.since_ms)
-    .executeTakeFirst();
+  const updated = await updateThisTakeover(t, { recording: path });
   const mine = held.get(keyOf(t.boxId, t.screen));
   if (mine?.since_ms === t.since_ms) mine.recording = path;
   t.recording = path;
   publish("takeover", { boxId: t.boxId, screen: t.screen });
-  return Number(r.numUpdatedRows) === 1;
+  return updated;
+}
+
+/**
+ * Updates the row of takeover `t` while it is still that takeover (same start), and, with
+ * `guardAt`, only if its guard was last raised then; true when the row changed.
+ */
+async function updateThisTakeover(t: Takeover, set: { guard_at_ms?: number; recording?: string }, guardAt?: number): Promise<boolean> {
+  let q = db().updateTable("takeover").set(set).where("box_id", "=", t.boxId).where("screen", "=", t.screen).where("since_ms", "=", t.since_ms);
+  if (guardAt !== undefined) q = q.where("guard_at_ms", "=", guardAt);
+  return Number((await q.executeTakeFirst()).numUpdatedRows) === 1;
 }
 
 /** What to do when another server changed a takeover (close this server's sockets, tell the console). */
