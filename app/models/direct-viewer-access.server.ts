@@ -82,3 +82,20 @@ async function recheckBox(id: string, owner: string | null, change: PrincipalCha
     if (!drive.ok) await callAgent(box, agentCall("directViewersClose", {}), { issuer, control_only: true, reason: drive.why });
   }
 }
+
+/**
+ * The direct sockets open on one screen of a box that serves them (the box is asked): they count
+ * in `GET …/viewers` beside the relay's. Zero when the box does not answer.
+ */
+export async function directViewerCounts(boxId: string, screen: number): Promise<{ watching: number; driving: number; people: number }> {
+  try {
+    const box = await requireRunningBox(SERVER, boxId, AbortSignal.timeout(2000));
+    const { viewers } = await callAgent<{ viewers: DirectViewer[] }>(box, agentCall("directViewers", {}), undefined, 2000);
+    const here = viewers.filter((v) => v.screen === screen);
+    const drivers = here.filter((v) => v.mode === "control");
+    return { watching: here.length, driving: drivers.length, people: drivers.filter((v) => v.issuer.startsWith("user:")).length };
+  } catch (err) {
+    log.warn({ err, box: boxId }, "counting a box's direct viewer sockets failed");
+    return { watching: 0, driving: 0, people: 0 };
+  }
+}

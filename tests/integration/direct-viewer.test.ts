@@ -122,6 +122,8 @@ describe("direct viewer sockets", () => {
     if (typeof watch === "number") throw new Error(`refused: ${watch}`);
     drive.rfb.pointer(0, 400, 300);
     await expect.poll(() => pointerOf(tokenBox), { timeout: 5000 }).toEqual({ x: 400, y: 300 });
+    // They count among the screen's viewers (a key drives: no person does).
+    expect(await json(await asA(`/v1/boxes/${tokenBox}/screens/0/viewers`))).toMatchObject({ watching: 2, driving: 1, person_driving: false });
 
     await byPerson(tokenBox, "takeover");
     try {
