@@ -157,11 +157,24 @@ export class DirectViewers {
       greet = (read, write) => greetViewerWithPassword(read, write, challenge, (r) => r.length === 16 && timingSafeEqual(r, expected));
     }
     const mode = asked;
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      void (async () => {
-        const vnc = await connectVnc("127.0.0.1", this.config.vncPortBase + s.index);
-        const login = vnc.reached ? loginToVnc(vnc.tcp, vnc.onData, (c) => vncChallengeResponse(vncPassword(), c), CONNECT_TIMEOUT_MS) : undefined;
-        login?.catch(() => undefined);
+    // VNC first, then the upgrade: the pipe listens on the WebSocket from its first moment, and a
+    // viewer that goes away meanwhile leaves no VNC connection behind.
+    void (async () => {
+      const vnc = await connectVnc("127.0.0.1", this.config.vncPortBase + s.index);
+      let piped = false;
+      socket.once("close", () => piped || vnc.tcp.destroy());
+      if (socket.destroyed) return vnc.tcp.destroy();
+      let password: string;
+      try {
+        password = vncPassword();
+      } catch (err) {
+        vnc.tcp.destroy();
+        return refuseUpgrade(socket, 503, `the box's VNC password is not readable yet: ${String((err as Error)?.message ?? err).slice(0, 100)}`);
+      }
+      const login = vnc.reached ? loginToVnc(vnc.tcp, vnc.onData, (c) => vncChallengeResponse(password, c), CONNECT_TIMEOUT_MS) : undefined;
+      login?.catch(() => undefined);
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        piped = true;
         pipeViewer(ws, vnc, login, {
           mode,
           label: `screen ${s.index}`,
@@ -190,8 +203,8 @@ export class DirectViewers {
           whyVncClosed: async () => [VIEWER_CLOSE.vncUnreachable, "the screen's VNC server closed the connection"],
           onLoginError: (err) => process.stderr.write(`holm-agent: direct viewer login to x11vnc failed: ${String(err)}\n`),
         });
-      })();
-    });
+      });
+    })();
   }
 }
 
