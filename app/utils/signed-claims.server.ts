@@ -27,8 +27,10 @@ export function openClaims(key: string, token: unknown, noun: string, missing: s
   if (typeof token !== "string" || !SHAPE.test(token)) throw new ApiError("unauthorized", missing);
   const dot = token.indexOf(".");
   const part = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = mac(key, part);
+  // The MAC as text, not decoded: base64url decoding ignores a last character's spare bits, so
+  // another spelling of the same MAC would pass (a ticket that is not byte for byte the one issued).
+  const given = Buffer.from(token.slice(dot + 1), "latin1");
+  const expected = Buffer.from(mac(key, part).toString("base64url"), "latin1");
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new ApiError("unauthorized", `the ${noun} was not issued by this server`);
   try {
     return JSON.parse(Buffer.from(part, "base64url").toString("utf8"));

@@ -131,6 +131,12 @@ describe("refusing", () => {
     // One character of the MAC flipped.
     const flipped = mac[0] === "A" ? `B${mac.slice(1)}` : `A${mac.slice(1)}`;
     expect(catchErr(() => t.verifyTicket(`${part}.${flipped}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
+    // The last character's spare bits changed: the same MAC bytes when decoded, but not the ticket issued.
+    const last = mac.at(-1)!;
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const twin = alphabet[alphabet.indexOf(last) ^ 1]!;
+    expect(Buffer.from(`${mac.slice(0, -1)}${twin}`, "base64url").equals(Buffer.from(mac, "base64url"))).toBe(true);
+    expect(catchErr(() => t.verifyTicket(`${part}.${mac.slice(0, -1)}${twin}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
     // Signed with a key that is not the server's.
     const wrong = createHmac("sha256", "some-other-key").update(part).digest("base64url");
     expect(catchErr(() => t.verifyTicket(`${part}.${wrong}`, BOX, 0, "view"))).toMatchObject({ code: "unauthorized" });
