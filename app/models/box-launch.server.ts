@@ -117,6 +117,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
         HOLM_HEIGHT: String(row.height),
         HOLM_FEATURES: spec.desktop.features.join(","),
         ...(spec.policy.auth !== "none" && { HOLM_VIEWER_AUTH: spec.policy.auth }),
+        ...(spec.desktop.server === "wayland" && { HOLM_DESKTOP: "wayland" }),
       },
       memory: boxMemory(placement),
       pids: env().HOLM_BOX_PIDS,

@@ -9,6 +9,11 @@ import { catalogApp } from "./catalog.server";
 import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "~/utils/size";
 
 export const DEFAULT_FEATURES: Feature[] = ["accessibility", "dock", "video", "wide_fonts"];
+/**
+ * A Wayland box's defaults (seed 000: `x11_apps` is a default there). No dock: tint2 is an X11
+ * client, and a Wayland box has none yet (ADR 0030); asking for one is refused.
+ */
+export const WAYLAND_DEFAULT_FEATURES: Feature[] = ["accessibility", "video", "wide_fonts", "x11_apps"];
 export const DEFAULT_WIDTH = 1280;
 export const DEFAULT_HEIGHT = 800;
 export const DEFAULT_LIFETIME_SECS = 3600;
@@ -96,7 +101,7 @@ export type Placement = z.infer<typeof PlacementSchema>;
 /** A spec with every default filled in: the form that is hashed and launched. */
 export interface NormalSpec {
   desktop: {
-    server: "x11";
+    server: "x11" | "wayland";
     width: number;
     height: number;
     screens: number;
@@ -128,16 +133,19 @@ export interface NormalPlacement {
 /** Fills defaults and refuses what this server cannot run (400 `unsupported`). */
 export function normalizeSpec(spec: Spec = {}): NormalSpec {
   const d = spec.desktop ?? {};
-  if (d.server === "wayland") throw unsupported("the docker runtime runs x11 desktops only");
+  const server = d.server ?? "x11";
+  if (server === "wayland" && d.features?.includes("dock")) {
+    throw unsupported("spec.desktop.features: a Wayland box has no dock (tint2 is an X11 client); leave dock out");
+  }
   const p = spec.policy ?? {};
   // A published port with nothing to check at it would be an open desktop: `any` needs auth.
   if (p.bind === "any" && (p.auth ?? "none") === "none") {
     throw badRequest("spec.policy.bind: any publishes the box's direct viewer socket, which needs policy.auth token or password");
   }
-  const features = d.features ? [...new Set(d.features)].sort() : [...DEFAULT_FEATURES];
+  const features = d.features ? [...new Set(d.features)].sort() : [...(server === "wayland" ? WAYLAND_DEFAULT_FEATURES : DEFAULT_FEATURES)];
   return {
     desktop: {
-      server: "x11",
+      server,
       width: d.width ?? DEFAULT_WIDTH,
       height: d.height ?? DEFAULT_HEIGHT,
       screens: d.screens ?? 1,
@@ -232,5 +240,10 @@ export function specDigest(spec: NormalSpec): string {
 
 export function imageRequest(spec: NormalSpec): ImageRequest {
   const apps = Object.entries(spec.apps ?? {}).map(([name, a]) => ({ name, ...a }));
-  return { features: spec.desktop.features, packages: spec.desktop.packages, ...(apps.length && { apps }) };
+  return {
+    features: spec.desktop.features,
+    packages: spec.desktop.packages,
+    ...(apps.length && { apps }),
+    ...(spec.desktop.server === "wayland" && { desktop: "wayland" as const }),
+  };
 }

@@ -6,7 +6,7 @@ import { FreezeGate, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
-import { PauseBusyError } from "./runtime";
+import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 
 export const NETWORK_OPEN = "holm";
@@ -196,7 +196,7 @@ export class DockerRuntime implements Runtime {
         // setgroups() for its pty, hence SETGID, the one kept (ADR 0006). Above all NET_RAW is
         // gone, so no process in a box can forge frames on the bridge.
         CapDrop: ["ALL"],
-        CapAdd: ["SETGID"],
+        CapAdd: boxCapabilities(launch.env),
         SecurityOpt: ["no-new-privileges"],
         PidsLimit: launch.pids,
         Memory: parseBytes(launch.memory),

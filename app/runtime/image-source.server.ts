@@ -40,6 +40,13 @@ const FEATURE_PACKAGES: Record<Feature, readonly string[]> = {
   x11_apps: ["x11-apps"],
 };
 
+/**
+ * A Wayland box's desktop (ADR 0030), on top of the core layer (Chromium, Node and the tools the
+ * agent shares with X11 boxes): sway as the compositor, wayvnc for viewers and the agent's input,
+ * grim for frames, wtype for text, wl-clipboard. XWayland comes with `x11_apps`.
+ */
+const WAYLAND_PACKAGES = ["sway", "wayvnc", "grim", "wtype", "wl-clipboard"] as const;
+
 const BASE_REPO = "holm-base";
 const X11_REPO = "holm-x11";
 export const AGENT_BUNDLE = "build/agent/agent.mjs";
@@ -121,7 +128,13 @@ export function normalizeRequest(req: ImageRequest): ImageRequest {
   const sortUnique = <T extends string>(xs: readonly T[]): T[] =>
     [...new Set(xs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const apps = (req.apps ?? []).map(checkApp).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { features: sortUnique(req.features), packages: sortUnique(req.packages), ...(apps.length && { apps }) };
+  if (req.desktop !== undefined && req.desktop !== "wayland") throw new Error(`unknown desktop: ${JSON.stringify(req.desktop)}`);
+  return {
+    features: sortUnique(req.features),
+    packages: sortUnique(req.packages),
+    ...(apps.length && { apps }),
+    ...(req.desktop === "wayland" && { desktop: "wayland" as const }),
+  };
 }
 
 const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
@@ -182,6 +195,20 @@ export function x11Dockerfile(req: ImageRequest, baseTag: string): string {
     "ENV DEBIAN_FRONTEND=noninteractive",
     aptLayer(CORE_PACKAGES),
   ];
+  if (req.desktop === "wayland") {
+    // sway refuses to run as root, so it runs as `desk`. Root in a box has no capability to
+    // chown or to pass permissions (ADR 0006), so the screens' runtime folders are made here,
+    // desk's and shared with root through desk's group (root, the agent and wayvnc, reaches
+    // sway's sockets through it); wayvnc's own socket is in a folder only root may enter.
+    lines.push(
+      "# desktop: wayland",
+      // xhost: XWayland lets in only its own user, and the apps the agent starts run as root.
+      aptLayer([...WAYLAND_PACKAGES, ...(features.includes("x11_apps") ? ["xwayland", "x11-xserver-utils"] : [])]),
+      "RUN useradd --create-home --uid 1000 --shell /bin/bash desk && usermod -aG desk root \\\n" +
+        " && install -d -m 711 /run/holm && install -d -m 700 /run/holm/vnc \\\n" +
+        " && for n in 0 1 2 3 4 5 6 7; do install -d -o desk -g desk -m 770 /run/holm/wl-$n; done",
+    );
+  }
   // Fixed order, one layer each: images that share a prefix of features share those layers.
   for (const feature of FEATURES) {
     if (!features.includes(feature)) continue;
@@ -196,7 +223,7 @@ export function x11Dockerfile(req: ImageRequest, baseTag: string): string {
     lines.push("COPY apps/ /opt/holm/apps/", "RUN cp /opt/holm/apps/*.desktop /usr/share/applications/");
   }
   lines.push(
-    `LABEL holm.image="x11" holm.features="${features.join(",")}" holm.packages="${packages.join(",")}"`,
+    `LABEL holm.image="x11" holm.features="${features.join(",")}" holm.packages="${packages.join(",")}"${req.desktop ? ` holm.desktop="${req.desktop}"` : ""}`,
     // A default for a bare `docker run`; the runtime passes its own.
     `ENV HOLM_FEATURES="${features.join(",")}"`,
     // No Docker healthcheck: nothing read it (the server asks the agent), and its exec every 5 s
@@ -243,6 +270,7 @@ export function planX11(req: ImageRequest): X11Plan {
   hashPart(hash, "packages", request.packages.join(","));
   // Only when there are apps: every image without them keeps the tag it had.
   if (request.apps?.length) hashPart(hash, "apps", JSON.stringify(request.apps));
+  if (request.desktop) hashPart(hash, "desktop", request.desktop);
   hashPart(hash, "arch", process.arch);
   // Covers what lives in this module (core packages, feature packages, layer layout).
   hashPart(hash, "dockerfile", dockerfile);

@@ -14,6 +14,8 @@ export interface ImageRequest {
   packages: string[];
   /** `spec.apps`, by name: each gets a desktop entry and a dock launcher. Absent or empty: none. */
   apps?: ImageApp[];
+  /** `wayland`: headless sway, wayvnc and grim in place of Xvfb, fluxbox and x11vnc (ADR 0030). Absent: X11. */
+  desktop?: "wayland";
 }
 
 /** An application of `spec.apps` as an image has it (models/spec.server.ts checks the text). */
@@ -49,6 +51,15 @@ export interface SecretFile {
   /** Absolute path in the box. */
   path: string;
   data: Buffer;
+}
+
+/**
+ * The capabilities a box keeps (ADR 0006): SETGID, for xterm's pty; a Wayland box also SETUID,
+ * since sway refuses to run as root and only root with SETUID can start it as `desk` under
+ * no-new-privileges (ADR 0030).
+ */
+export function boxCapabilities(env: Record<string, string>): string[] {
+  return env.HOLM_DESKTOP === "wayland" ? ["SETGID", "SETUID"] : ["SETGID"];
 }
 
 export interface BoxLaunch {

@@ -19,6 +19,7 @@ import type {
   SecretFile,
   Shell,
 } from "./runtime";
+import { boxCapabilities } from "./runtime";
 
 // Boxes on a Docker Swarm (ADR 0022): each box is a service of one replica, placed by the swarm's
 // scheduler from its resource reservations (the box's memory and CPUs) and the runtime's
@@ -260,9 +261,9 @@ export class SwarmRuntime implements Runtime {
           Image: launch.image,
           Labels: labels,
           Env: Object.entries(launch.env).map(([k, v]) => `${k}=${v}`),
-          // As docker.server.ts: no capability but SETGID (ADR 0006).
+          // As docker.server.ts: no capability but SETGID (and SETUID on Wayland; ADR 0006, 0030).
           CapabilityDrop: ["ALL"],
-          CapabilityAdd: ["SETGID"],
+          CapabilityAdd: boxCapabilities(launch.env),
           StopGracePeriod: 5e9,
           Sysctls: { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" },
           // A service has no shm size: a tmpfs of the same 256 MiB.

@@ -32,13 +32,15 @@ die() {
 }
 
 screens=${HOLM_SCREENS:-1}
+# x11 (Xvfb, fluxbox, x11vnc) or wayland (headless sway, wayvnc, grim; docs/decisions/0030).
+desktop=${HOLM_DESKTOP:-x11}
 width=${HOLM_WIDTH:-1280}
 height=${HOLM_HEIGHT:-800}
 features=",${HOLM_FEATURES:-},"
 has_feature() { [[ $features == *",$1,"* ]]; }
 
 # pid -> what it is, for the log line that says which part died.
-declare -A part=()
+declare -A part=() part_log=()
 stopping=0
 
 spawn() {
@@ -55,6 +57,17 @@ spawn_quiet() {
   shift 2
   "$@" >>"/var/log/holm/$file.log" 2>&1 &
   part[$!]=$name
+  part_log[$!]=/var/log/holm/$file.log
+}
+
+# alive PID: whether a child still runs. Not `kill -0` alone: root here has no CAP_KILL, so it
+# cannot signal sway, which runs as desk (Wayland boxes); /proc still says (a zombie has ended).
+alive() {
+  kill -0 "$1" 2>/dev/null && return 0
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [[ ${stat:0:1} != Z ]]
 }
 
 # term_and_wait TIMEOUT_MS PID...: TERM, then KILL whatever is left after the timeout.
@@ -66,13 +79,13 @@ term_and_wait() {
   kill -TERM "$@" 2>/dev/null
   while :; do
     alive=0
-    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1 && break; done
+    for pid in "$@"; do alive "$pid" && alive=1 && break; done
     ((alive)) && ((${EPOCHREALTIME/./} < deadline)) || break
     sleep 0.05
   done
   if ((alive)); then
     local left=()
-    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && left+=("${part[$pid]:-pid $pid}"); done
+    for pid in "$@"; do alive "$pid" && left+=("${part[$pid]:-pid $pid}"); done
     log "still running after ${timeout_ms}ms, killing: ${left[*]}"
     kill -KILL "$@" 2>/dev/null
   fi
@@ -89,7 +102,7 @@ shutdown() {
     case ${part[$pid]} in
       chromium*) browsers+=("$pid") ;;
       fluxbox*) wms+=("$pid") ;;
-      Xvfb*) servers+=("$pid") ;;
+      Xvfb* | sway*) servers+=("$pid") ;;
       *) clients+=("$pid") ;;
     esac
   done
@@ -99,16 +112,21 @@ shutdown() {
   # it (seen: futex wait with TERM blocked). It has nothing to save, so it gets KILL.
   ((${#wms[@]})) && kill -KILL "${wms[@]}" 2>/dev/null
   term_and_wait 1000 "${clients[@]}"
+  # sway runs as desk, out of root's reach for signals: it is asked over its socket instead.
+  if [[ $desktop == wayland ]]; then
+    for ((n = 0; n < screens; n++)); do swaymsg -s "/run/holm/wl-$n/sway.sock" exit >/dev/null 2>&1; done
+  fi
   term_and_wait 1000 "${servers[@]}"
 }
 
 trap 'log "TERM received, stopping"; shutdown; exit 0' TERM INT
 
+[[ $desktop == x11 || $desktop == wayland ]] || die "HOLM_DESKTOP must be x11 or wayland, got '$desktop'"
 [[ $screens =~ ^[1-8]$ ]] || die "HOLM_SCREENS must be 1-8, got '$screens'"
 [[ $width =~ ^[0-9]{3,5}$ && $height =~ ^[0-9]{3,5}$ ]] ||
   die "HOLM_WIDTH and HOLM_HEIGHT must be whole pixels, got '$width' x '$height'"
 
-log "starting $screens screen(s) of ${width}x${height}, features '${HOLM_FEATURES:-}'"
+log "starting $screens $desktop screen(s) of ${width}x${height}, features '${HOLM_FEATURES:-}'"
 
 # wait_for WHAT TIMEOUT_S PID CMD...: polls CMD until it succeeds; fails at once when PID (the
 # process that should answer) has died, so a broken start does not sit out the whole timeout.
@@ -120,7 +138,7 @@ wait_for() {
   shift 3
   local deadline=$((${EPOCHREALTIME/./} + timeout * 1000000))
   until "$@" >/dev/null 2>&1; do
-    kill -0 "$pid" 2>/dev/null || die "$what exited before answering"
+    alive "$pid" || die "$what exited before answering"
     ((${EPOCHREALTIME/./} < deadline)) || die "$what did not answer within ${timeout}s"
     sleep 0.02
   done
@@ -131,15 +149,76 @@ wait_for() {
 mkdir -p /root/.config/holm /root/.fluxbox /tmp/.X11-unix /var/log/holm
 chmod 1777 /tmp/.X11-unix
 
-declare -a xvfb_pid=() wm_pid=()
-for ((n = 0; n < screens; n++)); do
-  d=$((99 + n))
-  rm -f "/tmp/.X$d-lock" "/tmp/.X11-unix/X$d"
-  # -noreset: without it X resets when its last client leaves, and a readiness probe is one.
-  spawn "Xvfb :$d" Xvfb ":$d" -screen 0 "${width}x${height}x24" -nolisten tcp -noreset
-  xvfb_pid[n]=$!
-done
-log "Xvfb launched"
+# Wayland (docs/decisions/0030): per screen a headless sway as `desk` (sway refuses root), its
+# sockets in /run/holm/wl-$n (desk's, 0700); wayvnc as root on a UNIX socket in /run/holm/vnc
+# (root's, 0700), which the agent alone uses: for input, and behind its VNC front on 5900+n that
+# asks for the box's password like x11vnc does. No TCP port of the box answers without it.
+start_sway() {
+  local n rt conf
+  for ((n = 0; n < screens; n++)); do
+    # Made in the image (desk's, group-shared with root: root here cannot chown); emptied of what
+    # a container that was killed left.
+    rt=/run/holm/wl-$n
+    [[ -d $rt && -d /run/holm/vnc ]] || die "no $rt or /run/holm/vnc: this image was not built for Wayland"
+    find "$rt" -mindepth 1 -delete
+    conf=$rt/sway.conf
+    {
+      printf 'output HEADLESS-1 resolution %sx%s position 0,0 bg #3b4252 solid_color\n' "$width" "$height"
+      printf 'default_border none\ndefault_floating_border none\nfocus_follows_mouse no\nfocus_on_window_activation focus\n'
+      printf 'seat * hide_cursor 0\n'
+      if has_feature x11_apps; then
+        # sway sets DISPLAY for its children once XWayland listens: the agent reads it from here.
+        # XWayland lets in only desk; the apps the agent starts run as root (xhost, which also
+        # starts XWayland now rather than at the first app).
+        printf 'xwayland enable\nexec printf %%s "$DISPLAY" >"$XDG_RUNTIME_DIR/x11-display"\nexec xhost +si:localuser:root\n'
+      else
+        printf 'xwayland disable\n'
+      fi
+    } >"$conf"
+    # umask 007: sway's sockets are desk's group's too, which root is in.
+    spawn_quiet "sway $n" "sway-$n" sh -c 'umask 007 && exec "$@"' sway setpriv --reuid=desk --regid=desk --init-groups \
+      env HOME=/home/desk XDG_RUNTIME_DIR="$rt" SWAYSOCK="$rt/sway.sock" WLR_BACKENDS=headless \
+      WLR_RENDERER=pixman WLR_LIBINPUT_NO_DEVICES=1 WLR_HEADLESS_OUTPUTS=1 sway -c "$conf"
+    server_pid[n]=$!
+  done
+  log "sway launched"
+}
+
+wait_sway() {
+  local n rt
+  for ((n = 0; n < screens; n++)); do
+    rt=/run/holm/wl-$n
+    wait_for "sway $n" "$part_wait_s" "${server_pid[n]}" swaymsg -s "$rt/sway.sock" -t get_version
+    # The agent, wayvnc and Chromium name the display wayland-1: the first name wlroots picks in
+    # a runtime directory of its own.
+    [[ -S $rt/wayland-1 ]] || die "sway $n made no wayland-1 socket in $rt ($(ls "$rt" | tr '\n' ' '))"
+  done
+  for ((n = 0; n < screens; n++)); do
+    rt=/run/holm/wl-$n
+    # Below the agent's input path in priority, as x11vnc is.
+    spawn_quiet "wayvnc $n" "wayvnc-$n" nice -n 10 env XDG_RUNTIME_DIR="$rt" WAYLAND_DISPLAY=wayland-1 \
+      wayvnc --unix-socket --render-cursor "/run/holm/vnc/wayvnc-$n.sock"
+    wm_pid[n]=$!
+  done
+  for ((n = 0; n < screens; n++)); do
+    wait_for "wayvnc $n" "$part_wait_s" "${wm_pid[n]}" test -S "/run/holm/vnc/wayvnc-$n.sock"
+  done
+}
+
+declare -a server_pid=() wm_pid=()
+if [[ $desktop == wayland ]]; then
+  mkdir -p /root/.config/holm /var/log/holm
+  start_sway
+else
+  for ((n = 0; n < screens; n++)); do
+    d=$((99 + n))
+    rm -f "/tmp/.X$d-lock" "/tmp/.X11-unix/X$d"
+    # -noreset: without it X resets when its last client leaves, and a readiness probe is one.
+    spawn "Xvfb :$d" Xvfb ":$d" -screen 0 "${width}x${height}x24" -nolisten tcp -noreset
+    server_pid[n]=$!
+  done
+  log "Xvfb launched"
+fi
 
 # One session bus for every screen; children inherit its address.
 eval "$(dbus-launch --sh-syntax)" || die "dbus-launch failed"
@@ -154,42 +233,47 @@ fi
 spawn agent node /opt/holm/agent.mjs
 log "agent launched"
 
-for ((n = 0; n < screens; n++)); do
-  wait_for "X :$((99 + n))" "$part_wait_s" "${xvfb_pid[n]}" xdpyinfo -display ":$((99 + n))"
-done
-
-# No password file, no VNC: an x11vnc without one would let any process or page in the box drive
-# it. The server writes the file (8 bytes) as the box boots; it is there long before X is.
-for ((i = 0; i < part_wait_s * 50; i++)); do
-  [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] && break
-  sleep 0.02
-done
-[[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] || die "no VNC password file at $vnc_passwd after $part_wait_s s"
-log "VNC password file present"
-
-for ((n = 0; n < screens; n++)); do
-  d=$((99 + n))
-  # Below the agent's input path in priority: many viewers must not slow the agent down.
-  # -rfbauth: VNC authentication only (libvncserver's WebSocket upgrade on this port asks for it
-  # too). Not -noremote/-novncconnect (an X client already owns the display anyway): with them,
-  # one drag in three lost its motion and button release in Chromium (tests/integration/drive).
-  spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -rfbauth "$vnc_passwd" -forever -shared \
-    -quiet -noxdamage
-  dir=/root/.config/holm/fluxbox-$n
-  mkdir -p "$dir"
-  for f in /opt/holm/fluxbox/*; do
-    sed -e "s|@DIR@|$dir|g" -e "s|@SCREEN@|$n|g" "$f" >"$dir/${f##*/}"
+if [[ $desktop == wayland ]]; then
+  wait_sway
+else
+  for ((n = 0; n < screens; n++)); do
+    wait_for "X :$((99 + n))" "$part_wait_s" "${server_pid[n]}" xdpyinfo -display ":$((99 + n))"
   done
-  spawn_quiet "fluxbox :$d" "fluxbox-$n" env DISPLAY=":$d" fluxbox -rc "$dir/init"
-  wm_pid[n]=$!
-done
-log "x11vnc and fluxbox launched"
 
-# Chromium started before the window manager draws its own frame, and the page moves by ~20 px
-# between runs: wait until fluxbox owns each display.
-for ((n = 0; n < screens; n++)); do
-  wait_for "fluxbox :$((99 + n))" "$part_wait_s" "${wm_pid[n]}" env DISPLAY=":$((99 + n))" wmctrl -m
-done
+  # No password file, no VNC: an x11vnc without one would let any process or page in the box drive
+  # it. The server writes the file (8 bytes) as the box boots; it is there long before X is.
+  for ((i = 0; i < part_wait_s * 50; i++)); do
+    [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] && break
+    sleep 0.02
+  done
+  [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] || die "no VNC password file at $vnc_passwd after $part_wait_s s"
+  log "VNC password file present"
+
+  for ((n = 0; n < screens; n++)); do
+    d=$((99 + n))
+    # Below the agent's input path in priority: many viewers must not slow the agent down.
+    # -rfbauth: VNC authentication only (libvncserver's WebSocket upgrade on this port asks for it
+    # too). Not -noremote/-novncconnect (an X client already owns the display anyway): with them,
+    # one drag in three lost its motion and button release in Chromium (tests/integration/drive).
+    spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -rfbauth "$vnc_passwd" -forever -shared \
+      -quiet -noxdamage
+    dir=/root/.config/holm/fluxbox-$n
+    mkdir -p "$dir"
+    for f in /opt/holm/fluxbox/*; do
+      sed -e "s|@DIR@|$dir|g" -e "s|@SCREEN@|$n|g" "$f" >"$dir/${f##*/}"
+    done
+    spawn_quiet "fluxbox :$d" "fluxbox-$n" env DISPLAY=":$d" fluxbox -rc "$dir/init"
+    wm_pid[n]=$!
+  done
+  log "x11vnc and fluxbox launched"
+
+  # Chromium started before the window manager draws its own frame, and the page moves by ~20 px
+  # between runs: wait until fluxbox owns each display.
+  for ((n = 0; n < screens; n++)); do
+    wait_for "fluxbox :$((99 + n))" "$part_wait_s" "${wm_pid[n]}" env DISPLAY=":$((99 + n))" wmctrl -m
+  done
+
+fi
 
 chromium_flags=(
   --no-sandbox
@@ -241,6 +325,12 @@ for ((n = 0; n < screens; n++)); do
   mkdir -p "$profile"
   # Left behind by a container that was killed; Chromium would take them for a running twin.
   rm -f "$profile"/Singleton{Lock,Socket,Cookie}
+  if [[ $desktop == wayland ]]; then
+    spawn_quiet "chromium $n" "chromium-$n" env XDG_RUNTIME_DIR="/run/holm/wl-$n" WAYLAND_DISPLAY=wayland-1 \
+      "${chromium_env[@]}" chromium --ozone-platform=wayland "${chromium_flags[@]}" \
+      "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
+    continue
+  fi
   spawn_quiet "chromium :$d" "chromium-$n" env DISPLAY=":$d" "${chromium_env[@]}" chromium "${chromium_flags[@]}" \
     "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
 done
@@ -256,6 +346,10 @@ while :; do
     continue
   fi
   log "${part[$dead]:-pid $dead} exited with status $rc; stopping the box"
+  # A quiet part's last words, so the start log of a failed box says why.
+  if [[ -n ${part_log[$dead]:-} ]]; then
+    tail -n 6 "${part_log[$dead]}" 2>/dev/null | while IFS= read -r line; do log "  ${part[$dead]}: ${line:0:300}"; done
+  fi
   unset "part[$dead]"
   shutdown
   exit $((rc == 0 ? 1 : rc))

@@ -6,7 +6,7 @@ import { runStep } from "./steps";
 import { captureFrame, type Frame } from "./frames";
 import { listWindows, type WindowInfo } from "./windows";
 import { tabsOrNone, type TabInfo } from "./pages";
-import { queryPointer } from "./x11-requests";
+import { waylandWindows } from "./wayland-views";
 import { AgentError, describeError, type ErrorCode } from "./errors";
 import type { Holding } from "./holds";
 import { sleep } from "./util";
@@ -100,13 +100,12 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
           )
         : null,
       want.has("cursor")
-        ? screen.session().then(async (s) => {
-            const p = await queryPointer(s.conn, s.root);
-            out.cursor = { x: p.x, y: p.y };
+        ? screen.desk().then(async (s) => {
+            out.cursor = await s.pointer();
           }, () => undefined)
         : null,
-      screen.session().then(
-        async (s) => (out.windows = await listWindows(s)),
+      (screen.isWayland ? screen.wayland().then(waylandWindows) : screen.session().then(listWindows)).then(
+        (w) => (out.windows = w),
         () => undefined,
       ),
       tabsOrNone(screen).then((t) => (out.tabs = t)),

@@ -16,6 +16,10 @@ export interface AgentConfig {
   cdpPortBase: number;
   /** "xtest" (default) or "xdotool": the latter forces the argv-only xdotool fallback. */
   input: "xtest" | "xdotool";
+  /** x11, or wayland (headless sway; images/x11/agent/wayland.ts, docs/decisions/0030). */
+  desktop: "x11" | "wayland";
+  /** A Wayland box: where screen n's sway puts its sockets (`${runtimeBase}-${n}`) and wayvnc its own. */
+  runtimeBase: string;
   recordingsDir: string;
   home: string;
   /** How long a client may take to show it handled keys before a keycode they used is remapped. */
@@ -30,6 +34,12 @@ function viewerAuth(raw: string | undefined): ViewerAuth {
   if (!raw || raw === "none") return "none";
   if (raw === "token" || raw === "password") return raw;
   throw new Error(`HOLM_VIEWER_AUTH=${raw} is not none, token or password`);
+}
+
+function desktopOf(raw: string | undefined): "x11" | "wayland" {
+  if (!raw || raw === "x11") return "x11";
+  if (raw === "wayland") return "wayland";
+  throw new Error(`HOLM_DESKTOP=${raw} is not x11 or wayland`);
 }
 
 function int(name: string, fallback: number, min: number, max: number): number {
@@ -75,6 +85,8 @@ export function loadConfig(): AgentConfig {
     vncPortBase: int("HOLM_VNC_PORT_BASE", VNC_PORT_BASE, 1, 65535),
     cdpPortBase: int("HOLM_CDP_PORT_BASE", CDP_PORT_BASE, 1, 65535),
     input,
+    desktop: desktopOf(process.env.HOLM_DESKTOP),
+    runtimeBase: process.env.HOLM_WAYLAND_RUNTIME || "/run/holm/wl",
     recordingsDir: process.env.HOLM_RECORDINGS_DIR || "/tmp/holm-recordings",
     home: process.env.HOME || "/root",
     keyConfirmMs: int("HOLM_KEY_CONFIRM_MS", 15_000, 100, 600_000),

@@ -7,6 +7,7 @@ import { encodePng, encodePngBgrx } from "./png";
 import { findWindow } from "./windows";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
+import { waylandFrame, waylandScreenHash } from "./wayland-views";
 
 export interface Rect {
   x: number;
@@ -186,6 +187,7 @@ async function pixelsOf(screen: Screen, s: Session, r: Rect, key: string, pointe
 }
 
 export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: string): Promise<Frame> {
+  if (screen.isWayland) return waylandFrame(screen, await screen.wayland(), opts, have);
   const s = await screen.session();
   const scale = opts.scale ?? 100;
   if (!(scale >= 1 && scale <= 400)) throw new AgentError("bad_request", `scale ${scale} is not within 1–400`);
@@ -207,6 +209,7 @@ export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: 
 
 /** Hash of the whole screen's pixels, for change detection only. */
 export async function screenHash(screen: Screen): Promise<string> {
+  if (screen.isWayland) return waylandScreenHash(screen, await screen.wayland());
   const s = await screen.session();
   return (await pixelsOf(screen, s, { x: 0, y: 0, width: s.width, height: s.height }, `${s.width},${s.height},still`, false)).hash;
 }

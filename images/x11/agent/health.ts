@@ -37,7 +37,9 @@ export async function health(screens: Screen[]): Promise<AgentHealth> {
     screens.map(async (s): Promise<ScreenHealth> => {
       const [x, vnc, cdp] = await Promise.all([
         s.probe(500),
-        tcpProbe(s.config.vncPortBase + s.index, 300),
+        // On Wayland, the agent's own session with wayvnc says it serves: a probe that connects
+        // and hangs up at once would kill wayvnc 0.5 (wayland.ts closeWayvnc).
+        s.isWayland ? Promise.resolve(s.connected) : tcpProbe(s.config.vncPortBase + s.index, 300),
         cdpProbe(s.config.cdpPortBase + s.index, 500),
       ]);
       return { screen: s.index, display: s.display, x, vnc, cdp };

@@ -16,7 +16,7 @@ export interface KeyToken {
 }
 
 export interface InputBackend {
-  readonly kind: "xtest" | "xdotool";
+  readonly kind: "xtest" | "xdotool" | "wayvnc";
   move(x: number, y: number): Promise<void>;
   button(button: number, down: boolean): Promise<void>;
   /** Two clicks `gapMs` apart, as the X server times them (not as this process gets scheduled). */

@@ -3,6 +3,7 @@ import { loadConfig } from "./config";
 import { Screen } from "./screen";
 import { createServer } from "./http";
 import { DirectViewers } from "./viewer";
+import { serveVncFronts } from "./vnc-front";
 
 const log = (msg: string, extra: Record<string, unknown> = {}): void => {
   process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), msg, ...extra })}\n`);
@@ -18,10 +19,13 @@ const screens = Array.from({ length: config.screens }, (_, i) => new Screen(i, c
 // Connect early, and keep trying until each display answers: connecting lets go of any key or
 // button a previous agent left down.
 const warm = setInterval(() => {
-  for (const s of screens) if (!s.connected) s.session().catch(() => undefined);
+  for (const s of screens) if (!s.connected) s.desk().catch(() => undefined);
 }, 2000);
 warm.unref();
-for (const s of screens) s.session().catch(() => undefined);
+for (const s of screens) s.desk().catch(() => undefined);
+
+// A Wayland box's VNC ports are the agent's: the password in front of wayvnc's root-only socket.
+const vncFronts = config.desktop === "wayland" ? serveVncFronts(config) : [];
 
 const viewers = config.viewerAuth === "none" ? undefined : new DirectViewers(screens, config);
 const server = createServer(screens, config, viewers);
@@ -41,6 +45,7 @@ async function stop(signal: string): Promise<void> {
   log("stopping", { signal });
   server.close();
   viewerServer?.close();
+  for (const f of vncFronts) f.close();
   await Promise.all(
     screens.map(async (s) => {
       await s.holds.releaseAll(false).catch(() => undefined);

@@ -8,11 +8,20 @@ import { AgentError } from "./errors";
  * is in it (loadConfig takes it out of process.env first); this drops it again in case a caller
  * passes it in `extra` (commands come from the AI agent driving the box; they have no use for it).
  */
+/**
+ * What a child started "on a display" gets besides DISPLAY, by display name: a Wayland screen's
+ * name (`wayland:<n>`) maps to its WAYLAND_DISPLAY and XDG_RUNTIME_DIR, and DISPLAY only when its
+ * XWayland listens (images/x11/agent/wayland.ts sets these).
+ */
+export const displayEnv = new Map<string, () => Record<string, string>>();
+
 export function childEnv(display: string | undefined, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  const wayland = display ? displayEnv.get(display) : undefined;
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  if (wayland) delete base.DISPLAY;
+  const env: NodeJS.ProcessEnv = { ...base, ...extra, ...(wayland ? wayland() : display ? { DISPLAY: display } : {}) };
   delete env.HOLM_AGENT_SECRET;
   delete env.HOLM_AGENT_SECRET_FILE;
-  if (display) env.DISPLAY = display;
   return env;
 }
 

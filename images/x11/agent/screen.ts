@@ -1,5 +1,6 @@
 // One screen: its warm X connection (reconnected when it drops), its input backend, what it
-// holds down, and the lock a batch takes.
+// holds down, and the lock a batch takes. On a Wayland box (config.desktop) the warm connections
+// are wayvnc's and sway's instead (wayland.ts), and what needs X answers `unsupported`.
 import fs from "node:fs";
 import { XConnection } from "./x11-wire";
 import {
@@ -15,8 +16,9 @@ import { Mutex } from "./util";
 import { DamageWatch } from "./damage";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
+import { IPC_GET_VERSION, WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";
 
-export interface Session {
+export interface Session extends Desk {
   conn: XConnection;
   input: InputBackend;
   root: number;
@@ -56,22 +58,58 @@ export class Screen {
   lastPixels: { key: string; px: Buffer; hash: string } | null = null;
   private current: Session | null = null;
   private connecting: Promise<Session> | null = null;
+  private wl: WaylandDesk | null = null;
+  private wlConnecting: Promise<WaylandDesk> | null = null;
+  readonly isWayland: boolean;
 
   constructor(
     readonly index: number,
     readonly config: AgentConfig,
   ) {
     this.displayNumber = config.displayBase + index;
-    this.display = `:${this.displayNumber}`;
-    this.holds = new Holds(async () => (await this.session()).input);
+    this.isWayland = config.desktop === "wayland";
+    // A Wayland screen's name is what children started on it are found by (proc.ts childEnv).
+    this.display = this.isWayland ? `wayland:${index}` : `:${this.displayNumber}`;
+    if (this.isWayland) registerWaylandDisplay(this.display, config.runtimeBase, index);
+    this.holds = new Holds(async () => (await this.desk()).input);
   }
 
   get connected(): boolean {
+    if (this.isWayland) return this.wl !== null && !this.wl.closed;
     return this.current !== null && !this.current.conn.closed;
   }
 
-  /** The live session, connecting (and setting up) first if needed. */
+  /** What input steps drive: the X session, or the Wayland screen's. */
+  desk(timeoutMs = 2000): Promise<Desk> {
+    return this.isWayland ? this.wayland(timeoutMs) : this.session(timeoutMs);
+  }
+
+  /** The Wayland screen's live connections, made first if needed. */
+  wayland(timeoutMs = 2000): Promise<WaylandDesk> {
+    if (!this.isWayland) return Promise.reject(new AgentError("unsupported", "this is an X11 box"));
+    if (this.wl && !this.wl.closed) return Promise.resolve(this.wl);
+    if (!this.wlConnecting) {
+      this.wlConnecting = WaylandDesk.open(this.config.runtimeBase, this.index, this.display, timeoutMs)
+        .then((d) => {
+          d.onClose(() => {
+            if (this.wl === d) this.wl = null;
+            this.holds.forget();
+          });
+          this.wl = d;
+          return d;
+        }, (err: unknown) => {
+          throw new AgentError("failed", `Wayland screen ${this.index} does not answer: ${(err as Error).message}`);
+        })
+        .finally(() => {
+          this.wlConnecting = null;
+        });
+    }
+    return this.wlConnecting;
+  }
+
+  /** The live X session, connecting (and setting up) first if needed. */
   session(timeoutMs = 2000): Promise<Session> {
+    if (this.isWayland) return Promise.reject(new AgentError("unsupported", "this needs X11, and this box runs Wayland (sway): docs/decisions/0030 lists what Wayland boxes do"));
     if (this.current && !this.current.conn.closed) return Promise.resolve(this.current);
     if (!this.connecting) {
       this.connecting = this.open(timeoutMs).finally(() => {
@@ -130,6 +168,10 @@ export class Screen {
       const session: Session = {
         conn,
         input,
+        pointer: async (): Promise<Point> => {
+          const p = await queryPointer(conn, root);
+          return { x: p.x, y: p.y };
+        },
         root,
         width,
         height,
@@ -152,6 +194,16 @@ export class Screen {
 
   /** True when the display answers a round trip within `timeoutMs`; drops a connection that hangs. */
   async probe(timeoutMs: number): Promise<boolean> {
+    if (this.isWayland) {
+      try {
+        const d = await this.wayland(timeoutMs);
+        await withTimeout(d.ipc.request(IPC_GET_VERSION), timeoutMs);
+        return true;
+      } catch {
+        this.wl?.close();
+        return false;
+      }
+    }
     try {
       const s = await this.session(timeoutMs);
       await getInputFocus(s.conn, timeoutMs);
@@ -164,7 +216,15 @@ export class Screen {
 
   close(): void {
     this.current?.conn.close();
+    this.wl?.close();
   }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    p.then((v) => (clearTimeout(t), resolve(v)), (e: unknown) => (clearTimeout(t), reject(e)));
+  });
 }
 
 /** The X server's PID, from the lock file it writes (/tmp/.X<n>-lock), or null. */

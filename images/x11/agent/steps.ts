@@ -1,10 +1,11 @@
 // One function per step type. Batches and the single-purpose routes both come through `runStep`.
-import type { Screen, Session } from "./screen";
+import type { Screen } from "./screen";
+import type { Desk } from "./wayland";
+import { awaitWaylandWindow, onWaylandWindow, waylandWindows } from "./wayland-views";
 import { DEFAULT_AWAIT_WINDOW_MS, DEFAULT_HOLD_MS, DEFAULT_SETTLE_MS, DEFAULT_STILL_WITHIN_MS, type LaterStepType, type Step, type StepOf, type StepType } from "./schema";
 import { planPath, randomSeed, type Motion, type Point } from "./motion";
 import { BUTTONS } from "./holds";
 import { HELD_KEYSYM, keyLabel, keysymFor, keysymLabel, parseChord } from "./keysyms";
-import { queryPointer } from "./x11-requests";
 import { captureFrame, waitStill } from "./frames";
 import { activeWindow, arrangeWindow, awaitWindow, closeWindow, findWindow, focusWindow, listWindows } from "./windows";
 import { readClipboard, writeClipboard } from "./clipboard";
@@ -25,7 +26,7 @@ const DOUBLE_CLICK_GAP_MS = 20;
 /** Pause between the hops of a drag, so toolkits that watch motion (HTML drag and drop) see it. */
 const DRAG_PAUSE_MS = 12;
 
-function onScreen(s: Session, p: Point, what: string): Point {
+function onScreen(s: Desk, p: Point, what: string): Point {
   const x = Math.round(p.x);
   const y = Math.round(p.y);
   if (x < 0 || y < 0 || x >= s.width || y >= s.height) {
@@ -34,9 +35,8 @@ function onScreen(s: Session, p: Point, what: string): Point {
   return { x, y };
 }
 
-async function pointer(s: Session): Promise<Point> {
-  const p = await queryPointer(s.conn, s.root);
-  return { x: p.x, y: p.y };
+function pointer(s: Desk): Promise<Point> {
+  return s.pointer();
 }
 
 /**
@@ -44,13 +44,13 @@ async function pointer(s: Session): Promise<Point> {
  * pointer after it, asked together: both requests go out in one write and come back in order, so
  * this costs one round trip, not two.
  */
-async function syncedPointer(s: Session): Promise<Point> {
+async function syncedPointer(s: Desk): Promise<Point> {
   const [, p] = await Promise.all([s.input.sync(), pointer(s)]);
   return p;
 }
 
 /** Moves the pointer to `to` along the planned path; returns the seed a human path used. */
-async function moveTo(s: Session, to: Point, motion: Motion = "instant", seed?: number): Promise<Data> {
+async function moveTo(s: Desk, to: Point, motion: Motion = "instant", seed?: number): Promise<Data> {
   const from = motion === "instant" ? to : await pointer(s);
   const used = seed ?? randomSeed();
   const plan = planPath(from, to, motion, used, s.width, s.height);
@@ -90,7 +90,7 @@ async function clickOnce(screen: Screen, button: number): Promise<void> {
 
 const button = (b: string | undefined): number => BUTTONS[b ?? "left"];
 
-async function pressChord(screen: Screen, s: Session, chord: string): Promise<void> {
+async function pressChord(screen: Screen, s: Desk, chord: string): Promise<void> {
   const c = parseChord(chord);
   const mods: number[] = [];
   for (const m of c.modifiers) {
@@ -118,7 +118,7 @@ async function notBuilt(_screen: Screen, st: StepOf<LaterStepType>): Promise<Dat
 
 const RUNNERS: { [T in StepType]: Runner<T> } = {
   async move(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const data = await moveTo(s, onScreen(s, st.to, "to"), st.motion, st.seed);
     if (st.pause_ms) {
       await s.input.sync(); // the pause runs from when the pointer got there
@@ -127,19 +127,19 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...data, at: await syncedPointer(s) };
   },
   async click(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await withHeld(screen, st.held, () => clickOnce(screen, button(st.button)));
     return { ...data, at: await syncedPointer(s) };
   },
   async double_click(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await s.input.doubleClick(button(st.button), DOUBLE_CLICK_GAP_MS);
     return { ...data, at: await syncedPointer(s) };
   },
   async drag(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const to = onScreen(s, st.to, "to");
     const from = onScreen(s, st.from, "from");
     const b = button(st.button);
@@ -170,7 +170,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...data, at: await syncedPointer(s) };
   },
   async path(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const pts = st.through.map((p, i) => onScreen(s, p, `through[${i}]`));
     const b = button(st.button);
     const seed = st.seed ?? randomSeed();
@@ -186,19 +186,19 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { at: await syncedPointer(s), ...(st.motion === "human" ? { seed } : {}) };
   },
   async mouse_down(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const data = st.at ? await moveTo(s, onScreen(s, st.at, "at"), st.motion, st.seed) : {};
     await screen.holds.pressButton(button(st.button), st.hold_ms ?? DEFAULT_HOLD_MS, st.hold_ms !== undefined ? "timed" : "batch");
     return { ...data, at: await syncedPointer(s), ...screen.holds.snapshot() };
   },
   async mouse_up(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     if (st.at) await moveTo(s, onScreen(s, st.at, "at"));
     const wasHeld = await screen.holds.releaseButton(button(st.button), false);
     return { at: await syncedPointer(s), was_held: wasHeld };
   },
   async scroll(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     if (st.at) await moveTo(s, onScreen(s, st.at, "at"));
     const dy = st.dy ?? 0;
     const dx = st.dx ?? 0;
@@ -215,12 +215,12 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { at: await syncedPointer(s), dx, dy };
   },
   async type(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     await s.input.typeText(st.text, st.delay_ms ?? 0);
     return { typed: Array.from(st.text).length, via: s.input.kind };
   },
   async press(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const chords = [...list(st.chord), ...list(st.then)];
     for (const c of chords) parseChord(c); // refuse a bad name before pressing anything
     await withHeld(screen, st.held, async () => {
@@ -230,14 +230,14 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { pressed: chords };
   },
   async key_down(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const ks = keysymFor(st.key);
     await screen.holds.pressKey(ks, keyLabel(st.key), st.hold_ms ?? DEFAULT_HOLD_MS, st.hold_ms !== undefined ? "timed" : "batch");
     await s.input.sync();
     return { key: keyLabel(st.key), ...screen.holds.snapshot() };
   },
   async key_up(screen, st) {
-    const s = await screen.session();
+    const s = await screen.desk();
     const wasHeld = await screen.holds.releaseKey(keysymFor(st.key), false);
     await s.input.sync();
     return { key: keyLabel(st.key), was_held: wasHeld };
@@ -250,6 +250,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...(await waitStill(screen, st.settle_ms ?? DEFAULT_SETTLE_MS, st.within_ms ?? DEFAULT_STILL_WITHIN_MS)) };
   },
   async await_window(screen, st) {
+    if (screen.isWayland) return { window: await awaitWaylandWindow(await screen.wayland(), st.what.class, st.what.within_ms ?? DEFAULT_AWAIT_WINDOW_MS) };
     const s = await screen.session();
     return { window: await awaitWindow(s, st.what.class, st.what.within_ms ?? DEFAULT_AWAIT_WINDOW_MS) };
   },
@@ -258,15 +259,25 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...(tab === undefined ? await captureFrame(screen, what) : await captureTab(screen, tab, what)) };
   },
   async cursor(screen) {
-    const s = await screen.session();
+    const s = await screen.desk();
     return { ...(await pointer(s)) };
   },
   async windows(screen, st) {
+    if (screen.isWayland) {
+      const all = await waylandWindows(await screen.wayland());
+      return st.active ? { window: all.find((w) => w.active) ?? null } : { windows: all };
+    }
     const s = await screen.session();
     if (st.active) return { window: await activeWindow(s) };
     return { windows: await listWindows(s) };
   },
   async on_window(screen, st) {
+    if (screen.isWayland) {
+      if (st.what.do !== "focus" && st.what.do !== "close") {
+        throw new AgentError("unsupported", "on a Wayland box sway lays windows out: on_window does focus and close only");
+      }
+      return onWaylandWindow(await screen.wayland(), st.window, st.what.do);
+    }
     const s = await screen.session();
     const w = await findWindow(s, st.window);
     if (st.what.do === "focus") return { window: await focusWindow(s, w) };
@@ -283,6 +294,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...(await readClipboard(screen.display, selection)) };
   },
   async record(screen, st) {
+    if (screen.isWayland) throw new AgentError("unsupported", "recording uses ffmpeg's X11 capture; a Wayland box has none yet (docs/decisions/0030)");
     if (st.what.do === "start") return { ...(await startRecording(screen, st.what.fps ?? 12)) };
     if (st.what.do === "stop") return { ...(await stopRecording(screen)) };
     return { ...recordingStatus(screen) };

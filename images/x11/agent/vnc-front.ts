@@ -1,0 +1,98 @@
+// A Wayland screen's VNC port (5900+n), as x11vnc serves it on an X11 box: VNC authentication with
+// the box's password (/etc/holm/vnc.passwd, which the server wrote), then the bytes go both ways
+// to wayvnc's UNIX socket, which only root in the box can open and which asks for nothing. So the
+// server's relay and the direct viewer sockets log in exactly as they do to x11vnc, and nothing
+// in the box (a web page included) reaches the desktop without the password (ADR 0030).
+import fs from "node:fs";
+import net from "node:net";
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
+import { ByteReader, greetViewerWithPassword } from "../../../app/protocol/rfb/handshake";
+import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
+import { closeWayvnc, waylandPaths } from "./wayland";
+import type { AgentConfig } from "./config";
+
+const HANDSHAKE_MS = 10_000;
+
+/** Reads wayvnc's greeting and picks None; resolves when wayvnc waits for ClientInit. */
+async function loginNone(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
+  const version = (await read(12)).toString("latin1");
+  if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error("wayvnc did not greet with RFB 3.x");
+  write(Buffer.from("RFB 003.008\n", "latin1"));
+  const n = (await read(1))[0];
+  if (n === 0) throw new Error("wayvnc refused the connection");
+  const types = [...(await read(n))];
+  if (!types.includes(1)) throw new Error(`wayvnc offers security types ${types.join(", ")}, not None`);
+  write(Buffer.from([1]));
+  if ((await read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+}
+
+function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string): void {
+  viewer.setNoDelay(true);
+  const fromViewer = new ByteReader();
+  const onViewer = (c: Buffer) => fromViewer.push(c);
+  viewer.on("data", onViewer);
+  viewer.on("error", () => undefined);
+  viewer.on("close", () => fromViewer.fail(new Error("the viewer left")));
+  const timer = setTimeout(() => viewer.destroy(), HANDSHAKE_MS);
+  void (async () => {
+    let password: string;
+    try {
+      password = passwordOfVncPasswdFile(fs.readFileSync(passwdFile));
+    } catch {
+      // No password yet, no session: the box is still booting.
+      viewer.destroy();
+      return;
+    }
+    const challenge = randomBytes(16);
+    const expected = vncChallengeResponse(password, challenge);
+    try {
+      await greetViewerWithPassword((n) => fromViewer.read(n), (b) => viewer.write(b), challenge, (r) => r.length === 16 && timingSafeEqual(r, expected));
+    } catch {
+      viewer.end();
+      return;
+    }
+    const vnc = net.connect(vncPath);
+    const fromVnc = new ByteReader();
+    let greeted = false;
+    const onVnc = (c: Buffer) => {
+      greeted = true;
+      fromVnc.push(c);
+    };
+    vnc.on("data", onVnc);
+    vnc.on("error", (e) => fromVnc.fail(e));
+    vnc.on("close", () => {
+      fromVnc.fail(new Error("wayvnc closed"));
+      viewer.destroy();
+    });
+    // Never a close before wayvnc's greeting (closeWayvnc says why).
+    viewer.on("close", () => closeWayvnc(vnc, greeted));
+    try {
+      await loginNone((n) => fromVnc.read(n), (b) => vnc.write(b));
+    } catch {
+      closeWayvnc(vnc, greeted);
+      viewer.destroy();
+      return;
+    }
+    clearTimeout(timer);
+    // Both sides are at ClientInit: from here the bytes are the viewer's and wayvnc's own.
+    viewer.off("data", onViewer);
+    vnc.off("data", onVnc);
+    const early = fromViewer.rest();
+    if (early.length) vnc.write(early);
+    const late = fromVnc.rest();
+    if (late.length) viewer.write(late);
+    viewer.pipe(vnc);
+    vnc.pipe(viewer);
+  })();
+}
+
+/** One listener per screen on its VNC port; closed with the agent. */
+export function serveVncFronts(config: AgentConfig): net.Server[] {
+  return Array.from({ length: config.screens }, (_, i) => {
+    const server = net.createServer((sock) => serveOne(sock, waylandPaths(config.runtimeBase, i).vnc, process.env.HOLM_VNC_PASSWD_FILE || VNC_PASSWD_PATH));
+    server.on("error", (err) => process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), msg: "vnc front failed", screen: i, error: String(err) })}\n`));
+    server.listen(config.vncPortBase + i, config.host);
+    return server;
+  });
+}

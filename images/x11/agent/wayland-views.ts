@@ -1,0 +1,175 @@
+// What a Wayland screen shows: its windows, from sway's tree, and its frames, from grim
+// (docs/decisions/0030). Window ids are sway's container ids, in the X11 form ("0x…").
+import crypto from "node:crypto";
+import { runTool } from "./proc";
+import { encodePng } from "./png";
+import { formatWindowId, type WindowInfo } from "./windows";
+import { IPC_GET_TREE, type WaylandDesk } from "./wayland";
+import { AgentError } from "./errors";
+import type { CaptureOptions, Frame, Rect } from "./frames";
+import type { Screen } from "./screen";
+import { sleep } from "./util";
+
+interface SwayNode {
+  id: number;
+  type: string;
+  name: string | null;
+  pid?: number;
+  app_id?: string | null;
+  window_properties?: { class?: string; instance?: string; title?: string };
+  rect: { x: number; y: number; width: number; height: number };
+  focused: boolean;
+  visible?: boolean;
+  fullscreen_mode?: number;
+  nodes: SwayNode[];
+  floating_nodes: SwayNode[];
+}
+
+function collect(node: SwayNode, scratch: boolean, out: { n: SwayNode; scratch: boolean }[]): void {
+  const inScratch = scratch || node.name === "__i3_scratch";
+  if ((node.type === "con" || node.type === "floating_con") && node.pid !== undefined) out.push({ n: node, scratch: inScratch });
+  for (const c of node.nodes ?? []) collect(c, inScratch, out);
+  for (const c of node.floating_nodes ?? []) collect(c, inScratch, out);
+}
+
+/** Top-level windows, in sway's tree order; `active` is the one with the keyboard focus. */
+export async function waylandWindows(desk: WaylandDesk): Promise<WindowInfo[]> {
+  const tree = await desk.ipc.request<SwayNode>(IPC_GET_TREE);
+  const found: { n: SwayNode; scratch: boolean }[] = [];
+  collect(tree, false, found);
+  return found.map(({ n, scratch }) => {
+    const klass = n.app_id ?? n.window_properties?.class ?? "";
+    return {
+      id: formatWindowId(n.id),
+      title: n.name ?? "",
+      class: klass,
+      instance: n.window_properties?.instance ?? klass,
+      pid: n.pid ?? null,
+      x: n.rect.x,
+      y: n.rect.y,
+      width: n.rect.width,
+      height: n.rect.height,
+      active: n.focused,
+      // The scratchpad is sway's nearest thing to minimised: there but not shown.
+      minimised: scratch,
+      maximised: n.fullscreen_mode === 1,
+    };
+  });
+}
+
+export async function findWaylandWindow(desk: WaylandDesk, ref: string): Promise<WindowInfo> {
+  const windows = await waylandWindows(desk);
+  const r = ref.trim();
+  if (/^0x[0-9a-f]+$/i.test(r) || /^\d+$/.test(r)) {
+    const id = r.startsWith("0x") || r.startsWith("0X") ? parseInt(r.slice(2), 16) : Number(r);
+    const w = windows.find((x) => parseInt(x.id.slice(2), 16) === id);
+    if (w) return w;
+    throw new AgentError("not_found", `no window ${ref} on this screen`);
+  }
+  const q = r.toLowerCase();
+  const hit =
+    windows.filter((w) => w.class.toLowerCase() === q || w.instance.toLowerCase() === q).pop() ??
+    windows.filter((w) => w.title.toLowerCase().includes(q)).pop();
+  if (!hit) throw new AgentError("not_found", `no window matches "${ref}" on this screen`);
+  return hit;
+}
+
+export async function awaitWaylandWindow(desk: WaylandDesk, klass: string, withinMs: number): Promise<WindowInfo> {
+  const q = klass.trim().toLowerCase();
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const w = (await waylandWindows(desk)).find((x) => x.class.toLowerCase() === q || x.instance.toLowerCase() === q);
+    if (w) return w;
+    if (Date.now() >= deadline) throw new AgentError("timeout", `no window of class "${klass}" appeared within ${withinMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** Focus or close through sway; moving and resizing a tiled window is sway's layout's to decide. */
+export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: "focus" | "close"): Promise<Record<string, unknown>> {
+  const w = await findWaylandWindow(desk, ref);
+  const id = parseInt(w.id.slice(2), 16);
+  if (what === "close") {
+    await desk.ipc.command(`[con_id=${id}] kill`);
+    return { window: w.id, closed: true };
+  }
+  await desk.ipc.command(`[con_id=${id}] focus`);
+  return { window: (await waylandWindows(desk)).find((x) => x.id === w.id) ?? w };
+}
+
+/** PPM (P6, maxval 255) from grim into RGB rows. */
+function parsePpm(buf: Buffer): { rgb: Buffer; width: number; height: number } {
+  // Header: "P6", width, height, maxval, each after whitespace; one whitespace byte before the pixels.
+  let pos = 0;
+  const fields: string[] = [];
+  while (fields.length < 4) {
+    while (pos < buf.length && /\s/.test(String.fromCharCode(buf[pos]))) pos++;
+    let end = pos;
+    while (end < buf.length && !/\s/.test(String.fromCharCode(buf[end]))) end++;
+    fields.push(buf.toString("latin1", pos, end));
+    pos = end;
+  }
+  pos++;
+  const [magic, w, h, max] = fields;
+  if (magic !== "P6" || max !== "255") throw new AgentError("failed", `grim wrote an image this agent does not read (${magic}, maxval ${max})`);
+  const width = Number(w);
+  const height = Number(h);
+  const rgb = buf.subarray(pos, pos + width * height * 3);
+  if (rgb.length !== width * height * 3) throw new AgentError("failed", "grim's image is cut short");
+  return { rgb, width, height };
+}
+
+/** grim's pixels of `r` (RGB rows) and their hash. */
+async function grab(screen: Screen, r: Rect, scale: number, pointer: boolean): Promise<{ rgb: Buffer; width: number; height: number; hash: string }> {
+  const args = ["-t", "ppm", "-g", `${r.x},${r.y} ${r.width}x${r.height}`];
+  if (scale !== 100) args.push("-s", String(scale / 100));
+  if (pointer) args.push("-c");
+  args.push("-");
+  const out = await runTool("grim", args, { display: screen.display, timeoutMs: 10_000 });
+  if (out.code !== 0) throw new AgentError("failed", `grim exited with ${out.code}: ${out.stderr.trim().slice(0, 300)}`);
+  const { rgb, width, height } = parsePpm(out.stdout);
+  const hash = crypto.createHash("sha1").update(`wl;${r.x},${r.y},${width},${height},${pointer ? 1 : 0};`).update(rgb).digest("hex");
+  return { rgb, width, height, hash };
+}
+
+/** The hash of the whole screen, for change detection (wait_still). */
+export async function waylandScreenHash(screen: Screen, desk: WaylandDesk): Promise<string> {
+  return (await grab(screen, { x: 0, y: 0, width: desk.width, height: desk.height }, 100, false)).hash;
+}
+
+/**
+ * A frame of a Wayland screen, in the same shape as X11's: the hash of the pixels, and a PNG only
+ * when the caller does not already have that hash. Scaling is grim's (`-s`); the pointer is drawn
+ * with `-c`.
+ */
+export async function waylandFrame(screen: Screen, desk: WaylandDesk, opts: CaptureOptions, have?: string): Promise<Frame> {
+  const scale = opts.scale ?? 100;
+  if (!(scale >= 1 && scale <= 400)) throw new AgentError("bad_request", `scale ${scale} is not within 1–400`);
+  let r: Rect = { x: 0, y: 0, width: desk.width, height: desk.height };
+  if (opts.window !== undefined) {
+    const w = await findWaylandWindow(desk, opts.window);
+    if (w.minimised) throw new AgentError("failed", `window ${w.id} is in the scratchpad, not on the screen`);
+    r = { x: w.x, y: w.y, width: w.width, height: w.height };
+  }
+  if (opts.region) {
+    const g = opts.region;
+    if (opts.window === undefined && (g.x < 0 || g.y < 0 || g.x + g.width > desk.width || g.y + g.height > desk.height)) {
+      throw new AgentError("bad_request", `region ${g.x},${g.y} ${g.width}×${g.height} is not inside the ${desk.width}×${desk.height} screen`);
+    }
+    r = { x: r.x + g.x, y: r.y + g.y, width: g.width, height: g.height };
+  }
+  const x0 = Math.max(0, r.x);
+  const y0 = Math.max(0, r.y);
+  const x1 = Math.min(desk.width, r.x + r.width);
+  const y1 = Math.min(desk.height, r.y + r.height);
+  if (x1 <= x0 || y1 <= y0) throw new AgentError("bad_request", "the area to capture is not on the screen");
+  const { rgb, width, height, hash } = await grab(screen, { x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, scale, opts.pointer === true);
+  if (have && have === hash) return { hash, unchanged: true, width, height };
+  let png = screen.pngCache.get(hash);
+  if (!png) {
+    png = await encodePng(rgb, width, height);
+    screen.pngCache.set(hash, png);
+    while (screen.pngCache.size > 4) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
+  }
+  return { hash, unchanged: false, png_base64: png.toString("base64"), width, height };
+}

@@ -1,0 +1,344 @@
+// A Wayland screen (docs/decisions/0030): headless sway as `desk`, wayvnc on a UNIX socket only
+// root can open. The agent drives input as an RFB client of that wayvnc (PointerEvent and
+// KeyEvent, which wayvnc turns into the wlroots virtual pointer and keyboard protocols), types
+// text outside the keymap with wtype, and asks sway over its IPC socket (the i3 protocol) for
+// windows. Frames come from grim (wayland-frames.ts).
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { spawn } from "node:child_process";
+import type { InputBackend, KeyToken } from "./input";
+import { ByteReader } from "../../../app/protocol/rfb/handshake";
+import { childEnv, displayEnv } from "./proc";
+import { AgentError } from "./errors";
+import { sleep } from "./util";
+
+export interface Point {
+  x: number;
+  y: number;
+}
+
+/** What the input steps need of a screen, on X11 and Wayland alike. */
+export interface Desk {
+  input: InputBackend;
+  width: number;
+  height: number;
+  /** Where the pointer is now. */
+  pointer(): Promise<Point>;
+}
+
+/** The paths of screen n's sockets. */
+export function waylandPaths(runtimeBase: string, index: number) {
+  const runtime = `${runtimeBase}-${index}`;
+  return {
+    runtime,
+    wayland: path.join(runtime, "wayland-1"),
+    sway: path.join(runtime, "sway.sock"),
+    /** XWayland's DISPLAY, written by sway's config once it listens (x11_apps only). */
+    x11Display: path.join(runtime, "x11-display"),
+    /** wayvnc's socket, in a folder only root may enter. */
+    vnc: path.join(path.dirname(runtimeBase), "vnc", `wayvnc-${index}.sock`),
+  };
+}
+
+/** Registers the environment children started on a Wayland screen get (proc.ts childEnv). */
+export function registerWaylandDisplay(name: string, runtimeBase: string, index: number): void {
+  const p = waylandPaths(runtimeBase, index);
+  displayEnv.set(name, () => {
+    let x11 = "";
+    try {
+      x11 = fs.readFileSync(p.x11Display, "utf8").trim();
+    } catch {
+      // no XWayland on this box
+    }
+    return { WAYLAND_DISPLAY: "wayland-1", XDG_RUNTIME_DIR: p.runtime, SWAYSOCK: p.sway, ...(x11 ? { DISPLAY: x11 } : {}) };
+  });
+}
+
+/** Latin-1 printable characters (and newline, tab) go as keysyms through wayvnc; the rest through wtype. */
+function viaKeysym(ch: string): number | null {
+  if (ch === "\n") return 0xff0d;
+  if (ch === "\t") return 0xff09;
+  const c = ch.codePointAt(0)!;
+  return c >= 0x20 && c <= 0x7e ? c : null;
+}
+
+/** A wheel "button" (4–7) is a press and release of its own; 1–3 are held in the mask. */
+const buttonBit = (b: number): number => 1 << (b - 1);
+
+/** RFB client input over wayvnc's socket: one 6- or 8-byte message per event. */
+export class RfbInput implements InputBackend {
+  readonly kind = "wayvnc";
+  private mask = 0;
+  x = 0;
+  y = 0;
+
+  constructor(
+    private readonly sock: net.Socket,
+    private readonly display: string,
+  ) {}
+
+  private pointerEvent(): void {
+    const b = Buffer.allocUnsafe(6);
+    b[0] = 5;
+    b[1] = this.mask;
+    b.writeUInt16BE(this.x, 2);
+    b.writeUInt16BE(this.y, 4);
+    this.sock.write(b);
+  }
+
+  private keyEvent(down: boolean, keysym: number): void {
+    const b = Buffer.alloc(8);
+    b[0] = 4;
+    b[1] = down ? 1 : 0;
+    b.writeUInt32BE(keysym >>> 0, 4);
+    this.sock.write(b);
+  }
+
+  async move(x: number, y: number): Promise<void> {
+    this.x = x;
+    this.y = y;
+    this.pointerEvent();
+  }
+
+  async button(button: number, down: boolean): Promise<void> {
+    if (button < 1 || button > 8) throw new AgentError("bad_request", `button ${button} is not 1–8`);
+    if (down) this.mask |= buttonBit(button);
+    else this.mask &= ~buttonBit(button);
+    this.pointerEvent();
+  }
+
+  async doubleClick(button: number, gapMs: number): Promise<void> {
+    await this.button(button, true);
+    await this.button(button, false);
+    await this.sync();
+    await sleep(gapMs);
+    await this.button(button, true);
+    await this.button(button, false);
+  }
+
+  async keyDown(keysym: number): Promise<KeyToken> {
+    this.keyEvent(true, keysym);
+    return { keysym };
+  }
+
+  async keyUp(token: KeyToken): Promise<void> {
+    this.keyEvent(false, token.keysym);
+  }
+
+  async typeText(text: string, delayMs: number): Promise<void> {
+    const chars = Array.from(text);
+    const keysyms = chars.map(viaKeysym);
+    if (keysyms.every((k): k is number => k !== null)) {
+      for (const ks of keysyms) {
+        this.keyEvent(true, ks);
+        this.keyEvent(false, ks);
+        if (delayMs > 0) {
+          await this.sync();
+          await sleep(delayMs);
+        }
+      }
+      return this.sync();
+    }
+    // Text outside the keymap goes whole through wtype, which uploads a keymap that has it:
+    // switching keyboards between characters lost the first key after each switch in Chromium.
+    await this.sync();
+    await wtype(this.display, text, delayMs);
+  }
+
+  /**
+   * Resolves once every event is written to wayvnc. RFB has no round trip for input, so this is
+   * weaker than X's: wayvnc forwards them to sway in its next loop turn, in order (ADR 0030).
+   */
+  async sync(): Promise<number> {
+    if (this.sock.destroyed) throw new AgentError("failed", "the connection to wayvnc closed");
+    await new Promise<void>((resolve, reject) => this.sock.write(Buffer.alloc(0), (err) => (err ? reject(err) : resolve())));
+    await new Promise((r) => setImmediate(r));
+    return 0;
+  }
+}
+
+/** Types `text` with wtype: newlines as Return (wtype would send Linefeed), tabs as Tab. */
+function wtype(display: string, text: string, delayMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const args = delayMs > 0 ? ["-d", String(delayMs)] : [];
+    // Every argument is an option or text, and "--" would make all that follows text: so a run
+    // of text never starts with "-" (leading minus signs go as the key `minus`).
+    for (const part of text.split(/(\n|\t)/)) {
+      if (part === "\n") args.push("-k", "Return");
+      else if (part === "\t") args.push("-k", "Tab");
+      else {
+        const rest = part.replace(/^-+/, "");
+        for (let i = 0; i < part.length - rest.length; i++) args.push("-k", "minus");
+        if (rest !== "") args.push(rest);
+      }
+    }
+    const child = spawn("wtype", args, { env: childEnv(display), stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()).length > 2000 && (err = err.slice(-2000)));
+    child.on("error", (e) => reject(new AgentError("failed", `wtype: ${e.message}`)));
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new AgentError("failed", `wtype exited with ${code}: ${err.trim().slice(0, 300)}`))));
+  });
+}
+
+/**
+ * Closes a connection to wayvnc without crashing it: wayvnc 0.5 (neatvnc 0.5) dies of SIGSEGV
+ * when a client goes away before it has sent its greeting (seen here: 100 connect-and-close
+ * in a row killed it, and the box with it). So a connection is closed only once the greeting
+ * came, or after a while if it never does.
+ */
+export function closeWayvnc(sock: net.Socket, greeted: boolean): void {
+  if (greeted || sock.destroyed) return void sock.destroy();
+  const done = () => sock.destroy();
+  sock.once("data", done);
+  setTimeout(done, 5000).unref();
+}
+
+/** A client connection to wayvnc: RFB 3.8, security None (the socket is root's alone), shared. */
+async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock: net.Socket; width: number; height: number }> {
+  const sock = net.connect(socketPath);
+  const reader = new ByteReader();
+  let greeted = false;
+  const onData = (c: Buffer) => {
+    greeted = true;
+    reader.push(c);
+  };
+  sock.on("data", onData);
+  sock.on("error", (e) => reader.fail(e));
+  sock.on("close", () => reader.fail(new Error("wayvnc closed the connection")));
+  const timer = setTimeout(() => reader.fail(new Error(`wayvnc did not answer within ${timeoutMs} ms`)), timeoutMs);
+  try {
+    const version = (await reader.read(12)).toString("latin1");
+    if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error(`not RFB 3.x: ${JSON.stringify(version)}`);
+    sock.write("RFB 003.008\n");
+    const n = (await reader.read(1))[0];
+    const types = [...(await reader.read(n))];
+    if (!types.includes(1)) throw new Error(`wayvnc asks for security types ${types.join(", ")}, not None`);
+    sock.write(Buffer.from([1]));
+    if ((await reader.read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+    sock.write(Buffer.from([1])); // ClientInit: shared
+    const init = await reader.read(24);
+    await reader.read(init.readUInt32BE(20));
+    // Nothing more is read: no update is ever asked for, and what wayvnc sends unasked (bell,
+    // clipboard) is dropped.
+    sock.off("data", onData);
+    sock.on("data", () => undefined);
+    return { sock, width: init.readUInt16BE(0), height: init.readUInt16BE(2) };
+  } catch (err) {
+    sock.off("data", onData);
+    closeWayvnc(sock, greeted);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Sway's IPC (the i3 protocol): "i3-ipc", length and type (little-endian u32), JSON. */
+export class SwayIpc {
+  private readonly reader = new ByteReader();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(private readonly sock: net.Socket) {
+    sock.on("data", (c: Buffer) => this.reader.push(c));
+    sock.on("error", (e) => this.reader.fail(e));
+    sock.on("close", () => this.reader.fail(new Error("sway's IPC socket closed")));
+  }
+
+  static connect(socketPath: string, timeoutMs: number): Promise<SwayIpc> {
+    return new Promise((resolve, reject) => {
+      const sock = net.connect(socketPath);
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(new Error(`sway's IPC socket did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      sock.once("connect", () => {
+        clearTimeout(timer);
+        resolve(new SwayIpc(sock));
+      });
+      sock.once("error", (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+    });
+  }
+
+  get closed(): boolean {
+    return this.sock.destroyed;
+  }
+
+  close(): void {
+    this.sock.destroy();
+  }
+
+  /** One request and its answer; requests queue, since answers come in order. */
+  request<T>(type: number, payload = ""): Promise<T> {
+    const run = async (): Promise<T> => {
+      const body = Buffer.from(payload, "utf8");
+      const head = Buffer.alloc(14);
+      head.write("i3-ipc", 0, "latin1");
+      head.writeUInt32LE(body.length, 6);
+      head.writeUInt32LE(type, 10);
+      this.sock.write(Buffer.concat([head, body]));
+      const h = await this.reader.read(14);
+      const len = h.readUInt32LE(6);
+      return JSON.parse((await this.reader.read(len)).toString("utf8")) as T;
+    };
+    const next = this.queue.then(run, run);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** RUN_COMMAND: one command; throws with sway's reason when it fails. */
+  async command(cmd: string): Promise<void> {
+    const out = await this.request<{ success: boolean; error?: string }[]>(0, cmd);
+    const bad = out.find((r) => !r.success);
+    if (bad) throw new AgentError("failed", `sway: ${bad.error ?? "the command failed"}`);
+  }
+}
+
+export const IPC_GET_TREE = 4;
+export const IPC_GET_VERSION = 7;
+
+/** A live Wayland screen: input through wayvnc, sway's IPC; reconnected by the Screen when either drops. */
+export class WaylandDesk implements Desk {
+  private constructor(
+    readonly input: RfbInput,
+    readonly ipc: SwayIpc,
+    readonly width: number,
+    readonly height: number,
+    private readonly sock: net.Socket,
+  ) {}
+
+  static async open(runtimeBase: string, index: number, display: string, timeoutMs: number): Promise<WaylandDesk> {
+    const p = waylandPaths(runtimeBase, index);
+    const ipc = await SwayIpc.connect(p.sway, timeoutMs);
+    try {
+      const { sock, width, height } = await rfbConnect(p.vnc, timeoutMs);
+      const input = new RfbInput(sock, display);
+      // Start from the middle, as Xvfb does, so `cursor` answers something true before any move.
+      input.x = Math.floor(width / 2);
+      input.y = Math.floor(height / 2);
+      return new WaylandDesk(input, ipc, width, height, sock);
+    } catch (err) {
+      ipc.close();
+      throw err;
+    }
+  }
+
+  get closed(): boolean {
+    return this.sock.destroyed || this.ipc.closed;
+  }
+
+  onClose(fn: () => void): void {
+    this.sock.once("close", fn);
+  }
+
+  async pointer(): Promise<Point> {
+    return { x: this.input.x, y: this.input.y };
+  }
+
+  close(): void {
+    this.sock.destroy();
+    this.ipc.close();
+  }
+}

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RfbClient } from "../../bench/viewer";
+import { boxIp } from "../support/cdp";
+import { openViewer } from "../support/sockets";
+import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+
+// Wayland boxes (seed 000/002 `spec.desktop.server: "wayland"`, issue 18, ADR 0030) on a real
+// box: headless sway, wayvnc and grim. The agent's API works the same through them: a click and
+// typed text (Unicode too) reach a page, frames and `have`, windows, the clipboard, the viewer
+// relay with its ticket; the guard stops an agent while a person holds the screen; what Wayland
+// boxes cannot do yet answers `unsupported` with the reason. The box's VNC port asks for the
+// password, as x11vnc does: a page in the box cannot drive the desktop.
+
+let server: TestServer;
+let box: any;
+
+const PAGE =
+  "data:text/html,<title>wl</title><style>body{margin:0}input{position:absolute;left:40px;top:40px;width:400px;height:40px;font-size:24px}</style>" +
+  "<input id=t autofocus><script>document.title='wl'</script>";
+
+beforeAll(async () => {
+  server = await startServer();
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+async function batch(actions: unknown[], extra: Record<string, unknown> = {}): Promise<any> {
+  const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions, ...extra } });
+  const body = await json(res);
+  expect(res.status, JSON.stringify(body).slice(0, 600)).toBe(200);
+  return body;
+}
+
+const valueOfInput = async (): Promise<string> =>
+  (await batch([{ type: "evaluate", what: { expression: "document.querySelector('#t').value" } }])).results[0].value;
+
+describe("Wayland boxes", () => {
+  it("launch from the seed's spec: sway, wayvnc and grim, with x11_apps by default and no dock", async () => {
+    const refused = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { server: "wayland", features: ["dock"] } } } }));
+    expect(refused).toMatchObject({ code: "unsupported", retryable: false });
+    expect(refused.message).toMatch(/dock/);
+    const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { server: "wayland" } } } });
+    box = await json(res);
+    expect(res.status, JSON.stringify(box).slice(0, 600)).toBe(200);
+    expect(box.state).toBe("ready");
+    expect(box.spec.desktop).toMatchObject({ server: "wayland", features: ["accessibility", "video", "wide_fonts", "x11_apps"] });
+    const ps = await json(await server.api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["ps", "-eo", "user:8,comm"] } }));
+    expect(ps.stdout).toMatch(/desk\s+sway/);
+    expect(ps.stdout).toMatch(/root\s+wayvnc/);
+    expect(ps.stdout).not.toMatch(/Xvfb|x11vnc|fluxbox/);
+    const info = await docker.getContainer(`holm-${box.id}`).inspect();
+    expect(info.Config.Env).toContain("HOLM_DESKTOP=wayland");
+  }, 900_000);
+
+  it("a click and typed text reach the page; frames, `have` and the cursor work as on X11", async () => {
+    const out = await batch(
+      [
+        { type: "open_url", url: PAGE, target: "current" },
+        { type: "wait", ms: 300 },
+        { type: "click", at: { x: 200, y: 150 } },
+        { type: "type", text: "héllo wörld ✓ 42" },
+      ],
+      { want: ["frame", "cursor"] },
+    );
+    expect(out.results.map((r: any) => r.ok)).toEqual([true, true, true, true]);
+    expect(out.results[3]).toMatchObject({ via: "wayvnc" });
+    expect(out.cursor).toEqual({ x: 200, y: 150 });
+    expect(out.frame).toMatchObject({ unchanged: false, width: 1280, height: 800 });
+    expect(Buffer.from(out.frame.png_base64, "base64").subarray(1, 4).toString()).toBe("PNG");
+    expect(await valueOfInput()).toBe("héllo wörld ✓ 42");
+    // Away from the field (its caret blinks), the screen holds still: the same hash, no PNG.
+    const still = await batch([{ type: "click", at: { x: 900, y: 600 } }, { type: "wait", ms: 500 }], { want: ["frame"] });
+    const again = await batch([], { want: ["frame"], have_frame: still.frame.hash });
+    expect(again.frame).toMatchObject({ unchanged: true, hash: still.frame.hash });
+    expect(again.frame.png_base64).toBeUndefined();
+    await batch([{ type: "click", at: { x: 200, y: 150 } }]);
+    // Keys and chords: select all, delete, then a new word.
+    await batch([{ type: "press", chord: "ctrl+a" }, { type: "press", chord: "Delete" }, { type: "type", text: "B" }]);
+    expect(await valueOfInput()).toBe("B");
+  }, 120_000);
+
+  it("lists sway's windows (Chromium is active), and focuses and closes them", async () => {
+    const out = await batch([{ type: "windows" }]);
+    const chromium = out.results[0].windows.find((w: any) => /chromium/i.test(w.class));
+    expect(chromium, JSON.stringify(out.results[0])).toMatchObject({ active: true, width: 1280 });
+    expect(chromium.id).toMatch(/^0x[0-9a-f]{8}$/);
+    expect(out.windows.map((w: any) => w.id)).toContain(chromium.id);
+    const focus = await batch([{ type: "on_window", window: chromium.id, what: { do: "focus" } }]);
+    expect(focus.results[0]).toMatchObject({ ok: true, window: { id: chromium.id, active: true } });
+    const bad = await batch([{ type: "on_window", window: "0x7fffffff", what: { do: "focus" } }]);
+    expect(bad.results[0]).toMatchObject({ ok: false, code: "not_found" });
+  }, 60_000);
+
+  it("an X11 app runs through XWayland and is listed with its class", async () => {
+    const out = await batch([
+      { type: "launch", app: "xterm", args: ["-class", "WlXterm"] },
+      { type: "await_window", what: { class: "WlXterm", within_ms: 20_000 } },
+    ]);
+    expect(out.results[1], JSON.stringify(out.results)).toMatchObject({ ok: true, window: { class: "WlXterm" } });
+    const close = await batch([{ type: "on_window", window: out.results[1].window.id, what: { do: "close" } }]);
+    expect(close.results[0]).toMatchObject({ ok: true, closed: true });
+  }, 60_000);
+
+  it("the clipboard goes both ways through wl-clipboard", async () => {
+    const set = await batch([{ type: "clipboard", text: "from the agent ✓" }]);
+    expect(set.results[0]).toMatchObject({ ok: true });
+    const got = await batch([{ type: "clipboard" }]);
+    expect(got.results[0]).toMatchObject({ ok: true, text: "from the agent ✓" });
+  }, 30_000);
+
+  it("what Wayland boxes cannot do yet answers unsupported, with the reason", async () => {
+    const out = await batch([{ type: "record", what: { do: "start" } }, { type: "on_window", window: "chromium", what: { do: "arrange", how: "maximise" } }], { keep_going: true });
+    expect(out.results[0]).toMatchObject({ ok: false, code: "unsupported" });
+    expect(out.results[0].message).toMatch(/Wayland/);
+    expect(out.results[1]).toMatchObject({ ok: false, code: "unsupported" });
+    expect(out.results[1].message).toMatch(/sway/);
+  }, 30_000);
+
+  it("the viewer relay shows the screen; the box's VNC port asks for the password", async () => {
+    const t = await json(await server.api(`/v1/boxes/${box.id}/screens/0/viewer/ticket`, { method: "POST", json: {} }));
+    const v = await openViewer(t.view_socket);
+    expect(typeof v, String(v)).toBe("object");
+    if (typeof v !== "object") return;
+    expect(v.rfb.init).toMatchObject({ width: 1280, height: 800 });
+    v.rfb.requestUpdate(false);
+    const update = await v.rfb.nextUpdate();
+    // The whole screen, raw: 1280×800 at 32 bits.
+    expect(update.bytes).toBeGreaterThanOrEqual(1280 * 800 * 4);
+    v.close();
+    // From inside the box's network, as a page would: no session without the password.
+    const direct = await RfbClient.overTcp(await boxIp(box.id), 5900);
+    await expect(direct.handshake()).rejects.toThrow(/None/);
+    direct.close();
+  }, 60_000);
+
+  it("a person's takeover stops the agent's input", async () => {
+    const base = `/v1/boxes/${box.id}/screens/0`;
+    expect((await server.api(`${base}/takeover`, { method: "POST", json: {} })).status).toBe(200);
+    try {
+      const res = await server.api(`${base}/actions`, { method: "POST", json: { actions: [{ type: "click", at: { x: 10, y: 10 } }] } });
+      expect([409, 200]).toContain(res.status);
+      const body = await json(res);
+      if (res.status === 200) expect(body.results[0]).toMatchObject({ ok: false, code: "denied" });
+      else expect(body.code).toMatch(/conflict|denied/);
+    } finally {
+      await server.api(`${base}/takeover`, { method: "DELETE" });
+    }
+  }, 30_000);
+});
