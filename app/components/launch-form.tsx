@@ -70,6 +70,14 @@ export function LaunchForm({ csrf, open, launching, resetKey }: { csrf: string; 
         <NumberField label="Screens" name="screens" min={1} max={8} value={1} help="Each screen is its own display with its own Chromium." />
         <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60}
           help="The box is removed this long after launch; its trace stays." />
+        <label className="col-span-2 block min-w-0 text-sm">
+          <span className="font-medium text-slate-700">Display server</span>
+          <select name="server" defaultValue="x11" aria-describedby="server-help" className={input}>
+            <option value="x11">X11 (Xvfb and fluxbox)</option>
+            <option value="wayland">Wayland (headless sway)</option>
+          </select>
+          <Help id="server-help">Wayland boxes run X apps through XWayland and have no taskbar (it is left out); they cannot record the screen yet.</Help>
+        </label>
         <fieldset className="col-span-2 min-w-0 lg:col-span-4">
           <legend className="text-sm font-medium text-slate-700">Features</legend>
           <p className="text-xs text-slate-600">A combination the server has not built before builds its image first (a minute or so).</p>

@@ -76,12 +76,14 @@ export async function action({ request }: Route.ActionArgs) {
     const id = field(form, "id");
     switch (field(form, "intent")) {
       case "launch": {
-        const features = form.getAll("features").map(String) as (typeof FEATURES)[number][];
+        const server = field(form, "server") === "wayland" ? "wayland" : "x11";
+        // The taskbar is checked by default and is X11's alone: on Wayland the form leaves it out, as it says.
+        const features = (form.getAll("features").map(String) as (typeof FEATURES)[number][]).filter((f) => server === "x11" || f !== "dock");
         const minutes = num(form, "lifetime_minutes", 60);
         // Through the same schema as /v1, so the console cannot launch what the API would refuse.
         const input = validate(CreateBoxSchema, {
           spec: {
-            desktop: { width: num(form, "width", 1280), height: num(form, "height", 800), screens: num(form, "screens", 1), features },
+            desktop: { server, width: num(form, "width", 1280), height: num(form, "height", 800), screens: num(form, "screens", 1), features },
             policy: { network: form.get("network") !== "off" },
           },
           placement: { expires_after_secs: minutes * 60 },

@@ -74,7 +74,8 @@ const NOTHING: Capabilities = {
 export const LOCAL_DOCKER_CAN: Capabilities = {
   launch: true,
   screens: 8,
-  wayland: false,
+  // Headless sway (ADR 0030); the same image and launch on another engine or a Swarm node.
+  wayland: true,
   persistent: true,
   profile: true,
   pages: true,

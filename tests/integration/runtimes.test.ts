@@ -71,7 +71,7 @@ describe("runtimes", () => {
     const list = await json(await server.api("/v1/runtimes"));
     expect(list.runtimes[0]).toMatchObject({ name: "docker", provider: "docker", default: true, builtin: true, secrets_set: [] });
     const one = await json(await server.api("/v1/runtimes/docker"));
-    expect(one.can).toEqual({ launch: true, screens: 8, wayland: false, persistent: true, profile: true, pages: true, recording: true, pause: true, stop: true, images: true });
+    expect(one.can).toEqual({ launch: true, screens: 8, wayland: true, persistent: true, profile: true, pages: true, recording: true, pause: true, stop: true, images: true });
     // Anyone who may read may list; a key reads too.
     expect((await fetch(`${server.base}/v1/runtimes`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
     const missing = await server.api("/v1/runtimes/nope");

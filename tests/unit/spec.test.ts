@@ -74,8 +74,22 @@ describe("create-box body", () => {
     }
   });
 
-  it("answers `unsupported` for what the docker runtime cannot do", () => {
-    expect(refusal(() => normalizeSpec({ desktop: { server: "wayland" } })).code).toBe("unsupported");
+  it("takes Wayland desktops (x11_apps by default, no dock) and answers `unsupported` for a dock on one", () => {
+    const wl = normalizeSpec({ desktop: { server: "wayland" } });
+    expect(wl.desktop).toMatchObject({ server: "wayland", features: ["accessibility", "video", "wide_fonts", "x11_apps"] });
+    expect(imageRequest(wl)).toMatchObject({ desktop: "wayland" });
+    expect(imageRequest(normalizeSpec({}))).not.toHaveProperty("desktop");
+    expect(specDigest(wl)).not.toBe(specDigest(normalizeSpec({})));
+    const e = refusal(() => normalizeSpec({ desktop: { server: "wayland", features: ["dock"] } }));
+    expect(e.code).toBe("unsupported");
+    expect(e.message).toMatch(/dock/);
+    // The image: sway, wayvnc, grim, wtype, wl-clipboard, XWayland and xhost; the runtime folders
+    // made at build (root in a box cannot chown); an X11 image has none of it.
+    const dockerfile = x11Dockerfile(imageRequest(wl), "holm-base:x");
+    expect(dockerfile).toContain("install --no-install-recommends sway wayvnc grim wtype wl-clipboard xwayland x11-xserver-utils");
+    expect(dockerfile).toMatch(/useradd .* desk/);
+    expect(dockerfile).toContain('holm.desktop="wayland"');
+    expect(x11Dockerfile(imageRequest(normalizeSpec({})), "holm-base:x")).not.toMatch(/sway|desk/);
   });
 
   it("takes direct viewer sockets (auth token or password, bind loopback or any); bind any needs auth", () => {

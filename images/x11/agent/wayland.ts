@@ -138,7 +138,8 @@ export class RfbInput implements InputBackend {
           await sleep(delayMs);
         }
       }
-      return this.sync();
+      await this.sync();
+      return;
     }
     // Text outside the keymap goes whole through wtype, which uploads a keymap that has it:
     // switching keyboards between characters lost the first key after each switch in Chromium.
