@@ -94,6 +94,7 @@ export function BoxDetails({ box, now, workspace }: { box: BoxJson; now: number;
   const rows: [string, ReactNode][] = [
     ["State", <StatePill key="s" state={box.state} reason={box.reason} />],
     ["Size", `${box.width}×${box.height}${box.screens > 1 ? ` · ${box.screens} screens` : ""}`],
+    ["Desktop", box.spec.desktop.server === "wayland" ? "Wayland (sway)" : "X11"],
     ["Created", <span key="c" title={when(box.created_at_ms)}>{duration(now - box.created_at_ms)} ago</span>],
   ];
   if (started) rows.push(["Started", <span key="st" title={started.title}>in {started.took}</span>]);
