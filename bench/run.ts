@@ -11,6 +11,7 @@ import { benchPages } from "./pages";
 import { benchPool } from "./pool";
 import { benchRecording } from "./recording";
 import { benchWidgets } from "./widgets";
+import { benchWayland } from "./wayland";
 import { benchRemote } from "./remote";
 import { benchScrub } from "./scrub";
 import { benchSshTransport } from "./ssh-transport";
@@ -42,6 +43,7 @@ const benches: Record<string, () => Promise<void>> = {
   remote: benchRemote,
   recording: benchRecording,
   widgets: benchWidgets,
+  wayland: benchWayland,
   cluster: benchCluster,
   "ssh-transport": benchSshTransport,
 };

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RfbClient } from "../../bench/viewer";
 import { boxIp } from "../support/cdp";
+import { decodePng } from "../support/png";
 import { openViewer } from "../support/sockets";
 import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -81,6 +82,29 @@ describe("Wayland boxes", () => {
     await batch([{ type: "press", chord: "ctrl+a" }, { type: "press", chord: "Delete" }, { type: "type", text: "B" }]);
     expect(await valueOfInput()).toBe("B");
   }, 120_000);
+
+  it("frames show the screen's real colours, from wayvnc and (scaled, with the pointer) from grim", async () => {
+    const green = "data:text/html,<style>html,body{margin:0;height:100%;background:rgb(20,200,90)}</style>";
+    const out = await batch(
+      [
+        { type: "open_url", url: green, target: "current" },
+        { type: "wait", ms: 500 },
+        { type: "capture", what: { region: { x: 600, y: 400, width: 100, height: 50 } } },
+        { type: "capture", what: { scale: 50, pointer: true } },
+      ],
+      { want: ["frame"] },
+    );
+    const whole = decodePng(Buffer.from(out.frame.png_base64, "base64"));
+    expect([whole.width, whole.height]).toEqual([1280, 800]);
+    expect(whole.rgb(640, 500)).toEqual([20, 200, 90]);
+    const region = decodePng(Buffer.from(out.results[2].png_base64, "base64"));
+    expect([region.width, region.height]).toEqual([100, 50]);
+    expect(region.rgb(50, 25)).toEqual([20, 200, 90]);
+    const half = decodePng(Buffer.from(out.results[3].png_base64, "base64"));
+    expect([half.width, half.height]).toEqual([640, 400]);
+    expect(half.rgb(320, 300)).toEqual([20, 200, 90]);
+    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
+  }, 60_000);
 
   it("lists sway's windows (Chromium is active), and focuses and closes them", async () => {
     const out = await batch([{ type: "windows" }]);

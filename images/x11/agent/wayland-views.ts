@@ -1,8 +1,8 @@
-// What a Wayland screen shows: its windows, from sway's tree, and its frames, from grim
-// (docs/decisions/0030). Window ids are sway's container ids, in the X11 form ("0x…").
+// What a Wayland screen shows: its windows, from sway's tree, and its frames, from wayvnc (or
+// grim, for the pointer and scaling; docs/decisions/0030). Window ids are sway's container ids, in the X11 form ("0x…").
 import crypto from "node:crypto";
 import { runTool } from "./proc";
-import { encodePng } from "./png";
+import { encodePng, encodePngBgrx } from "./png";
 import { formatWindowId, type WindowInfo } from "./windows";
 import { IPC_GET_TREE, type WaylandDesk } from "./wayland";
 import { AgentError } from "./errors";
@@ -132,9 +132,24 @@ async function grab(screen: Screen, r: Rect, scale: number, pointer: boolean): P
   return { rgb, width, height, hash };
 }
 
+/** `r` of wayvnc's current frame, BGRX rows, and their hash (the same as X11's for the same pixels' layout). */
+async function fromWayvnc(desk: WaylandDesk, r: Rect): Promise<{ bgrx: Buffer; width: number; height: number; hash: string }> {
+  const full = await desk.frames.capture();
+  let bgrx = full;
+  if (r.x !== 0 || r.y !== 0 || r.width !== desk.width || r.height !== desk.height) {
+    bgrx = Buffer.allocUnsafe(r.width * r.height * 4);
+    for (let row = 0; row < r.height; row++) {
+      const from = ((r.y + row) * desk.width + r.x) * 4;
+      full.copy(bgrx, row * r.width * 4, from, from + r.width * 4);
+    }
+  }
+  const hash = crypto.createHash("sha1").update(`wlv;${r.x},${r.y},${r.width},${r.height};`).update(bgrx).digest("hex");
+  return { bgrx, width: r.width, height: r.height, hash };
+}
+
 /** The hash of the whole screen, for change detection (wait_still). */
-export async function waylandScreenHash(screen: Screen, desk: WaylandDesk): Promise<string> {
-  return (await grab(screen, { x: 0, y: 0, width: desk.width, height: desk.height }, 100, false)).hash;
+export async function waylandScreenHash(_screen: Screen, desk: WaylandDesk): Promise<string> {
+  return (await fromWayvnc(desk, { x: 0, y: 0, width: desk.width, height: desk.height })).hash;
 }
 
 /**
@@ -163,11 +178,15 @@ export async function waylandFrame(screen: Screen, desk: WaylandDesk, opts: Capt
   const x1 = Math.min(desk.width, r.x + r.width);
   const y1 = Math.min(desk.height, r.y + r.height);
   if (x1 <= x0 || y1 <= y0) throw new AgentError("bad_request", "the area to capture is not on the screen");
-  const { rgb, width, height, hash } = await grab(screen, { x: x0, y: y0, width: x1 - x0, height: y1 - y0 }, scale, opts.pointer === true);
+  const rect = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  // wayvnc's frame when it is the picture asked for; grim draws the pointer and scales.
+  const plain = scale === 100 && !opts.pointer;
+  const got = plain ? await fromWayvnc(desk, rect) : await grab(screen, rect, scale, opts.pointer === true);
+  const { width, height, hash } = got;
   if (have && have === hash) return { hash, unchanged: true, width, height };
   let png = screen.pngCache.get(hash);
   if (!png) {
-    png = await encodePng(rgb, width, height);
+    png = "bgrx" in got ? await encodePngBgrx(got.bgrx, width, height) : await encodePng(got.rgb, width, height);
     screen.pngCache.set(hash, png);
     while (screen.pngCache.size > 4) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
   }

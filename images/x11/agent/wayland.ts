@@ -2,7 +2,8 @@
 // root can open. The agent drives input as an RFB client of that wayvnc (PointerEvent and
 // KeyEvent, which wayvnc turns into the wlroots virtual pointer and keyboard protocols), types
 // text outside the keymap with wtype, and asks sway over its IPC socket (the i3 protocol) for
-// windows. Frames come from grim (wayland-frames.ts).
+// windows. Frames come over the same RFB session (wayland-rfb-frames.ts), or from grim for what
+// wayvnc does not draw (the pointer) or scales (wayland-views.ts).
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -12,6 +13,7 @@ import { ByteReader } from "../../../app/protocol/rfb/handshake";
 import { childEnv, displayEnv } from "./proc";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
+import { RfbFrames } from "./wayland-rfb-frames";
 
 export interface Point {
   x: number;
@@ -196,7 +198,7 @@ export function closeWayvnc(sock: net.Socket, greeted: boolean): void {
 }
 
 /** A client connection to wayvnc: RFB 3.8, security None (the socket is root's alone), shared. */
-async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock: net.Socket; width: number; height: number }> {
+async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock: net.Socket; reader: ByteReader; width: number; height: number }> {
   const sock = net.connect(socketPath);
   const reader = new ByteReader();
   let greeted = false;
@@ -220,11 +222,8 @@ async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock
     sock.write(Buffer.from([1])); // ClientInit: shared
     const init = await reader.read(24);
     await reader.read(init.readUInt32BE(20));
-    // Nothing more is read: no update is ever asked for, and what wayvnc sends unasked (bell,
-    // clipboard) is dropped.
-    sock.off("data", onData);
-    sock.on("data", () => undefined);
-    return { sock, width: init.readUInt16BE(0), height: init.readUInt16BE(2) };
+    // From here the reader is RfbFrames': updates it asks for, and what wayvnc sends unasked.
+    return { sock, reader, width: init.readUInt16BE(0), height: init.readUInt16BE(2) };
   } catch (err) {
     sock.off("data", onData);
     closeWayvnc(sock, greeted);
@@ -308,18 +307,20 @@ export class WaylandDesk implements Desk {
     readonly width: number,
     readonly height: number,
     private readonly sock: net.Socket,
+    readonly frames: RfbFrames,
   ) {}
 
   static async open(runtimeBase: string, index: number, display: string, timeoutMs: number): Promise<WaylandDesk> {
     const p = waylandPaths(runtimeBase, index);
     const ipc = await SwayIpc.connect(p.sway, timeoutMs);
     try {
-      const { sock, width, height } = await rfbConnect(p.vnc, timeoutMs);
+      const { sock, reader, width, height } = await rfbConnect(p.vnc, timeoutMs);
       const input = new RfbInput(sock, display);
+      const frames = new RfbFrames(sock, reader, width, height);
       // Start from the middle, as Xvfb does, so `cursor` answers something true before any move.
       input.x = Math.floor(width / 2);
       input.y = Math.floor(height / 2);
-      return new WaylandDesk(input, ipc, width, height, sock);
+      return new WaylandDesk(input, ipc, width, height, sock, frames);
     } catch (err) {
       ipc.close();
       throw err;

@@ -1,0 +1,119 @@
+// Frames of a Wayland screen from wayvnc, over the agent's own RFB session (the one its input goes
+// through): a non-incremental FramebufferUpdateRequest of the whole screen, answered in Raw
+// encoding as 32-bit BGRX rows, the layout the X11 path captures in, so hashing, `have` and the
+// PNG encoder are shared. grim (one process and a 3 MB pipe per capture) cost 2.3× X11's frame in
+// `npm run bench wayland`; wayvnc already holds the screen (ADR 0030).
+import type net from "node:net";
+import type { ByteReader } from "../../../app/protocol/rfb/handshake";
+
+/** SetPixelFormat: 32 bpp, depth 24, little-endian, true colour, red at 16, green 8, blue 0 (BGRX in memory). */
+function pixelFormatMessage(): Buffer {
+  const b = Buffer.alloc(20);
+  b[0] = 0;
+  b[4] = 32; // bits per pixel
+  b[5] = 24; // depth
+  b[6] = 0; // little-endian
+  b[7] = 1; // true colour
+  b.writeUInt16BE(255, 8);
+  b.writeUInt16BE(255, 10);
+  b.writeUInt16BE(255, 12);
+  b[14] = 16;
+  b[15] = 8;
+  b[16] = 0;
+  return b;
+}
+
+/** SetEncodings: Raw only. */
+function encodingsMessage(): Buffer {
+  const b = Buffer.alloc(8);
+  b[0] = 2;
+  b.writeUInt16BE(1, 2);
+  b.writeInt32BE(0, 4);
+  return b;
+}
+
+export class RfbFrames {
+  private readonly fb: Buffer;
+  private waiters: { resolve: (px: Buffer) => void; reject: (e: Error) => void }[] = [];
+  private failed: Error | null = null;
+
+  constructor(
+    private readonly sock: net.Socket,
+    private readonly reader: ByteReader,
+    readonly width: number,
+    readonly height: number,
+  ) {
+    this.fb = Buffer.alloc(width * height * 4);
+    sock.write(Buffer.concat([pixelFormatMessage(), encodingsMessage()]));
+    void this.loop().catch((err: unknown) => this.fail(err instanceof Error ? err : new Error(String(err))));
+  }
+
+  private fail(err: Error): void {
+    this.failed = err;
+    for (const w of this.waiters.splice(0)) w.reject(err);
+    this.sock.destroy();
+  }
+
+  /** Reads what wayvnc sends, for good: updates into the frame buffer, the rest skipped. */
+  private async loop(): Promise<void> {
+    const r = this.reader;
+    for (;;) {
+      const type = (await r.read(1))[0];
+      if (type === 0) {
+        const n = (await r.read(3)).readUInt16BE(1);
+        for (let i = 0; i < n; i++) {
+          const h = await r.read(12);
+          const x = h.readUInt16BE(0);
+          const y = h.readUInt16BE(2);
+          const w = h.readUInt16BE(4);
+          const hh = h.readUInt16BE(6);
+          const enc = h.readInt32BE(8);
+          if (enc !== 0) throw new Error(`wayvnc sent encoding ${enc}, not Raw`);
+          const px = await r.read(w * hh * 4);
+          for (let row = 0; row < hh; row++) {
+            if (y + row >= this.height || x >= this.width) continue;
+            const len = Math.min(w, this.width - x) * 4;
+            px.copy(this.fb, ((y + row) * this.width + x) * 4, row * w * 4, row * w * 4 + len);
+          }
+        }
+        const copy = Buffer.from(this.fb);
+        for (const w of this.waiters.splice(0)) w.resolve(copy);
+      } else if (type === 1) {
+        const h = await r.read(5);
+        await r.read(h.readUInt16BE(3) * 6);
+      } else if (type === 2) {
+        // Bell
+      } else if (type === 3) {
+        const h = await r.read(7);
+        await r.read(h.readUInt32BE(3));
+      } else {
+        throw new Error(`wayvnc sent message type ${type}, which this agent does not read`);
+      }
+    }
+  }
+
+  /** The whole screen now, BGRX rows (a copy). */
+  capture(timeoutMs = 5000): Promise<Buffer> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.resolve !== done);
+        reject(new Error(`wayvnc sent no frame within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = (px: Buffer) => {
+        clearTimeout(timer);
+        resolve(px);
+      };
+      this.waiters.push({ resolve: done, reject: (e) => (clearTimeout(timer), reject(e)) });
+      // One request answers every waiter: the next update is the whole screen.
+      if (this.waiters.length === 1) {
+        const b = Buffer.alloc(10);
+        b[0] = 3;
+        b[1] = 0;
+        b.writeUInt16BE(this.width, 6);
+        b.writeUInt16BE(this.height, 8);
+        this.sock.write(b);
+      }
+    });
+  }
+}
