@@ -9,29 +9,8 @@ import { AgentError } from "./errors";
 import { sleep } from "./util";
 import { waylandFrame, waylandScreenHash } from "./wayland-views";
 
-export interface Rect {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
-
-export interface CaptureOptions {
-  window?: string;
-  region?: Rect;
-  /** Percent of full size, 1–400. */
-  scale?: number;
-  /** Draw the pointer into the image (Xvfb's GetImage leaves it out). */
-  pointer?: boolean;
-}
-
-export interface Frame {
-  hash: string;
-  unchanged: boolean;
-  png_base64?: string;
-  width: number;
-  height: number;
-}
+export type { CaptureOptions, Frame, Rect } from "./frame-types";
+import type { CaptureOptions, Frame, Rect } from "./frame-types";
 
 const PNG_CACHE_SIZE = 4;
 

@@ -6,7 +6,7 @@ import { encodePng, encodePngBgrx } from "./png";
 import { formatWindowId, type WindowInfo } from "./windows";
 import { IPC_GET_TREE, type WaylandDesk } from "./wayland";
 import { AgentError } from "./errors";
-import type { CaptureOptions, Frame, Rect } from "./frames";
+import type { CaptureOptions, Frame, Rect } from "./frame-types";
 import type { Screen } from "./screen";
 import { sleep } from "./util";
 
