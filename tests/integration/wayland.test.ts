@@ -128,6 +128,15 @@ describe("Wayland boxes", () => {
     expect(close.results[0]).toMatchObject({ ok: true, closed: true });
   }, 60_000);
 
+  it("native widgets: on_node finds the page's link in Chromium through AT-SPI", async () => {
+    const out = await batch([
+      { type: "open_url", url: "data:text/html,<title>Example Domain</title><h1>Example Domain</h1><a href='about:blank'>More information</a>", target: "current" },
+      { type: "on_node", what: { op: "find", node: { query: "More information", role: "link" } } },
+    ]);
+    expect(out.results[1], JSON.stringify(out.results[1])).toMatchObject({ ok: true, total: 1, nodes: [{ role: "link", name: "More information" }] });
+    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
+  }, 60_000);
+
   it("the clipboard goes both ways through wl-clipboard", async () => {
     const set = await batch([{ type: "clipboard", text: "from the agent ✓" }]);
     expect(set.results[0]).toMatchObject({ ok: true });

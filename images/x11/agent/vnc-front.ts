@@ -9,23 +9,10 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
 import { ByteReader, greetViewerWithPassword } from "../../../app/protocol/rfb/handshake";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
-import { closeWayvnc, waylandPaths } from "./wayland";
+import { closeWayvnc, loginNone, waylandPaths } from "./wayland";
 import type { AgentConfig } from "./config";
 
 const HANDSHAKE_MS = 10_000;
-
-/** Reads wayvnc's greeting and picks None; resolves when wayvnc waits for ClientInit. */
-async function loginNone(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
-  const version = (await read(12)).toString("latin1");
-  if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error("wayvnc did not greet with RFB 3.x");
-  write(Buffer.from("RFB 003.008\n", "latin1"));
-  const n = (await read(1))[0];
-  if (n === 0) throw new Error("wayvnc refused the connection");
-  const types = [...(await read(n))];
-  if (!types.includes(1)) throw new Error(`wayvnc offers security types ${types.join(", ")}, not None`);
-  write(Buffer.from([1]));
-  if ((await read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
-}
 
 function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string): void {
   viewer.setNoDelay(true);

@@ -197,6 +197,19 @@ export function closeWayvnc(sock: net.Socket, greeted: boolean): void {
   setTimeout(done, 5000).unref();
 }
 
+/** Reads wayvnc's greeting and picks None; resolves when wayvnc waits for ClientInit. */
+export async function loginNone(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
+  const version = (await read(12)).toString("latin1");
+  if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error(`wayvnc did not greet with RFB 3.x: ${JSON.stringify(version)}`);
+  write(Buffer.from("RFB 003.008\n", "latin1"));
+  const n = (await read(1))[0];
+  if (n === 0) throw new Error("wayvnc refused the connection");
+  const types = [...(await read(n))];
+  if (!types.includes(1)) throw new Error(`wayvnc offers security types ${types.join(", ")}, not None`);
+  write(Buffer.from([1]));
+  if ((await read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+}
+
 /** A client connection to wayvnc: RFB 3.8, security None (the socket is root's alone), shared. */
 async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock: net.Socket; reader: ByteReader; width: number; height: number }> {
   const sock = net.connect(socketPath);
@@ -211,14 +224,7 @@ async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock
   sock.on("close", () => reader.fail(new Error("wayvnc closed the connection")));
   const timer = setTimeout(() => reader.fail(new Error(`wayvnc did not answer within ${timeoutMs} ms`)), timeoutMs);
   try {
-    const version = (await reader.read(12)).toString("latin1");
-    if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error(`not RFB 3.x: ${JSON.stringify(version)}`);
-    sock.write("RFB 003.008\n");
-    const n = (await reader.read(1))[0];
-    const types = [...(await reader.read(n))];
-    if (!types.includes(1)) throw new Error(`wayvnc asks for security types ${types.join(", ")}, not None`);
-    sock.write(Buffer.from([1]));
-    if ((await reader.read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+    await loginNone((n) => reader.read(n), (b) => sock.write(b));
     sock.write(Buffer.from([1])); // ClientInit: shared
     const init = await reader.read(24);
     await reader.read(init.readUInt32BE(20));
