@@ -272,12 +272,7 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { windows: await listWindows(s) };
   },
   async on_window(screen, st) {
-    if (screen.isWayland) {
-      if (st.what.do !== "focus" && st.what.do !== "close") {
-        throw new AgentError("unsupported", "on a Wayland box sway lays windows out: on_window does focus and close only");
-      }
-      return onWaylandWindow(await screen.wayland(), st.window, st.what.do);
-    }
+    if (screen.isWayland) return onWaylandWindow(await screen.wayland(), st.window, st.what);
     const s = await screen.session();
     const w = await findWindow(s, st.window);
     if (st.what.do === "focus") return { window: await focusWindow(s, w) };

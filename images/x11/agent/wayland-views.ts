@@ -8,6 +8,7 @@ import { IPC_GET_TREE, type WaylandDesk } from "./wayland";
 import { AgentError } from "./errors";
 import type { CaptureOptions, Frame, Rect } from "./frame-types";
 import type { Screen } from "./screen";
+import type { Arrange } from "./schema";
 import { sleep } from "./util";
 
 interface SwayNode {
@@ -85,16 +86,44 @@ export async function awaitWaylandWindow(desk: WaylandDesk, klass: string, withi
   }
 }
 
-/** Focus or close through sway; moving and resizing a tiled window is sway's layout's to decide. */
-export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: "focus" | "close"): Promise<Record<string, unknown>> {
+/**
+ * Focus, close or arrange through sway's commands. sway tiles: moving or sizing a window floats
+ * it first; maximise is fullscreen, minimise the scratchpad, restore undoes either (or floating).
+ */
+export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: { do: "focus" } | { do: "close" } | ({ do: "arrange" } & Arrange)): Promise<Record<string, unknown>> {
   const w = await findWaylandWindow(desk, ref);
   const id = parseInt(w.id.slice(2), 16);
-  if (what === "close") {
-    await desk.ipc.command(`[con_id=${id}] kill`);
+  const on = (cmd: string) => desk.ipc.command(`[con_id=${id}] ${cmd}`);
+  if (what.do === "close") {
+    await on("kill");
     return { window: w.id, closed: true };
   }
-  await desk.ipc.command(`[con_id=${id}] focus`);
-  return { window: (await waylandWindows(desk)).find((x) => x.id === w.id) ?? w };
+  let done: (x: WindowInfo) => boolean = () => true;
+  if (what.do === "focus") await on("focus");
+  else if (what.how === "at") {
+    await on(`floating enable, move position ${Math.round(what.to.x)} ${Math.round(what.to.y)}`);
+    done = (x) => x.x === Math.round(what.to.x) && x.y === Math.round(what.to.y);
+  } else if (what.how === "size") {
+    await on(`floating enable, resize set ${what.width} ${what.height}`);
+    done = (x) => Math.abs(x.width - what.width) <= 16 && Math.abs(x.height - what.height) <= 16;
+  } else if (what.how === "maximise") {
+    await on("fullscreen enable");
+    done = (x) => x.maximised;
+  } else if (what.how === "minimise") {
+    await on("move scratchpad");
+    done = (x) => x.minimised;
+  } else {
+    await on(w.minimised ? "scratchpad show, floating disable" : w.maximised ? "fullscreen disable" : "floating disable");
+    done = (x) => !x.minimised && !x.maximised;
+  }
+  // sway applies a layout change once the client has drawn at its new size: wait for it a little.
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const now = (await waylandWindows(desk)).find((x) => x.id === w.id);
+    if (!now) throw new AgentError("not_found", `window ${w.id} went away`);
+    if (done(now) || Date.now() >= deadline) return { window: now };
+    await sleep(25);
+  }
 }
 
 /** PPM (P6, maxval 255) from grim into RGB rows. */
