@@ -1,4 +1,5 @@
-// Screen recording with ffmpeg's x11grab, one recording per screen, into a file in the box.
+// Screen recording with ffmpeg, one recording per screen, into a file in the box: x11grab on X11;
+// on Wayland the agent feeds it wayvnc's frames (the ones `capture` uses) at the asked rate.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -7,29 +8,68 @@ import { AgentError } from "./errors";
 import { which } from "./util";
 import { childEnv } from "./proc";
 import type { RecordState } from "../../../app/protocol/agent";
+import type { WaylandDesk } from "./wayland";
+import type { Writable } from "node:stream";
+
+/**
+ * Writes a frame into `sink` every 1/fps s of wall time: the newest one captured, again if the
+ * next is not in yet, so the video keeps the clock's pace. `stop` ends the input.
+ */
+function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void } {
+  let latest: Buffer | null = null;
+  let inFlight = false;
+  let stopped = false;
+  sink.on("error", () => undefined);
+  const grab = () => {
+    if (inFlight || stopped) return;
+    inFlight = true;
+    capture().then(
+      (px) => (latest = px),
+      () => undefined,
+    ).finally(() => (inFlight = false));
+  };
+  grab();
+  const timer = setInterval(() => {
+    grab();
+    // Behind (ffmpeg not keeping up): this tick's frame is dropped rather than queued without end.
+    if (latest && sink.writableLength < latest.length * 4) sink.write(latest);
+  }, 1000 / fps);
+  return {
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      sink.end();
+    },
+  };
+}
 
 
 export async function startRecording(screen: Screen, fps: number): Promise<RecordState> {
   if (screen.recording) throw new AgentError("failed", `screen ${screen.index} is already recording to ${screen.recording.path}`);
   const ffmpeg = which("ffmpeg");
   if (!ffmpeg) throw new AgentError("unsupported", "ffmpeg is not installed in this box (the video feature adds it)");
-  const s = await screen.session();
+  const s = screen.isWayland ? await screen.wayland() : await screen.session();
   const dir = screen.config.recordingsDir;
   fs.mkdirSync(dir, { recursive: true });
   const startedAt = Date.now();
   const file = path.join(dir, `screen-${screen.index}-${startedAt}.mp4`);
+  const input = screen.isWayland
+    ? // Raw BGRX frames on stdin, one every 1/fps s of wall time (wayvnc draws the pointer in).
+      ["-f", "rawvideo", "-pixel_format", "bgr0", "-video_size", `${s.width}x${s.height}`, "-framerate", String(fps), "-i", "pipe:0"]
+    : ["-nostdin", "-f", "x11grab", "-draw_mouse", "1", "-framerate", String(fps), "-video_size", `${s.width}x${s.height}`, "-i", screen.display];
   const args = [
     // Progress on stdout: the start step answers once the first frame is in (not when ffmpeg has
     // merely been spawned: on a busy box it takes a second or more to grab its first).
-    "-hide_banner", "-loglevel", "error", "-nostdin", "-progress", "pipe:1", "-stats_period", "0.1", "-f", "x11grab", "-draw_mouse", "1",
-    "-framerate", String(fps), "-video_size", `${s.width}x${s.height}`, "-i", screen.display,
+    "-hide_banner", "-loglevel", "error", "-progress", "pipe:1", "-stats_period", "0.1", ...input,
     // zerolatency (no lookahead, no B-frames) and nearest-neighbour chroma subsampling: a 1280×800
     // box at 10 fps went from 12 % of a core to under 10 % (bench/recording.ts; the colour
     // conversion was the larger half of ffmpeg's time). A desktop's flat colours lose nothing seen.
     "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-sws_flags", "neighbor", "-pix_fmt", "yuv420p",
     "-movflags", "+faststart", "-y", file,
   ];
-  const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: [screen.isWayland ? "pipe" : "ignore", "pipe", "pipe"], detached: true });
+  const feeder = screen.isWayland && child.stdin ? feedFrames(child.stdin, () => (s as WaylandDesk).frames.capture(), fps) : null;
   let stderr = "";
   child.stderr?.on("data", (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-2000);
@@ -43,9 +83,13 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
     if (m && Number(m[1]) > 0) firstFrame();
   });
   const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
+  exited.then(() => feeder?.stop());
   // ffmpeg fails fast on a bad display or codec; otherwise it says when its first frame is in.
   const early = await Promise.race([exited, grabbing, new Promise<"slow">((r) => setTimeout(() => r("slow"), 5000))]);
-  if (typeof early === "object") throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
+  if (typeof early === "object") {
+    feeder?.stop();
+    throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
+  }
   // The video's time 0 is its first frame, not ffmpeg's spawn (half a second or more before on a
   // busy box): the trace places the video by this time (its started_at_ms).
   const firstFrameAt = early === "grabbing" ? Date.now() : startedAt;
@@ -57,8 +101,10 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
     fps,
     startedAt: firstFrameAt,
     async stop() {
-      // SIGINT lets ffmpeg write the trailer; a file without it does not play.
-      child.kill("SIGINT");
+      // SIGINT (or, fed from here, the end of its input) lets ffmpeg write the trailer; a file
+      // without it does not play.
+      if (feeder) feeder.stop();
+      else child.kill("SIGINT");
       const t = setTimeout(() => child.kill("SIGKILL"), 5000);
       const r = await exited;
       clearTimeout(t);

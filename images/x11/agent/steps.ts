@@ -289,7 +289,6 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { ...(await readClipboard(screen.display, selection)) };
   },
   async record(screen, st) {
-    if (screen.isWayland) throw new AgentError("unsupported", "recording uses ffmpeg's X11 capture; a Wayland box has none yet (docs/decisions/0030)");
     if (st.what.do === "start") return { ...(await startRecording(screen, st.what.fps ?? 12)) };
     if (st.what.do === "stop") return { ...(await stopRecording(screen)) };
     return { ...recordingStatus(screen) };
