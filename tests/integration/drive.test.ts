@@ -37,6 +37,9 @@ document.addEventListener("keyup", (e) => { st.keys[e.key] = "up"; });
 
 let server: TestServer;
 let box: any;
+/** The desktop the suite drives: X11, or Wayland when drive-wayland.test.ts imports it. */
+const DESKTOP = (globalThis as { HOLM_DRIVE_DESKTOP?: string }).HOLM_DRIVE_DESKTOP ?? "x11";
+
 /** Drags in the many-drags test: 50 in `npm test` and in `npm run test:stress`. */
 const DRAGS = Number(process.env.HOLM_TEST_DRAGS ?? 50);
 let page: Page;
@@ -53,7 +56,8 @@ async function okBatch(body: unknown) {
 
 beforeAll(async () => {
   server = await startServer();
-  const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2 } } } });
+  // drive-wayland.test.ts runs this same suite on a Wayland box (ADR 0030).
+  const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2, ...(DESKTOP === "wayland" && { server: "wayland" }) } } } });
   box = await json(res);
   expect(box.state, JSON.stringify(box)).toBe("ready");
   page = await Page.open(server, box.id);
