@@ -21,6 +21,15 @@ export function useNow(everyMs: number, initial: number) {
 }
 
 /** The box and its screens, kept current by the server's pushes; the loader paints first. */
+/** `next`, keeping `prev`'s start progress when it is further along in the same state. */
+export function laterStart(prev: BoxJson, next: BoxJson): BoxJson {
+  const a = prev.start;
+  const b = next.start;
+  if (!a || !b || prev.state !== next.state) return next;
+  const ahead = a.phases.length > b.phases.length || (a.phases.length === b.phases.length && (a.build?.step ?? -1) > (b.build?.step ?? -1));
+  return ahead ? { ...next, start: a } : next;
+}
+
 export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], workspace: string) {
   const [box, setBox] = useState(initial);
   const [screens, setScreens] = useState(initialScreens);
@@ -28,7 +37,10 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
   const revalidator = useRevalidator();
   const revalidate = useRef(revalidator.revalidate);
   revalidate.current = revalidator.revalidate;
-  useEffect(() => setBox(initial), [initial]);
+  // The loader's box may be older than one already pushed (the first connect revalidates, and a
+  // start's progress is pushed meanwhile): a start's progress never goes back within one state
+  // (a CI run saw an image build's "step 1" turn back to "preparing" before "step 4").
+  useEffect(() => setBox((prev) => (prev.id === initial.id ? laterStart(prev, initial) : initial)), [initial]);
   // Keep whichever status of each screen is newest (loader data and pushes may cross).
   const merge = useCallback((incoming: ScreenStatus) => {
     setScreens((prev) => {

@@ -153,9 +153,9 @@ describe("clipboard", () => {
     expect(put.status).toBe(200);
     expect(xrun(D, "xclip", ["-selection", "clipboard", "-o"])).toBe(text);
     // Another client takes the selection; the agent reads it.
+    // xclip's parent exits before its child takes the selection: the read waits for that (bounded).
     xrun(D, "sh", ["-c", "printf 'from xclip ✓' | xclip -selection clipboard -i >/dev/null 2>&1"]);
-    const get = await agent.call("GET", "/screens/0/clipboard");
-    expect(get.body).toEqual({ selection: "clipboard", text: "from xclip ✓" });
+    await expect.poll(async () => (await agent.call("GET", "/screens/0/clipboard")).body, { timeout: 5000 }).toEqual({ selection: "clipboard", text: "from xclip ✓" });
   });
 
   it("handles the primary selection in a batch", async () => {

@@ -87,7 +87,7 @@ describe("images, inline jobs (HOLM_SERVER_JOBS=inline)", () => {
     expect(b.stdout.trim()).toBe(built.image);
     expect(b.stderr).toContain("building on docker");
     const ls = await cli("runtimes", "ls");
-    expect(ls.stdout).toMatch(/^docker\s+docker\s+yes\s+unix:\/\/\S+\s+launch,screens=8,persistent,profile,pages,recording,pause,stop,images$/m);
+    expect(ls.stdout).toMatch(/^docker\s+docker\s+yes\s+unix:\/\/\S+\s+launch,screens=8,wayland,persistent,profile,pages,recording,pause,stop,images$/m);
     const images = JSON.parse((await cli("--json", "images", "ls")).stdout).images;
     expect(images.map((i: { digest: string }) => i.digest)).toContain(built.digest);
   }, 60_000);

@@ -66,3 +66,19 @@ describe("StartProgress", () => {
     expect(list.match(/role="progressbar"/g)?.length).toBe(80);
   });
 });
+
+describe("the box page's live box (use-live-box)", () => {
+  it("keeps a pushed start's progress over an older loader read, within one state", async () => {
+    const { laterStart } = await import("~/components/use-live-box");
+    const box = (start: BoxStart, state = "starting") => ({ id: "box_1", state, start }) as never;
+    const step = (n: number): BoxStart => ({ ...building, build: { step: n, total: 10, line: `step ${n}` } });
+    // The loader read "step 1" after the socket pushed "step 4": step 4 stays.
+    expect((laterStart(box(step(4)), box(step(1))) as { start: BoxStart }).start.build?.step).toBe(4);
+    // Newer from the loader: taken.
+    expect((laterStart(box(step(1)), box(step(4))) as { start: BoxStart }).start.build?.step).toBe(4);
+    // Fewer phases is older too.
+    expect((laterStart(box(building), box(queued)) as { start: BoxStart }).start).toBe(building);
+    // Another state (a restart starts over): the loader's.
+    expect((laterStart(box(step(4), "ready"), box(queued)) as { start: BoxStart }).start).toBe(queued);
+  });
+});
