@@ -46,6 +46,9 @@ export const layout = (page: Page) =>
  * screen's area that is dark (no channel above 60), sampled every 8 px.
  */
 export async function paintedFrames(page: Page, during: () => Promise<void>) {
+  // The screen's area once it has one: right after "connected" it can still be unsized, and a
+  // CI run measured an empty area (every frame's dark share NaN).
+  await expect.poll(async () => (await page.getByTestId("vnc").boundingBox())?.height ?? 0, { timeout: 10_000 }).toBeGreaterThan(100);
   const area = await page.getByTestId("vnc").boundingBox();
   const session = await page.context().newCDPSession(page);
   const frames: { png: Buffer }[] = [];
