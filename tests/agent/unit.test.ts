@@ -4,6 +4,7 @@ import { planPath, prng } from "../../images/x11/agent/motion";
 import { keysymFor, parseChord } from "../../images/x11/agent/keysyms";
 import { globToRegExp } from "../../images/x11/agent/files";
 import { textUnits } from "../../images/x11/agent/keyboard";
+import { wtypeRuns } from "../../images/x11/agent/wayland-wtype";
 import { encodePng } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
 import { decodePng } from "./harness";
@@ -100,5 +101,38 @@ describe("png", () => {
     two.writeUInt32LE(0x000000, 0);
     two.writeUInt32LE(0xc8c8c8, 4);
     expect([...toRgb(two, 2, 1, 1, 1)]).toEqual([100, 100, 100]);
+  });
+});
+
+describe("wtype runs on Wayland", () => {
+  /** The evdev code each typed keysym gets in its run: wtype 0.4 puts the n-th distinct one on n (from 1). */
+  function codesOf(args: string[]): Map<string, number> {
+    const codes = new Map<string, number>();
+    for (let i = 0; i < args.length; i += 2) {
+      if (args[i] === "-d") continue;
+      if (!codes.has(args[i + 1])) codes.set(args[i + 1], codes.size + 1);
+    }
+    return codes;
+  }
+
+  it("puts characters only on typing keys' codes, never on Escape, Backspace, Tab, Enter, Ctrl or Shift", () => {
+    const text = Array.from({ length: 200 }, (_, i) => String.fromCodePoint(0x4e00 + i)).join("");
+    const runs = wtypeRuns(textUnits(text), 0);
+    expect(runs.length).toBe(Math.ceil(200 / 47));
+    const typed: string[] = [];
+    for (const args of runs) {
+      for (const [sym, code] of codesOf(args)) {
+        if (/^F2\d$/.test(sym)) expect([1, 14, 15, 28, 29, 42]).toContain(code);
+        else expect(code >= 2 && code <= 53 && ![14, 15, 28, 29, 42].includes(code), `${sym} on ${code}`).toBe(true);
+      }
+      // Fillers are only released; characters only as -k (press and release).
+      for (let i = 0; i < args.length; i += 2) if (args[i] === "-k") typed.push(String.fromCodePoint(parseInt(args[i + 1], 16) - 0x01000000));
+    }
+    expect(typed.join("")).toBe(text);
+  });
+
+  it("types a repeated character on its one code, and newlines as Return", () => {
+    const runs = wtypeRuns(textUnits("ééé\r\nx"), 25);
+    expect(runs).toEqual([["-d", "25", "-p", "F20", "-k", "0xe9", "-k", "0xe9", "-k", "0xe9", "-k", "0xff0d", "-k", "0x78"]]);
   });
 });

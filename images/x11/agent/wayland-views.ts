@@ -33,6 +33,24 @@ function collect(node: SwayNode, scratch: boolean, out: { n: SwayNode; scratch: 
   for (const c of node.floating_nodes ?? []) collect(c, inScratch, out);
 }
 
+/**
+ * Chromium on Wayland inserts no character beyond U+FFFF typed as a key: its key event carries
+ * one UTF-16 unit (measured: the keydown's key is "😀", the field stays empty), and wtype has no
+ * other way in. Typing such text while Chromium has the focus is `unsupported`, before any key.
+ */
+export async function refuseAstralInChromium(desk: WaylandDesk, text: string): Promise<void> {
+  const wide = Array.from(text).find((c) => (c.codePointAt(0) ?? 0) > 0xffff);
+  if (wide === undefined) return;
+  const active = (await waylandWindows(desk)).find((w) => w.active);
+  if (active && /chrom/i.test(active.class)) {
+    const cp = `U+${(wide.codePointAt(0) ?? 0).toString(16).toUpperCase()}`;
+    throw new AgentError(
+      "unsupported",
+      `Chromium on Wayland drops typed characters beyond U+FFFF (${cp} "${wide}"): set the clipboard and press ctrl+v, or use an X11 box`,
+    );
+  }
+}
+
 /** Top-level windows, in sway's tree order; `active` is the one with the keyboard focus. */
 export async function waylandWindows(desk: WaylandDesk): Promise<WindowInfo[]> {
   const tree = await desk.ipc.request<SwayNode>(IPC_GET_TREE);

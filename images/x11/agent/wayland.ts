@@ -7,13 +7,14 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { spawn } from "node:child_process";
 import type { InputBackend, KeyToken } from "./input";
 import { ByteReader } from "../../../app/protocol/rfb/handshake";
-import { childEnv, displayEnv } from "./proc";
+import { displayEnv } from "./proc";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
 import { RfbFrames } from "./wayland-rfb-frames";
+import { wtypeText } from "./wayland-wtype";
+import { textUnits } from "./keyboard";
 
 export interface Point {
   x: number;
@@ -57,12 +58,9 @@ export function registerWaylandDisplay(name: string, runtimeBase: string, index:
   });
 }
 
-/** Latin-1 printable characters (and newline, tab) go as keysyms through wayvnc; the rest through wtype. */
-function viaKeysym(ch: string): number | null {
-  if (ch === "\n") return 0xff0d;
-  if (ch === "\t") return 0xff09;
-  const c = ch.codePointAt(0)!;
-  return c >= 0x20 && c <= 0x7e ? c : null;
+/** Keysyms wayvnc's keymap (US) has: printable ASCII, Return, Tab, BackSpace, Escape. */
+function inWayvncKeymap(sym: number): boolean {
+  return (sym >= 0x20 && sym <= 0x7e) || sym === 0xff0d || sym === 0xff09 || sym === 0xff08 || sym === 0xff1b;
 }
 
 /** A wheel "button" (4–7) is a press and release of its own; 1–3 are held in the mask. */
@@ -129,24 +127,22 @@ export class RfbInput implements InputBackend {
   }
 
   async typeText(text: string, delayMs: number): Promise<void> {
-    const chars = Array.from(text);
-    const keysyms = chars.map(viaKeysym);
-    if (keysyms.every((k): k is number => k !== null)) {
-      for (const ks of keysyms) {
-        this.keyEvent(true, ks);
-        this.keyEvent(false, ks);
-        if (delayMs > 0) {
-          await this.sync();
-          await sleep(delayMs);
-        }
-      }
+    const units = textUnits(text);
+    if (!units.every((u) => inWayvncKeymap(u.sym))) {
+      // Text outside the keymap goes whole through wtype (wayland-wtype.ts): its keys and
+      // wayvnc's reach the page in the order sent only if one keyboard sends them all.
       await this.sync();
-      return;
+      return wtypeText(this.display, units, delayMs);
     }
-    // Text outside the keymap goes whole through wtype, which uploads a keymap that has it:
-    // switching keyboards between characters lost the first key after each switch in Chromium.
+    for (const u of units) {
+      this.keyEvent(true, u.sym);
+      this.keyEvent(false, u.sym);
+      if (delayMs > 0) {
+        await this.sync();
+        await sleep(delayMs);
+      }
+    }
     await this.sync();
-    await wtype(this.display, text, delayMs);
   }
 
   /**
@@ -159,29 +155,6 @@ export class RfbInput implements InputBackend {
     await new Promise((r) => setImmediate(r));
     return 0;
   }
-}
-
-/** Types `text` with wtype: newlines as Return (wtype would send Linefeed), tabs as Tab. */
-function wtype(display: string, text: string, delayMs: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const args = delayMs > 0 ? ["-d", String(delayMs)] : [];
-    // Every argument is an option or text, and "--" would make all that follows text: so a run
-    // of text never starts with "-" (leading minus signs go as the key `minus`).
-    for (const part of text.split(/(\n|\t)/)) {
-      if (part === "\n") args.push("-k", "Return");
-      else if (part === "\t") args.push("-k", "Tab");
-      else {
-        const rest = part.replace(/^-+/, "");
-        for (let i = 0; i < part.length - rest.length; i++) args.push("-k", "minus");
-        if (rest !== "") args.push(rest);
-      }
-    }
-    const child = spawn("wtype", args, { env: childEnv(display), stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()).length > 2000 && (err = err.slice(-2000)));
-    child.on("error", (e) => reject(new AgentError("failed", `wtype: ${e.message}`)));
-    child.on("close", (code) => (code === 0 ? resolve() : reject(new AgentError("failed", `wtype exited with ${code}: ${err.trim().slice(0, 300)}`))));
-  });
 }
 
 /**
