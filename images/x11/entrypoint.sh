@@ -328,8 +328,10 @@ for ((n = 0; n < screens; n++)); do
   # Left behind by a container that was killed; Chromium would take them for a running twin.
   rm -f "$profile"/Singleton{Lock,Socket,Cookie}
   if [[ $desktop == wayland ]]; then
+    # No smooth scrolling: on headless sway Chromium's scroll animation stalled half-way for
+    # over 300 ms (285 of 900 px), so a frame taken after a scroll showed a page mid-way.
     spawn_quiet "chromium $n" "chromium-$n" env XDG_RUNTIME_DIR="/run/holm/wl-$n" WAYLAND_DISPLAY=wayland-1 \
-      "${chromium_env[@]}" chromium --ozone-platform=wayland "${chromium_flags[@]}" \
+      "${chromium_env[@]}" chromium --ozone-platform=wayland --disable-smooth-scrolling "${chromium_flags[@]}" \
       "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
     continue
   fi
