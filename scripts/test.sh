@@ -57,15 +57,23 @@ fg() {
 }
 
 status=0
+# What failed, suite by suite, printed again last: CI shows a run's tail, and a failure in the
+# first suites would otherwise be far above it.
+failed=()
+note_failure() {
+  failed+=("$1")
+  # vitest's "FAIL file > test" lines and Playwright's numbered "✘" ones, without colours.
+  sed 's/\x1b\[[0-9;]*m//g' "$2" 2>/dev/null | grep -E '^ *(FAIL|✘) ' | sort -u | head -20 >>"$LOGS/summary" || true
+}
 echo "== layers (docs/decisions/0009)"
-node scripts/check-layers.mjs || status=1
+node scripts/check-layers.mjs || { status=1; failed+=(layers); }
 
 # The in-box agent suite (host Xvfb, no engine) runs on beside the integration suite, whose
 # length is the run's: waiting for it first added its 2.5 minutes to the whole run.
 bg agent npx vitest run --config vitest.agent.config.ts
 agent=$!
 echo "== unit"
-HOLM_TEST_RUN="${RUN}-unit" npx vitest run --project unit || status=1
+HOLM_TEST_RUN="${RUN}-unit" npx vitest run --project unit 2>&1 | tee "$LOGS/unit.log" || { status=1; note_failure unit "$LOGS/unit.log"; }
 
 # The integration files in two halves at once (vitest's --shard), each half in order: one
 # in order took 26–31 minutes here, and its files mostly wait on boxes. Each half has its own
@@ -75,10 +83,17 @@ e2e=$!
 bg int2 npx vitest run --project integration --shard=2/2
 int2=$!
 echo "== integration (1 of 2)"
-HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/2 || status=1
-fg int2 "$int2" "integration (2 of 2)" || status=1
-fg agent "$agent" "in-box agent (host Xvfb)" || status=1
-fg e2e "$e2e" "end-to-end" || status=1
+HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/2 2>&1 | tee "$LOGS/int.log" || { status=1; note_failure "integration (1 of 2)" "$LOGS/int.log"; }
+fg int2 "$int2" "integration (2 of 2)" || { status=1; note_failure "integration (2 of 2)" "$LOGS/int2.log"; }
+fg agent "$agent" "in-box agent (host Xvfb)" || { status=1; note_failure "in-box agent" "$LOGS/agent.log"; }
+fg e2e "$e2e" "end-to-end" || { status=1; note_failure "end-to-end" "$LOGS/e2e.log"; }
 echo "== secrets in the servers' logs"
-node --import tsx scripts/check-log-secrets.ts "$HOLM_TEST_LOG_DIR" || status=1
+node --import tsx scripts/check-log-secrets.ts "$HOLM_TEST_LOG_DIR" || { status=1; failed+=("secrets in logs"); }
+echo "== summary"
+if ((status == 0)); then
+  echo "every suite passed"
+else
+  echo "failed: ${failed[*]}"
+  cat "$LOGS/summary" 2>/dev/null || true
+fi
 exit $status
