@@ -76,7 +76,7 @@ export function LaunchForm({ csrf, open, launching, resetKey }: { csrf: string; 
             <option value="x11">X11 (Xvfb and fluxbox)</option>
             <option value="wayland">Wayland (headless sway)</option>
           </select>
-          <Help id="server-help">Wayland boxes run X apps through XWayland and have no taskbar (it is left out).</Help>
+          <Help id="server-help">Wayland boxes run X apps through XWayland; their taskbar is waybar.</Help>
         </label>
         <fieldset className="col-span-2 min-w-0 lg:col-span-4">
           <legend className="text-sm font-medium text-slate-700">Features</legend>

@@ -10,8 +10,8 @@ import { MIN_BOX_MEMORY, SIZE_RE, parseBytes } from "~/utils/size";
 
 export const DEFAULT_FEATURES: Feature[] = ["accessibility", "dock", "video", "wide_fonts"];
 /**
- * A Wayland box's defaults (seed 000: `x11_apps` is a default there). No dock: tint2 is an X11
- * client, and a Wayland box has none yet (ADR 0030); asking for one is refused.
+ * A Wayland box's defaults (seed 000: `x11_apps` is a default there). The dock (waybar there) is
+ * one when asked: by default a Wayland box keeps the whole screen for its windows (ADR 0030).
  */
 export const WAYLAND_DEFAULT_FEATURES: Feature[] = ["accessibility", "video", "wide_fonts", "x11_apps"];
 export const DEFAULT_WIDTH = 1280;
@@ -134,9 +134,6 @@ export interface NormalPlacement {
 export function normalizeSpec(spec: Spec = {}): NormalSpec {
   const d = spec.desktop ?? {};
   const server = d.server ?? "x11";
-  if (server === "wayland" && d.features?.includes("dock")) {
-    throw unsupported("spec.desktop.features: a Wayland box has no dock (tint2 is an X11 client); leave dock out");
-  }
   const p = spec.policy ?? {};
   // A published port with nothing to check at it would be an open desktop: `any` needs auth.
   if (p.bind === "any" && (p.auth ?? "none") === "none") {

@@ -77,8 +77,7 @@ export async function action({ request }: Route.ActionArgs) {
     switch (field(form, "intent")) {
       case "launch": {
         const server = field(form, "server") === "wayland" ? "wayland" : "x11";
-        // The taskbar is checked by default and is X11's alone: on Wayland the form leaves it out, as it says.
-        const features = (form.getAll("features").map(String) as (typeof FEATURES)[number][]).filter((f) => server === "x11" || f !== "dock");
+        const features = form.getAll("features").map(String) as (typeof FEATURES)[number][];
         const minutes = num(form, "lifetime_minutes", 60);
         // Through the same schema as /v1, so the console cannot launch what the API would refuse.
         const input = validate(CreateBoxSchema, {

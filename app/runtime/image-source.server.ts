@@ -46,6 +46,8 @@ const FEATURE_PACKAGES: Record<Feature, readonly string[]> = {
  * grim for frames, wtype for text, wl-clipboard. XWayland comes with `x11_apps`.
  */
 const WAYLAND_PACKAGES = ["sway", "wayvnc", "grim", "wtype", "wl-clipboard"] as const;
+/** Features that are other packages on Wayland: the dock is waybar (tint2 is an X11 client). */
+const WAYLAND_FEATURE_PACKAGES: Partial<Record<Feature, readonly string[]>> = { dock: ["waybar"] };
 
 const BASE_REPO = "holm-base";
 const X11_REPO = "holm-x11";
@@ -212,7 +214,8 @@ export function x11Dockerfile(req: ImageRequest, baseTag: string): string {
   // Fixed order, one layer each: images that share a prefix of features share those layers.
   for (const feature of FEATURES) {
     if (!features.includes(feature)) continue;
-    lines.push(`# feature: ${feature}`, aptLayer(FEATURE_PACKAGES[feature]));
+    const pkgs = (req.desktop === "wayland" && WAYLAND_FEATURE_PACKAGES[feature]) || FEATURE_PACKAGES[feature];
+    lines.push(`# feature: ${feature}`, aptLayer(pkgs));
   }
   if (packages.length > 0) lines.push("# packages", aptLayer(packages));
   const apps = req.apps ? normalizeRequest(req).apps ?? [] : [];

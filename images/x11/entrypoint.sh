@@ -174,6 +174,12 @@ start_sway() {
       else
         printf 'xwayland disable\n'
       fi
+      if has_feature dock; then
+        # The dock is waybar here (tint2 is an X11 client): launchers for spec.apps, then the
+        # windows. It and what its launchers start run as desk, as sway's children.
+        node /opt/holm/waybar/config.cjs /usr/share/applications/holm-app-*.desktop >"$rt/waybar.json"
+        printf 'exec waybar -c %s -s /opt/holm/waybar/style.css\n' "$rt/waybar.json"
+      fi
     } >"$conf"
     # umask 007: sway's sockets are desk's group's too, which root is in.
     spawn_quiet "sway $n" "sway-$n" sh -c 'umask 007 && exec "$@"' sway setpriv --reuid=desk --regid=desk --init-groups \
@@ -320,7 +326,7 @@ fi
 
 for ((n = 0; n < screens; n++)); do
   d=$((99 + n))
-  if has_feature dock; then
+  if has_feature dock && [[ $desktop != wayland ]]; then
     spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c "$tint2rc"
   fi
   profile=/root/.config/holm/chromium-$n

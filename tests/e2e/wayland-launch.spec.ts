@@ -4,7 +4,7 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // A Wayland box from the console (issue 18, ADR 0030): the launch form's "Display server" choice
-// (the taskbar, checked by default, is left out as the form says), the box comes up ready, its
+// (with the taskbar, checked by default: waybar there), the box comes up ready, its
 // Details say Wayland, and the live screen shows what an agent put on it.
 
 let server: TestServer;
@@ -26,7 +26,7 @@ test("launch a Wayland box from the form and watch its screen", async ({ page },
   await openLaunchForm(page);
   await page.getByLabel("Name (optional)").fill("on wayland");
   await page.getByLabel("Display server").selectOption("wayland");
-  await expect(page.getByText("have no taskbar (it is left out)", { exact: false })).toBeVisible();
+  await expect(page.getByText("their taskbar is waybar", { exact: false })).toBeVisible();
   await page.getByRole("button", { name: "Launch box" }).click();
   const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "on wayland", exact: true }) });
   await expect(row).toHaveCount(1);
@@ -36,7 +36,7 @@ test("launch a Wayland box from the form and watch its screen", async ({ page },
 
   const box = await json(await fetch(`${server.base}/v1/boxes/${boxId}`, { headers: { authorization: `Bearer ${key}` } }));
   expect(box.spec.desktop).toMatchObject({ server: "wayland" });
-  expect(box.spec.desktop.features).not.toContain("dock");
+  expect(box.spec.desktop.features).toContain("dock");
 
   // An agent paints the screen green; the person's live view shows it.
   const batch = await fetch(`${server.base}/v1/boxes/${boxId}/screens/0/actions`, {

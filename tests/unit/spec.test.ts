@@ -74,15 +74,17 @@ describe("create-box body", () => {
     }
   });
 
-  it("takes Wayland desktops (x11_apps by default, no dock) and answers `unsupported` for a dock on one", () => {
+  it("takes Wayland desktops (x11_apps by default, a dock when asked: waybar, not tint2)", () => {
     const wl = normalizeSpec({ desktop: { server: "wayland" } });
     expect(wl.desktop).toMatchObject({ server: "wayland", features: ["accessibility", "video", "wide_fonts", "x11_apps"] });
     expect(imageRequest(wl)).toMatchObject({ desktop: "wayland" });
     expect(imageRequest(normalizeSpec({}))).not.toHaveProperty("desktop");
     expect(specDigest(wl)).not.toBe(specDigest(normalizeSpec({})));
-    const e = refusal(() => normalizeSpec({ desktop: { server: "wayland", features: ["dock"] } }));
-    expect(e.code).toBe("unsupported");
-    expect(e.message).toMatch(/dock/);
+    const docked = x11Dockerfile(imageRequest(normalizeSpec({ desktop: { server: "wayland", features: ["dock"] } })), "holm-base:x");
+    expect(docked).toContain("# feature: dock");
+    expect(docked).toMatch(/install --no-install-recommends waybar/);
+    expect(docked).not.toContain("tint2");
+    expect(x11Dockerfile(imageRequest(normalizeSpec({ desktop: { features: ["dock"] } })), "holm-base:x")).toMatch(/install --no-install-recommends tint2/);
     // The image: sway, wayvnc, grim, wtype, wl-clipboard, XWayland and xhost; the runtime folders
     // made at build (root in a box cannot chown); an X11 image has none of it.
     const dockerfile = x11Dockerfile(imageRequest(wl), "holm-base:x");
