@@ -4,7 +4,8 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 
 // The dock on a Wayland box (seed 002 `dock`, issue 18, ADR 0030): waybar, not tint2 (an X11
 // client), 30 px at the bottom that windows leave free, a launcher per spec.apps entry that a
-// click on the screen starts, and the open windows. The X11 dock: spec-apps.test.ts.
+// click on the screen starts, and the open windows. The X11 dock: spec-apps.test.ts. And a fork
+// of a Wayland box (seed 001): a new Wayland box that replays the trace's batches.
 
 let server: TestServer;
 let box: any;
@@ -30,7 +31,7 @@ async function batch(actions: unknown[], extra: Record<string, unknown> = {}): P
 
 const windowsOf = async (klass: string) => ((await batch([{ type: "windows" }])).windows as any[]).filter((w) => w.class.toLowerCase() === klass.toLowerCase());
 
-describe("the dock on Wayland", () => {
+describe("Wayland boxes: the dock, and a fork", () => {
   it("launches with waybar at the bottom, which windows leave free", async () => {
     const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { server: "wayland", features: ["dock", "x11_apps"] }, apps: APPS } } });
     box = await json(res);
@@ -46,6 +47,28 @@ describe("the dock on Wayland", () => {
     const [r, g, b] = png.rgb(190, 15);
     expect(Math.max(r, g, b)).toBeLessThan(0x40);
   }, 900_000);
+
+  it("a fork is a Wayland box of the same spec that replays the batches: the same text in the same field", async () => {
+    const page = "data:text/html,<style>body{margin:0}input{position:absolute;left:40px;top:40px;width:400px;height:40px}</style><input id=t>";
+    const text = "fork ✓ 中文 é";
+    await batch([{ type: "open_url", url: page, target: "current" }, { type: "wait", ms: 300 }]);
+    await batch([{ type: "click", at: { x: 200, y: 150 } }, { type: "type", text }]);
+    const value = async (id: string) => {
+      const res = await server.api(`/v1/boxes/${id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "evaluate", what: { expression: "document.querySelector('#t').value" } }] } });
+      return (await json(res)).results[0].value;
+    };
+    await expect.poll(() => value(box.id), { timeout: 10_000 }).toBe(text);
+    const res = await server.api(`/v1/boxes/${box.id}/fork`, { method: "POST", json: {} });
+    const fork = await json(res);
+    expect(res.status, JSON.stringify(fork).slice(0, 600)).toBe(200);
+    // Every batch so far, the dock's checks too (windows, capture), replayed without a failure.
+    expect(fork.replay).toMatchObject({ stopped_at: null, truncated: false });
+    expect(fork.replay.ok).toBe(fork.replay.attempted);
+    expect(fork.replay.attempted).toBeGreaterThanOrEqual(6);
+    expect(fork.box.spec.desktop).toMatchObject({ server: "wayland", features: ["dock", "x11_apps"] });
+    await expect.poll(() => value(fork.box.id), { timeout: 10_000 }).toBe(text);
+    await server.api(`/v1/boxes/${fork.box.id}`, { method: "DELETE" });
+  }, 300_000);
 
   it("a click on the app's launcher starts it, as desk, through its argv", async () => {
     expect(await windowsOf("XEyes")).toHaveLength(0);
