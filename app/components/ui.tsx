@@ -56,7 +56,7 @@ export function Card({ title, children, actions }: { title?: string; children: R
     <section className="rounded-xl border border-slate-200 bg-white p-5 shadow-sm">
       {title || actions ? (
         <div className="mb-4 flex items-center justify-between gap-2">
-          {title ? <h2 className="text-base font-semibold">{title}</h2> : <span />}
+          {title ? <h2 className="min-w-0 text-base font-semibold [overflow-wrap:anywhere]">{title}</h2> : <span />}
           {actions}
         </div>
       ) : null}

@@ -161,7 +161,7 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
                     <span>events: <span className="font-mono text-xs">{h.events.join(", ")}</span></span>
                     <span>since {when(h.created_at_ms)}</span>
                     {h.rotation_ends_at_ms ? <span>previous secret also signs until {when(h.rotation_ends_at_ms)}</span> : null}
-                    <span className="ml-auto flex gap-2">
+                    <span className="ml-auto flex flex-wrap gap-2">
                       <PostForm csrf={csrf} intent={h.enabled ? "disable" : "enable"} fields={{ id: h.id }}>
                         <Button type="submit" variant="secondary" aria-label={`${h.enabled ? "Disable" : "Enable"} ${h.url}`}>
                           {h.enabled ? "Disable" : "Enable"}

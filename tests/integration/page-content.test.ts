@@ -115,7 +115,10 @@ describe("read (GET /page)", () => {
   });
 
   it("a 200 KB article read again unchanged is not converted again (costs under half a conversion)", async () => {
-    const median = async (n: number, before?: () => Promise<unknown>) => {
+    // The fastest of n reads: what a read costs with the least of the machine's other load in it
+    // (beside the other suites a median of an unchanged read once came to 293 ms against 476 ms
+    // for a conversion, under the half).
+    const fastest = async (n: number, before?: () => Promise<unknown>) => {
       const times: number[] = [];
       for (let i = 0; i < n + 2; i++) {
         await before?.();
@@ -123,12 +126,12 @@ describe("read (GET /page)", () => {
         await ok("GET", "/page?tab=article&format=markdown");
         if (i >= 2) times.push(performance.now() - t0);
       }
-      return times.sort((a, b) => a - b)[times.length >> 1]!;
+      return Math.min(...times);
     };
     // A change to the document makes the next read convert the whole article again.
-    const converted = await median(10, () => evalIn("document.body.appendChild(document.createComment('x')); 1", "article"));
-    const again = await median(10);
-    console.log(`read 200 KB article as markdown: ${converted.toFixed(1)} ms (median, converted after a change); ${again.toFixed(1)} ms (unchanged page)`);
+    const converted = await fastest(10, () => evalIn("document.body.appendChild(document.createComment('x')); 1", "article"));
+    const again = await fastest(10);
+    console.log(`read 200 KB article as markdown: ${converted.toFixed(1)} ms (fastest of 10, converted after a change); ${again.toFixed(1)} ms (unchanged page)`);
     // The time itself is the bench's (`npm run bench pages`, goal ≤ 100 ms): beside the e2e suite
     // a conversion once took 421 ms here. What this test holds is the way: an unchanged page is
     // answered without converting the article again, so it costs well under a conversion.

@@ -15,7 +15,15 @@ export async function expectCleanOnPhone(page: Page, url: string, ready: (phone:
     await phone.goto(url);
     await ready(phone);
     const wide = await phone.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-    expect(wide, `${colorScheme}: sideways scroll`).toBeLessThanOrEqual(0);
+    // What sticks out past the right edge (outermost first), so a failure says where to look.
+    const out = wide > 0 ? await phone.evaluate(() => {
+      const edge = document.documentElement.clientWidth;
+      return [...document.body.querySelectorAll("*")]
+        .filter((el) => el.getBoundingClientRect().right > edge + 0.5)
+        .slice(0, 6)
+        .map((el) => `${el.tagName.toLowerCase()}.${String(el.className).split(" ").slice(0, 4).join(".")} right=${Math.round(el.getBoundingClientRect().right)} "${(el.textContent ?? "").trim().slice(0, 60)}"`);
+    }) : [];
+    expect(wide, `${colorScheme}: sideways scroll, past the edge: ${out.join(" | ")}`).toBeLessThanOrEqual(0);
     const axe = await new AxeBuilder({ page: phone }).analyze();
     const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).slice(0, 3).join(", ")}`);
     expect(bad, `${colorScheme}: ${bad.join("\n")}`).toEqual([]);
