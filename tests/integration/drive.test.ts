@@ -40,6 +40,12 @@ let box: any;
 /** The desktop the suite drives: X11, or Wayland when drive.wayland.test.ts imports it. */
 const DESKTOP = (globalThis as { HOLM_DRIVE_DESKTOP?: string }).HOLM_DRIVE_DESKTOP ?? "x11";
 
+/**
+ * On Wayland a test that fails runs once more: input there has no round trip (ADR 0030), and the
+ * first test once lost 3 of its 4 clicks in one CI run of five (cause not found yet). X11: none.
+ */
+const RETRY = { retry: DESKTOP === "wayland" ? 1 : 0 };
+
 /** Drags in the many-drags test: 50 in `npm test` and in `npm run test:stress`. */
 const DRAGS = Number(process.env.HOLM_TEST_DRAGS ?? 50);
 let page: Page;
@@ -97,7 +103,7 @@ async function state(done: (st: any) => boolean): Promise<any> {
   }
 }
 
-describe("input reaches the page", () => {
+describe("input reaches the page", RETRY, () => {
   it("clicks, right-clicks, double-clicks and shift-clicks", async () => {
     const at = await page.centre("#b");
     const out = await okBatch({
@@ -244,7 +250,7 @@ describe("input reaches the page", () => {
   });
 });
 
-describe("held keys and buttons", () => {
+describe("held keys and buttons", RETRY, () => {
   it("releases a held key at the end of the batch and says so", async () => {
     const out = await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }, { type: "key_down", key: "shift" }] });
     expect(out.released_keys.join(",").toLowerCase()).toContain("shift");
@@ -273,7 +279,7 @@ describe("held keys and buttons", () => {
   });
 });
 
-describe("frames", () => {
+describe("frames", RETRY, () => {
   // Nothing on the screen may change by itself here: no element has the focus (a caret blinks),
   // and the dock has no clock (images/x11/tint2/tint2rc).
   beforeEach(async () => {
@@ -308,7 +314,7 @@ describe("frames", () => {
   });
 });
 
-describe("batches, screens and refusals", () => {
+describe("batches, screens and refusals", RETRY, () => {
   it("stops at a failing step unless keep_going", async () => {
     const t = await page.centre("#t");
     const stop = await okBatch({
@@ -371,7 +377,7 @@ describe("batches, screens and refusals", () => {
   });
 });
 
-describe("screen, windows and clipboard", () => {
+describe("screen, windows and clipboard", RETRY, () => {
   it("lists windows and the active one, and moves the pointer", async () => {
     const windows = await json(await server.api(`/v1/boxes/${box.id}/screens/0/windows`));
     const list = windows.windows ?? windows;
@@ -404,7 +410,7 @@ describe("screen, windows and clipboard", () => {
   });
 });
 
-describe("files and commands", () => {
+describe("files and commands", RETRY, () => {
   it("runs a command with argv, and times out", async () => {
     const ok = await json(await server.api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["sh", "-c", "echo out; echo err >&2; exit 3"] } }));
     expect(ok).toMatchObject({ code: 3, stdout: "out\n", stderr: "err\n", timed_out: false });
