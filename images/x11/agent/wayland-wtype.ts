@@ -41,17 +41,11 @@ export function wtypeRuns(units: TextUnit[], delayMs: number): string[][] {
   start();
   for (const u of units) {
     if (!codes.has(u.sym)) {
+      if (next > LAST_CODE) start();
       while (NOT_TYPING.has(next)) {
         // A release only: no key goes down, so nothing is typed or pressed.
         args.push("-p", FILLERS[fillers++]);
         next++;
-      }
-      if (next > LAST_CODE) {
-        start();
-        while (NOT_TYPING.has(next)) {
-          args.push("-p", FILLERS[fillers++]);
-          next++;
-        }
       }
       codes.set(u.sym, next++);
     }
