@@ -164,16 +164,19 @@ describe("Wayland boxes", () => {
     await batch([{ type: "click", at: { x: 200, y: 150 } }, { type: "type", text: "recorded" }, { type: "wait", ms: 2000 }]);
     const stopped = await batch([{ type: "record", what: { do: "stop" } }]);
     expect(stopped.results[0]).toMatchObject({ ok: true, recording: false });
-    expect(stopped.results[0].bytes).toBeGreaterThan(1000);
+    expect(stopped.results[0].bytes, JSON.stringify({ started: started.results[0], stopped: stopped.results[0] })).toBeGreaterThan(1000);
     const probe = await json(await server.api(`/v1/boxes/${box.id}/exec`, {
       method: "POST",
       json: { argv: ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=width,height,nb_read_frames", "-of", "csv=p=0", stopped.results[0].path] },
     }));
     const [w, h, frames] = probe.stdout.trim().split(",").map(Number);
     expect([w, h]).toEqual([1280, 800]);
-    // About 2.3 s at 10 fps: the video keeps the clock's pace.
-    expect(frames).toBeGreaterThanOrEqual(15);
-    expect(frames).toBeLessThanOrEqual(40);
+    // About 2.3 s at 10 fps: the video keeps the clock's pace, even when ffmpeg falls behind on a
+    // loaded machine (the frames owed are written late, never dropped).
+    const said = `${probe.stdout.trim()} ${probe.stderr ?? ""} over ${stopped.results[0].duration_ms} ms`;
+    const owed = (stopped.results[0].duration_ms * 10) / 1000;
+    expect(frames, said).toBeGreaterThanOrEqual(Math.max(15, Math.floor(owed * 0.8)));
+    expect(frames, said).toBeLessThanOrEqual(Math.ceil(owed) + 2);
   }, 60_000);
 
   it("the viewer relay shows the screen; the box's VNC port asks for the password", async () => {

@@ -12,13 +12,18 @@ import type { WaylandDesk } from "./wayland";
 import type { Writable } from "node:stream";
 
 /**
- * Writes a frame into `sink` every 1/fps s of wall time: the newest one captured, again if the
- * next is not in yet, so the video keeps the clock's pace. `stop` ends the input.
+ * Writes frames into `sink` at `fps` of wall time: the newest one captured, again if the next is not
+ * in yet. The video keeps the clock's pace even when ffmpeg falls behind (a loaded machine): the
+ * frames owed are written once it has room, and at `stop` before the input ends, so the file's
+ * length is the recording's wall time. A repeated frame is the same Buffer queued again, so a
+ * backlog costs little memory.
  */
 function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void } {
   let latest: Buffer | null = null;
   let inFlight = false;
   let stopped = false;
+  let firstAt = 0;
+  let written = 0;
   sink.on("error", () => undefined);
   const grab = () => {
     if (inFlight || stopped) return;
@@ -28,22 +33,28 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
       () => undefined,
     ).finally(() => (inFlight = false));
   };
+  const owed = () => (firstAt ? Math.floor(((Date.now() - firstAt) * fps) / 1000) + 1 - written : 1);
+  const pump = (limit: number) => {
+    if (!latest) return;
+    if (!firstAt) firstAt = Date.now();
+    for (let n = owed(); n > 0 && sink.writableLength < limit; n--, written++) sink.write(latest);
+  };
   grab();
   const timer = setInterval(() => {
     grab();
-    // Behind (ffmpeg not keeping up): this tick's frame is dropped rather than queued without end.
-    if (latest && sink.writableLength < latest.length * 4) sink.write(latest);
+    // Behind (ffmpeg not keeping up): hold back past a few frames' worth; the next tick pays.
+    if (latest) pump(latest.length * 4);
   }, 1000 / fps);
   return {
     stop() {
       if (stopped) return;
       stopped = true;
       clearInterval(timer);
+      pump(Infinity);
       sink.end();
     },
   };
 }
-
 
 export async function startRecording(screen: Screen, fps: number): Promise<RecordState> {
   if (screen.recording) throw new AgentError("failed", `screen ${screen.index} is already recording to ${screen.recording.path}`);
