@@ -256,6 +256,7 @@ export interface Database {
   takeover: TakeoverTable;
   idempotency: IdempotencyTable;
   browser_profile: BrowserProfileTable;
+  direct_ticket: DirectTicketTable;
   trace_recording: TraceRecordingTable;
 }
 
@@ -291,6 +292,13 @@ export interface BrowserProfileTable {
   holder: string | null;
   created_at_ms: Timestamp;
   last_used_ms: Timestamp;
+}
+
+/** Who holds direct viewer tickets for a box, and until when (migration 0019). */
+export interface DirectTicketTable {
+  box_id: string;
+  issuer: string;
+  expires_at_ms: Timestamp;
 }
 
 /** A screen recording copied out of its box into the trace (migration 0017). */

@@ -1,5 +1,5 @@
 import { reapBoxes } from "~/models/box-sync.server";
-import { collectDirectInput } from "~/models/direct-viewer-access.server";
+import { collectDirectInput, recheckUnreached } from "~/models/direct-viewer-access.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
@@ -36,6 +36,7 @@ export function startLoops() {
   // Not a scheduled job: the trace of what came in on direct control sockets (ADR 0029), always.
   every("direct viewer input", 2, async () => {
     await collectDirectInput();
+    await recheckUnreached();
     return undefined;
   });
   if (e.HOLM_SERVER_SCHEDULE === "external") {

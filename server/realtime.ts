@@ -6,7 +6,7 @@ import { type BoxJson, boxChanges, getBox, listBoxes } from "~/models/box.server
 import { type ForkChange, forkChanges, forkReplaysOf } from "~/models/fork-progress.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { type Takeover, takeoverChanges } from "~/models/takeover.server";
-import { onViewersChange } from "~/models/viewer.server";
+import { onDirectViewersChange, onViewersChange } from "~/models/viewer.server";
 import { allowSocketIoRequest } from "./http-edge";
 import { type SessionActor, requireSession } from "./socket-auth";
 import { attachTerminal } from "./terminal";
@@ -52,11 +52,13 @@ export function attachSocketIo(server: HttpServer): IoServer {
     if (owner) boxes.to(`ws:${owner}`).emit("screens", await screenStatus(boxId, screen));
   };
   const failed = (err: unknown) => log.error({ err }, "screen status push failed");
-  onViewersChange((c) => {
+  const viewersChanged = (c: { boxId: string; screen: number }) => {
     void getBox({ kind: "server" }, c.boxId)
       .then((box) => pushScreen(box.owner, c.boxId, c.screen), () => undefined)
       .catch(failed);
-  });
+  };
+  onViewersChange(viewersChanged);
+  onDirectViewersChange(viewersChanged);
   takeoverChanges.on("change", (t: Takeover) => void pushScreen(t.owner, t.boxId, t.screen).catch(failed));
   attachTerminal(io);
   return io;

@@ -8,6 +8,7 @@ import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
+import { boxResumed } from "./box-resumed.server";
 import { queuedStart } from "./box-start.server";
 import { admit } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
@@ -258,8 +259,8 @@ export function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
   });
 }
 
-export function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
-  return changeLifecycle(actor, id, "ready", async (cur) => {
+export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
+  const box = await changeLifecycle(actor, id, "ready", async (cur) => {
     const rt = runtimeOf(cur);
     // A stopped box comes back with a new desktop, so its viewer URLs change.
     let desktop = cur.desktop;
@@ -275,6 +276,8 @@ export function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
     }
     return { last_used_ms: Date.now(), desktop };
   });
+  await boxResumed(id);
+  return box;
 }
 
 export function stopBox(actor: Actor, id: string): Promise<BoxJson> {

@@ -5,9 +5,11 @@ import { log } from "~/utils/log.server";
 import { principalAccess } from "./access.server";
 import type { Actor } from "./actor";
 import { requireRunningBox, touchBox } from "./box.server";
+import { onBoxResumed } from "./box-resumed.server";
+import { directTicketHolders } from "./direct-ticket-holders.server";
 import { type PrincipalChange, concerns } from "./principal-changes.server";
 import { callAgent } from "./screen.server";
-import { reportViewerInput } from "./viewer.server";
+import { directViewerBoxes, noteDirectViewers, reportViewerInput } from "./viewer.server";
 
 // Revocation reaches direct viewer sockets too (ADR 0029): they run in the box, so when a key is
 // revoked, a member removed or demoted, or a person's sessions end, the server asks each running
@@ -38,9 +40,38 @@ export async function recheckDirectViewers(change: PrincipalChange): Promise<voi
   const boxes = await tokenBoxes(["ready", "paused"]);
   await Promise.all(
     boxes.map((r) =>
-      recheckBox(r.id, r.owner, change).catch((err) => log.error({ err, box: r.id }, "rechecking a box's direct viewer sockets failed")),
+      recheckIssuers(r.id, r.owner, (viewers) => changedIssuers(change, viewers)).catch((err) => {
+        // Frozen, or not answering: it is checked in full once it runs again (resume, or the loop).
+        unreached.add(r.id);
+        log.error({ err, box: r.id }, "rechecking a box's direct viewer sockets failed; checked again once it answers");
+      }),
     ),
   );
+}
+
+/** Boxes an access change could not reach: each is checked in full once it answers. */
+const unreached = new Set<string>();
+
+/**
+ * Every issuer connected to the box or holding an unexpired ticket for it, checked against the
+ * store: a box that was paused or stopped when access changed (or restarted its agent, which
+ * forgets) refuses the tickets and closes the sockets of those whose access is gone.
+ */
+async function recheckHolders(id: string): Promise<void> {
+  const row = await db().selectFrom("box").select(["owner", "spec_json"]).where("id", "=", id).executeTakeFirst();
+  if (!row || (JSON.parse(row.spec_json) as { policy?: { auth?: string } }).policy?.auth !== "token") return;
+  const held = await directTicketHolders(id);
+  await recheckIssuers(id, row.owner, (viewers) => new Set([...viewers.map((v) => v.issuer), ...held]));
+  unreached.delete(id);
+}
+
+onBoxResumed(recheckHolders);
+
+/** Checks again the boxes an access change could not reach, once they run. */
+export async function recheckUnreached(): Promise<void> {
+  if (!unreached.size) return;
+  const ready = await db().selectFrom("box").select("id").where("id", "in", [...unreached]).where("state", "=", "ready").execute();
+  for (const { id } of ready) await recheckHolders(id).catch((err) => log.warn({ err, box: id }, "rechecking a box's direct viewers failed"));
 }
 
 /**
@@ -50,13 +81,19 @@ export async function recheckDirectViewers(change: PrincipalChange): Promise<voi
  */
 export async function collectDirectInput(): Promise<number> {
   let n = 0;
-  for (const r of await tokenBoxes(["ready"])) {
+  const running = await tokenBoxes(["ready"]);
+  // Counts of boxes no longer running (or gone) are dropped: the box page shows 0 for them.
+  const polled = new Set(running.map((r) => r.id));
+  for (const id of directViewerBoxes()) if (!polled.has(id)) noteDirectViewers(id, null);
+  for (const r of running) {
     try {
       const box = await requireRunningBox(SERVER, r.id, AbortSignal.timeout(2000));
       const got = await callAgent<DirectInputs>(box, agentCall("directViewerInputs", {}), {}, 5000);
       if (got.dropped) log.warn({ box: r.id, dropped: got.dropped }, "direct viewer input was dropped before the server took it");
       for (const i of got.inputs) reportViewerInput({ boxId: r.id, screen: i.screen, issuer: i.issuer, kind: i.kind, detail: i.detail });
       if (got.inputs.length) await touchBox(r.id);
+      // The box page counts the direct sockets too (an agent from before this answered no list).
+      if (got.viewers) noteDirectViewers(r.id, got.viewers);
       n += got.inputs.length;
     } catch (err) {
       log.warn({ err, box: r.id }, "taking a box's direct viewer input failed");
@@ -65,14 +102,17 @@ export async function collectDirectInput(): Promise<number> {
   return n;
 }
 
-async function recheckBox(id: string, owner: string | null, change: PrincipalChange): Promise<void> {
+/** Those connected whom the change may concern, and the key or person it names even when not connected. */
+function changedIssuers(change: PrincipalChange, viewers: DirectViewer[]): Set<string> {
+  const named = change.kind === "key" ? `key:${change.keyId}` : change.kind === "member" || change.userId ? `user:${change.userId}` : undefined;
+  return new Set([...viewers.filter((v) => concerns(change, v.issuer)).map((v) => v.issuer), ...(named ? [named] : [])]);
+}
+
+/** Closes (4401, or 4403 for control alone) and refuses the tickets signed until now of each picked issuer whose access is gone. */
+async function recheckIssuers(id: string, owner: string | null, pick: (viewers: DirectViewer[]) => Set<string>): Promise<void> {
   const box = await requireRunningBox(SERVER, id, AbortSignal.timeout(5000));
   const { viewers } = await callAgent<{ viewers: DirectViewer[] }>(box, agentCall("directViewers", {}));
-  // Those connected, and the key or person the change names even when not connected: the box
-  // then also refuses their tickets signed before now.
-  const named = change.kind === "key" ? `key:${change.keyId}` : change.kind === "member" || change.userId ? `user:${change.userId}` : undefined;
-  const issuers = new Set([...viewers.filter((v) => concerns(change, v.issuer)).map((v) => v.issuer), ...(named ? [named] : [])]);
-  for (const issuer of issuers) {
+  for (const issuer of pick(viewers)) {
     const watch = await principalAccess(issuer, owner, "viewer");
     if (!watch.ok) {
       await callAgent(box, agentCall("directViewersClose", {}), { issuer, control_only: false, reason: watch.why });

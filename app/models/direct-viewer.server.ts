@@ -5,6 +5,7 @@ import { unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { agentSecret } from "./agent.server";
+import { noteDirectTicket } from "./direct-ticket-holders.server";
 import type { BoxJson } from "./box-record.server";
 import type { NormalSpec } from "./spec.server";
 import type { IssuedTicket } from "./ticket.server";
@@ -54,6 +55,7 @@ export async function directSockets(box: BoxJson, screen: number, issued: Issued
     };
   }
   const expires_at_ms = Math.min(issued.expires_at_ms, Date.now() + DIRECT_TICKET_TTL_MS);
+  await noteDirectTicket(box.id, issuer, expires_at_ms);
   const direct = (mode: "view" | "control") => {
     const ticket = signDirectTicket(agentSecret(box.id), { box: box.id, screen, mode: issued.mode, issuer, expires_at_ms, issued_at_ms: Date.now() });
     return `${base}?${new URLSearchParams({ ticket, mode })}`;

@@ -1,6 +1,6 @@
 import { takeoverOf } from "./takeover.server";
 import { getUser } from "./user.server";
-import { allViewers } from "./viewer.server";
+import { allViewers, directViewersOf } from "./viewer.server";
 
 // What the box page shows for each screen, for its first render (app/routes/box.tsx) and for
 // the live pushes (server/realtime.ts): one definition, so the two cannot disagree.
@@ -21,7 +21,11 @@ let seq = 0;
 
 /** The status of a screen now (counts and holder are read at once; the name is looked up). */
 export async function screenStatus(boxId: string, screen: number): Promise<ScreenStatus> {
-  const { watching, driving } = await allViewers(boxId, screen);
+  const relayed = await allViewers(boxId, screen);
+  // A box's direct sockets (ADR 0029) count too, as the server last heard from the box.
+  const direct = directViewersOf(boxId, screen);
+  const watching = relayed.watching + direct.watching;
+  const driving = relayed.driving + direct.driving;
   const t = takeoverOf(boxId, screen);
   const mine = ++seq;
   const user = t?.by.startsWith("user:") ? await getUser(t.by.slice(5)).catch(() => undefined) : undefined;

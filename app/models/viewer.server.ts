@@ -99,6 +99,49 @@ export function registerViewer(conn: ViewerConnection): () => void {
   };
 }
 
+/** Each screen's direct sockets (ADR 0029) as the server last heard from its box (every 2 s). */
+const direct = new Map<string, { watching: number; driving: number }>();
+
+/**
+ * What a box said is open on its direct sockets (`null`: the box no longer serves any, or is not
+ * running). A screen whose counts changed is announced to `onDirectViewersChange` listeners.
+ */
+export function noteDirectViewers(boxId: string, open: { screen: number; mode: string }[] | null): void {
+  const next = new Map<string, { watching: number; driving: number }>();
+  for (const v of open ?? []) {
+    const k = keyOf(boxId, v.screen);
+    const c = next.get(k) ?? { watching: 0, driving: 0 };
+    c.watching++;
+    if (v.mode === "control") c.driving++;
+    next.set(k, c);
+  }
+  const touched = new Set([...[...direct.keys()].filter((k) => k.startsWith(`${boxId}/`)), ...next.keys()]);
+  for (const k of touched) {
+    const was = direct.get(k);
+    const now = next.get(k);
+    if (was?.watching === now?.watching && was?.driving === now?.driving) continue;
+    if (now) direct.set(k, now);
+    else direct.delete(k);
+    events.emit("direct", { boxId, screen: Number(k.slice(boxId.length + 1)) });
+  }
+}
+
+/** The boxes whose direct sockets are counted now. */
+export function directViewerBoxes(): string[] {
+  return [...new Set([...direct.keys()].map((k) => k.slice(0, k.lastIndexOf("/"))))];
+}
+
+/** A screen's direct sockets as last heard (zero when none, or not heard of). */
+export function directViewersOf(boxId: string, screen: number): { watching: number; driving: number } {
+  return direct.get(keyOf(boxId, screen)) ?? { watching: 0, driving: 0 };
+}
+
+/** Listens to changes of a screen's direct socket counts; returns the function that stops listening. */
+export function onDirectViewersChange(listener: (change: { boxId: string; screen: number }) => void): () => void {
+  events.on("direct", listener);
+  return () => events.off("direct", listener);
+}
+
 /** Listens to count changes on any screen; returns the function that stops listening. */
 export function onViewersChange(listener: (change: ViewersChange) => void): () => void {
   events.on("change", listener);

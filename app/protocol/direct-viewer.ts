@@ -49,6 +49,8 @@ export interface DirectInput {
 export interface DirectInputs {
   inputs: DirectInput[];
   dropped: number;
+  /** The sockets open now (so the server's counts follow without another call). */
+  viewers?: { screen: number; mode: "view" | "control"; issuer: string }[];
 }
 
 export interface DirectTicketClaims {

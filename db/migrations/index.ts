@@ -16,6 +16,7 @@ import { cluster } from "./0015-cluster";
 import { profiles } from "./0016-profiles";
 import { recordings } from "./0017-recordings";
 import { takeoverRecording } from "./0018-takeover-recording";
+import { directTickets } from "./0019-direct-tickets";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -36,6 +37,7 @@ const migrations: Record<string, Migration> = {
   "0016-profiles": profiles,
   "0017-recordings": recordings,
   "0018-takeover-recording": takeoverRecording,
+  "0019-direct-tickets": directTickets,
 };
 
 export const migrationProvider: MigrationProvider = {

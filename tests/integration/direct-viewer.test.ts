@@ -71,6 +71,12 @@ async function byPerson(id: string, intent: "takeover" | "giveback") {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The counts the box page shows for screen 0, as its first render has them. */
+async function pageCounts(id: string): Promise<string | undefined> {
+  const html = (await c.page(ada, `/boxes/${id}`)).replaceAll("<!-- -->", "");
+  return /\d+ watching · \d+ driving/.exec(html)?.[0];
+}
+
 describe("direct viewer sockets", () => {
   it("are published on loopback by default, on every address with bind any, and only for a box that asks; bind any without auth is refused", async () => {
     const plain = await launch({});
@@ -124,6 +130,8 @@ describe("direct viewer sockets", () => {
     await expect.poll(() => pointerOf(tokenBox), { timeout: 5000 }).toEqual({ x: 400, y: 300 });
     // They count among the screen's viewers (a key drives: no person does).
     expect(await json(await asA(`/v1/boxes/${tokenBox}/screens/0/viewers`))).toMatchObject({ watching: 2, driving: 1, person_driving: false });
+    // And on the box page, as the server last heard from the box (it asks every 2 s).
+    await expect.poll(() => pageCounts(tokenBox), { timeout: 8000 }).toBe("2 watching · 1 driving");
 
     await byPerson(tokenBox, "takeover");
     try {
@@ -150,6 +158,7 @@ describe("direct viewer sockets", () => {
       .toEqual([expect.objectContaining({ kind: "click", x: 510, y: 360, button: 1, by: expect.stringMatching(/^key:/), screen: 0 })]);
     again.close();
     watch.close();
+    await expect.poll(() => pageCounts(tokenBox), { timeout: 8000 }).toBe("0 watching · 0 driving");
   });
 
   it("token: a forged, expired, other box's or other screen's ticket, or none, is refused", async () => {
@@ -232,4 +241,47 @@ describe("direct viewer sockets", () => {
     none.close();
     expect(await openViewer(`${t.view_socket}?mode=control`)).toBe(409);
   });
+
+  it("token: a key revoked while the box is paused or stopped opens nothing once it runs again; a ticket whose holder kept access still does", async () => {
+    const lifecycle = async (op: "pause" | "resume" | "stop") => {
+      const res = await asA(`/v1/boxes/${tokenBox}/${op}`, { method: "POST" });
+      expect(res.status, `${op}: ${JSON.stringify(await json(res))}`).toBe(200);
+    };
+    const keyTicket = async (name: string) => {
+      const key = await c.createKey(ada, name);
+      return { key, t: await ticket(tokenBox, "control", apiAs(server, key.secret)) };
+    };
+    const revoke = async (id: string) => {
+      const csrf = c.csrfIn(await c.page(ada, "/keys"));
+      expect((await c.form(ada, "/keys?index", { intent: "revoke", id, csrf })).status).toBe(200);
+    };
+    // Paused: frozen while the key is revoked, for longer than a check waits for a paused box (5 s).
+    const paused = await keyTicket("direct-paused");
+    const kept = await ticket(tokenBox, "control");
+    await lifecycle("pause");
+    await revoke(paused.key.id);
+    await sleep(6500);
+    await lifecycle("resume");
+    expect(await openViewer(paused.t.view_socket)).toBe(401);
+    expect(await openViewer(paused.t.control_socket)).toBe(401);
+    const still = await openViewer(kept.view_socket);
+    expect(typeof still, "a ticket from before the pause whose holder kept access").toBe("object");
+    if (typeof still === "object") still.close();
+
+    // Stopped: the box's agent starts afresh and has forgotten what it was told. The old tickets,
+    // sent to the box's new port, are refused all the same.
+    const stopped = await keyTicket("direct-stopped");
+    const keptToo = await ticket(tokenBox, "view");
+    await revoke(stopped.key.id);
+    expect(await openViewer(stopped.t.view_socket)).toBe(401);
+    await lifecycle("stop");
+    await lifecycle("resume");
+    const host = new URL((await ticket(tokenBox, "view")).view_socket).host;
+    const moved = (u: string) => Object.assign(new URL(u), { host }).toString();
+    expect(await openViewer(moved(stopped.t.view_socket))).toBe(401);
+    expect(await openViewer(moved(stopped.t.control_socket))).toBe(401);
+    const again = await openViewer(moved(keptToo.view_socket));
+    expect(typeof again, "a ticket from before the stop whose holder kept access").toBe("object");
+    if (typeof again === "object") again.close();
+  }, 120_000);
 });

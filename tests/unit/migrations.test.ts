@@ -28,6 +28,7 @@ const RELEASED = [
   "0016-profiles",
   "0017-recordings",
   "0018-takeover-recording",
+  "0019-direct-tickets",
 ];
 
 describe("the migration list", () => {

@@ -186,7 +186,7 @@ export function createServer(screens: Screen[], config: AgentConfig, viewers?: D
   });
 
   add("directViewers", async () => ({ viewers: viewers?.list() ?? [] }));
-  add("directViewerInputs", async () => viewers?.takeInputs() ?? { inputs: [], dropped: 0 });
+  add("directViewerInputs", async () => ({ ...(viewers?.takeInputs() ?? { inputs: [], dropped: 0 }), viewers: viewers?.list() ?? [] }));
   add("directViewersClose", async ({ body }) => {
     const b = (await body()) as { issuer?: unknown; control_only?: unknown; reason?: unknown };
     if (typeof b?.issuer !== "string") throw new AgentError("bad_request", "close needs {issuer: string}");
