@@ -304,6 +304,19 @@ chromium_flags=(
   --disable-breakpad
 )
 chromium_env=()
+if has_feature accessibility && [[ $desktop != wayland ]]; then
+  # Qt apps find the accessibility bus through the root window's AT_SPI_BUS: in these boxes their
+  # session-bus path fails ("Not connected to D-Bus server") and they never register. GTK and
+  # Chromium ask the session bus. In the background (and not this shell's child, whose exit would
+  # stop the box): activating the bus takes a moment.
+  ( (
+    a11y=$(dbus-send --session --print-reply --dest=org.a11y.Bus /org/a11y/bus org.a11y.Bus.GetAddress 2>/dev/null |
+      sed -n 's/.*string "\(.*\)"/\1/p')
+    for ((n = 0; n < screens; n++)); do
+      [[ -n $a11y ]] && xprop -display ":$((99 + n))" -root -f AT_SPI_BUS 8s -set AT_SPI_BUS "$a11y"
+    done
+  ) & )
+fi
 if has_feature accessibility; then
   # Chromium joins the AT-SPI bus only when told to: without ACCESSIBILITY_ENABLED it never
   # registers, and the flag builds the page's tree before any client asks for it.

@@ -2,13 +2,34 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // Native widgets (seed 000 "Native widgets", issue 18) on a real box, through AT-SPI: a GTK
-// dialog (zenity, from Debian, as a spec app) walked as a tree with roles and names, its text
+// dialog (zenity, from Debian, as a spec app) and a Qt one (PyQt5) walked as a tree with roles and names, its text
 // field found by its label and set, its button invoked — zenity then prints what the field
 // held, which is how we know the widget really took it; a Chromium page's controls found the
 // same way; an unknown node is 404 not_found; a box without the feature says `unsupported`.
 
 let server: TestServer;
 let box: any;
+
+const QT_DIALOG = `
+import sys
+from PyQt5.QtWidgets import QApplication, QDialog, QFormLayout, QLineEdit, QPushButton
+app = QApplication(["qtcity"])
+app.setApplicationName("qtcity")
+d = QDialog()
+d.setWindowTitle("Qt City")
+form = QFormLayout(d)
+field = QLineEdit()
+form.addRow("City", field)
+save = QPushButton("Save")
+form.addRow(save)
+def saved():
+    with open("/tmp/qt.out", "w") as f:
+        f.write(field.text() + "\\n")
+    app.quit()
+save.clicked.connect(saved)
+d.show()
+app.exec_()
+`;
 
 const SPEC = {
   desktop: { features: ["accessibility"] },
@@ -17,6 +38,13 @@ const SPEC = {
       packages: ["zenity"],
       argv: ["sh", "-c", "zenity --entry --title Address --text Street > /tmp/zenity.out; echo $? > /tmp/zenity.rc"],
       window_class: "Zenity",
+    },
+    // A Qt dialog (PyQt5 from Debian): a QLineEdit labelled "City" by its form row and a "Save"
+    // button that writes what the field holds. Qt's AT-SPI bridge starts when asked to.
+    qtcity: {
+      packages: ["python3-pyqt5"],
+      argv: ["env", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1", "python3", "-c", QT_DIALOG],
+      window_class: "qtcity",
     },
   },
 };
@@ -104,6 +132,35 @@ describe("native widgets (AT-SPI)", () => {
     const ops = trace.entries.filter((e: any) => e.event === "acted" && e.data.step.type === "on_node").map((e: any) => e.data.step.what.op);
     expect(ops).toEqual(expect.arrayContaining(["tree", "find", "set", "focus", "invoke"]));
   }, 600_000);
+
+  it("a Qt dialog: its field found by its form label and set, its button invoked (zenity's GTK is not the only toolkit)", async () => {
+    const launched = await json(
+      await server.api(`/v1/boxes/${box.id}/screens/0/actions`, {
+        method: "POST",
+        json: { actions: [{ type: "launch", app: "qtcity" }, { type: "await_window", what: { class: "qtcity", within_ms: 20_000 } }] },
+      }),
+    );
+    expect(launched.results[1], JSON.stringify(launched.results)).toMatchObject({ ok: true });
+    let found: any;
+    for (let i = 0; i < 50; i++) {
+      const res = await node({ op: "find", node: { query: "City", role: "text" } });
+      found = await json(res);
+      if (res.status === 200 && found.total > 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(found.nodes?.[0], JSON.stringify(found).slice(0, 500)).toMatchObject({ role: "text", value: "", states: expect.arrayContaining(["editable"]) });
+    const tree = await ok({ op: "tree", app: found.nodes[0].app });
+    const nodes = flat(tree.apps[0]);
+    expect(nodes.find((n) => n.role === "dialog")).toMatchObject({ name: "Qt City" });
+    expect(nodes.filter((n) => n.role === "push_button").map((n) => n.name)).toEqual(["Save"]);
+
+    const set = await ok({ op: "set", node: { query: "City", role: "text" }, value: "Zürich" });
+    expect(set.node).toMatchObject({ role: "text", value: "Zürich" });
+    const invoked = await ok({ op: "invoke", node: { query: "Save", role: "button" } });
+    expect(invoked.node).toMatchObject({ role: "push_button", name: "Save" });
+    for (let i = 0; i < 50 && !(await exec("cat /tmp/qt.out 2>/dev/null")); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await exec("cat /tmp/qt.out")).toBe("Zürich\n");
+  }, 120_000);
 
   it("a Chromium page's controls are widgets too; an unknown node is 404 not_found; ambiguity is named", async () => {
     const page = "data:text/html,<title>Form</title><label>Street <input value='x'></label><button>Send</button><button>Send later</button><button>Send</button>";
