@@ -40,10 +40,10 @@ const SPEC = {
       window_class: "Zenity",
     },
     // A Qt dialog (PyQt5 from Debian): a QLineEdit labelled "City" by its form row and a "Save"
-    // button that writes what the field holds. Qt's AT-SPI bridge starts when asked to.
+    // button that writes what the field holds.
     qtcity: {
       packages: ["python3-pyqt5"],
-      argv: ["env", "QT_LINUX_ACCESSIBILITY_ALWAYS_ON=1", "python3", "-c", QT_DIALOG],
+      argv: ["python3", "-c", QT_DIALOG],
       window_class: "qtcity",
     },
   },
