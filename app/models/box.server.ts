@@ -262,19 +262,16 @@ export function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
 export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
   const box = await changeLifecycle(actor, id, "ready", async (cur) => {
     const rt = runtimeOf(cur);
-    // A stopped box comes back with a new desktop, so its viewer URLs change.
-    let desktop = cur.desktop;
-    if (cur.state === "paused") {
-      await rt.unpause(cur.runtime_ref!);
-    } else if (cur.state === "stopped") {
-      await rt.start(cur.runtime_ref!);
-      forgetAddress(id);
-      await waitReady(rt, cur);
-      desktop++;
-    } else {
+    if (cur.state !== "paused" && cur.state !== "stopped") {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
-    return { last_used_ms: Date.now(), desktop };
+    // A stopped box comes back with a new desktop, so its viewer URLs change; so does a paused one
+    // its engine could only restart (runtime.ts, unpause).
+    const restarted = cur.state === "stopped" ? (await rt.start(cur.runtime_ref!), true) : (await rt.unpause(cur.runtime_ref!)) === "restarted";
+    if (!restarted) return { last_used_ms: Date.now() };
+    forgetAddress(id);
+    await waitReady(rt, cur);
+    return { last_used_ms: Date.now(), desktop: cur.desktop + 1 };
   });
   await boxResumed(id);
   return box;

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
-import { FreezeGate, started } from "./freeze-gate.server";
+import { FreezeGate, resumeOrRestart, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
@@ -255,8 +255,8 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async unpause(ref: string): Promise<void> {
-    await this.docker.getContainer(ref).unpause();
+  unpause(ref: string): Promise<"resumed" | "restarted"> {
+    return resumeOrRestart(this.docker.getContainer(ref));
   }
 
   async remove(ref: string): Promise<void> {

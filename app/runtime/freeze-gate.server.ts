@@ -1,3 +1,5 @@
+import { log } from "~/utils/log.server";
+
 /**
  * Keeps a container's freeze (docker pause) apart from execs being started in it. On cgroup v1
  * an exec whose `runc init` has joined the container's cgroup when the freezer takes it is
@@ -80,5 +82,34 @@ export async function started(exec: Inspectable, limitMs = 5000): Promise<void> 
     // Not `Running`: the engine sets it before it asks runc to start the process; the Pid comes after.
     if (!info || (info.Pid ?? 0) > 0 || (info.ExitCode ?? null) !== null) return;
     await new Promise((r) => setTimeout(r, wait));
+  }
+}
+
+/** What `resumeOrRestart` needs of a container: dockerode's Container. */
+interface Resumable {
+  id: string;
+  unpause(): Promise<unknown>;
+  kill(): Promise<unknown>;
+  wait(opts: { condition: "not-running" }): Promise<unknown>;
+  start(): Promise<unknown>;
+}
+
+/**
+ * Unpauses the container. When the engine holds it paused while containerd has its task running
+ * ("cannot resume a running process": a freeze that raced an exec under load, once in a CI run
+ * of pause-exec-race.test), nothing resumes it, and the engine clears its paused flag only when
+ * the container exits: it is killed and started again (`restarted`: a new desktop).
+ */
+export async function resumeOrRestart(container: Resumable): Promise<"resumed" | "restarted"> {
+  try {
+    await container.unpause();
+    return "resumed";
+  } catch (err) {
+    if (!/cannot resume a running process/i.test(String((err as Error).message))) throw err;
+    log.warn({ err, container: container.id }, "the engine could not resume a paused container; restarting it (a new desktop)");
+    await container.kill().catch(() => undefined);
+    await container.wait({ condition: "not-running" });
+    await container.start();
+    return "restarted";
   }
 }

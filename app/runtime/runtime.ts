@@ -155,7 +155,11 @@ export interface Runtime {
   putSecrets(ref: string, files: SecretFile[]): Promise<void>;
   stop(ref: string): Promise<void>;
   pause(ref: string): Promise<void>;
-  unpause(ref: string): Promise<void>;
+  /**
+   * `restarted`: the engine could not resume the box and started it again instead (a new
+   * desktop; the caller waits for it as after a start). Anything else: it runs on where it was.
+   */
+  unpause(ref: string): Promise<"resumed" | "restarted" | void>;
   /** Removes the container and, for persistent boxes, its volume. Missing is not an error. */
   remove(ref: string): Promise<void>;
   inspect(ref: string): Promise<RuntimeBox>;

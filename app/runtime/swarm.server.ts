@@ -460,9 +460,9 @@ export class SwarmRuntime implements Runtime {
     await engine.pause(container);
   }
 
-  async unpause(ref: string): Promise<void> {
+  async unpause(ref: string): Promise<"resumed" | "restarted" | void> {
     const { engine, container } = await this.container(ref);
-    await engine.unpause(container);
+    return engine.unpause(container);
   }
 
   get noStop(): string {
