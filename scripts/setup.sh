@@ -40,25 +40,40 @@ else
   note "all present: ${wanted[*]}"
 fi
 
-step "OpenSSH server (for the tests' ssh:// engine)"
-# tests/support/remote-engine.ts runs its own `sshd -f CONF -D` in a network namespace, in front of
-# a second dockerd (ADR 0019). Only the binary is needed: this machine's own ssh service must
-# not start, so the package's scripts are told "no services" (policy-rc.d exit 101, Debian's way)
-# unless a policy is there already.
-if [[ ! -x /usr/sbin/sshd ]]; then
-  note "installing openssh-server (its service is not started)"
+# Installs Debian packages whose services must not start on this machine: the package's scripts are
+# told "no services" (policy-rc.d exit 101, Debian's way) unless a policy is there already.
+install_quiet_services() {
   export DEBIAN_FRONTEND=noninteractive
-  policy_added=""
+  local policy_added=""
   if [[ ! -e /usr/sbin/policy-rc.d ]]; then
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
     chmod 755 /usr/sbin/policy-rc.d
     policy_added=1
   fi
-  [[ -n $(apt-cache policy openssh-server | awk '/Candidate:/ && $2 != "(none)"') ]] || apt-get update -q
-  apt-get install -qy --no-install-recommends openssh-server || { [[ -z $policy_added ]] || rm -f /usr/sbin/policy-rc.d; fail "could not install openssh-server"; }
+  [[ -n $(apt-cache policy "$1" | awk '/Candidate:/ && $2 != "(none)"') ]] || apt-get update -q
+  apt-get install -qy --no-install-recommends "$@" || { [[ -z $policy_added ]] || rm -f /usr/sbin/policy-rc.d; fail "could not install $*"; }
   [[ -z $policy_added ]] || rm -f /usr/sbin/policy-rc.d
+}
+
+step "OpenSSH server (for the tests' ssh:// engine)"
+# tests/support/remote-engine.ts runs its own `sshd -f CONF -D` in a network namespace, in front of
+# a second dockerd (ADR 0019). Only the binary is needed: this machine's own ssh service must
+# not start.
+if [[ ! -x /usr/sbin/sshd ]]; then
+  note "installing openssh-server (its service is not started)"
+  install_quiet_services openssh-server
 else
   note "sshd present ($(/usr/sbin/sshd -V 2>&1 | head -n 1))"
+fi
+
+step "Caddy and nginx (docs/reverse-proxy.md's recipes, tested)"
+# tests/integration/reverse-proxy.test.ts starts each with the recipe's config on ports of its own,
+# in front of a test server. Only the binaries: their services do not start.
+if ! command -v caddy >/dev/null || ! command -v nginx >/dev/null; then
+  note "installing caddy and nginx-light (their services are not started)"
+  install_quiet_services caddy nginx-light
+else
+  note "caddy and nginx present"
 fi
 
 step "PostgreSQL"
