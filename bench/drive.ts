@@ -93,11 +93,31 @@ export async function benchDrive() {
 
     const text = "the quick brown fox jumps over the lazy dog 0123456789 ".repeat(20).slice(0, 1000);
     await batch({ actions: [{ type: "click", at: { x: 640, y: 600 } }] });
-    const typeApi = summarize("type 1,000 characters, delay 0 (/v1)", await time(async () => {
+    // Each sample starts once the page holds the last one's text (not timed): back to back, a
+    // batch's select-all waited behind Chromium still handling the last 2,000 key events, and the
+    // figure was Chromium's pace, not the batch's. Both are reported: when the batch answers (X
+    // has taken every key), and when the page holds every character.
+    const value = () => page.evaluate<string>("document.querySelector('#t').value");
+    const settled = async (want: string) => {
+      for (const until = now() + 10_000; (await value()) !== want && now() < until; ) await new Promise((r) => setTimeout(r, 5));
+    };
+    const answered: number[] = [];
+    const arrived: number[] = [];
+    for (let i = 0; i < 11; i++) {
+      await settled(i === 0 ? (await value()) : text);
+      const t0 = now();
       await batch({ actions: [{ type: "press", chord: "ctrl+a", then: ["BackSpace"] }, { type: "type", text, delay_ms: 0 }] });
-    }, 8));
-    const got = await page.evaluate<string>("document.querySelector('#t').value");
+      const t1 = now();
+      await settled(text);
+      if (i < 3) continue;
+      answered.push(t1 - t0);
+      arrived.push(now() - t0);
+    }
+    const typeApi = summarize("type 1,000 characters, delay 0: batch answers (/v1)", answered);
+    const got = await value();
     console.log(`  every character arrived: ${got === text}; target median ≤ 300 ms (${typeApi.median <= 300 ? "met" : "missed"})`);
+    summarize("type 1,000 characters: until the page holds them all", arrived);
+    console.log("  (Chromium's own pace for 2,000 key events into a textarea; the batch does not wait for it)");
     const typeExec = summarize("docker exec xdotool type --delay 0 (1,000)", await time(
       () => execIn(box.id, ["env", "DISPLAY=:99", "xdotool", "type", "--delay", "0", "--", text]).then(() => {}), 4));
     console.log(`  ratio ${(typeExec.median / typeApi.median).toFixed(1)}×`);
