@@ -97,5 +97,11 @@ if ((status == 0)); then
 else
   echo "failed: ${failed[*]}"
   cat "$LOGS/summary" 2>/dev/null || true
+  # A server that died mid-test says so outside its JSON log lines (a stack on stderr, or the test
+  # harness's "exited by itself"), or at pino's fatal level: the last of those, since the logs go
+  # with the run.
+  echo "== what the test servers said outside their log lines (the last 30)"
+  { grep -hv '^{' "$HOLM_TEST_LOG_DIR"/*.log; grep -h '"level":60' "$HOLM_TEST_LOG_DIR"/*.log; } 2>/dev/null |
+    grep -v '^[[:space:]]*$' | tail -30 | cut -c1-300 || true
 fi
 exit $status

@@ -135,9 +135,13 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
   child.stdout!.on("data", (d) => ((out += d), file.write(d)));
   child.stderr!.on("data", (d) => ((out += d), file.write(d)));
   child.once("close", () => file.end());
+  let stopping = false;
   const exited = new Promise<number | null>((resolve) =>
-    child.on("exit", (code) => {
+    child.on("exit", (code, signal) => {
       running.delete(child);
+      // A server that dies under a test says so in its log, outside the JSON lines the summary of
+      // scripts/test.sh leaves out: a failure caused by a dead server then names it.
+      if (!stopping) file.write(`holm test server ${env.HOLM_SERVER_ADDR} exited by itself: code ${code}, signal ${signal}\n`);
       resolve(code);
     }),
   );
@@ -184,6 +188,7 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
       return fetch(`${base}${p}`, { ...init, headers, body });
     },
     stop: async (signal = "SIGTERM") => {
+      stopping = true;
       if (child.exitCode === null) child.kill(signal);
       await exited;
     },
