@@ -117,6 +117,55 @@ describe("windows", () => {
     expect((await windows()).find((x) => x.id === w.id)).toBeUndefined();
   });
 
+  // Between listings the list is kept from what the X server reports (window-watch.ts): a change
+  // another client finished just before a listing must be in it, however the listing is asked
+  // for: the route, a batch whose input step ended with a round trip, and a batch with none.
+  it("lists every change another client made just before, by route and in a batch's answer", async () => {
+    const w = await xterm("watched");
+    const xid = String(parseInt(w.id, 16));
+    const ways: Array<[string, () => Promise<Win[]>]> = [
+      ["route", windows],
+      ["batch with input", async () => (await batch(agent, 0, { actions: [{ type: "move", to: { x: 3, y: 3 } }] })).windows],
+      ["batch without input", async () => (await batch(agent, 0, { actions: [] })).windows],
+    ];
+    let n = 0;
+    for (const [way, list] of ways) {
+      const mine = async () => (await list()).find((x) => x.id === w.id);
+      await list(); // a listing to keep
+      await list(); // answered from what was kept
+      n++;
+      xrun(D, "xdotool", ["set_window", "--name", `renamed ${n}`, xid]);
+      // xdotool does not wait for the X server to take it: until another client reads it back,
+      // the change is not done.
+      await until(async () => xrun(D, "xprop", ["-id", xid, "WM_NAME"]).includes(`renamed ${n}`), "renamed");
+      expect((await mine())?.title, `${way}: title`).toBe(`renamed ${n}`);
+      // The window manager moves the frame after xdotool asked: done once xwininfo sees it.
+      const from = xwinInfo(xid);
+      xrun(D, "xdotool", ["windowmove", xid, String(100 + n * 10), String(120 + n * 10)]);
+      await until(async () => xwinPlace(xid).join() !== from.slice(0, 2).join(), "moved");
+      const moved = await mine();
+      expect([moved?.x, moved?.y], `${way}: place`).toEqual(xwinPlace(xid));
+      xrun(D, "xdotool", ["windowsize", xid, String(400 + n * 8), "200"]);
+      await until(async () => xwinSize(xid)[0] !== from[2], "resized");
+      expect((await mine())?.width, `${way}: size`).toBe(xwinSize(xid)[0]);
+      xrun(D, "wmctrl", ["-i", "-r", w.id, "-b", "add,maximized_vert,maximized_horz"]);
+      await until(async () => xrun(D, "xprop", ["-id", xid, "_NET_WM_STATE"]).includes("MAXIMIZED_HORZ"), "maximised");
+      expect((await mine())?.maximised, `${way}: maximised`).toBe(true);
+      xrun(D, "wmctrl", ["-i", "-r", w.id, "-b", "remove,maximized_vert,maximized_horz"]);
+      await until(async () => !xrun(D, "xprop", ["-id", xid, "_NET_WM_STATE"]).includes("MAXIMIZED_HORZ"), "restored");
+      expect((await mine())?.maximised, `${way}: restored`).toBe(false);
+      const other = await xterm(`other ${n}`);
+      xrun(D, "wmctrl", ["-i", "-a", w.id]);
+      await until(async () => parseInt(xrun(D, "xdotool", ["getactivewindow"]).trim(), 10) === parseInt(w.id, 16), "active");
+      const all = await list();
+      expect(all.find((x) => x.id === w.id)?.active, `${way}: active`).toBe(true);
+      expect(all.find((x) => x.id === other.id)?.active, `${way}: other not active`).toBe(false);
+      xrun(D, "xdotool", ["windowkill", String(parseInt(other.id, 16))]);
+      await until(async () => !xrun(D, "wmctrl", ["-l"]).includes(`other ${n}`), "other gone");
+      expect((await list()).some((x) => x.id === other.id), `${way}: closed window gone`).toBe(false);
+    }
+  });
+
   it("answers not_found for a window that does not exist, in a batch and on a route", async () => {
     const r = await batch(agent, 0, { actions: [{ type: "on_window", window: "0x00000123", what: { do: "focus" } }] });
     expect(r.results[0]).toMatchObject({ ok: false, code: "not_found" });
@@ -164,3 +213,11 @@ describe("clipboard", () => {
     expect(xrun(D, "xclip", ["-selection", "primary", "-o"])).toBe("prim");
   });
 });
+
+/** A window's client area as the X server has it (xwininfo), not through the agent. */
+function xwinInfo(xid: string): number[] {
+  const info = xrun(D, "xwininfo", ["-id", xid]);
+  return ["Absolute upper-left X", "Absolute upper-left Y", "Width", "Height"].map((k) => Number(new RegExp(`${k}:\\s+(-?\\d+)`).exec(info)![1]));
+}
+const xwinPlace = (xid: string): number[] => xwinInfo(xid).slice(0, 2);
+const xwinSize = (xid: string): number[] => xwinInfo(xid).slice(2);

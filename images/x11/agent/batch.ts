@@ -48,6 +48,9 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
   const { batch, steps } = parseBatch(body);
   return screen.lock.run(async () => {
     const started = Date.now();
+    // Where the X connection was when the batch began: its input steps end with a round trip,
+    // after which the window list can answer from what the X server reported (window-watch.ts).
+    const xMark = screen.xMark();
     const results: StepResult[] = [];
     let stoppedAt: number | null = null;
     // A part of a larger batch (schema.ts WireBatchSchema): steps are named by their index in
@@ -104,7 +107,10 @@ export async function runBatch(screen: Screen, body: unknown, anyGuarded: () => 
             out.cursor = await s.pointer();
           }, () => undefined)
         : null,
-      (screen.isWayland ? screen.wayland().then(waylandWindows) : screen.session().then(listWindows)).then(
+      (screen.isWayland
+        ? screen.wayland().then(waylandWindows)
+        : screen.session().then((s) => listWindows(s, !batch.settle_ms && xMark?.conn === s.conn ? xMark.n : undefined))
+      ).then(
         (w) => (out.windows = w),
         () => undefined,
       ),

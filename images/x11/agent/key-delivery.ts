@@ -17,7 +17,7 @@
 //    300 characters typed with the final keymap of a run when only its main thread was watched).
 import type { XConnection } from "./x11-wire";
 import {
-  ATOM_ATOM, EVENT_MASK_SUBSTRUCTURE_NOTIFY, EV_CLIENT_MESSAGE, getProperty, propU32s, queryPointer, queryTree,
+  ATOM_ATOM, ROOT_EVENT_MASK, EV_CLIENT_MESSAGE, getProperty, propU32s, queryPointer, queryTree,
   selectEvents, sendClientMessageTo, xresClientPid,
 } from "./x11-requests";
 import { threadsSnapshot } from "./proc-idle";
@@ -161,7 +161,7 @@ export class KeyDelivery {
     const win = c.ping!;
     if (!this.selected) {
       // The pong is sent to the root window for SubstructureNotify|SubstructureRedirect listeners.
-      selectEvents(conn, root, EVENT_MASK_SUBSTRUCTURE_NOTIFY);
+      selectEvents(conn, root, ROOT_EVENT_MASK);
       this.selected = true;
     }
     const [protocolsAtom, pingAtom] = await Promise.all([this.deps.atom("WM_PROTOCOLS"), this.deps.atom("_NET_WM_PING")]);

@@ -14,6 +14,8 @@ import { Keyboard } from "./keyboard";
 import { Holds } from "./holds";
 import { Mutex } from "./util";
 import { DamageWatch } from "./damage";
+import { WindowWatch } from "./window-watch";
+import type { WindowInfo } from "./windows";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
 import { IPC_GET_VERSION, WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";
@@ -28,6 +30,8 @@ export interface Session extends Desk {
   xfixes: number | null;
   /** Whether anything was drawn since the last capture; null when the server lacks DAMAGE. */
   damage: DamageWatch | null;
+  /** Whether the window list changed since it was last read (window-watch.ts). */
+  windows: WindowWatch<WindowInfo[]>;
   atom(name: string): Promise<number>;
 }
 
@@ -151,7 +155,9 @@ export class Screen {
         serverPid: xServerPid(this.displayNumber),
       });
       const damage = damageExt.present ? await DamageWatch.open(conn, damageExt, root) : null;
+      const windows = await WindowWatch.open<WindowInfo[]>(conn, root, atom);
       conn.onEvent = (ev) => {
+        windows.onEvent(ev);
         // MappingNotify, request Keyboard: someone changed the keymap (we do too, when remapping).
         if ((ev[0] & 0x7f) === EV_MAPPING_NOTIFY && ev[4] === 1) keyboard.stale = true;
         else if (!damage?.onEvent(ev)) delivery.onEvent(ev);
@@ -177,6 +183,7 @@ export class Screen {
         height,
         xfixes: xfixes.present ? xfixes.major : null,
         damage,
+        windows,
         atom,
       };
       conn.onClose(() => {
@@ -190,6 +197,11 @@ export class Screen {
       conn.close();
       throw new AgentError("failed", `X display ${this.display} setup failed: ${(err as Error).message}`);
     }
+  }
+
+  /** The live X connection and a mark in its requests (`XConnection.mark()`), or null. */
+  xMark(): { conn: XConnection; n: number } | null {
+    return this.current && !this.current.conn.closed ? { conn: this.current.conn, n: this.current.conn.mark() } : null;
   }
 
   /** True when the display answers a round trip within `timeoutMs`; drops a connection that hangs. */

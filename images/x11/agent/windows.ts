@@ -34,9 +34,10 @@ async function hasWindowManager(s: Session): Promise<boolean> {
   return p.length > 0 && p[0] !== 0;
 }
 
-async function clientIds(s: Session): Promise<number[]> {
+/** The client windows, and whether the list came from the window manager (EWMH), which reports its changes. */
+async function clientIds(s: Session): Promise<{ ids: number[]; ewmh: boolean }> {
   const list = await getProperty(s.conn, s.root, await s.atom("_NET_CLIENT_LIST"));
-  if (list) return propU32s(list);
+  if (list) return { ids: propU32s(list), ewmh: true };
   // No EWMH window manager: mapped, managed-looking children of the root.
   const tree = await queryTree(s.conn, s.root);
   const checks = await Promise.all(
@@ -49,13 +50,14 @@ async function clientIds(s: Session): Promise<number[]> {
       }
     }),
   );
-  return checks.filter((id) => id !== 0);
+  return { ids: checks.filter((id) => id !== 0), ewmh: false };
 }
 
-async function activeId(s: Session): Promise<number> {
+/** The active window, and whether the window manager said it (else it is the input focus, which no event here reports). */
+async function activeId(s: Session): Promise<{ id: number; ewmh: boolean }> {
   const p = propU32s(await getProperty(s.conn, s.root, await s.atom("_NET_ACTIVE_WINDOW")));
-  if (p.length) return p[0];
-  return getInputFocus(s.conn);
+  if (p.length) return { id: p[0], ewmh: true };
+  return { id: await getInputFocus(s.conn), ewmh: false };
 }
 
 /** A client window as it is now; `active` is set by the caller, which knows the active window. */
@@ -78,7 +80,8 @@ async function describe(s: Session, id: number): Promise<WindowInfo | null> {
     const states = propU32s(state);
     return {
       id: formatWindowId(id),
-      title: nameU ? nameU.value.toString("utf8") : nameL ? nameL.value.toString("latin1") : "",
+      // _NET_WM_NAME of another type (xdotool set_window --name writes STRING) comes back empty.
+      title: nameU && nameU.type === utf8 ? nameU.value.toString("utf8") : nameL ? nameL.value.toString(nameL.type === utf8 ? "utf8" : "latin1") : "",
       class: klass,
       instance,
       pid: propU32s(pid)[0] ?? null,
@@ -100,18 +103,40 @@ async function describe(s: Session, id: number): Promise<WindowInfo | null> {
 /** The client windows each session listed last time. */
 const lastListed = new WeakMap<Session, number[]>();
 
-export async function listWindows(s: Session): Promise<WindowInfo[]> {
+/**
+ * The screen's client windows. `since`: a mark (`XConnection.mark()`) taken when the caller's
+ * operation began; when a round trip begun after it has come back (a batch's input steps end with
+ * one), every change made before the operation has been reported, and a listing with nothing
+ * reported since is answered without asking the X server anything.
+ */
+export async function listWindows(s: Session, since?: number): Promise<WindowInfo[]> {
+  let kept = s.windows.fresh();
+  if (kept && !(since !== undefined && s.conn.answeredSince(since))) {
+    // One round trip brings in what changed before this call (another client's change that
+    // finished just before it, say), then the flag is current.
+    await getInputFocus(s.conn);
+    kept = s.windows.fresh();
+  }
+  if (kept) return kept.map((w) => ({ ...w }));
+  const generation = s.windows.begin();
   // The windows of the last listing are asked about together with the list itself: the set
   // rarely changes between two batches, so a listing usually costs one round trip, not two (after
   // a click the X server is busy drawing the page, and each round trip waits behind that).
   const guess = lastListed.get(s) ?? [];
-  const [ids, active, guessed] = await Promise.all([clientIds(s), activeId(s), Promise.all(guess.map((id) => describe(s, id)))]);
-  lastListed.set(s, ids);
+  s.windows.follow(guess);
+  const [list, active, guessed] = await Promise.all([clientIds(s), activeId(s), Promise.all(guess.map((id) => describe(s, id)))]);
+  lastListed.set(s, list.ids);
+  // Listened to before asked about: a change after the answer is reported.
+  s.windows.follow(list.ids);
   const known = new Map(guess.map((id, i) => [id, guessed[i]]));
-  const all = await Promise.all(ids.map((id) => (known.has(id) ? known.get(id)! : describe(s, id))));
-  return all
+  const all = await Promise.all(list.ids.map((id) => (known.has(id) ? known.get(id)! : describe(s, id))));
+  // Gone when asked about (a guess from the last listing, or an id the list still held).
+  for (const [ids, got] of [[guess, guessed], [list.ids, all]] as const) ids.forEach((id, i) => got[i] === null && s.windows.forget(id));
+  const windows = all
     .filter((w): w is WindowInfo => w !== null)
-    .map((w) => ({ ...w, active: parseInt(w.id.slice(2), 16) === active }));
+    .map((w) => ({ ...w, active: parseInt(w.id.slice(2), 16) === active.id }));
+  s.windows.keep(generation, windows, list.ewmh && active.ewmh);
+  return windows.map((w) => ({ ...w }));
 }
 
 export async function activeWindow(s: Session): Promise<WindowInfo | null> {

@@ -237,9 +237,26 @@ export async function xfixesGetCursorImage(c: XConnection, major: number): Promi
 export const EVENT_MASK_SUBSTRUCTURE_NOTIFY = 0x80000;
 export const EV_CLIENT_MESSAGE = 33;
 
-/** Sets this connection's event mask on `window` (ChangeWindowAttributes, CWEventMask). */
-export function selectEvents(c: XConnection, window: number, mask: number): void {
-  c.send(new Req(2).u32(window).u32(0x800).u32(mask).finish());
+export const EVENT_MASK_STRUCTURE_NOTIFY = 0x20000;
+export const EVENT_MASK_PROPERTY_CHANGE = 0x400000;
+export const EV_DESTROY_NOTIFY = 17;
+/**
+ * This connection's mask on the root window, one for all its users (a new mask replaces the old):
+ * window changes (window-watch.ts), pongs sent to the root (key-delivery.ts), and the root's
+ * client list and active window.
+ */
+export const ROOT_EVENT_MASK = EVENT_MASK_SUBSTRUCTURE_NOTIFY | EVENT_MASK_PROPERTY_CHANGE;
+export const EV_CONFIGURE_NOTIFY = 22;
+export const EV_PROPERTY_NOTIFY = 28;
+
+/**
+ * Sets this connection's event mask on `window` (ChangeWindowAttributes, CWEventMask). `quiet`:
+ * the window may be gone already, and that is no error of anyone's.
+ */
+export function selectEvents(c: XConnection, window: number, mask: number, quiet = false): void {
+  const req = new Req(2).u32(window).u32(0x800).u32(mask).finish();
+  if (quiet) c.sendQuiet(req);
+  else c.send(req);
 }
 
 /**

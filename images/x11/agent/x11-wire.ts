@@ -81,6 +81,8 @@ interface Pending {
   resolve: (reply: Buffer) => void;
   reject: (err: Error) => void;
   timer?: NodeJS.Timeout;
+  /** The request's number among all this connection wrote (`mark()`). */
+  n: number;
 }
 
 const pad4 = (n: number): number => (n + 3) & ~3;
@@ -167,6 +169,11 @@ export class XConnection {
   closed = false;
   /** Errors for requests that expect no reply; the caller checks them after a sync. */
   readonly voidErrors: XProtocolError[] = [];
+  /** Sequence numbers of requests sent with `sendQuiet`. */
+  private readonly quiet = new Set<number>();
+  /** Requests written, ever; and the newest of them whose reply or error has come back. */
+  private written = 0;
+  private answered = 0;
   onEvent: ((ev: Buffer) => void) | null = null;
 
   private constructor(
@@ -249,6 +256,20 @@ export class XConnection {
     });
   }
 
+  /** A point in this connection's requests, for `answeredSince`. */
+  mark(): number {
+    return this.written;
+  }
+
+  /**
+   * Whether a request written after `mark` has been answered. The server sends events and replies
+   * in order, and this connection hands out events as it reads them: once true, every event the
+   * server sent before it handled that request has been handled here.
+   */
+  answeredSince(mark: number): boolean {
+    return this.answered > mark;
+  }
+
   allocId(): number {
     const { resourceIdBase, resourceIdMask } = this.setup;
     // The mask's lowest set bit is the step between ids.
@@ -289,6 +310,7 @@ export class XConnection {
       });
     }
     this.sock.write(buf);
+    this.written++;
     this.seq = (this.seq + 1) & 0xffff;
     return this.seq;
   }
@@ -296,6 +318,18 @@ export class XConnection {
   /** Sends a request that has no reply. */
   send(buf: Buffer): void {
     this.write(buf);
+  }
+
+  /**
+   * Sends a request that has no reply and whose error, if any, nobody wants: a window may be gone
+   * by the time it arrives. Its error must not reach `voidErrors`, where the next input sync would
+   * report it as the step's.
+   */
+  sendQuiet(buf: Buffer): void {
+    const seq = this.write(buf);
+    this.quiet.add(seq);
+    // Successes leave no trace on the wire: only the newest few are kept.
+    if (this.quiet.size > 1024) this.quiet.delete(this.quiet.values().next().value as number);
   }
 
   /** Sends a request and resolves with its whole reply (32-byte header included). */
@@ -308,7 +342,7 @@ export class XConnection {
         reject(err as Error);
         return;
       }
-      const p: Pending = { resolve, reject };
+      const p: Pending = { resolve, reject, n: this.written };
       if (timeoutMs > 0) {
         p.timer = setTimeout(() => {
           // Keep the slot so the late reply is recognised and dropped.
@@ -370,6 +404,7 @@ export class XConnection {
     const p = this.pending.get(seq);
     if (!p) return;
     this.pending.delete(seq);
+    if (p.n > this.answered) this.answered = p.n;
     if (p.timer) clearTimeout(p.timer);
     p.resolve(msg);
   }
@@ -380,10 +415,12 @@ export class XConnection {
     const p = this.pending.get(seq);
     if (p) {
       this.pending.delete(seq);
+      if (p.n > this.answered) this.answered = p.n;
       if (p.timer) clearTimeout(p.timer);
       p.reject(err);
       return;
     }
+    if (this.quiet.delete(seq)) return;
     if (this.voidErrors.length < 64) this.voidErrors.push(err);
   }
 }
