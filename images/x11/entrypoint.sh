@@ -60,6 +60,12 @@ spawn_quiet() {
   part_log[$!]=/var/log/holm/$file.log
 }
 
+# sigpipe_ignored CMD...: runs CMD with SIGPIPE ignored (for spawn_quiet, in its own subshell).
+sigpipe_ignored() {
+  trap '' PIPE
+  exec "$@"
+}
+
 # alive PID: whether a child still runs. Not `kill -0` alone: root here has no CAP_KILL, so it
 # cannot signal sway, which runs as desk (Wayland boxes); /proc still says (a zombie has ended).
 alive() {
@@ -204,7 +210,11 @@ wait_sway() {
     # Below the agent's input path in priority, as x11vnc is. 60 frames a second: the agent's
     # frames come from wayvnc too, and at the default 30 a frame right after a click waited for
     # the next capture (npm run bench wayland: 1.30× → 1.10× X11's click + frame).
-    spawn_quiet "wayvnc $n" "wayvnc-$n" nice -n 10 env XDG_RUNTIME_DIR="$rt" WAYLAND_DISPLAY=wayland-1 \
+    # SIGPIPE ignored (an ignored signal stays ignored across exec): wayvnc 0.5 writes to a
+    # viewer that has hung up without MSG_NOSIGNAL, and died of it (status 141), taking the box
+    # down, whenever a viewer closed in the middle of an update. Ignored, the write fails with
+    # EPIPE and wayvnc drops that client.
+    spawn_quiet "wayvnc $n" "wayvnc-$n" sigpipe_ignored nice -n 10 env XDG_RUNTIME_DIR="$rt" WAYLAND_DISPLAY=wayland-1 \
       wayvnc --unix-socket --render-cursor --max-fps=60 "/run/holm/vnc/wayvnc-$n.sock"
     wm_pid[n]=$!
   done

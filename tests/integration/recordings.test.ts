@@ -14,6 +14,10 @@ import { type Api, twoWorkspaces } from "../support/workspaces";
 // and kept first; another workspace reads none of it; pruning the trace's old entries prunes it.
 // The file is checked with ffprobe: an MP4 with H.264 video as long as the recording.
 
+// The desktop the suite records: recordings.wayland.test.ts runs it again on Wayland (issue 18),
+// where ffmpeg reads the agent's frames from wayvnc instead of x11grab (ADR 0030).
+const DESKTOP = (globalThis as { HOLM_RECORDINGS_DESKTOP?: string }).HOLM_RECORDINGS_DESKTOP ?? "x11";
+
 let server: TestServer;
 let asA: Api;
 let asB: Api;
@@ -31,9 +35,10 @@ afterAll(async () => {
 });
 
 async function launch(api: Api): Promise<string> {
-  const res = await api("/v1/boxes", { method: "POST", json: {} });
+  const res = await api("/v1/boxes", { method: "POST", json: DESKTOP === "wayland" ? { spec: { desktop: { server: "wayland" } } } : {} });
   const box = await json(res);
   expect(res.status, JSON.stringify(box)).toBe(200);
+  expect(box.spec.desktop.server).toBe(DESKTOP);
   return box.id;
 }
 

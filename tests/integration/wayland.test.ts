@@ -196,6 +196,32 @@ describe("Wayland boxes", () => {
     direct.close();
   }, 60_000);
 
+  // wayvnc wrote to a viewer that had just hung up, died of SIGPIPE (status 141), and the box
+  // stopped with it: a browser tab closed mid-update was enough (seen in the viewer suite on
+  // Wayland, 1 run in 12; a loop of hang-ups like this one killed it within 30).
+  it("viewers that hang up in the middle of an update do not take wayvnc, or the box, down", async () => {
+    for (let i = 0; i < 40; i++) {
+      const t = await json(await server.api(`/v1/boxes/${box.id}/screens/0/viewer/ticket`, { method: "POST", json: {} }));
+      const v = await openViewer(t.view_socket);
+      expect(typeof v, `viewer ${i}: ${String(v)}`).toBe("object");
+      if (typeof v !== "object") return;
+      // Two whole-screen updates asked for (4 MB each), and gone before they are read.
+      v.rfb.requestUpdate(false);
+      v.rfb.requestUpdate(false);
+      if (i % 2) await new Promise((r) => setTimeout(r, 5));
+      v.close();
+    }
+    const t = await json(await server.api(`/v1/boxes/${box.id}/screens/0/viewer/ticket`, { method: "POST", json: {} }));
+    const v = await openViewer(t.view_socket);
+    expect(typeof v, String(v)).toBe("object");
+    if (typeof v !== "object") return;
+    v.rfb.requestUpdate(false);
+    expect((await v.rfb.nextUpdate()).bytes).toBeGreaterThanOrEqual(1280 * 800 * 4);
+    v.close();
+    const state = await json(await server.api(`/v1/boxes/${box.id}`));
+    expect(state.state).toBe("ready");
+  }, 120_000);
+
   it("a person's takeover stops the agent's input", async () => {
     const base = `/v1/boxes/${box.id}/screens/0`;
     expect((await server.api(`${base}/takeover`, { method: "POST", json: {} })).status).toBe(200);

@@ -23,9 +23,11 @@ export interface ElementBox {
   open: (name: string) => Promise<void>;
 }
 
-export async function elementBox(server: TestServer): Promise<ElementBox> {
-  const box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: {} } }));
+/** `spec` is the box's (`{}`: the defaults, an X11 desktop; page-element.wayland.test.ts asks for Wayland). */
+export async function elementBox(server: TestServer, spec: Record<string, unknown> = {}): Promise<ElementBox> {
+  const box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
+  expect(box.spec.desktop.server).toBe((spec.desktop as { server?: string } | undefined)?.server ?? "x11");
   await serveSite(server, box.id);
   const ip = await boxIp(box.id);
   const versionPath = "/screens/0/cdp/json/version";
@@ -58,11 +60,11 @@ export async function elementBox(server: TestServer): Promise<ElementBox> {
  * One server and one box for a test file, made before its tests and removed after them (even
  * when a test fails). The returned object is filled in by the time a test runs.
  */
-export function useElementBox(): { server: TestServer; eb: ElementBox } {
+export function useElementBox(spec: Record<string, unknown> = {}): { server: TestServer; eb: ElementBox } {
   const the = {} as { server: TestServer; eb: ElementBox };
   beforeAll(async () => {
     the.server = await startServer();
-    the.eb = await elementBox(the.server);
+    the.eb = await elementBox(the.server, spec);
   });
   afterAll(async () => {
     await the.eb?.browser.close().catch(() => undefined);

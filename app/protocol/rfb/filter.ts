@@ -43,6 +43,11 @@ export interface RfbFilterOptions {
   holdUpdates?: () => boolean;
   /** The handshake up to the security result was done elsewhere: the first byte is ClientInit. */
   greeted?: boolean;
+  /**
+   * Control mode only: every PointerEvent's position, as it passes (a Wayland box's agent keeps
+   * where the pointer is from these: wayvnc cannot be asked).
+   */
+  onPointer?: (x: number, y: number) => void;
 }
 
 export { HeldUpdateRequests } from "./held-updates";
@@ -100,12 +105,14 @@ export class RfbClientFilter {
   private bodyKeptLen = 0;
   private readonly onInput: RfbFilterOptions["onInput"];
   private readonly holdUpdates: RfbFilterOptions["holdUpdates"];
+  private readonly onPointer: RfbFilterOptions["onPointer"];
   private readonly held = new HeldUpdateRequests();
 
   constructor(opts: RfbFilterOptions) {
     this.mode = opts.mode;
     this.onInput = opts.onInput;
     this.holdUpdates = opts.holdUpdates;
+    this.onPointer = opts.onPointer;
     if (opts.greeted) {
       this.phase = "init";
       this.version = 8;
@@ -363,6 +370,7 @@ export class RfbClientFilter {
   }
 
   private pointer(mask: number, x: number, y: number) {
+    this.onPointer?.(x, y);
     const pressed = mask & ~this.buttons;
     this.buttons = mask;
     if (!pressed) return;

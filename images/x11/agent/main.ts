@@ -25,7 +25,7 @@ warm.unref();
 for (const s of screens) s.desk().catch(() => undefined);
 
 // A Wayland box's VNC ports are the agent's: the password in front of wayvnc's root-only socket.
-const vncFronts = config.desktop === "wayland" ? serveVncFronts(config) : [];
+const vncFronts = config.desktop === "wayland" ? serveVncFronts(config, (i, x, y) => screens[i]?.viewerMovedPointer(x, y)) : [];
 
 const viewers = config.viewerAuth === "none" ? undefined : new DirectViewers(screens, config);
 const server = createServer(screens, config, viewers);

@@ -199,6 +199,11 @@ export class Screen {
     }
   }
 
+  /** A viewer moved a Wayland screen's pointer (vnc-front.ts): that is where it is now. */
+  viewerMovedPointer(x: number, y: number): void {
+    this.wl?.pointerMovedTo(x, y);
+  }
+
   /** The live X connection and a mark in its requests (`XConnection.mark()`), or null. */
   xMark(): { conn: XConnection; n: number } | null {
     return this.current && !this.current.conn.closed ? { conn: this.current.conn, n: this.current.conn.mark() } : null;

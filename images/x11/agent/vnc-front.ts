@@ -9,12 +9,16 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
 import { ByteReader, greetViewerWithPassword } from "../../../app/protocol/rfb/handshake";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
+import { RfbClientFilter } from "../../../app/protocol/rfb/filter";
 import { closeWayvnc, loginNone, waylandPaths } from "./wayland";
 import type { AgentConfig } from "./config";
 
 const HANDSHAKE_MS = 10_000;
 
-function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string): void {
+/** Where a viewer put the pointer on screen `screen`. */
+export type OnViewerPointer = (screen: number, x: number, y: number) => void;
+
+function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string, onPointer: (x: number, y: number) => void): void {
   viewer.setNoDelay(true);
   const fromViewer = new ByteReader();
   const onViewer = (c: Buffer) => fromViewer.push(c);
@@ -65,19 +69,33 @@ function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string): void
     // Both sides are at ClientInit: from here the bytes are the viewer's and wayvnc's own.
     viewer.off("data", onViewer);
     vnc.off("data", onVnc);
+    // The viewer's messages are framed on their way (they are few and small): where it puts the
+    // pointer is the pointer's place, which wayvnc cannot be asked for. A message that cannot be
+    // framed ends the connection, as at the server's relay.
+    const filter = new RfbClientFilter({ mode: "control", greeted: true, onPointer });
+    const toVnc = (c: Buffer): void => {
+      const { out, close } = filter.push(c);
+      if (out.length) vnc.write(out);
+      if (close) {
+        viewer.destroy();
+        closeWayvnc(vnc, true);
+      }
+    };
     const early = fromViewer.rest();
-    if (early.length) vnc.write(early);
+    if (early.length) toVnc(early);
     const late = fromVnc.rest();
     if (late.length) viewer.write(late);
-    viewer.pipe(vnc);
+    viewer.on("data", toVnc);
     vnc.pipe(viewer);
   })();
 }
 
 /** One listener per screen on its VNC port; closed with the agent. */
-export function serveVncFronts(config: AgentConfig): net.Server[] {
+export function serveVncFronts(config: AgentConfig, onPointer: OnViewerPointer): net.Server[] {
   return Array.from({ length: config.screens }, (_, i) => {
-    const server = net.createServer((sock) => serveOne(sock, waylandPaths(config.runtimeBase, i).vnc, process.env.HOLM_VNC_PASSWD_FILE || VNC_PASSWD_PATH));
+    const server = net.createServer((sock) =>
+      serveOne(sock, waylandPaths(config.runtimeBase, i).vnc, process.env.HOLM_VNC_PASSWD_FILE || VNC_PASSWD_PATH, (x, y) => onPointer(i, x, y)),
+    );
     server.on("error", (err) => process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), msg: "vnc front failed", screen: i, error: String(err) })}\n`));
     server.listen(config.vncPortBase + i, config.host);
     return server;

@@ -314,8 +314,18 @@ export class WaylandDesk implements Desk {
     this.sock.once("close", fn);
   }
 
+  /**
+   * Where the pointer is: wayvnc cannot be asked, and sway does not say, so it is where the last
+   * one to move it put it: this agent, or a viewer (`pointerMovedTo`).
+   */
   async pointer(): Promise<Point> {
     return { x: this.input.x, y: this.input.y };
+  }
+
+  /** A viewer moved the pointer; a click with no place of its own goes there too. */
+  pointerMovedTo(x: number, y: number): void {
+    this.input.x = Math.min(Math.max(0, x), this.width - 1);
+    this.input.y = Math.min(Math.max(0, y), this.height - 1);
   }
 
   close(): void {
