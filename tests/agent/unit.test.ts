@@ -5,7 +5,7 @@ import { keysymFor, parseChord } from "../../images/x11/agent/keysyms";
 import { globToRegExp } from "../../images/x11/agent/files";
 import { textUnits } from "../../images/x11/agent/keyboard";
 import { wtypeRuns } from "../../images/x11/agent/wayland-wtype";
-import { encodePng } from "../../images/x11/agent/png";
+import { encodePng, encodePngBgrx } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
 import { decodePng } from "./harness";
 
@@ -101,6 +101,25 @@ describe("png", () => {
     two.writeUInt32LE(0x000000, 0);
     two.writeUInt32LE(0xc8c8c8, 4);
     expect([...toRgb(two, 2, 1, 1, 1)]).toEqual([100, 100, 100]);
+  });
+
+  // The BGRX path converts four pixels at a time in 32-bit words: every width's remainder (0–3
+  // pixels after the last group of four) and pixels that do not start on a 4-byte boundary.
+  it("encodes BGRX pixels exactly, whatever the width, from aligned and unaligned buffers", async () => {
+    for (const w of [1, 2, 3, 4, 5, 6, 7, 8, 13, 1280]) {
+      const h = 3;
+      for (const offset of [0, 1, 2]) {
+        const bgrx = Buffer.alloc(w * h * 4 + offset).subarray(offset);
+        for (let i = 0; i < w * h; i++) bgrx.writeUInt32LE((((i * 37) & 0xff) | (((i * 91 + 7) & 0xff) << 8) | (((i * 13 + 200) & 0xff) << 16) | (0xaa << 24)) >>> 0, i * 4);
+        const img = decodePng(await encodePngBgrx(bgrx, w, h));
+        for (let y = 0; y < h; y++) {
+          for (let x = 0; x < w; x++) {
+            const v = bgrx.readUInt32LE((y * w + x) * 4);
+            expect(img.rgb(x, y), `w ${w} offset ${offset} at ${x},${y}`).toEqual([(v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff]);
+          }
+        }
+      }
+    }
   });
 });
 

@@ -133,32 +133,34 @@ export function toRgb(px: Buffer, sw: number, sh: number, dw: number, dh: number
 }
 
 /**
- * The hash of `px` for capture `key`. The last pixels are kept per screen: when the new ones are
- * byte-equal (a 4 MB memcmp, well under a millisecond) the old hash is reused instead of
- * running SHA-1 again (~3 ms), which is the common "nothing changed" case.
+ * The last read's hash, when it was of the same capture and its pixels are byte-equal to `px`
+ * (a 4 MB memcmp, well under a millisecond; it stops at the first difference): the common case
+ * of a screen drawn again as it was is named without hashing or encoding anything.
  */
-function hashPixels(screen: Screen, key: string, px: Buffer): string {
+function lastHashOf(screen: Screen, key: string, px: Buffer): string | undefined {
   const last = screen.lastPixels;
-  if (last && last.key === key && last.px.equals(px)) return last.hash;
-  const hash = crypto.createHash("sha1").update(`${key};`).update(px).digest("hex");
+  return last && last.key === key && last.px.equals(px) ? last.hash : undefined;
+}
+
+function keep(screen: Screen, key: string, px: Buffer, hash: string): string {
   screen.lastPixels = { key, px, hash };
   return hash;
 }
 
 /**
- * The pixels of `r` (`key` names the area and how it is shown) and their hash. The last read is
- * used again when it was of the same area and nothing was drawn on the screen since (damage.ts):
- * one round trip instead of reading megabytes. A read with the pointer drawn in is always made
- * anew (moving the pointer draws nothing on the screen).
+ * The pixels of `r` (`key` names the area and how it is shown), and their hash when they are the
+ * last read's. The last read is used again when it was of the same area and nothing was drawn on
+ * the screen since (damage.ts): one round trip instead of reading megabytes. A read with the
+ * pointer drawn in is always made anew (moving the pointer draws nothing on the screen).
  */
-async function pixelsOf(screen: Screen, s: Session, r: Rect, key: string, pointer: boolean): Promise<{ px: Buffer; hash: string }> {
+async function pixelsOf(screen: Screen, s: Session, r: Rect, key: string, pointer: boolean): Promise<{ px: Buffer; hash: string | undefined }> {
   const last = screen.lastPixels;
   if (!pointer && s.damage && last && last.key === key && (await s.damage.unchangedSinceArm())) return { px: last.px, hash: last.hash };
   s.damage?.arm();
   try {
     const px = await grab(s, r);
     if (pointer) await drawPointer(s, px, r);
-    return { px, hash: hashPixels(screen, key, px) };
+    return { px, hash: lastHashOf(screen, key, px) };
   } catch (err) {
     s.damage?.spoil(); // armed but nothing read: the next read must not trust the last pixels
     throw err;
@@ -173,16 +175,22 @@ export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: 
   const r = await targetRect(s, opts);
   const width = Math.max(1, Math.round((r.width * scale) / 100));
   const height = Math.max(1, Math.round((r.height * scale) / 100));
-  const { px, hash } = await pixelsOf(screen, s, r, `${r.x},${r.y},${r.width},${r.height},${width},${height},${opts.pointer ? 1 : 0}`, opts.pointer === true);
-  if (have && have === hash) return { hash, unchanged: true, width, height };
-  let png = screen.pngCache.get(hash);
-  if (!png) {
-    png = width === r.width && height === r.height
-      ? await encodePngBgrx(px, width, height)
-      : await encodePng(toRgb(px, r.width, r.height, width, height), width, height);
+  const key = `${r.x},${r.y},${r.width},${r.height},${width},${height},${opts.pointer ? 1 : 0}`;
+  const read = await pixelsOf(screen, s, r, key, opts.pointer === true);
+  if (have && have === read.hash) return { hash: read.hash, unchanged: true, width, height };
+  const cached = read.hash === undefined ? undefined : screen.pngCache.get(read.hash);
+  const png = cached ?? (width === r.width && height === r.height
+    ? await encodePngBgrx(read.px, width, height)
+    : await encodePng(toRgb(read.px, r.width, r.height, width, height), width, height));
+  // New pixels are named by their PNG (the encoder is deterministic: the same pixels make the
+  // same bytes), a twentieth of their size to hash: 2.5 ms less on every changed frame.
+  const hash = read.hash ?? keep(screen, key, read.px, crypto.createHash("sha1").update(`${key};png;`).update(png).digest("hex"));
+  if (!cached) {
     screen.pngCache.set(hash, png);
     while (screen.pngCache.size > PNG_CACHE_SIZE) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
   }
+  // Pixels the caller already had, back after others: encoded to be named, and still unchanged.
+  if (have && have === hash) return { hash, unchanged: true, width, height };
   return { hash, unchanged: false, png_base64: png.toString("base64"), width, height };
 }
 
@@ -190,7 +198,9 @@ export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: 
 export async function screenHash(screen: Screen): Promise<string> {
   if (screen.isWayland) return waylandScreenHash(screen, await screen.wayland());
   const s = await screen.session();
-  return (await pixelsOf(screen, s, { x: 0, y: 0, width: s.width, height: s.height }, `${s.width},${s.height},still`, false)).hash;
+  const key = `${s.width},${s.height},still`;
+  const read = await pixelsOf(screen, s, { x: 0, y: 0, width: s.width, height: s.height }, key, false);
+  return read.hash ?? keep(screen, key, read.px, crypto.createHash("sha1").update(`${key};`).update(read.px).digest("hex"));
 }
 
 /** Waits until the screen has not changed for `settleMs`, or fails with `timeout` after `withinMs`. */
