@@ -4,6 +4,7 @@ import * as boxesRoute from "~/routes/v1/boxes";
 import * as actionsRoute from "~/routes/v1/screen-actions";
 import * as frameRoute from "~/routes/v1/screen-frame";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { answerTextOf, withBodyText } from "~/utils/http-bodies.server";
 import { log, noteOf } from "~/utils/log.server";
 
 // The hot /v1 routes, served in front of React Router (docs/decisions/0015-hot-path.md): a batch,
@@ -64,7 +65,8 @@ function urlOf(req: IncomingMessage & { protocol?: string; hostname?: string; or
 }
 
 async function send(res: ServerResponse, response: Response, t0?: number) {
-  const body = Buffer.from(await response.arrayBuffer());
+  const text = answerTextOf(response);
+  const body = text !== undefined ? Buffer.from(text) : Buffer.from(await response.arrayBuffer());
   if (res.destroyed || res.writableEnded) return;
   res.statusCode = response.status;
   for (const [k, v] of response.headers) res.appendHeader(k, v);
@@ -113,7 +115,10 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
       if (Array.isArray(v)) for (const one of v) headers.append(k, one);
       else headers.set(k, v);
     }
-    const request = new Request(urlOf(req), { method, headers, body: body as BodyInit | undefined, signal: controller.signal });
+    // The body goes to the route as the text it is (http-bodies.server.ts), decoded as
+    // Request.text() would (UTF-8, a leading BOM dropped, bad bytes replaced).
+    const request = new Request(urlOf(req), { method, headers, signal: controller.signal });
+    if (body !== undefined) withBodyText(request, new TextDecoder().decode(body));
     const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown", note: noteOf(req) } });
     await send(res, response, t0);
   })().catch((e) => {

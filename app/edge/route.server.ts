@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
 import { type RequestNote, linkNote } from "~/utils/log.server";
 import { validate } from "~/utils/validate.server";
 import { rememberPeer } from "./peer.server";
@@ -38,7 +39,7 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
       }
       const out = await handler(args);
       if (out instanceof Response) return out;
-      return Response.json(out ?? { ok: true });
+      return jsonResponse(out ?? { ok: true });
     } catch (e) {
       const res = errorResponse(e);
       if (res.status === 405) res.headers.set("allow", methods.join(", "));
@@ -51,6 +52,8 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
 
 /** Reads a body as text. The HTTP edge (server/http-edge.ts) caps it; a cut body is an error here. */
 export async function readText(request: Request): Promise<string> {
+  const known = bodyTextOf(request);
+  if (known !== undefined) return known;
   try {
     return await request.text();
   } catch (e) {

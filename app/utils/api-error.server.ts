@@ -1,5 +1,6 @@
 import { type ErrorCode, ERROR_STATUS, RETRYABLE_BY_DEFAULT } from "~/protocol/errors";
 import { log } from "./log.server";
+import { jsonResponse } from "./http-bodies.server";
 
 // One error shape for every /v1 answer (the table is app/protocol/errors.ts). Callers branch on
 // `code`, never on the message.
@@ -35,7 +36,7 @@ export function errorResponse(e: unknown): Response {
   const err = isApiError(e) ? e : toInternal(e);
   const headers: Record<string, string> = {};
   if (err.status === 401) headers["www-authenticate"] = 'Bearer realm="holm"';
-  return Response.json(err.toJSON(), { status: err.status, headers });
+  return jsonResponse(err.toJSON(), { status: err.status, headers });
 }
 
 function toInternal(e: unknown): ApiError {

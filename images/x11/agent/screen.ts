@@ -15,7 +15,7 @@ import { Holds } from "./holds";
 import { Mutex } from "./util";
 import { DamageWatch } from "./damage";
 import { WindowWatch } from "./window-watch";
-import type { WindowInfo } from "./windows";
+import type { WindowInfo } from "./window-types";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
 import { IPC_GET_VERSION, WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";

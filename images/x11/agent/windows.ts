@@ -9,23 +9,9 @@ import {
 import { AgentError } from "./errors";
 import type { Arrange } from "./schema";
 import { sleep } from "./util";
+import type { WindowInfo } from "./window-types";
 
-export interface WindowInfo {
-  /** X window id as "0x" + 8 hex digits, as wmctrl prints it. */
-  id: string;
-  title: string;
-  class: string;
-  instance: string;
-  pid: number | null;
-  /** Client area on the screen, decorations excluded. */
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  active: boolean;
-  minimised: boolean;
-  maximised: boolean;
-}
+export type { WindowInfo };
 
 export const formatWindowId = (id: number): string => `0x${id.toString(16).padStart(8, "0")}`;
 
