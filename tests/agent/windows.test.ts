@@ -1,5 +1,6 @@
 // Windows, clipboard and launching under fluxbox, checked with wmctrl, xdotool and xclip.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { WindowInfo } from "../../images/x11/agent/window-types";
 import { batch, cleanup, display, startAgent, startFluxbox, startXterm, startXvfb, until, xrun, type Agent } from "./harness";
 
 const D = display(154);
@@ -12,18 +13,8 @@ beforeAll(async () => {
 });
 afterAll(cleanup);
 
-interface Win {
-  id: string;
-  title: string;
-  class: string;
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  active: boolean;
-  minimised: boolean;
-  maximised: boolean;
-}
+/** A window as the agent answers it. */
+type Win = WindowInfo;
 
 async function windows(): Promise<Win[]> {
   const r = await agent.call("GET", "/screens/0/windows");
