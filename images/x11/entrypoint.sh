@@ -314,16 +314,26 @@ chromium_flags=(
   --disable-breakpad
 )
 chromium_env=()
-if has_feature accessibility && [[ $desktop != wayland ]]; then
+if has_feature accessibility && { [[ $desktop != wayland ]] || has_feature x11_apps; }; then
   # Qt apps find the accessibility bus through the root window's AT_SPI_BUS: in these boxes their
   # session-bus path fails ("Not connected to D-Bus server") and they never register. GTK and
   # Chromium ask the session bus. In the background (and not this shell's child, whose exit would
-  # stop the box): activating the bus takes a moment.
+  # stop the box): activating the bus takes a moment. On Wayland the X11 apps' root is XWayland's,
+  # once sway has written its name and let root in (both a moment after sway starts).
   ( (
     a11y=$(dbus-send --session --print-reply --dest=org.a11y.Bus /org/a11y/bus org.a11y.Bus.GetAddress 2>/dev/null |
       sed -n 's/.*string "\(.*\)"/\1/p')
+    [[ -n $a11y ]] || exit 0
     for ((n = 0; n < screens; n++)); do
-      [[ -n $a11y ]] && xprop -display ":$((99 + n))" -root -f AT_SPI_BUS 8s -set AT_SPI_BUS "$a11y"
+      if [[ $desktop == wayland ]]; then
+        for ((try = 0; try < 100; try++)); do
+          xdisplay=$(cat "/run/holm/wl-$n/x11-display" 2>/dev/null) &&
+            xprop -display "$xdisplay" -root -f AT_SPI_BUS 8s -set AT_SPI_BUS "$a11y" 2>/dev/null && break
+          sleep 0.2
+        done
+      else
+        xprop -display ":$((99 + n))" -root -f AT_SPI_BUS 8s -set AT_SPI_BUS "$a11y"
+      fi
     done
   ) & )
 fi

@@ -10,6 +10,13 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 let server: TestServer;
 let box: any;
 
+// The desktop the suite's boxes run: X11, or Wayland when native-widgets.wayland.test.ts imports
+// it. There GTK (zenity) and Chromium are Wayland clients, and the Qt dialog (Debian's Qt 5 has no
+// Wayland platform without qtwayland5) an X11 client of XWayland (`x11_apps`).
+const DESKTOP = (globalThis as { HOLM_WIDGETS_DESKTOP?: string }).HOLM_WIDGETS_DESKTOP ?? "x11";
+const desktopOf = (features: string[]) =>
+  DESKTOP === "wayland" ? { server: "wayland", features: [...features, "x11_apps"] } : { features };
+
 const QT_DIALOG = `
 import sys
 from PyQt5.QtWidgets import QApplication, QDialog, QFormLayout, QLineEdit, QPushButton
@@ -32,7 +39,7 @@ app.exec_()
 `;
 
 const SPEC = {
-  desktop: { features: ["accessibility"] },
+  desktop: desktopOf(["accessibility"]),
   apps: {
     address: {
       packages: ["zenity"],
@@ -79,6 +86,7 @@ describe("native widgets (AT-SPI)", () => {
     const res = await server.api("/v1/boxes", { method: "POST", json: { spec: SPEC } });
     box = await json(res);
     expect(res.status, JSON.stringify(box).slice(0, 500)).toBe(200);
+    expect(box.spec.desktop.server).toBe(DESKTOP);
     const launched = await json(
       await server.api(`/v1/boxes/${box.id}/screens/0/actions`, {
         method: "POST",
@@ -184,7 +192,7 @@ describe("native widgets (AT-SPI)", () => {
   }, 120_000);
 
   it("a box without the accessibility feature answers 400 unsupported, naming the feature", async () => {
-    const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } });
+    const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: desktopOf([]) } } });
     const plain = await json(res);
     expect(res.status, JSON.stringify(plain).slice(0, 300)).toBe(200);
     const out = await server.api(`/v1/boxes/${plain.id}/screens/0/desktop/node`, { method: "POST", json: { op: "tree" } });
