@@ -18,7 +18,7 @@ import type { Writable } from "node:stream";
  * length is the recording's wall time. A repeated frame is the same Buffer queued again, so a
  * backlog costs little memory.
  */
-function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void } {
+function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void; readonly firstAt: number } {
   let latest: Buffer | null = null;
   let inFlight = false;
   let stopped = false;
@@ -46,6 +46,10 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
     if (latest) pump(latest.length * 4);
   }, 1000 / fps);
   return {
+    /** When the video's first frame was written (its time 0); 0 before. */
+    get firstAt() {
+      return firstAt;
+    },
     stop() {
       if (stopped) return;
       stopped = true;
@@ -103,7 +107,9 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   }
   // The video's time 0 is its first frame, not ffmpeg's spawn (half a second or more before on a
   // busy box): the trace places the video by this time (its started_at_ms).
-  const firstFrameAt = early === "grabbing" ? Date.now() : startedAt;
+  // Fed from here, time 0 is when the feeder wrote its first frame: ffmpeg's progress line says
+  // so up to a second later (a CI run counted 36 frames in a "2,743 ms" video at 10 fps).
+  const firstFrameAt = feeder?.firstAt || (early === "grabbing" ? Date.now() : startedAt);
   exited.then(() => {
     if (screen.recording?.path === file) screen.recording = null;
   });
