@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import Docker from "dockerode";
 import { pack } from "tar-stream";
 import { parseBytes } from "~/utils/size";
-import { FreezeGate, resumeOrRestart, started } from "./freeze-gate.server";
+import { FreezeGate, resumeUntilRunning, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
@@ -256,7 +256,7 @@ export class DockerRuntime implements Runtime {
   }
 
   unpause(ref: string): Promise<"resumed" | "restarted"> {
-    return resumeOrRestart(this.docker.getContainer(ref));
+    return resumeUntilRunning(this.docker.getContainer(ref), PAUSE_ATTEMPTS);
   }
 
   async remove(ref: string): Promise<void> {

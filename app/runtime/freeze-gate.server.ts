@@ -1,3 +1,4 @@
+import { ApiError } from "~/utils/api-error.server";
 import { log } from "~/utils/log.server";
 
 /**
@@ -112,4 +113,29 @@ export async function resumeOrRestart(container: Resumable): Promise<"resumed" |
     await container.start();
     return "restarted";
   }
+}
+
+/**
+ * Unpauses the container (`resumeOrRestart`) until the engine says it is not paused. A CI run of
+ * pause-exec-race.test found a container still paused after its unpause had answered (a freeze
+ * that runc reported failed can still take a moment later: DockerRuntime.pause), and a box that
+ * stays paused after "resume" is what a person would see: look, and resume again.
+ */
+export async function resumeUntilRunning(
+  container: Resumable & { inspect(): Promise<{ State?: { Paused?: boolean } }> },
+  attempts: number,
+): Promise<"resumed" | "restarted"> {
+  let how = await resumeOrRestart(container);
+  for (let attempt = 1; attempt <= attempts; attempt++) {
+    if (!(await container.inspect()).State?.Paused) return how;
+    log.warn({ container: container.id, attempt }, "the engine still says paused after an unpause; resuming again");
+    await new Promise((r) => setTimeout(r, 50 * attempt));
+    try {
+      how = await resumeOrRestart(container);
+    } catch (err) {
+      // "is not paused": it resumed meanwhile, which the next look says.
+      if (!/is not paused/i.test(String((err as Error).message))) throw err;
+    }
+  }
+  throw new ApiError("unavailable", `the engine keeps container ${container.id.slice(0, 12)} paused after ${attempts + 1} resumes`, { retryable: true });
 }

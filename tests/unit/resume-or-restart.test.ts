@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { resumeOrRestart } from "../../app/runtime/freeze-gate.server";
+import { resumeOrRestart, resumeUntilRunning } from "../../app/runtime/freeze-gate.server";
 
 // The engine's "cannot resume a running process" (its record paused, containerd's task running)
 // was seen once in a CI run and could not be brought about again here, so the branch is checked
@@ -44,5 +44,37 @@ describe("resumeOrRestart", () => {
     const c = container("(HTTP code 409) unexpected - Container c1 is not paused");
     await expect(resumeOrRestart(c)).rejects.toThrow(/is not paused/);
     expect(c.calls).toEqual(["unpause"]);
+  });
+});
+
+describe("resumeUntilRunning", () => {
+  /** A container whose engine still says paused for the first `stale` looks after an unpause. */
+  function lagging(stale: number) {
+    const c = container();
+    let looks = 0;
+    return Object.assign(c, {
+      async inspect() {
+        c.calls.push("inspect");
+        return { State: { Paused: looks++ < stale } };
+      },
+    });
+  }
+
+  it("resumes once when the engine says running at once", async () => {
+    const c = lagging(0);
+    expect(await resumeUntilRunning(c, 3)).toBe("resumed");
+    expect(c.calls).toEqual(["unpause", "inspect"]);
+  });
+
+  it("resumes again while the engine still says paused, then answers", async () => {
+    const c = lagging(2);
+    expect(await resumeUntilRunning(c, 3)).toBe("resumed");
+    expect(c.calls).toEqual(["unpause", "inspect", "unpause", "inspect", "unpause", "inspect"]);
+  });
+
+  it("gives up with a retryable `unavailable` when it stays paused", async () => {
+    const c = lagging(99);
+    await expect(resumeUntilRunning(c, 2)).rejects.toMatchObject({ code: "unavailable", retryable: true });
+    expect(c.calls.filter((x) => x === "unpause")).toHaveLength(3);
   });
 });
