@@ -26,6 +26,8 @@ interface Stroke {
 
 let server: TestServer;
 let source: any;
+/** The desktop the suite's source box runs (its forks take its spec): X11, or Wayland when fork.wayland.test.ts imports it. */
+const DESKTOP = (globalThis as { HOLM_FORK_DESKTOP?: string }).HOLM_FORK_DESKTOP ?? "x11";
 /** The drag, in screen coordinates: press at `a`, move to `b`, release at `b`. */
 let a: { x: number; y: number };
 let b: { x: number; y: number };
@@ -79,7 +81,7 @@ const batching = (entries: any[]) =>
 
 describe("fork replays a batch as the batch it was", () => {
   it("records each step as its own acted entry, marked with its batch and the batch's settle_ms and want", async () => {
-    const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } }, placement: { idle_timeout_secs: 900 } } });
+    const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [], ...(DESKTOP === "wayland" && { server: "wayland" }) } }, placement: { idle_timeout_secs: 900 } } });
     source = await json(res);
     expect(source.state, JSON.stringify(source)).toBe("ready");
     await actions(source.id, { actions: [{ type: "open_url", url: PAD_URL, target: "current" }, { type: "wait", ms: 300 }] });
@@ -119,6 +121,7 @@ describe("fork replays a batch as the batch it was", () => {
     const { status, body } = await fork(source.id, {});
     expect(status, JSON.stringify(body)).toBe(200);
     expect(body.replay).toMatchObject({ attempted: 5, ok: 5, stopped_at: null, truncated: false });
+    expect(body.box.spec.desktop.server, "the fork runs the source's desktop").toBe(DESKTOP);
     const drawn = await strokes(body.box.id);
     const want = await strokes(source.id);
     expect(drawn, "the fork's pad").toHaveLength(1);
