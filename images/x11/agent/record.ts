@@ -18,8 +18,10 @@ import type { Writable } from "node:stream";
  * length is the recording's wall time. A repeated frame is the same Buffer queued again, so a
  * backlog costs little memory.
  */
-function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void; readonly firstAt: number } {
+function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void; readonly firstAt: number; readonly first: Promise<void> } {
   let latest: Buffer | null = null;
+  let wroteFirst: () => void = () => {};
+  const first = new Promise<void>((resolve) => (wroteFirst = resolve));
   let inFlight = false;
   let stopped = false;
   let firstAt = 0;
@@ -36,7 +38,10 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
   const owed = () => (firstAt ? Math.floor(((Date.now() - firstAt) * fps) / 1000) + 1 - written : 1);
   const pump = (limit: number) => {
     if (!latest) return;
-    if (!firstAt) firstAt = Date.now();
+    if (!firstAt) {
+      firstAt = Date.now();
+      wroteFirst();
+    }
     for (let n = owed(); n > 0 && sink.writableLength < limit; n--, written++) sink.write(latest);
   };
   grab();
@@ -50,6 +55,8 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
     get firstAt() {
       return firstAt;
     },
+    /** Resolves once the first frame is written. */
+    first,
     stop() {
       if (stopped) return;
       stopped = true;
@@ -100,23 +107,29 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
   exited.then(() => feeder?.stop());
   // ffmpeg fails fast on a bad display or codec; otherwise it says when its first frame is in.
-  const early = await Promise.race([exited, grabbing, new Promise<"slow">((r) => setTimeout(() => r("slow"), 5000))]);
+  // Fed from here, the first frame is in when the feeder has written it.
+  const inFirst = feeder ? feeder.first.then(() => "grabbing" as const) : grabbing;
+  const early = await Promise.race([exited, inFirst, new Promise<"slow">((r) => setTimeout(() => r("slow"), 5000))]);
   if (typeof early === "object") {
     feeder?.stop();
     throw new AgentError("failed", `ffmpeg stopped at once (${early.code}): ${stderr.trim()}`);
   }
   // The video's time 0 is its first frame, not ffmpeg's spawn (half a second or more before on a
   // busy box): the trace places the video by this time (its started_at_ms).
-  // Fed from here, time 0 is when the feeder wrote its first frame: ffmpeg's progress line says
-  // so up to a second later (a CI run counted 36 frames in a "2,743 ms" video at 10 fps).
-  const firstFrameAt = feeder?.firstAt || (early === "grabbing" ? Date.now() : startedAt);
+  const firstFrameAt = early === "grabbing" ? Date.now() : startedAt;
   exited.then(() => {
     if (screen.recording?.path === file) screen.recording = null;
   });
   screen.recording = {
     path: file,
     fps,
-    startedAt: firstFrameAt,
+    // Fed from here, time 0 is when the feeder wrote its first frame, whenever that was: ffmpeg's
+    // progress line says so up to a second later (a CI run counted 36 frames in a "2,743 ms"
+    // video at 10 fps), and a first capture slower than 5 s (another run: 45 frames in "8,353 ms")
+    // came after the start answered.
+    get startedAt() {
+      return feeder?.firstAt || firstFrameAt;
+    },
     async stop() {
       // SIGINT (or, fed from here, the end of its input) lets ffmpeg write the trailer; a file
       // without it does not play.
@@ -128,13 +141,16 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
       return r;
     },
   };
-  return { recording: true, path: file, fps, started_at_ms: firstFrameAt };
+  return { recording: true, path: file, fps, started_at_ms: screen.recording.startedAt };
 }
 
 export async function stopRecording(screen: Screen): Promise<RecordState> {
   const rec = screen.recording;
   if (!rec) throw new AgentError("failed", `screen ${screen.index} is not recording`);
   screen.recording = null;
+  // The video ends now (the feeder's last frame, or ffmpeg's SIGINT), not when ffmpeg has
+  // finished writing it, which on a busy box is a second or more later.
+  const stoppedAt = Date.now();
   await rec.stop();
   let bytes = 0;
   try {
@@ -142,7 +158,7 @@ export async function stopRecording(screen: Screen): Promise<RecordState> {
   } catch {
     // reported as 0 bytes
   }
-  return { recording: false, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: Date.now() - rec.startedAt, bytes };
+  return { recording: false, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: stoppedAt - rec.startedAt, bytes };
 }
 
 export function recordingStatus(screen: Screen): RecordState {
