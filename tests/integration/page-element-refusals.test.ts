@@ -39,8 +39,10 @@ describe("refs", () => {
     const a = (await the.eb.snapshot()).body;
     const go = await the.eb.op({ op: "click", query: refOf(a, "Go to B") });
     expect(go.body).toMatchObject({ navigated: true, refs_stale: true });
-    // Page B is built like A: the same refs there name B's buttons.
-    expect(the.eb.page.url()).toContain("element-stale-b.html");
+    // Page B is built like A: the same refs there name B's buttons. The click answers once the
+    // navigation has begun; this test's own connection sees it commit a moment later (on a loaded
+    // CI run, late enough that the next test's navigation was cut short by it).
+    await expect.poll(() => the.eb.page.url(), { timeout: 15_000 }).toContain("element-stale-b.html");
     const r = await the.eb.op({ op: "click", query: refOf(a, "A one") });
     expect(r.status).toBe(404);
     expect(r.ms).toBeLessThan(1000);
