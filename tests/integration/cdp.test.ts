@@ -15,6 +15,8 @@ import { SITE, serveSite } from "../support/site";
 
 let server: TestServer;
 let box: any;
+/** The desktop the box runs: X11, or Wayland when cdp.wayland.test.ts imports this suite. */
+const DESKTOP = (globalThis as { HOLM_CDP_DESKTOP?: string }).HOLM_CDP_DESKTOP ?? "x11";
 let ada: Person;
 let vic: Person;
 let key: { secret: string; id: string };
@@ -66,9 +68,11 @@ beforeAll(async () => {
   key = await c.createKey(ada, "agent");
   doomed = await c.createKey(ada, "doomed");
   vic = await c.signUp("vic@example.com", "", "correct horse battery", await c.inviteToken(ada, "vic@example.com", "viewer"));
-  const res = await asKey(key, "/v1/boxes", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const body = DESKTOP === "wayland" ? { spec: { desktop: { server: "wayland" } } } : {};
+  const res = await asKey(key, "/v1/boxes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   box = await json(res);
   expect(box.state, JSON.stringify(box)).toBe("ready");
+  expect(box.spec.desktop.server).toBe(DESKTOP);
   await serveSite(server, box.id);
 }, 120_000);
 

@@ -30,11 +30,16 @@ async function getBox(id: string) {
   return json(res);
 }
 
+/** The desktop the source runs: X11, or Wayland when fork-replay.wayland.test.ts imports this suite. */
+const DESKTOP = (globalThis as { HOLM_FORK_REPLAY_DESKTOP?: string }).HOLM_FORK_REPLAY_DESKTOP ?? "x11";
+
 beforeAll(async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
-  const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } });
+  const desktop = { features: [], ...(DESKTOP === "wayland" && { server: "wayland" }) };
+  const res = await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop } } });
   source = await json(res);
   expect(source.state, JSON.stringify(source)).toBe("ready");
+  expect(source.spec.desktop.server).toBe(DESKTOP);
   made.push(source.id);
   // A write (skipped by a fork), then four batches a second apart (the replay waits as long).
   await batch({ actions: [{ type: "write_file", what: { path: "/tmp/marker.txt", contents_base64: "aGk=" } }] });

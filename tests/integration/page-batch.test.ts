@@ -31,10 +31,14 @@ async function inPage<T>(expr: string, id = box.id): Promise<T> {
 
 const FORM = `data:text/html,<title>Form</title><label>Email <input id=email></label><button onclick="document.title='sent '+email.value">Send</button>`;
 
+/** The desktop the box runs: X11, or Wayland when page-batch.wayland.test.ts imports this suite. */
+const DESKTOP = (globalThis as { HOLM_PAGE_BATCH_DESKTOP?: string }).HOLM_PAGE_BATCH_DESKTOP ?? "x11";
+
 beforeAll(async () => {
   server = await startServer();
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: DESKTOP === "wayland" ? { spec: { desktop: { server: "wayland" } } } : {} }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
+  expect(box.spec.desktop.server).toBe(DESKTOP);
   await serveSite(server, box.id);
   page = await Page.open(server, box.id);
 });

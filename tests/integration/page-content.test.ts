@@ -43,10 +43,15 @@ const until = <T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> =
     { timeout: 15_000, interval: 100 },
   );
 
+/** The desktop the box runs: X11, or Wayland when page-content.wayland.test.ts imports this suite. */
+const DESKTOP = (globalThis as { HOLM_PAGE_CONTENT_DESKTOP?: string }).HOLM_PAGE_CONTENT_DESKTOP ?? "x11";
+
 beforeAll(async () => {
   server = await startServer();
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { screens: 2 } } } }));
+  const desktop = { screens: 2, ...(DESKTOP === "wayland" && { server: "wayland" }) };
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop } } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
+  expect(box.spec.desktop.server).toBe(DESKTOP);
   await serveSite(server, box.id);
   await open(`${SITE}/content-console.html`, "console");
   await open(`${SITE}/content-article.html`, "article");
