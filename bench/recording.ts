@@ -6,7 +6,8 @@ import { summarize } from "./stats";
 // box's CPU (its container's cgroup, so ffmpeg and what it wakes in Xvfb alike) over windows of
 // WINDOW_S seconds, with the same screen not recording (the anchor, in the same run) and
 // recording at 10 fps; once with a still screen and once with a page that animates all the time.
-// Then what the recording weighs per minute, as the trace keeps it.
+// Then what the recording weighs per minute, as the trace keeps it. Both desktops, one after the
+// other (BENCH_RECORDING_DESKTOPS, default "x11,wayland").
 //   BENCH_RECORDING_WINDOWS  windows per case (default 6)   BENCH_RECORDING_WINDOW_S  (default 3)
 
 const WINDOWS = Number(process.env.BENCH_RECORDING_WINDOWS ?? 6);
@@ -32,9 +33,16 @@ const ANIMATED = `data:text/html;base64,${Buffer.from(
 const STILL = `data:text/html;base64,${Buffer.from("<!doctype html><body style='background:#eef'><h1>Still</h1>").toString("base64")}`;
 
 export async function benchRecording() {
+  for (const desktop of (process.env.BENCH_RECORDING_DESKTOPS ?? "x11,wayland").split(",")) await benchRecordingOn(desktop.trim());
+}
+
+/** One desktop's box: X11's ffmpeg grabs the X server; Wayland's is fed wayvnc's frames by the agent. */
+async function benchRecordingOn(desktop: string) {
+  console.log(`recording on ${desktop}`);
   const server = await startServer();
   try {
-    const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    const spec = desktop === "x11" ? {} : { spec: { desktop: { server: desktop } } };
+    const box = await json(await server.api("/v1/boxes", { method: "POST", json: spec }));
     if (box.state !== "ready") throw new Error(`box did not start: ${JSON.stringify(box)}`);
     const id = (await docker.getContainer(`holm-${box.id}`).inspect()).Id;
     const act = (actions: unknown[]) => server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions } }).then(json);
@@ -47,13 +55,13 @@ export async function benchRecording() {
       ["animated page", ANIMATED],
     ] as const) {
       await act([{ type: "open_url", url, target: "current" }, { type: "wait", ms: 2000 }]);
-      const off = summarize(`${name}: box CPU, not recording (anchor)`, await windows(id), "%");
+      const off = summarize(`${desktop}, ${name}: box CPU, not recording (anchor)`, await windows(id), "%");
       const started = await rec("POST");
       if (!started.recording) throw new Error(`recording did not start: ${JSON.stringify(started)}`);
-      const on = summarize(`${name}: box CPU, recording 1280x800 @10 fps`, await windows(id), "%");
+      const on = summarize(`${desktop}, ${name}: box CPU, recording 1280x800 @10 fps`, await windows(id), "%");
       const stopped = await rec("DELETE");
       console.log(
-        `${name}: recording costs ${(on.median - off.median).toFixed(1)} % of a core at the median (goal ≤ 10 %); ` +
+        `${desktop}, ${name}: recording costs ${(on.median - off.median).toFixed(1)} % of a core at the median (goal ≤ 10 %); ` +
           `${(stopped.bytes / 1024 / 1024 / (stopped.duration_ms / 60_000)).toFixed(1)} MiB a minute`,
       );
     }
