@@ -18,7 +18,7 @@ function tool(display: string, selection: Selection, out: boolean): [string, str
 
 export async function readClipboard(display: string, selection: Selection): Promise<{ selection: Selection; text: string }> {
   const [file, args] = tool(display, selection, true);
-  const r = await runTool(file, args, { display, timeoutMs: 3000 });
+  const r = await runTool(file, args, { display, timeoutMs: 5000 });
   // No owner, or an owner without text: xclip exits 1. Both read as empty.
   if (r.code !== 0) return { selection, text: "" };
   return { selection, text: r.stdout.toString("utf8") };
@@ -28,14 +28,19 @@ export async function writeClipboard(display: string, selection: Selection, text
   const r = await startOwner(display, selection, text);
   // xclip's parent exits once its child is forked, and the child takes the selection when it
   // first talks to the X server: a read at once could still reach the old owner. The write is
-  // done when a reader gets the text back.
-  const deadline = Date.now() + 2000;
+  // done when a reader gets the text back. On a loaded box each tool takes a second or more to
+  // start (a CI run: 3.7 s for wl-copy, then no answer within 2 s), hence the long deadlines.
+  const deadline = Date.now() + SERVE_WITHIN_MS;
   while (text !== "" && (await readClipboard(display, selection)).text !== text) {
-    if (Date.now() > deadline) throw new AgentError("timeout", "xclip did not serve the text within 2000 ms");
-    await new Promise((res) => setTimeout(res, 10));
+    if (Date.now() > deadline) throw new AgentError("timeout", `${tool(display, selection, false)[0]} did not serve the text within ${SERVE_WITHIN_MS} ms`);
+    await new Promise((res) => setTimeout(res, 20));
   }
   return r;
 }
+
+/** How long the owner may take to start, and then to answer a reader with the new text. */
+const TAKE_WITHIN_MS = 10_000;
+const SERVE_WITHIN_MS = 10_000;
 
 function startOwner(display: string, selection: Selection, text: string): Promise<{ selection: Selection; bytes: number }> {
   return new Promise((resolve, reject) => {
@@ -44,8 +49,8 @@ function startOwner(display: string, selection: Selection, text: string): Promis
     const child = spawn(file, args, { env: childEnv(display), stdio: ["pipe", "ignore", "ignore"] });
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new AgentError("timeout", "xclip did not take the text within 3000 ms"));
-    }, 3000);
+      reject(new AgentError("timeout", `${file} did not take the text within ${TAKE_WITHIN_MS} ms`));
+    }, TAKE_WITHIN_MS);
     child.on("error", (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       reject(e.code === "ENOENT" ? new AgentError("unsupported", `${file} is not installed in this box`) : e);
