@@ -161,10 +161,15 @@ describe("Wayland boxes", () => {
   }, 30_000);
 
   it("records the screen: wayvnc's frames through ffmpeg, at the asked rate, into a playable MP4", async () => {
+    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
     const started = await batch([{ type: "record", what: { do: "start", fps: 10 } }]);
     expect(started.results[0]).toMatchObject({ ok: true, recording: true, fps: 10 });
-    await batch([{ type: "click", at: { x: 200, y: 150 } }, { type: "type", text: "recorded" }, { type: "wait", ms: 2000 }]);
+    await batch([{ type: "click", at: { x: 200, y: 150 } }, { type: "type", text: "recorded" }, { type: "wait", ms: 1000 }]);
+    // Then the screen goes black: the video must follow it (a recording of its first frame only
+    // would still have the right length).
+    await batch([{ type: "open_url", url: "data:text/html,<body style='background:%23000'>", target: "current" }, { type: "wait", ms: 1200 }]);
     const stopped = await batch([{ type: "record", what: { do: "stop" } }]);
+    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
     expect(stopped.results[0]).toMatchObject({ ok: true, recording: false });
     expect(stopped.results[0].bytes, JSON.stringify({ started: started.results[0], stopped: stopped.results[0] })).toBeGreaterThan(1000);
     const probe = await json(await server.api(`/v1/boxes/${box.id}/exec`, {
@@ -179,6 +184,15 @@ describe("Wayland boxes", () => {
     const owed = (stopped.results[0].duration_ms * 10) / 1000;
     expect(frames, said).toBeGreaterThanOrEqual(Math.max(15, Math.floor(owed * 0.8)));
     expect(frames, said).toBeLessThanOrEqual(Math.ceil(owed) + 2);
+    // Each frame's mean brightness (0–255): the light page first, the black one last.
+    const stats = await json(await server.api(`/v1/boxes/${box.id}/exec`, {
+      method: "POST",
+      json: { argv: ["ffprobe", "-v", "error", "-f", "lavfi", "-i", `movie=${stopped.results[0].path},signalstats`, "-show_entries", "frame_tags=lavfi.signalstats.YAVG", "-of", "csv=p=0"] },
+    }));
+    const luma = stats.stdout.trim().split("\n").map(Number);
+    expect(luma.length, stats.stderr).toBeGreaterThan(10);
+    expect(luma[0], luma.join(" ")).toBeGreaterThan(150);
+    expect(luma[luma.length - 1], luma.join(" ")).toBeLessThan(50);
   }, 60_000);
 
   it("the viewer relay shows the screen; the box's VNC port asks for the password", async () => {

@@ -90,8 +90,12 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
     "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-sws_flags", "neighbor", "-pix_fmt", "yuv420p",
     "-movflags", "+faststart", "-y", file,
   ];
+  // On Wayland, frames from a session that follows the screen with incremental updates: a still
+  // screen costs wayvnc nothing, where asking for a whole 4 MB frame each time cost a third of a
+  // core at 10 fps (bench/recording.ts).
+  const follow = screen.isWayland ? await (s as WaylandDesk).followFrames(fps) : null;
   const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: [screen.isWayland ? "pipe" : "ignore", "pipe", "pipe"], detached: true });
-  const feeder = screen.isWayland && child.stdin ? feedFrames(child.stdin, () => (s as WaylandDesk).frames.capture(), fps) : null;
+  const feeder = follow && child.stdin ? feedFrames(child.stdin, () => follow.latest(), fps) : null;
   let stderr = "";
   child.stderr?.on("data", (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-2000);
@@ -105,7 +109,10 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
     if (m && Number(m[1]) > 0) firstFrame();
   });
   const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
-  exited.then(() => feeder?.stop());
+  exited.then(() => {
+    feeder?.stop();
+    follow?.close();
+  });
   // ffmpeg fails fast on a bad display or codec; otherwise it says when its first frame is in.
   // Fed from here, the first frame is in when the feeder has written it.
   const inFirst = feeder ? feeder.first.then(() => "grabbing" as const) : grabbing;

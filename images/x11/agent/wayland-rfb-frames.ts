@@ -2,7 +2,8 @@
 // through): a non-incremental FramebufferUpdateRequest of the whole screen, answered in Raw
 // encoding as 32-bit BGRX rows, the layout the X11 path captures in, so hashing, `have` and the
 // PNG encoder are shared. grim (one process and a 3 MB pipe per capture) cost 2.3× X11's frame in
-// `npm run bench wayland`; wayvnc already holds the screen (ADR 0030).
+// `npm run bench wayland`; wayvnc already holds the screen (ADR 0030). A recording has a session
+// of its own that follows the screen with incremental updates (`followFps`).
 import type net from "node:net";
 import type { ByteReader } from "../../../app/protocol/rfb/handshake";
 
@@ -32,26 +33,79 @@ function encodingsMessage(): Buffer {
   return b;
 }
 
+/** FramebufferUpdateRequest for the whole screen. */
+function updateRequest(incremental: boolean, width: number, height: number): Buffer {
+  const b = Buffer.alloc(10);
+  b[0] = 3;
+  b[1] = incremental ? 1 : 0;
+  b.writeUInt16BE(width, 6);
+  b.writeUInt16BE(height, 8);
+  return b;
+}
+
 export class RfbFrames {
   private readonly fb: Buffer;
   private waiters: { resolve: (px: Buffer) => void; reject: (e: Error) => void }[] = [];
   private failed: Error | null = null;
+  /** Updates applied so far; the snapshot `latest()` last made, and of which update. */
+  private version = 0;
+  private snapshot: { version: number; px: Buffer } | null = null;
+  private followTimer: NodeJS.Timeout | null = null;
+  private lastAsked = 0;
 
+  /**
+   * `followFps`: keep the frame buffer current by itself, with incremental requests at most that
+   * often (a recording's session): wayvnc then sends only what changed, and nothing at all for
+   * a still screen, instead of 4 MB per frame asked for.
+   */
   constructor(
     private readonly sock: net.Socket,
     private readonly reader: ByteReader,
     readonly width: number,
     readonly height: number,
+    private readonly followFps?: number,
   ) {
     this.fb = Buffer.alloc(width * height * 4);
     sock.write(Buffer.concat([pixelFormatMessage(), encodingsMessage()]));
     void this.loop().catch((err: unknown) => this.fail(err instanceof Error ? err : new Error(String(err))));
+    if (followFps) this.ask(false);
+  }
+
+  private ask(incremental: boolean): void {
+    this.lastAsked = Date.now();
+    this.sock.write(updateRequest(incremental, this.width, this.height));
+  }
+
+  /** After an update, in follow mode: the next incremental request, no sooner than 1/fps after the last. */
+  private followOn(): void {
+    if (!this.followFps || this.followTimer || this.failed) return;
+    const wait = Math.max(0, this.lastAsked + 1000 / this.followFps - Date.now());
+    this.followTimer = setTimeout(() => {
+      this.followTimer = null;
+      if (!this.failed && !this.sock.destroyed) this.ask(true);
+    }, wait);
   }
 
   private fail(err: Error): void {
     this.failed = err;
+    if (this.followTimer) clearTimeout(this.followTimer);
     for (const w of this.waiters.splice(0)) w.reject(err);
     this.sock.destroy();
+  }
+
+  /** Ends the session (a recording's, when it stops). */
+  close(): void {
+    this.fail(new Error("the frame session was closed"));
+  }
+
+  /**
+   * Follow mode: the screen as of the last update (a copy made once per update, so a still screen
+   * gives the same Buffer again); waits for the first one.
+   */
+  latest(timeoutMs = 5000): Promise<Buffer> {
+    if (this.version === 0) return this.capture(timeoutMs, false);
+    if (this.snapshot?.version !== this.version) this.snapshot = { version: this.version, px: Buffer.from(this.fb) };
+    return Promise.resolve(this.snapshot.px);
   }
 
   /** Reads what wayvnc sends, for good: updates into the frame buffer, the rest skipped. */
@@ -76,8 +130,12 @@ export class RfbFrames {
             px.copy(this.fb, ((y + row) * this.width + x) * 4, row * w * 4, row * w * 4 + len);
           }
         }
-        const copy = Buffer.from(this.fb);
-        for (const w of this.waiters.splice(0)) w.resolve(copy);
+        this.version++;
+        if (this.waiters.length > 0) {
+          const copy = Buffer.from(this.fb);
+          for (const w of this.waiters.splice(0)) w.resolve(copy);
+        }
+        this.followOn();
       } else if (type === 1) {
         const h = await r.read(5);
         await r.read(h.readUInt16BE(3) * 6);
@@ -92,8 +150,8 @@ export class RfbFrames {
     }
   }
 
-  /** The whole screen now, BGRX rows (a copy). */
-  capture(timeoutMs = 5000): Promise<Buffer> {
+  /** The whole screen now, BGRX rows (a copy); `ask: false` waits for the next update only. */
+  capture(timeoutMs = 5000, ask = true): Promise<Buffer> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -106,14 +164,7 @@ export class RfbFrames {
       };
       this.waiters.push({ resolve: done, reject: (e) => (clearTimeout(timer), reject(e)) });
       // One request answers every waiter: the next update is the whole screen.
-      if (this.waiters.length === 1) {
-        const b = Buffer.alloc(10);
-        b[0] = 3;
-        b[1] = 0;
-        b.writeUInt16BE(this.width, 6);
-        b.writeUInt16BE(this.height, 8);
-        this.sock.write(b);
-      }
+      if (ask && this.waiters.length === 1) this.ask(false);
     });
   }
 }

@@ -287,7 +287,17 @@ export class WaylandDesk implements Desk {
     readonly height: number,
     private readonly sock: net.Socket,
     readonly frames: RfbFrames,
+    private readonly vncPath: string,
   ) {}
+
+  /**
+   * A session of its own that keeps a copy of the screen current, asking at most `fps` times a
+   * second for what changed (a recording's: ADR 0030). Close it when done.
+   */
+  async followFrames(fps: number, timeoutMs = 5000): Promise<RfbFrames> {
+    const { sock, reader, width, height } = await rfbConnect(this.vncPath, timeoutMs);
+    return new RfbFrames(sock, reader, width, height, fps);
+  }
 
   static async open(runtimeBase: string, index: number, display: string, timeoutMs: number): Promise<WaylandDesk> {
     const p = waylandPaths(runtimeBase, index);
@@ -299,7 +309,7 @@ export class WaylandDesk implements Desk {
       // Start from the middle, as Xvfb does, so `cursor` answers something true before any move.
       input.x = Math.floor(width / 2);
       input.y = Math.floor(height / 2);
-      return new WaylandDesk(input, ipc, width, height, sock, frames);
+      return new WaylandDesk(input, ipc, width, height, sock, frames, p.vnc);
     } catch (err) {
       ipc.close();
       throw err;
