@@ -70,6 +70,15 @@ beforeAll(async () => {
   box = await json(res);
   expect(box.state, JSON.stringify(box)).toBe("ready");
   page = await Page.open(server, box.id);
+  // On Wayland, input before sway has mapped and focused Chromium's window may reach nothing (see
+  // wayland.test.ts; perhaps the lost clicks of the RETRY note): wait until it lists it active.
+  if (DESKTOP === "wayland") {
+    const active = await until(
+      async () => (await okBatch({ actions: [{ type: "windows" }] })).results[0].windows,
+      (ws: any[]) => ws.some((w) => /chromium/i.test(w.class) && w.active),
+    );
+    if (!active.some((w: any) => /chromium/i.test(w.class) && w.active)) throw new Error(`no active Chromium window: ${JSON.stringify(active)}`);
+  }
 });
 
 afterAll(async () => {
