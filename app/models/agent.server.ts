@@ -75,7 +75,7 @@ export async function probeHealth(address: string, timeoutMs = 1000): Promise<Ag
 
 export function allUp(h: AgentHealth | undefined, screens: number): boolean {
   if (!h?.ok || !Array.isArray(h.screens) || h.screens.length < screens) return false;
-  return h.screens.every((s) => s.x && s.vnc && s.cdp);
+  return h.screens.every((s) => s.x && s.vnc && s.cdp && s.window !== false);
 }
 
 /**

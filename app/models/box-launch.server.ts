@@ -168,10 +168,11 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
 
 /** The phase a health answer puts a start in: the first part not yet up on every screen. */
 function phaseOf(h: AgentHealth | undefined, screens: number): StartPhase {
-  const all = (part: "x" | "vnc" | "cdp") => !!h && Array.isArray(h.screens) && h.screens.length >= screens && h.screens.every((s) => s[part]);
+  const all = (part: "x" | "vnc" | "cdp" | "window") =>
+    !!h && Array.isArray(h.screens) && h.screens.length >= screens && h.screens.every((s) => (part === "window" ? s.window !== false : s[part]));
   if (!all("x")) return "x";
   if (!all("vnc")) return "vnc";
-  if (!all("cdp")) return "browser";
+  if (!all("cdp") || !all("window")) return "browser";
   return "agent";
 }
 
@@ -212,7 +213,8 @@ export class StartFailure extends Error {
 }
 
 /**
- * Polls until X, VNC and CDP answer on every screen, or the container dies. `onHealth` sees
+ * Polls until X, VNC and CDP answer on every screen (on Wayland, and sway has shown and focused
+ * Chromium's window), or the container dies. `onHealth` sees
  * each answer of the agent (undefined while it does not answer).
  */
 export async function waitReady(rt: Runtime, row: BoxRow, onHealth?: (h: AgentHealth | undefined) => void): Promise<string> {

@@ -20,6 +20,12 @@ export interface ScreenHealth {
   x: boolean;
   vnc: boolean;
   cdp: boolean;
+  /**
+   * Wayland: sway has shown the browser's window and given it the keyboard, at least once since
+   * the agent started (latched: a person may close it later). Absent on X11, where Chromium's
+   * window is mapped before its DevTools answer.
+   */
+  window?: boolean;
 }
 
 /** `GET /health`: 200 when every probe of every screen passed, else 503, with the same body. */

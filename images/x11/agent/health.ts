@@ -3,6 +3,7 @@
 import net from "node:net";
 import http from "node:http";
 import type { Screen } from "./screen";
+import { waylandWindows } from "./wayland-views";
 
 import type { AgentHealth, ScreenHealth } from "../../../app/protocol/agent";
 
@@ -32,17 +33,39 @@ function cdpProbe(port: number, timeoutMs: number): Promise<boolean> {
   });
 }
 
+/** Wayland screens whose browser window sway has shown and focused once since the agent started. */
+const windowSeen = new WeakSet<Screen>();
+
+/**
+ * Wayland: has sway shown Chromium's window and given it the keyboard? Chromium's DevTools answer
+ * before that (here `windows` listed nothing right after ready on a quiet machine), and a click
+ * or typed text sent then reaches no window (a loaded CI run lost a fresh box's whole text).
+ * Latched: once seen, a person may close the window without making the box unhealthy.
+ */
+async function windowProbe(s: Screen, timeoutMs: number): Promise<boolean | undefined> {
+  if (!s.isWayland) return undefined;
+  if (windowSeen.has(s)) return true;
+  try {
+    const shown = (await waylandWindows(await s.wayland(timeoutMs))).some((w) => /chromium/i.test(w.class) && w.active);
+    if (shown) windowSeen.add(s);
+    return shown;
+  } catch {
+    return false;
+  }
+}
+
 export async function health(screens: Screen[]): Promise<AgentHealth> {
   const out = await Promise.all(
     screens.map(async (s): Promise<ScreenHealth> => {
-      const [x, vnc, cdp] = await Promise.all([
+      const [x, vnc, cdp, window] = await Promise.all([
         s.probe(500),
         // On Wayland, the agent's own session with wayvnc says it serves: a probe that connects
         // and hangs up at once would kill wayvnc 0.5 (wayland.ts closeWayvnc).
         s.isWayland ? Promise.resolve(s.connected) : tcpProbe(s.config.vncPortBase + s.index, 300),
         cdpProbe(s.config.cdpPortBase + s.index, 500),
+        windowProbe(s, 500),
       ]);
-      return { screen: s.index, display: s.display, x, vnc, cdp };
+      return { screen: s.index, display: s.display, x, vnc, cdp, ...(window === undefined ? {} : { window }) };
     }),
   );
   return { ok: out.every((h) => h.x), screens: out };
