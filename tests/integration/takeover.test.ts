@@ -195,7 +195,8 @@ describe("takeover", () => {
     }
     const watcher = await openViewer(t.view_socket);
     expect(typeof watcher).toBe("object");
-    expect(await (watcher as Closing).alive()).toBe(true);
+    // When it is not alive, the message says whether it was closed (code, reason) or stayed silent.
+    expect(await (watcher as Closing).alive(), `closed: ${JSON.stringify(await closedWithin(watcher as Closing, 0))}`).toBe(true);
     (watcher as Closing).close();
 
     // The other screen is the agent's: input there works, box-wide writes do not.

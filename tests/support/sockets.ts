@@ -41,7 +41,9 @@ export async function openViewer(url: string): Promise<(Closing & { rfb: RfbClie
     async alive() {
       if (ended) return false;
       c.requestUpdate(false, 0, 0, 8, 8);
-      return Promise.race([c.nextUpdate().then(() => true, () => false), sleep(3000).then(() => false)]);
+      // A closed socket answers at once; an open one has 10 s to send the update (a CI run beside
+      // the other suites once went past the 3 s this waited before).
+      return Promise.race([c.nextUpdate().then(() => true, () => false), closed.then(() => false), sleep(10_000).then(() => false)]);
     },
     close: () => c.close(),
   };
