@@ -5,6 +5,7 @@ import { keysymFor, parseChord } from "../../images/x11/agent/keysyms";
 import { globToRegExp } from "../../images/x11/agent/files";
 import { textUnits } from "../../images/x11/agent/keyboard";
 import { wtypeRuns } from "../../images/x11/agent/wayland-wtype";
+import { surrogateUnits } from "../../images/x11/agent/wayland";
 import { encodePng, encodePngBgrx } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
 import { decodePng } from "./harness";
@@ -153,5 +154,12 @@ describe("wtype runs on Wayland", () => {
   it("types a repeated character on its one code, and newlines as Return", () => {
     const runs = wtypeRuns(textUnits("ééé\r\nx"), 25);
     expect(runs).toEqual([["-d", "25", "-p", "F20", "-k", "0xe9", "-k", "0xe9", "-k", "0xe9", "-k", "0xff0d", "-k", "0x78"]]);
+  });
+
+  it("types a character beyond U+FFFF as its two UTF-16 units when asked (Chromium on Wayland)", () => {
+    const units = textUnits("a😀é").flatMap(surrogateUnits);
+    expect(units.map((u) => u.sym.toString(16))).toEqual(["61", "100d83d", "100de00", "e9"]);
+    expect(units.map((u) => u.ch).join("")).toBe("a😀é");
+    expect(wtypeRuns(units, 0)).toEqual([["-p", "F20", "-k", "0x61", "-k", "0x100d83d", "-k", "0x100de00", "-k", "0xe9"]]);
   });
 });

@@ -23,8 +23,11 @@ export interface InputBackend {
   doubleClick(button: number, gapMs: number): Promise<void>;
   keyDown(keysym: number): Promise<KeyToken>;
   keyUp(token: KeyToken): Promise<void>;
-  /** Types `text`; newlines become Return and tabs Tab. */
-  typeText(text: string, delayMs: number): Promise<void>;
+  /**
+   * Types `text`; newlines become Return and tabs Tab. `astralAsSurrogates` (Wayland, Chromium in
+   * front): a character beyond U+FFFF goes as its two UTF-16 units, one key each.
+   */
+  typeText(text: string, delayMs: number, opts?: { astralAsSurrogates?: boolean }): Promise<void>;
   /**
    * Resolves once the X server has handled everything sent so far, with the window that has
    * the keyboard focus; throws on an X error.

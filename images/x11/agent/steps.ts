@@ -1,7 +1,7 @@
 // One function per step type. Batches and the single-purpose routes both come through `runStep`.
 import type { Screen } from "./screen";
 import type { Desk } from "./wayland";
-import { awaitWaylandWindow, onWaylandWindow, refuseAstralInChromium, waylandWindows } from "./wayland-views";
+import { astralIntoChromium, awaitWaylandWindow, onWaylandWindow, waylandWindows } from "./wayland-views";
 import { DEFAULT_AWAIT_WINDOW_MS, DEFAULT_HOLD_MS, DEFAULT_SETTLE_MS, DEFAULT_STILL_WITHIN_MS, type LaterStepType, type Step, type StepOf, type StepType } from "./schema";
 import { planPath, randomSeed, type Motion, type Point } from "./motion";
 import { BUTTONS } from "./holds";
@@ -216,8 +216,8 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
   },
   async type(screen, st) {
     const s = await screen.desk();
-    if (screen.isWayland) await refuseAstralInChromium(await screen.wayland(), st.text);
-    await s.input.typeText(st.text, st.delay_ms ?? 0);
+    const astralAsSurrogates = screen.isWayland && (await astralIntoChromium(await screen.wayland(), st.text));
+    await s.input.typeText(st.text, st.delay_ms ?? 0, { astralAsSurrogates });
     return { typed: Array.from(st.text).length, via: s.input.kind };
   },
   async press(screen, st) {

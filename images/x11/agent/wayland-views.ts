@@ -34,21 +34,15 @@ function collect(node: SwayNode, scratch: boolean, out: { n: SwayNode; scratch: 
 }
 
 /**
- * Chromium on Wayland inserts no character beyond U+FFFF typed as a key: its key event carries
- * one UTF-16 unit (measured: the keydown's key is "😀", the field stays empty), and wtype has no
- * other way in. Typing such text while Chromium has the focus is `unsupported`, before any key.
+ * Whether `text` holds a character beyond U+FFFF while Chromium has the keyboard: such a key
+ * inserts nothing whole there (Chromium on Wayland takes one UTF-16 unit from a key event), so
+ * the character is typed as its two surrogates (wayland.ts surrogateUnits). Other apps get it
+ * as one keysym, as on X11.
  */
-export async function refuseAstralInChromium(desk: WaylandDesk, text: string): Promise<void> {
-  const wide = Array.from(text).find((c) => (c.codePointAt(0) ?? 0) > 0xffff);
-  if (wide === undefined) return;
+export async function astralIntoChromium(desk: WaylandDesk, text: string): Promise<boolean> {
+  if (!Array.from(text).some((c) => (c.codePointAt(0) ?? 0) > 0xffff)) return false;
   const active = (await waylandWindows(desk)).find((w) => w.active);
-  if (active && /chrom/i.test(active.class)) {
-    const cp = `U+${(wide.codePointAt(0) ?? 0).toString(16).toUpperCase()}`;
-    throw new AgentError(
-      "unsupported",
-      `Chromium on Wayland drops typed characters beyond U+FFFF (${cp} "${wide}"): set the clipboard and press ctrl+v, or use an X11 box`,
-    );
-  }
+  return !!active && /chrom/i.test(active.class);
 }
 
 /** Top-level windows, in sway's tree order; `active` is the one with the keyboard focus. */

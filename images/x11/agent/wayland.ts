@@ -14,7 +14,7 @@ import { AgentError } from "./errors";
 import { sleep } from "./util";
 import { RfbFrames } from "./wayland-rfb-frames";
 import { wtypeText } from "./wayland-wtype";
-import { textUnits } from "./keyboard";
+import { textUnits, type TextUnit } from "./keyboard";
 
 export interface Point {
   x: number;
@@ -61,6 +61,18 @@ export function registerWaylandDisplay(name: string, runtimeBase: string, index:
 /** Keysyms wayvnc's keymap (US) has: printable ASCII, Return, Tab, BackSpace, Escape. */
 function inWayvncKeymap(sym: number): boolean {
   return (sym >= 0x20 && sym <= 0x7e) || sym === 0xff0d || sym === 0xff09 || sym === 0xff08 || sym === 0xff1b;
+}
+
+/**
+ * A character beyond U+FFFF as two keys, its UTF-16 high and low surrogate as Unicode keysyms.
+ * Chromium on Wayland takes one UTF-16 unit from a key event (a key of U+1F600 inserted U+F600),
+ * and inserts the two units of two keys as the one character (measured: the field's value is
+ * U+1F600; the page's `input` events carry one unit each).
+ */
+export function surrogateUnits(u: TextUnit): TextUnit[] {
+  const cp = u.ch.codePointAt(0) ?? 0;
+  if (cp <= 0xffff) return [u];
+  return [u.ch.charCodeAt(0), u.ch.charCodeAt(1)].map((unit) => ({ sym: 0x01000000 + unit, ch: String.fromCharCode(unit) }));
 }
 
 /** A wheel "button" (4–7) is a press and release of its own; 1–3 are held in the mask. */
@@ -126,8 +138,8 @@ export class RfbInput implements InputBackend {
     this.keyEvent(false, token.keysym);
   }
 
-  async typeText(text: string, delayMs: number): Promise<void> {
-    const units = textUnits(text);
+  async typeText(text: string, delayMs: number, opts: { astralAsSurrogates?: boolean } = {}): Promise<void> {
+    const units = opts.astralAsSurrogates ? textUnits(text).flatMap(surrogateUnits) : textUnits(text);
     if (!units.every((u) => inWayvncKeymap(u.sym))) {
       // Text outside the keymap goes whole through wtype (wayland-wtype.ts): its keys and
       // wayvnc's reach the page in the order sent only if one keyboard sends them all.
