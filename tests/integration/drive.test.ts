@@ -86,7 +86,9 @@ afterAll(async () => {
   await removeTestBoxes();
 });
 
-beforeEach(async () => {
+beforeEach(async ({ onTestFailed }) => {
+  // A failure the retry then hides still shows in the log, so CI says whether the retry is needed.
+  onTestFailed(({ task }) => console.warn(`drive (${DESKTOP}): "${task.name}" failed: ${task.result?.errors?.[0]?.message?.slice(0, 400)}`));
   await page.navigate(`data:text/html;base64,${Buffer.from(TEST_PAGE).toString("base64")}`);
 });
 
