@@ -16,9 +16,10 @@ import type { Writable } from "node:stream";
  * in yet. The video keeps the clock's pace even when ffmpeg falls behind (a loaded machine): the
  * frames owed are written once it has room, and at `stop` before the input ends, so the file's
  * length is the recording's wall time. A repeated frame is the same Buffer queued again, so a
- * backlog costs little memory.
+ * backlog costs little memory. `capture` may copy into the spare buffer it is given: one whose
+ * writes are all done, so no write still reads it.
  */
-function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number): { stop(): void; readonly firstAt: number; readonly first: Promise<void> } {
+function feedFrames(sink: Writable, capture: (spare?: Buffer) => Promise<Buffer>, fps: number): { stop(): void; readonly firstAt: number; readonly first: Promise<void> } {
   let latest: Buffer | null = null;
   let wroteFirst: () => void = () => {};
   const first = new Promise<void>((resolve) => (wroteFirst = resolve));
@@ -26,12 +27,29 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
   let stopped = false;
   let firstAt = 0;
   let written = 0;
+  // Writes not yet done, per buffer; and buffers no write holds and that are not `latest`.
+  const held = new Map<Buffer, number>();
+  const spares: Buffer[] = [];
+  const unused = (b: Buffer) => {
+    if (b !== latest && !held.has(b) && spares.length < 2 && !spares.includes(b)) spares.push(b);
+  };
+  const done = (b: Buffer) => {
+    const n = (held.get(b) ?? 1) - 1;
+    if (n > 0) held.set(b, n);
+    else held.delete(b), unused(b);
+  };
   sink.on("error", () => undefined);
   const grab = () => {
     if (inFlight || stopped) return;
     inFlight = true;
-    capture().then(
-      (px) => (latest = px),
+    const spare = spares.pop();
+    capture(spare).then(
+      (px) => {
+        const was = latest;
+        latest = px;
+        if (was && was !== px) unused(was);
+        if (spare && spare !== px) unused(spare);
+      },
       () => undefined,
     ).finally(() => (inFlight = false));
   };
@@ -42,7 +60,11 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
       firstAt = Date.now();
       wroteFirst();
     }
-    for (let n = owed(); n > 0 && sink.writableLength < limit; n--, written++) sink.write(latest);
+    for (let n = owed(); n > 0 && sink.writableLength < limit; n--, written++) {
+      const b = latest;
+      held.set(b, (held.get(b) ?? 0) + 1);
+      sink.write(b, () => done(b));
+    }
   };
   grab();
   const timer = setInterval(() => {
@@ -67,6 +89,17 @@ function feedFrames(sink: Writable, capture: () => Promise<Buffer>, fps: number)
   };
 }
 
+/**
+ * x264's threads: one up to 1920×1080 at 30 fps, else as many as it picks. Its sliced threads
+ * cost more than they save on a desktop's frames: ffmpeg fed a 1280×800 page that animates at
+ * 10 fps took 7.0 % of a core with its default threads and 5.8 % with one (a Wayland box, the
+ * same run). One thread encodes such a frame in about 6 ms, so 1080p at 30 fps still leaves half
+ * a core spare; a larger or faster recording gets more threads rather than fall behind.
+ */
+export function encoderThreads(width: number, height: number, fps: number): string {
+  return width * height * fps <= 1920 * 1080 * 30 ? "1" : "0";
+}
+
 export async function startRecording(screen: Screen, fps: number): Promise<RecordState> {
   if (screen.recording) throw new AgentError("failed", `screen ${screen.index} is already recording to ${screen.recording.path}`);
   const ffmpeg = which("ffmpeg");
@@ -87,7 +120,8 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
     // zerolatency (no lookahead, no B-frames) and nearest-neighbour chroma subsampling: a 1280×800
     // box at 10 fps went from 12 % of a core to under 10 % (bench/recording.ts; the colour
     // conversion was the larger half of ffmpeg's time). A desktop's flat colours lose nothing seen.
-    "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-sws_flags", "neighbor", "-pix_fmt", "yuv420p",
+    // One encoder thread where one keeps up (encoderThreads).
+    "-c:v", "libx264", "-threads", encoderThreads(s.width, s.height, fps), "-preset", "ultrafast", "-tune", "zerolatency", "-sws_flags", "neighbor", "-pix_fmt", "yuv420p",
     "-movflags", "+faststart", "-y", file,
   ];
   // On Wayland, frames from a session that follows the screen with incremental updates: a still
@@ -95,7 +129,7 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   // core at 10 fps (bench/recording.ts).
   const follow = screen.isWayland ? await (s as WaylandDesk).followFrames(fps) : null;
   const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: [screen.isWayland ? "pipe" : "ignore", "pipe", "pipe"], detached: true });
-  const feeder = follow && child.stdin ? feedFrames(child.stdin, () => follow.latest(), fps) : null;
+  const feeder = follow && child.stdin ? feedFrames(child.stdin, (spare) => follow.latest(5000, spare), fps) : null;
   let stderr = "";
   child.stderr?.on("data", (c: Buffer) => {
     stderr = (stderr + c.toString()).slice(-2000);
