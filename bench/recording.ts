@@ -79,7 +79,7 @@ async function benchRecordingOn(desktop: string) {
       console.log(
         `${desktop}, ${name}: recording costs ${cost.median.toFixed(1)} % of a core at the median of the pairs ` +
           `(${(on.median - off.median).toFixed(1)} % between the medians; goal ≤ 10 %); ` +
-          `${(stopped.bytes / 1024 / 1024 / (stopped.duration_ms / 60_000)).toFixed(1)} MiB a minute`,
+          `${(stopped.bytes / 1024 / 1024 / (stopped.duration_ms / 60_000)).toFixed(1)} MiB a minute (of ${WINDOW_S + 1} s recordings, each starting on a key frame)`,
       );
     }
   } finally {
