@@ -48,12 +48,6 @@ let box: any;
 /** The desktop the suite drives: X11, or Wayland when drive.wayland.test.ts imports it. */
 const DESKTOP = (globalThis as { HOLM_DRIVE_DESKTOP?: string }).HOLM_DRIVE_DESKTOP ?? "x11";
 
-/**
- * On Wayland a test that fails runs once more: input there has no round trip (ADR 0030), and the
- * first test once lost 3 of its 4 clicks in one CI run of five, probably sent before sway had
- * mapped Chromium's window (readiness now waits for it; the retry stays until CI shows it). X11: none.
- */
-const RETRY = { retry: DESKTOP === "wayland" ? 1 : 0 };
 
 /** Drags in the many-drags test: 50 in `npm test` and in `npm run test:stress`. */
 const DRAGS = Number(process.env.HOLM_TEST_DRAGS ?? 50);
@@ -86,9 +80,7 @@ afterAll(async () => {
   await removeTestBoxes();
 });
 
-beforeEach(async ({ onTestFailed }) => {
-  // A failure the retry then hides still shows in the log, so CI says whether the retry is needed.
-  onTestFailed(({ task }) => console.warn(`drive (${DESKTOP}): "${task.name}" failed: ${task.result?.errors?.[0]?.message?.slice(0, 400)}`));
+beforeEach(async () => {
   await page.navigate(`data:text/html;base64,${Buffer.from(TEST_PAGE).toString("base64")}`);
 });
 
@@ -116,7 +108,7 @@ async function state(done: (st: any) => boolean): Promise<any> {
   }
 }
 
-describe("input reaches the page", RETRY, () => {
+describe("input reaches the page", () => {
   it("clicks, right-clicks, double-clicks and shift-clicks", async () => {
     const at = await page.centre("#b");
     const out = await okBatch({
@@ -264,7 +256,7 @@ describe("input reaches the page", RETRY, () => {
   });
 });
 
-describe("held keys and buttons", RETRY, () => {
+describe("held keys and buttons", () => {
   it("releases a held key at the end of the batch and says so", async () => {
     const out = await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }, { type: "key_down", key: "shift" }] });
     expect(out.released_keys.join(",").toLowerCase()).toContain("shift");
@@ -293,7 +285,7 @@ describe("held keys and buttons", RETRY, () => {
   });
 });
 
-describe("frames", RETRY, () => {
+describe("frames", () => {
   // Nothing on the screen may change by itself here: no element has the focus (a caret blinks),
   // and the dock has no clock (images/x11/tint2/tint2rc).
   beforeEach(async () => {
@@ -341,7 +333,7 @@ describe("frames", RETRY, () => {
   });
 });
 
-describe("batches, screens and refusals", RETRY, () => {
+describe("batches, screens and refusals", () => {
   it("stops at a failing step unless keep_going", async () => {
     const t = await page.centre("#t");
     const stop = await okBatch({
@@ -404,7 +396,7 @@ describe("batches, screens and refusals", RETRY, () => {
   });
 });
 
-describe("screen, windows and clipboard", RETRY, () => {
+describe("screen, windows and clipboard", () => {
   it("lists windows and the active one, and moves the pointer", async () => {
     const windows = await json(await server.api(`/v1/boxes/${box.id}/screens/0/windows`));
     const list = windows.windows ?? windows;
@@ -437,7 +429,7 @@ describe("screen, windows and clipboard", RETRY, () => {
   });
 });
 
-describe("files and commands", RETRY, () => {
+describe("files and commands", () => {
   it("runs a command with argv, and times out", async () => {
     const ok = await json(await server.api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["sh", "-c", "echo out; echo err >&2; exit 3"] } }));
     expect(ok).toMatchObject({ code: 3, stdout: "out\n", stderr: "err\n", timed_out: false });
