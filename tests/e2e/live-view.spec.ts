@@ -307,6 +307,17 @@ async function clickToFocus(page: Page, info: TestInfo, selector: string) {
   const at = await cdp!.centre(selector);
   const inputsBefore = (await personInputs()).length;
   await cdp!.evaluate("window.downs.length = 0");
+  // What the console's page itself saw: which element each press reached.
+  await page.evaluate(() => {
+    const w = window as unknown as { seen?: string[] };
+    w.seen = [];
+    for (const type of ["mousedown", "mouseup"])
+      addEventListener(type, (ev) => {
+        const e = ev as MouseEvent;
+        const t = e.target as HTMLElement;
+        w.seen!.push(`${type} ${t.tagName}${t.dataset?.testid ? `[${t.dataset.testid}]` : ""} at ${e.clientX},${e.clientY}`);
+      }, true);
+  });
   await clickBoxAt(page, at);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline && (await focused()) !== selector.slice(1)) await page.waitForTimeout(100);
@@ -315,10 +326,29 @@ async function clickToFocus(page: Page, info: TestInfo, selector: string) {
   const downs = await cdp!.evaluate<number[][]>("window.downs");
   const console_ = await page.getByTestId("vnc").evaluate((el: HTMLElement) => ({ ...el.dataset }));
   const banner = await page.getByTestId("control-banner").textContent();
+  const dom = await page.evaluate(() => {
+    const vnc = document.querySelector("[data-testid=vnc]")!;
+    const canvases = [...document.querySelectorAll("canvas")].map((c) => {
+      const r = c.getBoundingClientRect();
+      return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height} at ${r.left},${r.top} ${r.width}x${r.height}`;
+    });
+    const r = vnc.getBoundingClientRect();
+    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) as HTMLElement | null;
+    return {
+      canvases,
+      screens: vnc.children.length,
+      hitAtCentre: hit ? `${hit.tagName}${hit.dataset?.testid ? `[${hit.dataset.testid}]` : ""}` : null,
+      active: document.activeElement?.tagName,
+      // noVNC's mouse capture: a full-window layer shown from a press on the screen to its release.
+      capture: document.getElementById("noVNC_mouse_capture_elem")?.style.display ?? "none yet",
+      seen: (window as unknown as { seen?: string[] }).seen,
+    };
+  });
   const description =
     `aimed at ${JSON.stringify(at)}; the server passed on ${JSON.stringify(pointer)}; the box's page saw mousedowns at ` +
-    `${JSON.stringify(downs)}; the viewer: ${JSON.stringify(console_)}, "${banner}", ${JSON.stringify(await viewers())}`;
+    `${JSON.stringify(downs)}; the viewer: ${JSON.stringify(console_)}, "${banner}", ${JSON.stringify(await viewers())}; the console page: ${JSON.stringify(dom)}`;
   info.annotations.push({ type: "missed click", description });
+  await attachShot(page, info, "a click missed");
   console.log(`a click missed ${selector}: ${description}`);
   await clickBoxAt(page, await cdp!.centre(selector));
   await expect.poll(focused).toBe(selector.slice(1));
