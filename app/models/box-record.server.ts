@@ -5,6 +5,7 @@ import { runtime } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { prepared } from "~/utils/prepared-query.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { type Actor, ownerOf } from "./actor";
@@ -175,8 +176,10 @@ export async function trace(boxId: string, event: string, data: Record<string, u
   }
 }
 
+const selectRow = prepared(1, (store, id) => store.selectFrom("box").selectAll().where("id", "=", id));
+
 export async function loadRow(id: string): Promise<BoxRow | undefined> {
-  return db().selectFrom("box").selectAll().where("id", "=", id).executeTakeFirst();
+  return (await selectRow(id))[0];
 }
 
 export async function setState(row: BoxRow, state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) {

@@ -94,6 +94,10 @@ describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
     const record = await import("~/models/box-record.server");
     const json = record.toBoxJson((await record.loadRow(id))!);
     expect(json).toMatchObject({ id, created_at_ms: now, expires_at_ms: now + 3_600_000, labels: {} });
+    // Its query is compiled once and run with each id (prepared-query.server.ts): a NUL in an id
+    // is not an error on PostgreSQL, and the second id read is not the first one's row.
+    expect(await record.loadRow("box_\u0000")).toBeUndefined();
+    expect((await record.loadRow(id))?.id).toBe(id);
 
     // Frames as bytea: every byte value comes back.
     const png = Buffer.from(Array.from({ length: 256 }, (_, i) => i));

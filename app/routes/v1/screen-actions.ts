@@ -5,12 +5,15 @@ import { param, parseJsonText, readText, v1 } from "~/edge/route.server";
 import { type BatchTimings, runBatch, validateBatch } from "~/models/batch.server";
 import { requireScreen } from "~/models/screen.server";
 
+/** The body's JSON, any shape: validateBatch checks it (made once, not per request). */
+const AnyJsonSchema = z.unknown();
+
 const route = v1({
   POST: async (args) => {
     const actor = await requireActor(args.request);
     const text = await readText(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"), args.request.signal);
-    const { input, steps } = validateBatch(parseJsonText(text, z.unknown()));
+    const { input, steps } = validateBatch(parseJsonText(text, AnyJsonSchema));
     const scope = `actions:${actor.kind === "server" ? "server" : actor.workspaceId}:${t.box.id}:${t.screen}`;
     return withIdempotency(scope, args.request.headers.get("idempotency-key"), text, async () => {
       const timings: BatchTimings = { box: 0, trace: 0 };
