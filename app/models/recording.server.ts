@@ -83,16 +83,24 @@ export function registerRecordingKeep(): void {
 }
 
 const REMOVE_WAIT_MS = 30_000;
+/**
+ * How long a box about to go has to say whether it records. A box whose agent hangs (frozen, out
+ * of memory) was waited on for REMOVE_WAIT_MS before its removal went on; it cannot hand over a
+ * recording anyway.
+ */
+const STATUS_WAIT_MS = 5_000;
 
 /** A running box is about to go: its recordings are stopped and copied, copies under way awaited. */
 async function keepBeforeRemove(row: BoxRow): Promise<void> {
+  // An unclaimed pool box has never been reached by any call: it has nothing recorded.
+  if (row.pooled) return;
   const work = (async () => {
     if (row.state === "ready") {
       const address = await boxAddress(row.id);
       if (address) {
         const box: RunningBox = { id: row.id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
         for (let n = 0; n < row.screens; n++) {
-          const status = await callAgent<RecordState>(box, agentCall("recordingStatus", { n })).catch(() => undefined);
+          const status = await callAgent<RecordState>(box, agentCall("recordingStatus", { n }), undefined, STATUS_WAIT_MS).catch(() => undefined);
           if (!status?.recording) continue;
           const stopped = await callAgent<RecordState>(box, agentCall("recordingStop", { n }), undefined, 15_000);
           await noteRecordingStopped(box, n, stopped, SERVER_ITSELF, true);

@@ -156,6 +156,19 @@ describe("recordings in the trace", () => {
     expect(p.seconds).toBeGreaterThan(0.5);
   }, 180_000);
 
+  it("a box whose agent hangs is removed in seconds: asking whether it records does not wait out the 30 s", async () => {
+    const hung = await launch(asA);
+    // The agent stops (as a frozen or swapped-out process would): the box is still `ready`.
+    // (pgrep's pattern is anchored: the shell that runs it has the path in its own command line.)
+    execFileSync("docker", ["exec", `holm-${hung}`, "sh", "-c", "kill -STOP $(pgrep -f '^node /opt/holm/agent.mjs')"], { timeout: 10_000 });
+    const t0 = Date.now();
+    const del = await asA(`/v1/boxes/${hung}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+    expect(del.status, await del.clone().text()).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    const after = await asA(`/v1/boxes/${hung}`);
+    expect([after.status, (await json(after)).code]).toEqual([410, "gone"]);
+  }, 60_000);
+
   it("a batch's stop step keeps it before the batch answers", async () => {
     await batch(asA, box, [{ type: "record", what: { do: "start", fps: 5 } }, { type: "wait", ms: 800 }, { type: "record", what: { do: "stop" } }]);
     const list = await json(await asA(`/v1/boxes/${box}/trace/recordings`));
