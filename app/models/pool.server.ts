@@ -27,6 +27,14 @@ import { countPoolClaim } from "~/utils/metrics.server";
 const TICK_MS = 2000;
 
 const HEALTH_TIMEOUT_MS = 1000;
+/**
+ * Refills wait for a burst of claims to end: CLAIM_QUIET_MS without a claim, and at most
+ * CLAIM_HOLD_MS after the burst's first. A desktop booting takes both cores for a second; an
+ * agent creating four boxes at once had its later claims wait on the first claim's refill
+ * (bench pool: the fourth claim of each round 25–50 ms, the first 10–15 ms).
+ */
+const CLAIM_QUIET_MS = 250;
+const CLAIM_HOLD_MS = 1000;
 
 interface Entry {
   key: string;
@@ -99,10 +107,21 @@ function drop(digest: string, id: string) {
   if (at >= 0) list!.splice(at, 1);
 }
 
+/** Pool boxes being removed: a sweep neither waits for one nor removes it twice. */
+const retiring = new Set<string>();
+
 async function retire(row: BoxRow, why: string) {
   drop(row.spec_digest, row.id);
+  if (retiring.has(row.id)) return;
+  retiring.add(row.id);
   log.info(`pool: removing ${row.id}: ${why}`);
-  await removeRow(row, `pool: ${why}`).catch((err) => log.error({ err }, `pool: removing ${row.id}`));
+  try {
+    await removeRow(row, `pool: ${why}`);
+  } catch (err) {
+    log.error({ err }, `pool: removing ${row.id}`);
+  } finally {
+    retiring.delete(row.id);
+  }
 }
 
 /**
@@ -152,7 +171,7 @@ export async function claimFromPool(
       continue;
     }
     Object.assign(row, patch, { pooled: 0 });
-    kick();
+    refillAfterClaims();
     // On the memory store the containers are all a restarted server has: the claim is kept on
     // the host before the caller hears of the box, so it is never adopted back into the pool.
     if (env().HOLM_STORAGE_BACKEND === "memory") {
@@ -239,14 +258,16 @@ async function sweep(): Promise<void> {
     .where("removed_at_ms", "is", null)
     .where("state", "not in", ["starting", "ready", "failed", "gone"])
     .execute();
-  for (const row of stray) await retire(row, `it is ${row.state}`);
+  // Not waited for: removing a paused container took the engine up to 30 s, and the refill
+  // behind it waited as long (its memory still counts below until it is gone).
+  for (const row of stray) void retire(row, `it is ${row.state}`);
   const rows = await poolRows();
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const [digest, list] of ready) {
     for (const id of [...list]) {
       const row = byId.get(id);
       if (!row || row.state !== "ready") drop(digest, id);
-      else if (!(await healthy(row))) await retire(row, "its desktop stopped answering");
+      else if (!(await healthy(row))) void retire(row, "its desktop stopped answering");
     }
   }
   const e = env();
@@ -260,6 +281,7 @@ async function sweep(): Promise<void> {
     if (!entry.spec) continue;
     const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0);
     while (have() < entry.size && held + each <= budget) {
+      if (claimBurst) return;
       const load = launchLoad();
       const mine = [...refilling.values()].reduce((a, b) => a + b, 0);
       if (mine >= slots || load.waiting > 0 || load.starting >= e.HOLM_LAUNCH_CONCURRENCY) return;
@@ -272,7 +294,25 @@ async function sweep(): Promise<void> {
   }
 }
 
-/** Runs a sweep soon (after a claim, or when a refill ends), never two at once. */
+/** Claims in the current burst: the refill they call for waits until it ends. */
+let claimBurst: { timer: NodeJS.Timeout; since: number } | undefined;
+
+function refillAfterClaims() {
+  const at = performance.now();
+  const since = claimBurst?.since ?? at;
+  if (claimBurst) clearTimeout(claimBurst.timer);
+  const timer = setTimeout(
+    () => {
+      claimBurst = undefined;
+      kick();
+    },
+    Math.max(0, Math.min(CLAIM_QUIET_MS, since + CLAIM_HOLD_MS - at)),
+  );
+  timer.unref();
+  claimBurst = { timer, since };
+}
+
+/** Runs a sweep soon (after a claim burst, or when a refill ends), never two at once. */
 function kick() {
   if (!timer) return;
   if (ticking) {
@@ -319,6 +359,8 @@ export async function startPool(): Promise<void> {
 
 export async function stopPool(): Promise<void> {
   if (timer) clearInterval(timer);
+  if (claimBurst) clearTimeout(claimBurst.timer);
+  claimBurst = undefined;
   timer = undefined;
   await ticking;
 }
