@@ -258,8 +258,8 @@ async function sweep(): Promise<void> {
     .where("removed_at_ms", "is", null)
     .where("state", "not in", ["starting", "ready", "failed", "gone"])
     .execute();
-  // Not waited for: removing a paused container took the engine up to 30 s, and the refill
-  // behind it waited as long (its memory still counts below until it is gone).
+  // Not waited for: a removal can take long (a frozen box's waited 30 s on its recordings before
+  // that wait had a limit), and the refill waited behind it. Its memory counts below until it is gone.
   for (const row of stray) void retire(row, `it is ${row.state}`);
   const rows = await poolRows();
   const byId = new Map(rows.map((r) => [r.id, r]));

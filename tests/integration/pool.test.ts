@@ -119,8 +119,7 @@ describe("warm pool", () => {
     }
     expect(got).not.toContain(broken);
     await poolFull();
-    // Retired in the background (a paused container takes the engine a while to remove): gone
-    // soon, whether the refill was quicker or not.
+    // Retired in the background, beside the refill: gone soon, whether the refill was quicker or not.
     await expect.poll(poolContainers, { timeout: 30_000 }).not.toContain(broken);
     for (const id of got) await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
   }, 90_000);
