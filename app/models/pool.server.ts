@@ -115,13 +115,9 @@ async function retire(row: BoxRow, why: string) {
   if (retiring.has(row.id)) return;
   retiring.add(row.id);
   log.info(`pool: removing ${row.id}: ${why}`);
-  try {
-    await removeRow(row, `pool: ${why}`);
-  } catch (err) {
-    log.error({ err }, `pool: removing ${row.id}`);
-  } finally {
-    retiring.delete(row.id);
-  }
+  await removeRow(row, `pool: ${why}`)
+    .catch((err) => log.error({ err }, `pool: removing ${row.id}`))
+    .finally(() => retiring.delete(row.id));
 }
 
 /**
@@ -301,13 +297,11 @@ function refillAfterClaims() {
   const at = performance.now();
   const since = claimBurst?.since ?? at;
   if (claimBurst) clearTimeout(claimBurst.timer);
-  const timer = setTimeout(
-    () => {
-      claimBurst = undefined;
-      kick();
-    },
-    Math.max(0, Math.min(CLAIM_QUIET_MS, since + CLAIM_HOLD_MS - at)),
-  );
+  const wait = Math.max(0, Math.min(CLAIM_QUIET_MS, since + CLAIM_HOLD_MS - at));
+  const timer = setTimeout(() => {
+    claimBurst = undefined;
+    kick();
+  }, wait);
   timer.unref();
   claimBurst = { timer, since };
 }
