@@ -97,13 +97,19 @@ async function migrate(store: Kysely<Database>): Promise<void> {
  */
 class NulInText extends OperationNodeTransformer {
   protected override transformValue(node: ValueNode): ValueNode {
-    return typeof node.value === "string" && node.value.includes("\0") ? { ...node, value: node.value.replaceAll("\0", "\uFFFD") } : node;
+    return hasNul(node.value) ? { ...node, value: withoutNul(node.value) } : node;
   }
 
   protected override transformPrimitiveValueList(node: PrimitiveValueListNode): PrimitiveValueListNode {
-    if (!node.values.some((v) => typeof v === "string" && v.includes("\0"))) return node;
-    return { ...node, values: node.values.map((v) => (typeof v === "string" ? v.replaceAll("\0", "\uFFFD") : v)) };
+    return node.values.some(hasNul) ? { ...node, values: node.values.map(withoutNul) } : node;
   }
+}
+
+const hasNul = (v: unknown): boolean => typeof v === "string" && v.includes("\0");
+
+/** A value as PostgreSQL's text takes it: a string's NULs become U+FFFD; anything else as it is. */
+export function withoutNul(v: unknown): unknown {
+  return typeof v === "string" ? v.replaceAll("\0", "\uFFFD") : v;
 }
 
 const nulInText = new NulInText();

@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely } from "kysely";
 import type { Database } from "../../db/schema";
-import { db, storeKind } from "./db.server";
+import { db, storeKind, withoutNul } from "./db.server";
 
 // A query on the hot path, built and compiled by Kysely once per store and then run with each
 // call's values. Profiled on a one-click batch, building and compiling `loadRow`'s one-line
@@ -13,7 +13,7 @@ const MARK = "\u0001holm-value-";
 /**
  * `build` gets one placeholder per value (`arity` of them) and puts each where its value goes;
  * the placeholders are found in the compiled parameters, so their order in the SQL does not
- * matter. Strings lose their NULs on PostgreSQL, as every other query's do (db.server.ts).
+ * matter. Strings lose their NULs on PostgreSQL (withoutNul), as every other query's do.
  */
 export function prepared<R>(arity: number, build: (store: Kysely<Database>, ...values: string[]) => Compilable<R>) {
   let kept: { store: Kysely<Database>; query: CompiledQuery<R>; slots: number[] } | undefined;
@@ -28,11 +28,7 @@ export function prepared<R>(arity: number, build: (store: Kysely<Database>, ...v
     }
     const { query, slots } = kept;
     const pg = storeKind() === "postgres";
-    const parameters = query.parameters.map((p, i) => {
-      if (slots[i]! < 0) return p;
-      const v = values[slots[i]!];
-      return pg && typeof v === "string" ? v.replaceAll("\0", "\uFFFD") : v;
-    });
+    const parameters = query.parameters.map((p, i) => (slots[i]! < 0 ? p : pg ? withoutNul(values[slots[i]!]) : values[slots[i]!]));
     return (await store.executeQuery<R>({ ...query, parameters })).rows;
   };
 }
