@@ -8,6 +8,8 @@ import { wtypeRuns } from "../../images/x11/agent/wayland-wtype";
 import { surrogateUnits } from "../../images/x11/agent/wayland";
 import { encodePng, encodePngBgrx } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
+import { BandedPng, BAND_ROWS, adler32, adler32Combine } from "../../images/x11/agent/png-bands";
+import zlib from "node:zlib";
 import { decodePng } from "./harness";
 
 describe("planPath", () => {
@@ -161,5 +163,64 @@ describe("wtype runs on Wayland", () => {
     expect(units.map((u) => u.sym.toString(16))).toEqual(["61", "100d83d", "100de00", "e9"]);
     expect(units.map((u) => u.ch).join("")).toBe("a😀é");
     expect(wtypeRuns(units, 0)).toEqual([["-p", "F20", "-k", "0x61", "-k", "0x100d83d", "-k", "0x100de00", "-k", "0xe9"]]);
+  });
+
+  describe("banded", () => {
+    const w = 1283; // not a multiple of four: the scanline remainder too
+    const h = BAND_ROWS * 3 + 5; // a short last band
+    const pixels = (seed: number) => {
+      const px = Buffer.alloc(w * h * 4);
+      const next = prng(seed);
+      for (let i = 0; i < w * h; i++) px.writeUInt32LE(Math.floor(next() * 0x1000000), i * 4);
+      return px;
+    };
+    const expectPixels = (png: Buffer, px: Buffer) => {
+      const img = decodePng(png); // inflateSync checks the Adler-32
+      expect([img.width, img.height]).toEqual([w, h]);
+      for (let y = 0; y < h; y += 7) {
+        for (let x = 0; x < w; x += 5) {
+          const v = px.readUInt32LE((y * w + x) * 4);
+          expect(img.rgb(x, y), `at ${x},${y}`).toEqual([(v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff]);
+        }
+      }
+      // Every chunk's CRC, by Node's own zlib.
+      for (let off = 8; off < png.length; ) {
+        const len = png.readUInt32BE(off);
+        expect(png.readUInt32BE(off + 8 + len)).toBe(zlib.crc32(png.subarray(off + 4, off + 8 + len)));
+        off += 12 + len;
+      }
+    };
+
+    it("combines Adler-32s as zlib does", () => {
+      const data = pixels(3);
+      const z = zlib.deflateSync(data, { level: 1 }); // a zlib stream ends with the Adler-32 of its data
+      expect(adler32(data)).toBe(z.readUInt32BE(z.length - 4));
+      for (const at of [1, 2, 3]) {
+        const z1 = zlib.deflateSync(data.subarray(at, at + 10_001), { level: 1 }); // unaligned, a ragged end
+        expect(adler32(data.subarray(at, at + 10_001)), `offset ${at}`).toBe(z1.readUInt32BE(z1.length - 4));
+      }
+      for (const cut of [0, 1, 5551, 5552, 65521, 65522, 200_000, data.length]) {
+        expect(adler32Combine(adler32(data.subarray(0, cut)), adler32(data.subarray(cut)), data.length - cut), `cut ${cut}`).toBe(adler32(data));
+      }
+    });
+
+    it("deflates only the bands that changed, and gives the same bytes as a fresh encode", async () => {
+      const enc = new BandedPng();
+      const a = pixels(1);
+      expectPixels(await enc.encode(a, w, h), a);
+      expect(enc.lastDeflated).toBe(4);
+      const b = Buffer.from(a);
+      b.writeUInt32LE(0x123456, (BAND_ROWS * 2 + 3) * w * 4 + 17 * 4); // one pixel in the third band
+      const pngB = await enc.encode(b, w, h);
+      expect(enc.lastDeflated).toBe(1);
+      expectPixels(pngB, b);
+      expect(pngB.equals(await new BandedPng().encode(b, w, h))).toBe(true);
+      await enc.encode(Buffer.from(b), w, h);
+      expect(enc.lastDeflated).toBe(0);
+      // Another size starts over.
+      const c = pixels(2).subarray(0, w * (h - 1) * 4);
+      await enc.encode(c, w, h - 1);
+      expect(enc.lastDeflated).toBe(4);
+    });
   });
 });

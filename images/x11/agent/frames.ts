@@ -3,7 +3,7 @@
 import crypto from "node:crypto";
 import type { Screen, Session } from "./screen";
 import { getImage, queryPointer, xfixesGetCursorImage } from "./x11-requests";
-import { encodePng, encodePngBgrx } from "./png";
+import { encodePng } from "./png";
 import { findWindow } from "./windows";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
@@ -180,7 +180,7 @@ export async function captureFrame(screen: Screen, opts: CaptureOptions, have?: 
   if (have && have === read.hash) return { hash: read.hash, unchanged: true, width, height };
   const cached = read.hash === undefined ? undefined : screen.pngCache.get(read.hash);
   const png = cached ?? (width === r.width && height === r.height
-    ? await encodePngBgrx(read.px, width, height)
+    ? await screen.framePng.encode(read.px, width, height)
     : await encodePng(toRgb(read.px, r.width, r.height, width, height), width, height));
   // New pixels are named by their PNG (the encoder is deterministic: the same pixels make the
   // same bytes), a twentieth of their size to hash: 2.5 ms less on every changed frame.

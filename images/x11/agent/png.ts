@@ -20,7 +20,7 @@ function crc32(buf: Buffer, start = 0, end = buf.length): number {
   return (c ^ 0xffffffff) >>> 0;
 }
 
-function chunk(type: string, data: Buffer): Buffer {
+export function chunk(type: string, data: Buffer): Buffer {
   const out = Buffer.allocUnsafe(12 + data.length);
   out.writeUInt32BE(data.length, 0);
   out.write(type, 4, "latin1");
@@ -29,7 +29,7 @@ function chunk(type: string, data: Buffer): Buffer {
   return out;
 }
 
-const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+export const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 /**
  * PNG scanlines (filter byte 0, then RGB) straight from 32-bit BGRX pixels, in one pass. Four
@@ -93,16 +93,21 @@ export function encodePng(rgb: Buffer, width: number, height: number): Promise<B
   return pack(scanlinesRgb(rgb, width, height), width, height);
 }
 
-function pack(raw: Buffer, width: number, height: number): Promise<Buffer> {
+/** The IHDR chunk of an 8-bit RGB PNG. */
+export function ihdrRgb(width: number, height: number): Buffer {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
   ihdr[8] = 8; // bit depth
   ihdr[9] = 2; // colour type: RGB
+  return chunk("IHDR", ihdr);
+}
+
+function pack(raw: Buffer, width: number, height: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     zlib.deflate(raw, { level: 1, memLevel: 9 }, (err, idat) => {
       if (err) reject(err);
-      else resolve(Buffer.concat([SIGNATURE, chunk("IHDR", ihdr), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]));
+      else resolve(Buffer.concat([SIGNATURE, ihdrRgb(width, height), chunk("IDAT", idat), chunk("IEND", Buffer.alloc(0))]));
     });
   });
 }

@@ -18,6 +18,7 @@ import { WindowWatch } from "./window-watch";
 import type { WindowInfo } from "./window-types";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
+import { BandedPng } from "./png-bands";
 import { IPC_GET_VERSION, WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";
 
 export interface Session extends Desk {
@@ -58,6 +59,8 @@ export class Screen {
   guardedBy = "";
   /** Last PNGs by frame hash, newest last: a repeated request is not encoded twice. */
   readonly pngCache = new Map<string, Buffer>();
+  /** Encodes this screen's frames, deflating only the rows changed since the last one. */
+  readonly framePng = new BandedPng();
   /** The last captured pixels and their hash, so an unchanged screen is not hashed again. */
   lastPixels: { key: string; px: Buffer; hash: string } | null = null;
   private current: Session | null = null;

@@ -2,7 +2,7 @@
 // grim, for the pointer and scaling; docs/decisions/0030). Window ids are sway's container ids, in the X11 form ("0x…").
 import crypto from "node:crypto";
 import { runTool } from "./proc";
-import { encodePng, encodePngBgrx } from "./png";
+import { encodePng } from "./png";
 import { formatWindowId, type WindowInfo } from "./windows";
 import { IPC_GET_TREE, type WaylandDesk } from "./wayland";
 import { AgentError } from "./errors";
@@ -227,7 +227,7 @@ export async function waylandFrame(screen: Screen, desk: WaylandDesk, opts: Capt
   if (have && have === hash) return { hash, unchanged: true, width, height };
   let png = screen.pngCache.get(hash);
   if (!png) {
-    png = "bgrx" in got ? await encodePngBgrx(got.bgrx, width, height) : await encodePng(got.rgb, width, height);
+    png = "bgrx" in got ? await screen.framePng.encode(got.bgrx, width, height) : await encodePng(got.rgb, width, height);
     screen.pngCache.set(hash, png);
     while (screen.pngCache.size > 4) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
   }
