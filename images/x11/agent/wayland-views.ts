@@ -173,8 +173,8 @@ async function grab(screen: Screen, r: Rect, scale: number, pointer: boolean): P
   return { rgb, width, height, hash };
 }
 
-/** `r` of wayvnc's current frame, BGRX rows, and their hash (the same as X11's for the same pixels' layout). */
-async function fromWayvnc(desk: WaylandDesk, r: Rect): Promise<{ bgrx: Buffer; width: number; height: number; hash: string }> {
+/** `r` of wayvnc's current frame, BGRX rows, and the key naming that area. */
+async function fromWayvnc(desk: WaylandDesk, r: Rect): Promise<{ bgrx: Buffer; width: number; height: number; key: string }> {
   const full = await desk.frames.capture();
   let bgrx = full;
   if (r.x !== 0 || r.y !== 0 || r.width !== desk.width || r.height !== desk.height) {
@@ -184,13 +184,13 @@ async function fromWayvnc(desk: WaylandDesk, r: Rect): Promise<{ bgrx: Buffer; w
       full.copy(bgrx, row * r.width * 4, from, from + r.width * 4);
     }
   }
-  const hash = crypto.createHash("sha1").update(`wlv;${r.x},${r.y},${r.width},${r.height};`).update(bgrx).digest("hex");
-  return { bgrx, width: r.width, height: r.height, hash };
+  return { bgrx, width: r.width, height: r.height, key: `wlv;${r.x},${r.y},${r.width},${r.height}` };
 }
 
 /** The hash of the whole screen, for change detection (wait_still). */
 export async function waylandScreenHash(_screen: Screen, desk: WaylandDesk): Promise<string> {
-  return (await fromWayvnc(desk, { x: 0, y: 0, width: desk.width, height: desk.height })).hash;
+  const got = await fromWayvnc(desk, { x: 0, y: 0, width: desk.width, height: desk.height });
+  return crypto.createHash("sha1").update(`${got.key};`).update(got.bgrx).digest("hex");
 }
 
 /**
@@ -222,14 +222,37 @@ export async function waylandFrame(screen: Screen, desk: WaylandDesk, opts: Capt
   const rect = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
   // wayvnc's frame when it is the picture asked for; grim draws the pointer and scales.
   const plain = scale === 100 && !opts.pointer;
-  const got = plain ? await fromWayvnc(desk, rect) : await grab(screen, rect, scale, opts.pointer === true);
+  if (plain) return fromWayvncFrame(screen, await fromWayvnc(desk, rect), have);
+  const got = await grab(screen, rect, scale, opts.pointer === true);
   const { width, height, hash } = got;
   if (have && have === hash) return { hash, unchanged: true, width, height };
   let png = screen.pngCache.get(hash);
   if (!png) {
-    png = "bgrx" in got ? await screen.framePng.encode(got.bgrx, width, height) : await encodePng(got.rgb, width, height);
-    screen.pngCache.set(hash, png);
-    while (screen.pngCache.size > 4) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
+    png = await encodePng(got.rgb, width, height);
+    cachePng(screen, hash, png);
   }
+  return { hash, unchanged: false, png_base64: png.toString("base64"), width, height };
+}
+
+function cachePng(screen: Screen, hash: string, png: Buffer): void {
+  screen.pngCache.set(hash, png);
+  while (screen.pngCache.size > 4) screen.pngCache.delete(screen.pngCache.keys().next().value as string);
+}
+
+/**
+ * A frame of wayvnc's pixels, named as X11's are: the last frame's hash when the pixels are
+ * byte-equal to it (a memcmp), else a SHA-1 of the PNG, a twentieth of the pixels' size to hash.
+ */
+async function fromWayvncFrame(screen: Screen, got: { bgrx: Buffer; width: number; height: number; key: string }, have?: string): Promise<Frame> {
+  const { width, height, key } = got;
+  const last = screen.lastPixels;
+  const known = last && last.key === key && last.px.equals(got.bgrx) ? last.hash : undefined;
+  if (have && have === known) return { hash: known, unchanged: true, width, height };
+  let png = known === undefined ? undefined : screen.pngCache.get(known);
+  png ??= await screen.framePng.encode(got.bgrx, width, height);
+  const hash = known ?? crypto.createHash("sha1").update(`${key};png;`).update(png).digest("hex");
+  if (known === undefined) screen.lastPixels = { key, px: got.bgrx, hash };
+  if (!screen.pngCache.has(hash)) cachePng(screen, hash, png);
+  if (have && have === hash) return { hash, unchanged: true, width, height };
   return { hash, unchanged: false, png_base64: png.toString("base64"), width, height };
 }
