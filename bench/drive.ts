@@ -57,18 +57,22 @@ export async function benchDrive() {
     // The one-click batch, split by its Server-Timing: `box` (the signed call to the in-box
     // agent, and its work), the server's own share (`app`, the server's whole time on the
     // request, less `box`) and what lies outside the server (the client and loopback).
+    const timed = async (body: unknown) => {
+      const t0 = now();
+      const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: body });
+      await res.arrayBuffer();
+      const total = now() - t0;
+      const timing = res.headers.get("server-timing") ?? "";
+      const dur = (name: string) => Number(new RegExp(`${name};dur=([0-9.]+)`).exec(timing)?.[1] ?? NaN);
+      const app = dur("app");
+      return { total, inBox: dur("box"), app: Number.isNaN(app) ? total : app, trace: dur("trace") };
+    };
     const whole: number[] = [];
     const boxShare: number[] = [];
     const own: number[] = [];
     const outside: number[] = [];
     for (let i = 0; i < N + 3; i++) {
-      const t0 = now();
-      const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions: [click] } });
-      await res.arrayBuffer();
-      const total = now() - t0;
-      const timing = res.headers.get("server-timing") ?? "";
-      const inBox = Number(/box;dur=([0-9.]+)/.exec(timing)?.[1] ?? NaN);
-      const app = Number(/app;dur=([0-9.]+)/.exec(timing)?.[1] ?? total);
+      const { total, inBox, app } = await timed({ actions: [click] });
       if (i < 3) continue;
       whole.push(total);
       boxShare.push(inBox);
@@ -92,14 +96,7 @@ export async function benchDrive() {
     // What recording the trace costs a batch, from the Server-Timing the server sends.
     const shares: number[] = [];
     for (let i = 0; i < N; i++) {
-      const t0 = now();
-      const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, {
-        method: "POST",
-        json: { actions: [click, { type: "move", to: { x: 700, y: 300 } }, click] },
-      });
-      await res.arrayBuffer();
-      const total = now() - t0;
-      const trace = Number(/trace;dur=([0-9.]+)/.exec(res.headers.get("server-timing") ?? "")?.[1] ?? NaN);
+      const { total, trace } = await timed({ actions: [click, { type: "move", to: { x: 700, y: 300 } }, click] });
       shares.push((trace / total) * 100);
     }
     summarize("trace recording share of a 3-step batch", shares, "%");
@@ -113,18 +110,12 @@ export async function benchDrive() {
     const fOwn: number[] = [];
     const fTrace: number[] = [];
     for (let i = 0; i < N + 3; i++) {
-      const t0 = now();
-      const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions: [click], want: ["frame"] } });
-      await res.arrayBuffer();
-      const total = now() - t0;
-      const timing = res.headers.get("server-timing") ?? "";
-      const inBox = Number(/box;dur=([0-9.]+)/.exec(timing)?.[1] ?? NaN);
-      const app = Number(/app;dur=([0-9.]+)/.exec(timing)?.[1] ?? total);
+      const { total, inBox, app, trace } = await timed({ actions: [click], want: ["frame"] });
       if (i < 3) continue;
       fWhole.push(total);
       fBox.push(inBox);
       fOwn.push(app - inBox);
-      fTrace.push(Number(/trace;dur=([0-9.]+)/.exec(timing)?.[1] ?? NaN));
+      fTrace.push(trace);
     }
     const frameApi = summarize("click + frame 1280×800 (/v1)", fWhole);
     summarize("  of which Server-Timing box", fBox);
