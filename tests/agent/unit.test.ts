@@ -6,7 +6,7 @@ import { globToRegExp } from "../../images/x11/agent/files";
 import { textUnits } from "../../images/x11/agent/keyboard";
 import { wtypeRuns } from "../../images/x11/agent/wayland-wtype";
 import { surrogateUnits } from "../../images/x11/agent/wayland";
-import { encodePng, encodePngBgrx } from "../../images/x11/agent/png";
+import { encodePng } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
 import { BandedPng, BAND_ROWS, adler32, adler32Combine } from "../../images/x11/agent/png-bands";
 import zlib from "node:zlib";
@@ -106,15 +106,16 @@ describe("png", () => {
     expect([...toRgb(two, 2, 1, 1, 1)]).toEqual([100, 100, 100]);
   });
 
-  // The BGRX path converts four pixels at a time in 32-bit words: every width's remainder (0–3
-  // pixels after the last group of four) and pixels that do not start on a 4-byte boundary.
+  // The BGRX path (frames, png-bands.ts) converts four pixels at a time in 32-bit words: every
+  // width's remainder (0–3 pixels after the last group of four) and pixels that do not start on a
+  // 4-byte boundary.
   it("encodes BGRX pixels exactly, whatever the width, from aligned and unaligned buffers", async () => {
     for (const w of [1, 2, 3, 4, 5, 6, 7, 8, 13, 1280]) {
       const h = 3;
       for (const offset of [0, 1, 2]) {
         const bgrx = Buffer.alloc(w * h * 4 + offset).subarray(offset);
         for (let i = 0; i < w * h; i++) bgrx.writeUInt32LE((((i * 37) & 0xff) | (((i * 91 + 7) & 0xff) << 8) | (((i * 13 + 200) & 0xff) << 16) | (0xaa << 24)) >>> 0, i * 4);
-        const img = decodePng(await encodePngBgrx(bgrx, w, h));
+        const img = decodePng(await new BandedPng().encode(bgrx, w, h));
         for (let y = 0; y < h; y++) {
           for (let x = 0; x < w; x++) {
             const v = bgrx.readUInt32LE((y * w + x) * 4);

@@ -83,11 +83,6 @@ export function scanlinesRgb(rgb: Buffer, width: number, height: number): Buffer
   return out;
 }
 
-/** PNG from 32-bit BGRX pixels (as X GetImage gives them). */
-export function encodePngBgrx(px: Buffer, width: number, height: number): Promise<Buffer> {
-  return pack(scanlinesBgrx(px, width, height), width, height);
-}
-
 /** PNG from packed 8-bit RGB. */
 export function encodePng(rgb: Buffer, width: number, height: number): Promise<Buffer> {
   return pack(scanlinesRgb(rgb, width, height), width, height);
