@@ -110,6 +110,47 @@ describe("Wayland boxes", () => {
     await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
   }, 60_000);
 
+  it("a frame after changes anywhere on the screen shows every pixel as grim does (wayvnc sends only what changed)", async () => {
+    // After the first frame the agent asks wayvnc for one pixel, and wayvnc joins to it all that
+    // changed since the agent's last update: a change left out, or an update taken for "nothing
+    // changed", would leave an older picture in the frame. Changes in Chromium, in an XWayland
+    // xterm and of the pointer; grim's picture (with the pointer, as wayvnc draws it) is the truth.
+    const opened = await batch([
+      { type: "open_url", url: "data:text/html,<style>html,body{margin:0;height:100%;background:%23fff}</style>", target: "current" },
+      { type: "launch", app: "xterm", args: ["-class", "WlDamage", "-geometry", "30x8"] },
+      { type: "await_window", what: { class: "WlDamage", within_ms: 20_000 } },
+    ], { want: ["frame"] });
+    const xterm = opened.results[2].window.id;
+    const changes: [string, unknown[]][] = [
+      ["the xterm placed", [{ type: "on_window", window: xterm, what: { do: "arrange", how: "at", to: { x: 700, y: 420 } } }]],
+      ["typed into it", [{ type: "on_window", window: xterm, what: { do: "focus" } }, { type: "type", text: "echo band" }]],
+      ["the pointer moved", [{ type: "move", to: { x: 3, y: 3 } }]],
+      // Two changes with wayvnc's captures between them, then one frame: both must be in it.
+      ["typed, then the pointer moved", [{ type: "type", text: " edge" }, { type: "wait", ms: 150 }, { type: "move", to: { x: 1100, y: 60 } }]],
+      ["the xterm closed", [{ type: "on_window", window: xterm, what: { do: "close" } }]],
+    ];
+    for (const [what, steps] of changes) {
+      await batch(steps);
+      const out = await batch([{ type: "wait", ms: 300 }, { type: "capture", what: { pointer: true } }], { want: ["frame"] });
+      const fromVnc = decodePng(Buffer.from(out.frame.png_base64, "base64"));
+      const fromGrim = decodePng(Buffer.from(out.results[1].png_base64, "base64"));
+      let differ = 0;
+      let first = "";
+      for (let y = 0; y < 800; y++) {
+        for (let x = 0; x < 1280; x++) {
+          const a = fromVnc.rgb(x, y);
+          const b = fromGrim.rgb(x, y);
+          if (a[0] !== b[0] || a[1] !== b[1] || a[2] !== b[2]) {
+            differ++;
+            first ||= `(${x},${y}) wayvnc ${a} grim ${b}`;
+          }
+        }
+      }
+      expect(differ, `${what}: ${differ} pixels differ, the first at ${first}`).toBe(0);
+    }
+    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
+  }, 90_000);
+
   it("lists sway's windows (Chromium is active), and focuses and closes them", async () => {
     const out = await batch([{ type: "windows" }]);
     const chromium = out.results[0].windows.find((w: any) => /chromium/i.test(w.class));

@@ -1,7 +1,8 @@
 // Frames of a Wayland screen from wayvnc, over the agent's own RFB session (the one its input goes
-// through): a non-incremental FramebufferUpdateRequest of the whole screen, answered in Raw
-// encoding as 32-bit BGRX rows, the layout the X11 path captures in, so hashing, `have` and the
-// PNG encoder are shared. grim (one process and a 3 MB pipe per capture) cost 2.3× X11's frame in
+// through): a non-incremental FramebufferUpdateRequest (of the whole screen once, then of one
+// pixel, which wayvnc answers with all that changed since: `capture`), answered in Raw encoding
+// as 32-bit BGRX rows, the layout the X11 path captures in, so hashing, `have` and the PNG
+// encoder are shared. grim (one process and a 3 MB pipe per capture) cost 2.3× X11's frame in
 // `npm run bench wayland`; wayvnc already holds the screen (ADR 0030). A recording has a session
 // of its own that follows the screen with incremental updates (`followFps`).
 import type net from "node:net";
@@ -33,13 +34,15 @@ function encodingsMessage(): Buffer {
   return b;
 }
 
-/** FramebufferUpdateRequest for the whole screen. */
-function updateRequest(incremental: boolean, width: number, height: number): Buffer {
+/** FramebufferUpdateRequest: the whole screen, or `area` of it (non-incremental only). */
+function updateRequest(incremental: boolean, width: number, height: number, area?: { x: number; y: number; width: number; height: number }): Buffer {
   const b = Buffer.alloc(10);
   b[0] = 3;
   b[1] = incremental ? 1 : 0;
-  b.writeUInt16BE(width, 6);
-  b.writeUInt16BE(height, 8);
+  b.writeUInt16BE(area?.x ?? 0, 2);
+  b.writeUInt16BE(area?.y ?? 0, 4);
+  b.writeUInt16BE(area?.width ?? width, 6);
+  b.writeUInt16BE(area?.height ?? height, 8);
   return b;
 }
 
@@ -71,9 +74,9 @@ export class RfbFrames {
     if (followFps) this.ask(false);
   }
 
-  private ask(incremental: boolean): void {
+  private ask(incremental: boolean, area?: { x: number; y: number; width: number; height: number }): void {
     this.lastAsked = Date.now();
-    this.sock.write(updateRequest(incremental, this.width, this.height));
+    this.sock.write(updateRequest(incremental, this.width, this.height, area));
   }
 
   /** After an update, in follow mode: the next incremental request, no sooner than 1/fps after the last. */
@@ -106,13 +109,18 @@ export class RfbFrames {
    */
   latest(timeoutMs = 5000, into?: Buffer): Promise<Buffer> {
     if (this.version === 0) return this.capture(timeoutMs, false);
+    return Promise.resolve(this.snap(into));
+  }
+
+  /** The frame buffer as of now, copied once per change: the same Buffer while nothing changed. */
+  private snap(into?: Buffer): Buffer {
     if (this.snapshot?.version !== this.version) {
       const reuse = into && into.length === this.fb.length && into !== this.snapshot?.px;
       const px = reuse ? into : Buffer.allocUnsafe(this.fb.length);
       this.fb.copy(px);
       this.snapshot = { version: this.version, px };
     }
-    return Promise.resolve(this.snapshot.px);
+    return this.snapshot.px;
   }
 
   /** Reads what wayvnc sends, for good: updates into the frame buffer, the rest skipped. */
@@ -121,6 +129,7 @@ export class RfbFrames {
     for (;;) {
       const type = (await r.read(1))[0];
       if (type === 0) {
+        let changed = this.version === 0;
         const n = (await r.read(3)).readUInt16BE(1);
         for (let i = 0; i < n; i++) {
           const h = await r.read(12);
@@ -130,17 +139,21 @@ export class RfbFrames {
           const hh = h.readUInt16BE(6);
           const enc = h.readInt32BE(8);
           if (enc !== 0) throw new Error(`wayvnc sent encoding ${enc}, not Raw`);
-          const px = await r.read(w * hh * 4);
+          // Row by row straight into the frame buffer (no 4 MB gathered first), noting whether
+          // any row differs: a catch-up update of a still screen changes nothing.
+          const cols = Math.max(0, Math.min(w, this.width - x));
           for (let row = 0; row < hh; row++) {
-            if (y + row >= this.height || x >= this.width) continue;
-            const len = Math.min(w, this.width - x) * 4;
-            px.copy(this.fb, ((y + row) * this.width + x) * 4, row * w * 4, row * w * 4 + len);
+            const line = await r.read(w * 4);
+            if (y + row >= this.height || cols === 0) continue;
+            const at = ((y + row) * this.width + x) * 4;
+            if (!changed && line.compare(this.fb, at, at + cols * 4, 0, cols * 4) !== 0) changed = true;
+            line.copy(this.fb, at, 0, cols * 4);
           }
         }
-        this.version++;
+        if (changed) this.version++;
         if (this.waiters.length > 0) {
-          const copy = Buffer.from(this.fb);
-          for (const w of this.waiters.splice(0)) w.resolve(copy);
+          const px = this.snap();
+          for (const w of this.waiters.splice(0)) w.resolve(px);
         }
         this.followOn();
       } else if (type === 1) {
@@ -157,7 +170,15 @@ export class RfbFrames {
     }
   }
 
-  /** The whole screen now, BGRX rows (a copy); `ask: false` waits for the next update only. */
+  /**
+   * The whole screen now, BGRX rows (a copy, the same Buffer while nothing changed); `ask: false`
+   * waits for the next update only. The first request is for the whole screen. After it, the
+   * request is a non-incremental one for a single pixel: wayvnc (neatvnc) keeps, for each
+   * session, what changed on the screen since that session's last update, and answers a
+   * non-incremental request at once with the area asked for joined to all of that. So one
+   * request brings this frame buffer up to date with wayvnc's latest capture, as a request for
+   * the whole screen would, but sends only what changed, not 4 MB every time.
+   */
   capture(timeoutMs = 5000, ask = true): Promise<Buffer> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
@@ -170,8 +191,8 @@ export class RfbFrames {
         resolve(px);
       };
       this.waiters.push({ resolve: done, reject: (e) => (clearTimeout(timer), reject(e)) });
-      // One request answers every waiter: the next update is the whole screen.
-      if (ask && this.waiters.length === 1) this.ask(false);
+      // One request answers every waiter: the next update brings the whole screen up to date.
+      if (ask && this.waiters.length === 1) this.ask(false, this.version === 0 ? undefined : { x: 0, y: 0, width: 1, height: 1 });
     });
   }
 }

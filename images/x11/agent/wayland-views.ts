@@ -246,7 +246,7 @@ function cachePng(screen: Screen, hash: string, png: Buffer): void {
 async function fromWayvncFrame(screen: Screen, got: { bgrx: Buffer; width: number; height: number; key: string }, have?: string): Promise<Frame> {
   const { width, height, key } = got;
   const last = screen.lastPixels;
-  const known = last && last.key === key && last.px.equals(got.bgrx) ? last.hash : undefined;
+  const known = last && last.key === key && (last.px === got.bgrx || last.px.equals(got.bgrx)) ? last.hash : undefined;
   if (have && have === known) return { hash: known, unchanged: true, width, height };
   let png = known === undefined ? undefined : screen.pngCache.get(known);
   png ??= await screen.framePng.encode(got.bgrx, width, height);
