@@ -10,6 +10,9 @@ import { encodePng } from "../../images/x11/agent/png";
 import { toRgb } from "../../images/x11/agent/frames";
 import { BandedPng, BAND_ROWS, adler32, adler32Combine } from "../../images/x11/agent/png-bands";
 import zlib from "node:zlib";
+import type net from "node:net";
+import { RfbFrames } from "../../images/x11/agent/wayland-rfb-frames";
+import { ByteReader } from "../../app/protocol/rfb/handshake";
 import { decodePng } from "./harness";
 
 describe("planPath", () => {
@@ -223,5 +226,60 @@ describe("wtype runs on Wayland", () => {
       await enc.encode(c, w, h - 1);
       expect(enc.lastDeflated).toBe(4);
     });
+  });
+});
+
+describe("Wayland frames from wayvnc (RfbFrames)", () => {
+  // wayvnc scripted: what the agent asks for is recorded, and updates are pushed as wayvnc sends them.
+  const W = 40;
+  const H = 30;
+  const session = (followFps?: number) => {
+    const asked: Buffer[] = [];
+    const sock = { write: (b: Buffer) => (asked.push(Buffer.from(b)), true), destroy: () => undefined } as unknown as net.Socket;
+    const reader = new ByteReader();
+    const frames = new RfbFrames(sock, reader, W, H, followFps);
+    return { frames, reader, asked: () => asked.filter((b) => b[0] === 3) };
+  };
+  /** A FramebufferUpdate of Raw rects, each filled with one 32-bit value. */
+  const update = (rects: { x: number; y: number; w: number; h: number; v: number }[]) => {
+    const parts = [Buffer.from([0, 0, rects.length >> 8, rects.length & 0xff])];
+    for (const r of rects) {
+      const head = Buffer.alloc(12);
+      head.writeUInt16BE(r.x, 0);
+      head.writeUInt16BE(r.y, 2);
+      head.writeUInt16BE(r.w, 4);
+      head.writeUInt16BE(r.h, 6);
+      const px = Buffer.alloc(r.w * r.h * 4);
+      for (let i = 0; i < r.w * r.h; i++) px.writeUInt32LE(r.v, i * 4);
+      parts.push(head, px);
+    }
+    return Buffer.concat(parts);
+  };
+  const paint = (model: Buffer, r: { x: number; y: number; w: number; h: number; v: number }) => {
+    for (let y = r.y; y < r.y + r.h; y++) for (let x = r.x; x < r.x + r.w; x++) model.writeUInt32LE(r.v, (y * W + x) * 4);
+  };
+
+  it("asks for the whole screen once, then one pixel, and takes the changes wayvnc joins to it", async () => {
+    const { frames, reader, asked } = session();
+    const first = frames.capture(1000);
+    expect([...asked()[0]!]).toEqual([3, 0, 0, 0, 0, 0, 0, W, 0, H]);
+    const model = Buffer.alloc(W * H * 4);
+    const all = { x: 0, y: 0, w: W, h: H, v: 0x203040 };
+    paint(model, all);
+    reader.push(update([all]));
+    expect((await first).equals(model)).toBe(true);
+    const a = await first;
+    const next = frames.capture(1000);
+    expect([...asked()[1]!]).toEqual([3, 0, 0, 0, 0, 0, 0, 1, 0, 1]);
+    const change = { x: 10, y: 7, w: 5, h: 3, v: 0xff0000 };
+    paint(model, change);
+    reader.push(update([{ x: 0, y: 0, w: 1, h: 1, v: 0x203040 }, change]));
+    const b = await next;
+    expect(b.equals(model)).toBe(true);
+    expect(a.equals(b)).toBe(false); // the first frame was a copy, not the buffer that changed
+    // Nothing changed: wayvnc sends the one pixel, and the frame is the same Buffer.
+    const still = frames.capture(1000);
+    reader.push(update([{ x: 0, y: 0, w: 1, h: 1, v: 0x203040 }]));
+    expect(await still).toBe(b);
   });
 });
