@@ -187,10 +187,18 @@ async function fromWayvnc(desk: WaylandDesk, r: Rect): Promise<{ bgrx: Buffer; w
   return { bgrx, width: r.width, height: r.height, key: `wlv;${r.x},${r.y},${r.width},${r.height}` };
 }
 
-/** The hash of the whole screen, for change detection (wait_still). */
+/** Screen hashes by the frame Buffer they were taken of: a still screen gives the same Buffer. */
+const screenHashes = new WeakMap<Buffer, string>();
+
+/** The hash of the whole screen, for change detection (wait_still polls it every 10–50 ms). */
 export async function waylandScreenHash(_screen: Screen, desk: WaylandDesk): Promise<string> {
   const got = await fromWayvnc(desk, { x: 0, y: 0, width: desk.width, height: desk.height });
-  return crypto.createHash("sha1").update(`${got.key};`).update(got.bgrx).digest("hex");
+  let hash = screenHashes.get(got.bgrx);
+  if (hash === undefined) {
+    hash = crypto.createHash("sha1").update(`${got.key};`).update(got.bgrx).digest("hex");
+    screenHashes.set(got.bgrx, hash);
+  }
+  return hash;
 }
 
 /**
