@@ -129,9 +129,11 @@ describe("Wayland boxes", () => {
       ["typed, then the pointer moved", [{ type: "type", text: " edge" }, { type: "wait", ms: 150 }, { type: "move", to: { x: 1100, y: 60 } }]],
       ["the xterm closed", [{ type: "on_window", window: xterm, what: { do: "close" } }]],
     ];
-    for (const [what, steps] of changes) {
-      await batch(steps);
-      const out = await batch([{ type: "wait", ms: 300 }, { type: "capture", what: { pointer: true } }], { want: ["frame"] });
+    /** Pixels where this batch's frame (wayvnc) and its grim capture differ, and the first of them. */
+    const compare = async (): Promise<[number, string]> => {
+      // Still for 300 ms first: a window that repaints late (Chromium losing the focus, on a loaded
+      // machine) would otherwise change between grim's picture and the frame taken after it.
+      const out = await batch([{ type: "wait_still", settle_ms: 300, within_ms: 10_000 }, { type: "capture", what: { pointer: true } }], { want: ["frame"] });
       const fromVnc = decodePng(Buffer.from(out.frame.png_base64, "base64"));
       const fromGrim = decodePng(Buffer.from(out.results[1].png_base64, "base64"));
       let differ = 0;
@@ -146,10 +148,22 @@ describe("Wayland boxes", () => {
           }
         }
       }
-      expect(differ, `${what}: ${differ} pixels differ, the first at ${first}`).toBe(0);
+      return [differ, first];
+    };
+    try {
+      for (const [what, steps] of changes) {
+        await batch(steps);
+        // A change the frame left out stays out of every later frame; a late repaint between the
+        // two pictures does not, so a difference must hold in three tries to fail.
+        let [differ, first] = await compare();
+        for (let i = 0; i < 2 && differ > 0; i++) [differ, first] = await compare();
+        expect(differ, `${what}: ${differ} pixels differ, the first at ${first}`).toBe(0);
+      }
+    } finally {
+      await batch([{ type: "on_window", window: xterm, what: { do: "close" } }]).catch(() => undefined);
+      await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
     }
-    await batch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
-  }, 90_000);
+  }, 120_000);
 
   it("lists sway's windows (Chromium is active), and focuses and closes them", async () => {
     const out = await batch([{ type: "windows" }]);
