@@ -8,7 +8,8 @@ import { now, summarize } from "./stats";
 
 const N = Number(process.env.BENCH_N ?? 40);
 
-const PAGE = `<!doctype html><html><body style="margin:0">
+/** Its top half takes a new colour on each press (bench wayland clicks it too); typing goes to the bottom half. */
+export const PAGE = `<!doctype html><html><body style="margin:0">
 <div id="box" style="position:fixed;left:0;top:0;width:100vw;height:50vh;background:#3a6"></div>
 <textarea id="t" style="position:fixed;left:0;top:50vh;width:100vw;height:50vh"></textarea>
 <script>let n = 0; box.addEventListener("mousedown", () => { n++; box.style.background = "hsl(" + (n * 47) % 360 + ",60%,50%)"; });</script>

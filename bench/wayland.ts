@@ -1,4 +1,5 @@
 import { json, removeTestBoxes, startServer } from "../tests/support/server";
+import { PAGE as DRIVE_PAGE } from "./drive";
 import { now, summarize } from "./stats";
 
 // Wayland boxes (issue 18: a Wayland click batch and frame within 1.3× of X11 at the median, in
@@ -11,10 +12,7 @@ import { now, summarize } from "./stats";
 const N = Number(process.env.BENCH_N ?? 40);
 // The page `bench drive` clicks: its top half takes a new colour on every press, so each
 // click + frame has half the screen to read and encode again (the click lands in it).
-const PAGE = `data:text/html;base64,${Buffer.from(`<!doctype html><html><body style="margin:0">
-<div id="box" style="position:fixed;left:0;top:0;width:100vw;height:50vh;background:#3a6"></div>
-<script>let n = 0; box.addEventListener("mousedown", () => { n++; box.style.background = "hsl(" + (n * 47) % 360 + ",60%,50%)"; });</script>
-</body></html>`).toString("base64")}`;
+const PAGE = `data:text/html;base64,${Buffer.from(DRIVE_PAGE).toString("base64")}`;
 
 export async function benchWayland() {
   const server = await startServer();
