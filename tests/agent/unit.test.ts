@@ -231,8 +231,9 @@ describe("wtype runs on Wayland", () => {
 
 describe("Wayland frames from wayvnc (RfbFrames)", () => {
   // wayvnc scripted: what the agent asks for is recorded, and updates are pushed as wayvnc sends them.
+  // Tall enough that a whole-screen update's rows come in more than one read (ROWS_AT_ONCE).
   const W = 40;
-  const H = 30;
+  const H = 600;
   const session = (followFps?: number) => {
     const asked: Buffer[] = [];
     const sock = { write: (b: Buffer) => (asked.push(Buffer.from(b)), true), destroy: () => undefined } as unknown as net.Socket;
@@ -240,7 +241,9 @@ describe("Wayland frames from wayvnc (RfbFrames)", () => {
     const frames = new RfbFrames(sock, reader, W, H, followFps);
     return { frames, reader, asked: () => asked.filter((b) => b[0] === 3) };
   };
-  /** A FramebufferUpdate of Raw rects, each filled with one 32-bit value. */
+  /** A rect's pixel at (x, y) of the screen: `v` plus where it is, so a row put in the wrong place shows. */
+  const pixel = (v: number, x: number, y: number) => (v + y * W + x) >>> 0;
+  /** A FramebufferUpdate of Raw rects (pixels from `pixel`). */
   const update = (rects: { x: number; y: number; w: number; h: number; v: number }[]) => {
     const parts = [Buffer.from([0, 0, rects.length >> 8, rects.length & 0xff])];
     for (const r of rects) {
@@ -250,30 +253,34 @@ describe("Wayland frames from wayvnc (RfbFrames)", () => {
       head.writeUInt16BE(r.w, 4);
       head.writeUInt16BE(r.h, 6);
       const px = Buffer.alloc(r.w * r.h * 4);
-      for (let i = 0; i < r.w * r.h; i++) px.writeUInt32LE(r.v, i * 4);
+      for (let i = 0; i < r.w * r.h; i++) px.writeUInt32LE(pixel(r.v, r.x + (i % r.w), r.y + Math.floor(i / r.w)), i * 4);
       parts.push(head, px);
     }
     return Buffer.concat(parts);
   };
   const paint = (model: Buffer, r: { x: number; y: number; w: number; h: number; v: number }) => {
-    for (let y = r.y; y < r.y + r.h; y++) for (let x = r.x; x < r.x + r.w; x++) model.writeUInt32LE(r.v, (y * W + x) * 4);
+    for (let y = r.y; y < r.y + r.h; y++) for (let x = r.x; x < r.x + r.w; x++) model.writeUInt32LE(pixel(r.v, x, y), (y * W + x) * 4);
+  };
+  /** As the socket gives it: in pieces that split rows and headers. */
+  const push = (reader: ByteReader, bytes: Buffer) => {
+    for (let at = 0; at < bytes.length; at += 999) reader.push(bytes.subarray(at, at + 999));
   };
 
   it("asks for the whole screen once, then one pixel, and takes the changes wayvnc joins to it", async () => {
     const { frames, reader, asked } = session();
     const first = frames.capture(1000);
-    expect([...asked()[0]!]).toEqual([3, 0, 0, 0, 0, 0, 0, W, 0, H]);
+    expect([...asked()[0]!]).toEqual([3, 0, 0, 0, 0, 0, W >> 8, W & 255, H >> 8, H & 255]);
     const model = Buffer.alloc(W * H * 4);
     const all = { x: 0, y: 0, w: W, h: H, v: 0x203040 };
     paint(model, all);
-    reader.push(update([all]));
+    push(reader, update([all]));
     expect((await first).equals(model)).toBe(true);
     const a = await first;
     const next = frames.capture(1000);
     expect([...asked()[1]!]).toEqual([3, 0, 0, 0, 0, 0, 0, 1, 0, 1]);
     const change = { x: 10, y: 7, w: 5, h: 3, v: 0xff0000 };
     paint(model, change);
-    reader.push(update([{ x: 0, y: 0, w: 1, h: 1, v: 0x203040 }, change]));
+    push(reader, update([{ x: 0, y: 0, w: 1, h: 1, v: 0x203040 }, change]));
     const b = await next;
     expect(b.equals(model)).toBe(true);
     expect(a.equals(b)).toBe(false); // the first frame was a copy, not the buffer that changed
