@@ -12,6 +12,7 @@ import { BandedPng, BAND_ROWS, adler32, adler32Combine } from "../../images/x11/
 import zlib from "node:zlib";
 import type net from "node:net";
 import { RfbFrames } from "../../images/x11/agent/wayland-rfb-frames";
+import { Yuv420Planes, yuv420Size } from "../../images/x11/agent/yuv420";
 import { ByteReader } from "../../app/protocol/rfb/handshake";
 import { decodePng } from "./harness";
 
@@ -234,11 +235,11 @@ describe("Wayland frames from wayvnc (RfbFrames)", () => {
   // Tall enough that a whole-screen update's rows come in more than one read (ROWS_AT_ONCE).
   const W = 40;
   const H = 600;
-  const session = (followFps?: number) => {
+  const session = (followFps?: number, yuv = false) => {
     const asked: Buffer[] = [];
-    const sock = { write: (b: Buffer) => (asked.push(Buffer.from(b)), true), destroy: () => undefined } as unknown as net.Socket;
+    const sock = { write: (b: Buffer) => (asked.push(Buffer.from(b)), true), destroy: () => undefined, destroyed: false } as unknown as net.Socket;
     const reader = new ByteReader();
-    const frames = new RfbFrames(sock, reader, W, H, followFps);
+    const frames = new RfbFrames(sock, reader, W, H, followFps, yuv);
     return { frames, reader, asked: () => asked.filter((b) => b[0] === 3) };
   };
   /** A rect's pixel at (x, y) of the screen: `v` plus where it is, so a row put in the wrong place shows. */
@@ -288,5 +289,75 @@ describe("Wayland frames from wayvnc (RfbFrames)", () => {
     const still = frames.capture(1000);
     reader.push(update([{ x: 0, y: 0, w: 1, h: 1, v: 0x203040 }]));
     expect(await still).toBe(b);
+  });
+
+  it("a recording's session gives YUV 4:2:0 planes of the screen, up to date after each update", async () => {
+    const { frames, reader } = session(10, true);
+    const model = Buffer.alloc(W * H * 4);
+    const all = { x: 0, y: 0, w: W, h: H, v: 0x102030 };
+    paint(model, all);
+    push(reader, update([all]));
+    const planes = new Yuv420Planes(W, H);
+    planes.update(model, 0, 0, W, H);
+    const first = await frames.latest(1000);
+    expect(first.length).toBe(yuv420Size(W, H));
+    expect(first.equals(planes.buf)).toBe(true);
+    // An odd rect: the 2×2 blocks it touches take its pixels and their neighbours' as they are.
+    const change = { x: 5, y: 301, w: 7, h: 3, v: 0xff00ff };
+    paint(model, change);
+    push(reader, update([change]));
+    await new Promise((r) => setImmediate(r));
+    const fresh = new Yuv420Planes(W, H);
+    fresh.update(model, 0, 0, W, H);
+    const next = await frames.latest(1000);
+    expect(next.equals(fresh.buf)).toBe(true);
+    expect(next.equals(first)).toBe(false);
+    frames.close();
+  });
+});
+
+describe("YUV 4:2:0 planes (Yuv420Planes)", () => {
+  const bgrx = (w: number, h: number, at: (x: number, y: number) => [number, number, number]) => {
+    const b = Buffer.alloc(w * h * 4);
+    for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) b.set([...at(x, y)].reverse().concat(0), (y * w + x) * 4);
+    return b;
+  };
+  it("is BT.601 limited range: white, black, red, green, blue as ffmpeg gives them", () => {
+    const cases: [[number, number, number], [number, number, number]][] = [
+      [[255, 255, 255], [235, 128, 128]],
+      [[0, 0, 0], [16, 128, 128]],
+      [[255, 0, 0], [81, 90, 240]],
+      [[0, 255, 0], [145, 54, 34]],
+      [[0, 0, 255], [41, 240, 110]],
+    ];
+    for (const [rgb, yuv] of cases) {
+      const p = new Yuv420Planes(2, 2);
+      p.update(bgrx(2, 2, () => rgb), 0, 0, 2, 2);
+      expect([p.buf[0], p.buf[4], p.buf[5]], `rgb ${rgb}`).toEqual(yuv);
+      expect([p.buf[1], p.buf[2], p.buf[3]]).toEqual([yuv[0], yuv[0], yuv[0]]);
+    }
+  });
+  it("takes each chroma sample from its 2×2 pixels, and a changed area leaves the rest as it was", () => {
+    const W = 64;
+    const H = 48;
+    let seed = 7;
+    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 16) & 255;
+    const px = bgrx(W, H, () => [rnd(), rnd(), rnd()]);
+    const p = new Yuv420Planes(W, H);
+    p.update(px, 0, 0, W, H);
+    // One block by hand: the mean of four pixels.
+    const sum = (k: number) => [0, 1, W, W + 1].reduce((s, i) => s + px[i * 4 + k]!, 0);
+    const [b, g, r] = [sum(0), sum(1), sum(2)];
+    expect(p.buf[W * H]).toBe(Math.round(128 + (-0.148223 * r - 0.290993 * g + 0.439216 * b) / 4));
+    expect(p.buf[W * H + (W / 2) * (H / 2)]).toBe(Math.round(128 + (0.439216 * r - 0.367788 * g - 0.071427 * b) / 4));
+    // Odd areas changed and converted alone end where a whole conversion of the new screen does.
+    for (const [x, y, w, h] of [[3, 5, 9, 1], [0, 0, 1, 1], [W - 1, H - 1, 1, 1], [10, 11, 30, 20]] as const) {
+      for (let yy = y; yy < y + h; yy++) for (let xx = x; xx < x + w; xx++) px.set([rnd(), rnd(), rnd()], (yy * W + xx) * 4);
+      p.update(px, x, y, w, h);
+      const whole = new Yuv420Planes(W, H);
+      whole.update(px, 0, 0, W, H);
+      expect(p.buf.equals(whole.buf), `after ${[x, y, w, h]}`).toBe(true);
+    }
+    expect(() => new Yuv420Planes(3, 2)).toThrow(/even/);
   });
 });

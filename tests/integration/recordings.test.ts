@@ -191,4 +191,34 @@ describe("recordings in the trace", () => {
     expect(list.recordings.map((r: any) => r.id)).not.toContain(rec.id);
     expect(list.recordings).toHaveLength(1);
   });
+
+  it("the video shows the screen's colours where they were (its last frame, decoded)", async () => {
+    // Red, green and blue thirds of the page, and a grey; a frame fed in another layout or with
+    // the colour planes swapped shows other colours there.
+    const page = `<!doctype html><body style="margin:0;display:flex;height:100vh">${["#e01010", "#10c020", "#1030e0", "#808080"]
+      .map((c) => `<div style="flex:1;background:${c}"></div>`)
+      .join("")}</body>`;
+    await batch(asA, box, [{ type: "open_url", url: `data:text/html,${encodeURIComponent(page)}` }, { type: "wait", ms: 800 }]);
+    const started = await json(await asA(`/v1/boxes/${box}/screens/0/recording`, { method: "POST", json: { fps: 10 } }));
+    expect(started.recording, JSON.stringify(started)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1500));
+    const stopped = await json(await asA(`/v1/boxes/${box}/screens/0/recording`, { method: "DELETE" }));
+    expect(stopped.recording, JSON.stringify(stopped)).toBe(false);
+    const list = await json(await asA(`/v1/boxes/${box}/trace/recordings`));
+    const id = list.recordings.at(-1).id;
+    const file = path.join(tmp, `${id}.mp4`);
+    fs.writeFileSync(file, Buffer.from(await (await asA(`/v1/boxes/${box}/trace/recordings/${id}`)).arrayBuffer()));
+    const rgb = execFileSync("ffmpeg", ["-v", "error", "-sseof", "-0.3", "-i", file, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"], {
+      maxBuffer: 16 << 20,
+    });
+    expect(rgb.length).toBe(1280 * 800 * 3);
+    // The middle of each quarter, at a height below the browser's own bars.
+    const at = (x: number, y: number) => [...rgb.subarray((y * 1280 + x) * 3, (y * 1280 + x) * 3 + 3)];
+    const want = [[0xe0, 0x10, 0x10], [0x10, 0xc0, 0x20], [0x10, 0x30, 0xe0], [0x80, 0x80, 0x80]];
+    want.forEach((c, i) => {
+      const got = at(160 + i * 320, 500);
+      const off = Math.max(...got.map((v, k) => Math.abs(v - c[k]!)));
+      expect(off, `quarter ${i}: ${got} for ${c}`).toBeLessThanOrEqual(12);
+    });
+  }, 120_000);
 });

@@ -109,9 +109,13 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   fs.mkdirSync(dir, { recursive: true });
   const startedAt = Date.now();
   const file = path.join(dir, `screen-${screen.index}-${startedAt}.mp4`);
+  // Fed from here (Wayland), the frames are YUV 4:2:0 already, converted by the agent where the
+  // screen changed (yuv420.ts): 1.5 MB a frame on ffmpeg's stdin instead of 4, and no conversion
+  // in ffmpeg. x264 needs even sides for 4:2:0; a screen with an odd one is fed BGRX rows.
+  const yuv = screen.isWayland && s.width % 2 === 0 && s.height % 2 === 0;
   const input = screen.isWayland
-    ? // Raw BGRX frames on stdin, one every 1/fps s of wall time (wayvnc draws the pointer in).
-      ["-f", "rawvideo", "-pixel_format", "bgr0", "-video_size", `${s.width}x${s.height}`, "-framerate", String(fps), "-i", "pipe:0"]
+    ? // Raw frames on stdin, one every 1/fps s of wall time (wayvnc draws the pointer in).
+      ["-f", "rawvideo", "-pixel_format", yuv ? "yuv420p" : "bgr0", "-video_size", `${s.width}x${s.height}`, "-framerate", String(fps), "-i", "pipe:0"]
     : ["-nostdin", "-f", "x11grab", "-draw_mouse", "1", "-framerate", String(fps), "-video_size", `${s.width}x${s.height}`, "-i", screen.display];
   const args = [
     // Progress on stdout: the start step answers once the first frame is in (not when ffmpeg has
@@ -127,7 +131,7 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   // On Wayland, frames from a session that follows the screen with incremental updates: a still
   // screen costs wayvnc nothing, where asking for a whole 4 MB frame each time cost a third of a
   // core at 10 fps (bench/recording.ts).
-  const follow = screen.isWayland ? await (s as WaylandDesk).followFrames(fps) : null;
+  const follow = screen.isWayland ? await (s as WaylandDesk).followFrames(fps, { yuv }) : null;
   const child = spawn(ffmpeg, args, { env: childEnv(screen.display), stdio: [screen.isWayland ? "pipe" : "ignore", "pipe", "pipe"], detached: true });
   const feeder = follow && child.stdin ? feedFrames(child.stdin, (spare) => follow.latest(5000, spare), fps) : null;
   let stderr = "";

@@ -7,6 +7,7 @@
 // of its own that follows the screen with incremental updates (`followFps`).
 import type net from "node:net";
 import type { ByteReader } from "../../../app/protocol/rfb/handshake";
+import { Yuv420Planes } from "./yuv420";
 
 /** SetPixelFormat: 32 bpp, depth 24, little-endian, true colour, red at 16, green 8, blue 0 (BGRX in memory). */
 function pixelFormatMessage(): Buffer {
@@ -58,11 +59,14 @@ export class RfbFrames {
   private snapshot: { version: number; px: Buffer } | null = null;
   private followTimer: NodeJS.Timeout | null = null;
   private lastAsked = 0;
+  /** With `yuv`: the screen as YUV 4:2:0 too, kept up to date rect by rect; frames are these. */
+  private readonly yuv: Yuv420Planes | null;
 
   /**
    * `followFps`: keep the frame buffer current by itself, with incremental requests at most that
    * often (a recording's session): wayvnc then sends only what changed, and nothing at all for
-   * a still screen, instead of 4 MB per frame asked for.
+   * a still screen, instead of 4 MB per frame asked for. `yuv`: frames are YUV 4:2:0 planes
+   * (yuv420.ts), converted where the updates changed the screen, not BGRX rows.
    */
   constructor(
     private readonly sock: net.Socket,
@@ -70,8 +74,10 @@ export class RfbFrames {
     readonly width: number,
     readonly height: number,
     private readonly followFps?: number,
+    yuv = false,
   ) {
     this.fb = Buffer.alloc(width * height * 4);
+    this.yuv = yuv ? new Yuv420Planes(width, height) : null;
     sock.write(Buffer.concat([pixelFormatMessage(), encodingsMessage()]));
     void this.loop().catch((err: unknown) => this.fail(err instanceof Error ? err : new Error(String(err))));
     if (followFps) this.ask(false);
@@ -118,9 +124,10 @@ export class RfbFrames {
   /** The frame buffer as of now, copied once per change: the same Buffer while nothing changed. */
   private snap(into?: Buffer): Buffer {
     if (this.snapshot?.version !== this.version) {
-      const reuse = into && into.length === this.fb.length && into !== this.snapshot?.px;
-      const px = reuse ? into : Buffer.allocUnsafe(this.fb.length);
-      this.fb.copy(px);
+      const from = this.yuv?.buf ?? this.fb;
+      const reuse = into && into.length === from.length && into !== this.snapshot?.px;
+      const px = reuse ? into : Buffer.allocUnsafe(from.length);
+      from.copy(px);
       this.snapshot = { version: this.version, px };
     }
     return this.snapshot.px;
@@ -160,6 +167,7 @@ export class RfbFrames {
               block.copy(this.fb, at, from, from + cols * 4);
             }
           }
+          if (this.yuv && cols > 0 && y < this.height) this.yuv.update(this.fb, x, y, cols, Math.min(hh, this.height - y));
         }
         if (changed) this.version++;
         if (this.waiters.length > 0) {

@@ -306,9 +306,9 @@ export class WaylandDesk implements Desk {
    * A session of its own that keeps a copy of the screen current, asking at most `fps` times a
    * second for what changed (a recording's: ADR 0030). Close it when done.
    */
-  async followFrames(fps: number, timeoutMs = 5000): Promise<RfbFrames> {
-    const { sock, reader, width, height } = await rfbConnect(this.vncPath, timeoutMs);
-    return new RfbFrames(sock, reader, width, height, fps);
+  async followFrames(fps: number, opts: { yuv?: boolean; timeoutMs?: number } = {}): Promise<RfbFrames> {
+    const { sock, reader, width, height } = await rfbConnect(this.vncPath, opts.timeoutMs ?? 5000);
+    return new RfbFrames(sock, reader, width, height, fps, opts.yuv);
   }
 
   static async open(runtimeBase: string, index: number, display: string, timeoutMs: number): Promise<WaylandDesk> {
