@@ -117,7 +117,12 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
     }
     // The body goes to the route as the text it is (http-bodies.server.ts), decoded as
     // Request.text() would (UTF-8, a leading BOM dropped, bad bytes replaced).
-    const request = new Request(urlOf(req), { method, headers, signal: controller.signal });
+    // The signal is this controller's, set on the Request itself: undici follows a signal given to
+    // the constructor with listeners and a weak reference, 125 µs a Request against 80 without,
+    // in calls 5 ms apart (Node 20). Routes read `request.signal`; nothing here hands the Request
+    // to fetch, which would read its own.
+    const request = new Request(urlOf(req), { method, headers });
+    Object.defineProperty(request, "signal", { value: controller.signal });
     if (body !== undefined) withBodyText(request, new TextDecoder().decode(body));
     const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown", note: noteOf(req) } });
     await send(res, response, t0);
