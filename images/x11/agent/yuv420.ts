@@ -44,8 +44,10 @@ export class Yuv420Planes {
     const y0 = Math.max(0, y & ~1);
     const x1 = Math.min(W, (x + w + 1) & ~1);
     const y1 = Math.min(this.height, (y + h + 1) & ~1);
-    // A pixel a read, as a little-endian 32-bit word: blue in the low byte, red in the third.
-    const px = bgrx.byteOffset % 4 === 0 ? new Uint32Array(bgrx.buffer, bgrx.byteOffset, bgrx.length >> 2) : new Uint32Array(Uint8Array.from(bgrx).buffer);
+    // A pixel a read, as a little-endian 32-bit word: blue in the low byte, red in the third. The
+    // frame buffer is the agent's own (Buffer.alloc, aligned); a copy to align one would be 4 MB.
+    if (bgrx.byteOffset % 4 !== 0) throw new Error("the BGRX buffer must start on a 4-byte boundary");
+    const px = new Uint32Array(bgrx.buffer, bgrx.byteOffset, bgrx.length >> 2);
     const out = this.buf;
     const half = W / 2;
     const uAt = this.uAt;
