@@ -1,7 +1,7 @@
 import { type Browser, type BrowserContext, type Page, type TestInfo, chromium, expect, test } from "@playwright/test";
 import { CHROMIUM_ARGS, CHROMIUM_PATH, signUp } from "../support/browser";
 import { Page as BoxPage } from "../support/cdp";
-import { clickBoxAt, layout, paintedFrames, restoredCount } from "../support/live-screen";
+import { clickBoxAt, layout, paintedFrames, recordViewer, restoredCount, waitForScreen } from "../support/live-screen";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { attachShot } from "../support/shots";
 
@@ -79,9 +79,10 @@ test.afterAll(async () => {
 async function openBoxPage(browser: Browser, viewport = { width: 1440, height: 900 }) {
   const context = await browser.newContext({ storageState: state, viewport });
   const page = await context.newPage();
+  const viewer = await recordViewer(page, server.logs);
   await page.goto(`${server.base}/boxes/${boxId}`);
   await expect(page.getByTestId("vnc")).toHaveAttribute("data-state", "connected");
-  return { context, page };
+  return { context, page, viewer };
 }
 
 test("taking over records no paste nobody made; a real paste is recorded with its size", async ({ browser }, info) => {
@@ -200,8 +201,8 @@ async function pausedPageIsCountedOut(browser: Browser) {
 }
 
 test("the screen fills the width at 1440×900; Fit and 1:1; fullscreen; nothing scrolls sideways at 390 px", async ({ browser }, info) => {
-  const { context, page } = await openBoxPage(browser);
-  await expect.poll(async () => (await layout(page)).w).toBeGreaterThan(0);
+  const { context, page, viewer } = await openBoxPage(browser);
+  await waitForScreen(page, viewer);
   const fit = await layout(page);
   // As wide as the column (the screen's own height allows 96% of it here), and all of it in the window.
   expect(fit.w / fit.avail, JSON.stringify(fit)).toBeGreaterThan(0.93);

@@ -77,3 +77,78 @@ export async function paintedFrames(page: Page, during: () => Promise<void>) {
     return dark / n;
   });
 }
+
+/**
+ * Keeps what a box page's viewer went through, for a test that finds its screen missing: every
+ * data-state of the viewer with its time, failed requests, console errors and WebSocket closes.
+ * Call before the page's first goto.
+ */
+export async function recordViewer(page: Page, serverLog: () => string): Promise<ViewerRecord> {
+  const events: string[] = [];
+  const t0 = Date.now();
+  const at = () => `+${Date.now() - t0} ms`;
+  page.on("requestfailed", (r) => events.push(`${at()} request failed: ${r.method()} ${r.url().replace(/ticket=[^&]+/, "ticket=…")} ${r.failure()?.errorText}`));
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") events.push(`${at()} console ${m.type()}: ${m.text().slice(0, 300)}`);
+  });
+  page.on("pageerror", (e) => events.push(`${at()} page error: ${e.message.slice(0, 300)}`));
+  page.on("websocket", (ws) => {
+    const url = ws.url().replace(/ticket=[^&]+/, "ticket=…");
+    events.push(`${at()} websocket ${url}`);
+    ws.on("socketerror", (e) => events.push(`${at()} websocket error ${url}: ${e}`));
+    ws.on("close", () => events.push(`${at()} websocket closed ${url}`));
+  });
+  await page.addInitScript(() => {
+    const w = window as unknown as { __vncStates: string[] };
+    w.__vncStates = [];
+    const seen = () => {
+      const el = document.querySelector<HTMLElement>("[data-testid=vnc]");
+      const s = el ? `${el.dataset.state ?? "-"}/${el.dataset.mode ?? "-"}` : "no viewer";
+      if (w.__vncStates.at(-1)?.endsWith(` ${s}`)) return;
+      w.__vncStates.push(`${Math.round(performance.now())} ms ${s}`);
+    };
+    new MutationObserver(seen).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state", "data-mode"] });
+  });
+  return { events, serverLog, logFrom: serverLog().length };
+}
+
+export interface ViewerRecord {
+  events: string[];
+  serverLog: () => string;
+  /** Where the server's output stood when the page began. */
+  logFrom: number;
+}
+
+/**
+ * Waits until the viewer's canvas has a size (noVNC sizes it at the VNC server's ServerInit);
+ * failing, says what the viewer went through (`recordViewer`) and what the server logged.
+ */
+export async function waitForScreen(page: Page, { events, serverLog, logFrom }: ViewerRecord, timeout = 30_000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const w = await layout(page).then((l) => l.w, () => 0);
+    if (w > 0) return;
+    if (Date.now() > deadline) break;
+    await page.waitForTimeout(250);
+  }
+  const dom = await page.evaluate(() => ({
+    states: (window as unknown as { __vncStates?: string[] }).__vncStates,
+    canvases: [...document.querySelectorAll("canvas")].map((c) => {
+      const r = c.getBoundingClientRect();
+      return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height}, ${r.width}x${r.height} on the page`;
+    }),
+    status: document.querySelector("[data-testid=viewer-status]")?.textContent ?? null,
+    now: Math.round(performance.now()),
+  })).catch((e: Error) => ({ error: e.message }));
+  // The server's lines since the page began that concern the viewer, the ticket or a failure.
+  const lines = serverLog()
+    .slice(logFrom)
+    .split("\n")
+    .filter((l) => /viewer|ticket|socket|"level":(40|50|60)/.test(l))
+    .slice(-30)
+    .map((l) => l.replace(/ticket=[^&" ]+/g, "ticket=…").slice(0, 400));
+  throw new Error(
+    `the screen's canvas had no size after ${timeout / 1000} s\nthe page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\n` +
+      `the server logged:\n  ${lines.join("\n  ")}`,
+  );
+}
