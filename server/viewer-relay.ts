@@ -65,6 +65,8 @@ export function relay(
       }),
     whyVncClosed: () => whyVncClosed(boxId),
     onLoginError: (err) => log.error({ err }, `VNC login to ${boxId} screen ${screen} failed`),
+    // One line a viewer connection, when it ends: who watched or drove which screen, how long, and why it ended.
+    onEnd: (code, reason, ms) => log.info({ box: boxId, screen, mode, by: issuer, code, reason, s: Math.round(ms / 100) / 10 }, "viewer closed"),
   });
 }
 

@@ -393,7 +393,7 @@ test("Ctrl+Alt+Shift+T takes over and Ctrl+Alt+Shift+G gives back, even while th
 });
 
 test("no black flash between watching and control: the last frame stays until the next one paints", async ({ browser }) => {
-  const { context, page } = await openBoxPage(browser);
+  const { context, page, viewer } = await openBoxPage(browser);
   const vnc = page.getByTestId("vnc");
   await page.getByTestId("vnc").scrollIntoViewIfNeeded();
   // The box's screen is colourful everywhere (its Chromium's bars are light): any dark is the viewer's.
@@ -416,7 +416,7 @@ test("no black flash between watching and control: the last frame stays until th
     ],
   ];
   for (const [what, run] of switches) {
-    const dark = await paintedFrames(page, run);
+    const dark = await paintedFrames(page, viewer, run);
     expect(dark.length, `${what}: frames painted`).toBeGreaterThan(2);
     expect(Math.max(...dark), `${what}: the darkest frame's dark share (of ${dark.length} frames: ${dark.map((d) => d.toFixed(2)).join(" ")})`).toBeLessThan(0.05);
   }

@@ -45,10 +45,10 @@ export const layout = (page: Page) =>
  * Every frame the page paints (CDP screencast) while `during` runs: for each, the share of the
  * screen's area that is dark (no channel above 60), sampled every 8 px.
  */
-export async function paintedFrames(page: Page, during: () => Promise<void>) {
+export async function paintedFrames(page: Page, viewer: ViewerRecord, during: () => Promise<void>) {
   // The screen's area once it has one: right after "connected" it can still be unsized, and a
   // CI run measured an empty area (every frame's dark share NaN).
-  await expect.poll(async () => (await page.getByTestId("vnc").boundingBox())?.height ?? 0, { timeout: 10_000 }).toBeGreaterThan(100);
+  await waitForScreen(page, viewer, 10_000);
   const area = await page.getByTestId("vnc").boundingBox();
   const session = await page.context().newCDPSession(page);
   const frames: { png: Buffer }[] = [];
@@ -120,35 +120,56 @@ export interface ViewerRecord {
 }
 
 /**
- * Waits until the viewer's canvas has a size (noVNC sizes it at the VNC server's ServerInit);
- * failing, says what the viewer went through (`recordViewer`) and what the server logged.
+ * Waits until the viewer's element and its canvas have a size (noVNC sizes the canvas at the VNC
+ * server's ServerInit); failing, says what the viewer went through (`recordViewer`), how the
+ * screen's part of the page is laid out, and what the server logged.
  */
 export async function waitForScreen(page: Page, { events, serverLog, logFrom }: ViewerRecord, timeout = 30_000) {
   const deadline = Date.now() + timeout;
+  const sized = () =>
+    page.evaluate(() => {
+      const vnc = document.querySelectorAll("[data-testid=vnc]");
+      const c = vnc[0]?.querySelector("canvas")?.getBoundingClientRect();
+      const v = vnc[0]?.getBoundingClientRect();
+      return vnc.length === 1 && !!c && !!v && c.width > 0 && v.height > 0;
+    });
   for (;;) {
-    const w = await layout(page).then((l) => l.w, () => 0);
-    if (w > 0) return;
+    if (await sized().catch(() => false)) return;
     if (Date.now() > deadline) break;
     await page.waitForTimeout(250);
   }
-  const dom = await page.evaluate(() => ({
-    states: (window as unknown as { __vncStates?: string[] }).__vncStates,
-    canvases: [...document.querySelectorAll("canvas")].map((c) => {
-      const r = c.getBoundingClientRect();
-      return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height}, ${r.width}x${r.height} on the page`;
-    }),
-    status: document.querySelector("[data-testid=viewer-status]")?.textContent ?? null,
-    now: Math.round(performance.now()),
-  })).catch((e: Error) => ({ error: e.message }));
+  const dom = await page.evaluate(() => {
+    const rect = (sel: string) =>
+      [...document.querySelectorAll<HTMLElement>(sel)].map((el) => {
+        const r = el.getBoundingClientRect();
+        return `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}x${Math.round(r.height)}${el.hidden ? " hidden" : ""}`;
+      });
+    return {
+      url: location.pathname,
+      states: (window as unknown as { __vncStates?: string[] }).__vncStates,
+      vnc: rect("[data-testid=vnc]"),
+      area: rect("[data-testid=screen-area]"),
+      frame: rect("[data-testid=screen-frame]"),
+      canvases: [...document.querySelectorAll("canvas")].map((c) => {
+        const r = c.getBoundingClientRect();
+        return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height}, ${r.width}x${r.height} on the page`;
+      }),
+      status: document.querySelector("[data-testid=viewer-status]")?.textContent ?? null,
+      frameText: document.querySelector("[data-testid=screen-frame]")?.textContent?.slice(0, 200) ?? null,
+      fullscreen: document.fullscreenElement?.getAttribute("data-testid") ?? null,
+      viewport: `${innerWidth}x${innerHeight}`,
+      now: Math.round(performance.now()),
+    };
+  }).catch((e: Error) => ({ error: e.message }));
   // The server's lines since the page began that concern the viewer, the ticket or a failure.
   const lines = serverLog()
     .slice(logFrom)
     .split("\n")
-    .filter((l) => /viewer|ticket|socket|"level":(40|50|60)/.test(l))
+    .filter((l) => /viewer|ticket|socket|"level":(40|50|60)|"route":"\/boxes\/:id"/.test(l))
     .slice(-30)
     .map((l) => l.replace(/ticket=[^&" ]+/g, "ticket=…").slice(0, 400));
   throw new Error(
-    `the screen's canvas had no size after ${timeout / 1000} s\nthe page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\n` +
+    `the screen had no size after ${timeout / 1000} s\nthe page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\n` +
       `the server logged:\n  ${lines.join("\n  ")}`,
   );
 }

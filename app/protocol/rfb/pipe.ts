@@ -137,6 +137,8 @@ export interface PipeOptions {
   /** Why VNC hung up: the close code and reason the viewer gets. */
   whyVncClosed: () => Promise<[number, string]>;
   onLoginError?: (err: unknown) => void;
+  /** Once, when the pipe ends: the close code and reason the viewer was given, and how long it ran. */
+  onEnd?: (code: number, reason: string, ms: number) => void;
   /** Greets the viewer up to its ClientInit; default: security type None (the caller authenticated it). */
   greet?: (read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void) => Promise<void>;
 }
@@ -220,9 +222,11 @@ export function pipeViewer(ws: WebSocket, vnc: VncLink, login: Promise<Buffer> |
     if (ws.readyState === WebSocket.OPEN) ws.send(VIEWER_HEARTBEAT.text, { binary: false });
   };
 
+  const startedAt = performance.now();
   const end = (code: number, reason: string) => {
     if (ended) return;
     ended = true;
+    opts.onEnd?.(code, reason, performance.now() - startedAt);
     greeting.fail(new Error("the viewer socket closed"));
     unregister();
     clearInterval(ping);
