@@ -98,7 +98,7 @@ echo "== summary"
 flaky=$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/e2e.log" 2>/dev/null | sed -n '/^ *[0-9]* flaky$/,/^ *[0-9]* passed/p' | grep -v 'passed' || true)
 if [[ -n "$flaky" ]]; then
   echo "$flaky"
-  sed 's/\x1b\[[0-9;]*m//g' "$LOGS/e2e.log" | grep -E -A30 '^ +[0-9]+\) .*›' | head -90 || true
+  sed 's/\x1b\[[0-9;]*m//g' "$LOGS/e2e.log" | grep -E -A40 '^ +[0-9]+\) .*›' | head -120 || true
 fi
 if ((status == 0)); then
   echo "every suite passed"

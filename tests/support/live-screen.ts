@@ -1,4 +1,4 @@
-import { type Page, expect } from "@playwright/test";
+import { type Page, type Request, expect } from "@playwright/test";
 import { decodePng } from "./png";
 
 // What the live-view tests measure on a box's page: where the screen is and how big, every frame
@@ -80,14 +80,25 @@ export async function paintedFrames(page: Page, viewer: ViewerRecord, during: ()
 
 /**
  * Keeps what a box page's viewer went through, for a test that finds its screen missing: every
- * data-state of the viewer with its time, failed requests, console errors and WebSocket closes.
- * Call before the page's first goto.
+ * data-state of the viewer with its time, failed and slow requests (and which are still pending),
+ * console errors and WebSocket closes. Call before the page's first goto.
  */
 export async function recordViewer(page: Page, serverLog: () => string): Promise<ViewerRecord> {
   const events: string[] = [];
+  const pending = new Map<Request, number>();
   const t0 = Date.now();
   const at = () => `+${Date.now() - t0} ms`;
-  page.on("requestfailed", (r) => events.push(`${at()} request failed: ${r.method()} ${r.url().replace(/ticket=[^&]+/, "ticket=…")} ${r.failure()?.errorText}`));
+  const name = (r: Request) => `${r.method()} ${r.url().replace(/ticket=[^&]+/, "ticket=…")}`;
+  page.on("request", (r) => pending.set(r, Date.now()));
+  page.on("requestfinished", (r) => {
+    const took = Date.now() - (pending.get(r) ?? Date.now());
+    pending.delete(r);
+    if (took > 1000) events.push(`${at()} slow request: ${name(r)} took ${took} ms`);
+  });
+  page.on("requestfailed", (r) => {
+    pending.delete(r);
+    events.push(`${at()} request failed: ${name(r)} ${r.failure()?.errorText}`);
+  });
   page.on("console", (m) => {
     if (m.type() === "error" || m.type() === "warning") events.push(`${at()} console ${m.type()}: ${m.text().slice(0, 300)}`);
   });
@@ -109,67 +120,88 @@ export async function recordViewer(page: Page, serverLog: () => string): Promise
     };
     new MutationObserver(seen).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state", "data-mode"] });
   });
-  return { events, serverLog, logFrom: serverLog().length };
+  const stillPending = () => [...pending].map(([r, since]) => `${name(r)} for ${Date.now() - since} ms`);
+  return { events, stillPending, serverLog, logFrom: serverLog().length };
 }
 
 export interface ViewerRecord {
   events: string[];
+  /** Requests the page made that have neither finished nor failed, and for how long. */
+  stillPending: () => string[];
   serverLog: () => string;
   /** Where the server's output stood when the page began. */
   logFrom: number;
 }
 
+/** Waits until the viewer says `state` ("connected"); failing, says what it went through (`recordViewer`). */
+export async function waitForViewerState(page: Page, rec: ViewerRecord, state: string, timeout = 30_000) {
+  await waitFor(page, rec, `the viewer was not ${state}`, timeout, () =>
+    page.evaluate((s) => document.querySelector<HTMLElement>("[data-testid=vnc]")?.dataset.state === s, state),
+  );
+}
+
 /**
  * Waits until the viewer's element and its canvas have a size (noVNC sizes the canvas at the VNC
- * server's ServerInit); failing, says what the viewer went through (`recordViewer`), how the
- * screen's part of the page is laid out, and what the server logged.
+ * server's ServerInit); failing, says what the viewer went through (`recordViewer`).
  */
-export async function waitForScreen(page: Page, { events, serverLog, logFrom }: ViewerRecord, timeout = 30_000) {
-  const deadline = Date.now() + timeout;
-  const sized = () =>
+export async function waitForScreen(page: Page, rec: ViewerRecord, timeout = 30_000) {
+  await waitFor(page, rec, "the screen had no size", timeout, () =>
     page.evaluate(() => {
       const vnc = document.querySelectorAll("[data-testid=vnc]");
       const c = vnc[0]?.querySelector("canvas")?.getBoundingClientRect();
       const v = vnc[0]?.getBoundingClientRect();
       return vnc.length === 1 && !!c && !!v && c.width > 0 && v.height > 0;
-    });
+    }),
+  );
+}
+
+async function waitFor(page: Page, rec: ViewerRecord, failure: string, timeout: number, done: () => Promise<boolean>) {
+  const deadline = Date.now() + timeout;
   for (;;) {
-    if (await sized().catch(() => false)) return;
+    if (await done().catch(() => false)) return;
     if (Date.now() > deadline) break;
     await page.waitForTimeout(250);
   }
-  const dom = await page.evaluate(() => {
-    const rect = (sel: string) =>
-      [...document.querySelectorAll<HTMLElement>(sel)].map((el) => {
-        const r = el.getBoundingClientRect();
-        return `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}x${Math.round(r.height)}${el.hidden ? " hidden" : ""}`;
-      });
-    return {
-      url: location.pathname,
-      states: (window as unknown as { __vncStates?: string[] }).__vncStates,
-      vnc: rect("[data-testid=vnc]"),
-      area: rect("[data-testid=screen-area]"),
-      frame: rect("[data-testid=screen-frame]"),
-      canvases: [...document.querySelectorAll("canvas")].map((c) => {
-        const r = c.getBoundingClientRect();
-        return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height}, ${r.width}x${r.height} on the page`;
-      }),
-      status: document.querySelector("[data-testid=viewer-status]")?.textContent ?? null,
-      frameText: document.querySelector("[data-testid=screen-frame]")?.textContent?.slice(0, 200) ?? null,
-      fullscreen: document.fullscreenElement?.getAttribute("data-testid") ?? null,
-      viewport: `${innerWidth}x${innerHeight}`,
-      now: Math.round(performance.now()),
-    };
-  }).catch((e: Error) => ({ error: e.message }));
-  // The server's lines since the page began that concern the viewer, the ticket or a failure.
+  throw new Error(`${failure} after ${timeout / 1000} s\n${await describeViewer(page, rec)}`);
+}
+
+/** The page's viewer as the test saw it: its states, the layout around it, its requests and the server's lines. */
+async function describeViewer(page: Page, { events, stillPending, serverLog, logFrom }: ViewerRecord): Promise<string> {
+  const dom = await page
+    .evaluate(() => {
+      const rect = (sel: string) =>
+        [...document.querySelectorAll<HTMLElement>(sel)].map((el) => {
+          const r = el.getBoundingClientRect();
+          return `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}x${Math.round(r.height)}${el.hidden ? " hidden" : ""}`;
+        });
+      return {
+        url: location.pathname,
+        states: (window as unknown as { __vncStates?: string[] }).__vncStates,
+        vnc: rect("[data-testid=vnc]"),
+        area: rect("[data-testid=screen-area]"),
+        frame: rect("[data-testid=screen-frame]"),
+        canvases: [...document.querySelectorAll("canvas")].map((c) => {
+          const r = c.getBoundingClientRect();
+          return `${c.closest("[data-testid]")?.getAttribute("data-testid")}: ${c.width}x${c.height}, ${r.width}x${r.height} on the page`;
+        }),
+        status: document.querySelector("[data-testid=viewer-status]")?.textContent ?? null,
+        frameText: document.querySelector("[data-testid=screen-frame]")?.textContent?.slice(0, 200) ?? null,
+        fullscreen: document.fullscreenElement?.getAttribute("data-testid") ?? null,
+        viewport: `${innerWidth}x${innerHeight}`,
+        now: Math.round(performance.now()),
+      };
+    })
+    .catch((e: Error) => ({ error: e.message }));
+  // The server's lines since the page began that concern the viewer, the ticket, the box page or
+  // a failure, and any request it took over a second to answer.
   const lines = serverLog()
     .slice(logFrom)
     .split("\n")
-    .filter((l) => /viewer|ticket|socket|"level":(40|50|60)|"route":"\/boxes\/:id"/.test(l))
+    .filter((l) => /viewer|ticket|socket|"level":(40|50|60)|"route":"\/boxes\/:id"|"ms":[0-9]{4,}/.test(l))
     .slice(-30)
     .map((l) => l.replace(/ticket=[^&" ]+/g, "ticket=…").slice(0, 400));
-  throw new Error(
-    `the screen had no size after ${timeout / 1000} s\nthe page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\n` +
-      `the server logged:\n  ${lines.join("\n  ")}`,
+  return (
+    `the page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\nits requests still pending:\n  ${stillPending().join("\n  ")}\n` +
+    `the server logged:\n  ${lines.join("\n  ")}`
   );
 }
