@@ -79,7 +79,7 @@ test.afterAll(async () => {
 async function openBoxPage(browser: Browser, viewport = { width: 1440, height: 900 }) {
   const context = await browser.newContext({ storageState: state, viewport });
   const page = await context.newPage();
-  const viewer = await recordViewer(page, server.logs);
+  const viewer = await recordViewer(page, server);
   await page.goto(`${server.base}/boxes/${boxId}`);
   await waitForViewerState(page, viewer, "connected");
   return { context, page, viewer };

@@ -1,5 +1,8 @@
 import { type Page, type Request, expect } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
 import { decodePng } from "./png";
+import type { TestServer } from "./server";
 
 // What the live-view tests measure on a box's page: where the screen is and how big, every frame
 // painted over it, clicks through its canvas, and whether a page came back from the back/forward
@@ -83,7 +86,8 @@ export async function paintedFrames(page: Page, viewer: ViewerRecord, during: ()
  * data-state of the viewer with its time, failed and slow requests (and which are still pending),
  * console errors and WebSocket closes. Call before the page's first goto.
  */
-export async function recordViewer(page: Page, serverLog: () => string): Promise<ViewerRecord> {
+export async function recordViewer(page: Page, server: Pick<TestServer, "logs" | "pid" | "base">): Promise<ViewerRecord> {
+  const serverLog = server.logs;
   const events: string[] = [];
   const pending = new Map<Request, number>();
   const t0 = Date.now();
@@ -121,7 +125,7 @@ export async function recordViewer(page: Page, serverLog: () => string): Promise
     new MutationObserver(seen).observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state", "data-mode"] });
   });
   const stillPending = () => [...pending].map(([r, since]) => `${name(r)} for ${Date.now() - since} ms`);
-  return { events, stillPending, serverLog, logFrom: serverLog().length };
+  return { events, stillPending, serverLog, logFrom: serverLog().length, serverHealth: () => serverHealth(server) };
 }
 
 export interface ViewerRecord {
@@ -131,6 +135,36 @@ export interface ViewerRecord {
   serverLog: () => string;
   /** Where the server's output stood when the page began. */
   logFrom: number;
+  /** The server process's open files against its limit, and its listening socket's queue. */
+  serverHealth: () => string;
+}
+
+/**
+ * What would keep a browser's new connections from the server while a test's pooled ones still
+ * work: the server out of file descriptors, or a full accept queue.
+ */
+function serverHealth(server: Pick<TestServer, "pid" | "base">): string {
+  const out: string[] = [];
+  try {
+    const limit = /Max open files\s+(\d+)/.exec(fs.readFileSync(`/proc/${server.pid}/limits`, "utf8"))?.[1];
+    out.push(`open files ${fs.readdirSync(`/proc/${server.pid}/fd`).length} of ${limit}`);
+  } catch (e) {
+    out.push(`open files unknown: ${(e as Error).message}`);
+  }
+  const port = new URL(server.base).port;
+  try {
+    const listen = execFileSync("ss", ["-Hltn", `sport = :${port}`], { encoding: "utf8" }).trim();
+    const states = execFileSync("ss", ["-Htan", `( sport = :${port} or dport = :${port} )`], { encoding: "utf8" })
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => l.split(/\s+/)[0]);
+    const count = new Map<string, number>();
+    for (const st of states) count.set(st!, (count.get(st!) ?? 0) + 1);
+    out.push(`listening: ${listen || "no socket"}`, `connections: ${JSON.stringify(Object.fromEntries(count))}`);
+  } catch (e) {
+    out.push(`sockets unknown: ${(e as Error).message}`);
+  }
+  return out.join("; ");
 }
 
 /** Waits until the viewer says `state` ("connected"); failing, says what it went through (`recordViewer`). */
@@ -166,7 +200,7 @@ async function waitFor(page: Page, rec: ViewerRecord, failure: string, timeout: 
 }
 
 /** The page's viewer as the test saw it: its states, the layout around it, its requests and the server's lines. */
-async function describeViewer(page: Page, { events, stillPending, serverLog, logFrom }: ViewerRecord): Promise<string> {
+async function describeViewer(page: Page, { events, stillPending, serverLog, logFrom, serverHealth }: ViewerRecord): Promise<string> {
   const dom = await page
     .evaluate(() => {
       const rect = (sel: string) =>
@@ -202,6 +236,6 @@ async function describeViewer(page: Page, { events, stillPending, serverLog, log
     .map((l) => l.replace(/ticket=[^&" ]+/g, "ticket=…").slice(0, 400));
   return (
     `the page: ${JSON.stringify(dom)}\nits events:\n  ${events.join("\n  ")}\nits requests still pending:\n  ${stillPending().join("\n  ")}\n` +
-    `the server logged:\n  ${lines.join("\n  ")}`
+    `the server: ${serverHealth()}\nthe server logged:\n  ${lines.join("\n  ")}`
   );
 }
