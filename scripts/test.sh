@@ -94,6 +94,7 @@ fg e2e "$e2e" "end-to-end" || { status=1; note_failure "end-to-end" "$LOGS/e2e.l
 echo "== secrets in the servers' logs"
 node --import tsx scripts/check-log-secrets.ts "$HOLM_TEST_LOG_DIR" || { status=1; failed+=("secrets in logs"); }
 echo "== summary"
+echo "open files: $(ulimit -n) (hard $(ulimit -Hn)); $(nproc) cores; $(free -g | awk '/^Mem:/ {print $2 " GB, " $7 " GB available"}')"
 # Console tests that failed once and passed on their retry: named, with their first failure.
 flaky=$(sed 's/\x1b\[[0-9;]*m//g' "$LOGS/e2e.log" 2>/dev/null | sed -n '/^ *[0-9]* flaky$/,/^ *[0-9]* passed/p' | grep -v 'passed' || true)
 if [[ -n "$flaky" ]]; then

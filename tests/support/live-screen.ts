@@ -107,6 +107,8 @@ export async function recordViewer(page: Page, server: Pick<TestServer, "logs" |
     if (m.type() === "error" || m.type() === "warning") events.push(`${at()} console ${m.type()}: ${m.text().slice(0, 300)}`);
   });
   page.on("pageerror", (e) => events.push(`${at()} page error: ${e.message.slice(0, 300)}`));
+  page.on("crash", () => events.push(`${at()} the page crashed`));
+  page.context().browser()?.on("disconnected", () => events.push(`${at()} the browser went away`));
   page.on("websocket", (ws) => {
     const url = ws.url().replace(/ticket=[^&]+/, "ticket=…");
     events.push(`${at()} websocket ${url}`);
