@@ -273,10 +273,8 @@ else
     # -rfbauth: VNC authentication only (libvncserver's WebSocket upgrade on this port asks for it
     # too). Not -noremote/-novncconnect (an X client already owns the display anyway): with them,
     # one drag in three lost its motion and button release in Chromium (tests/integration/drive).
-    # -wait 10 -defer 5 (defaults 20 and 20): a change reaches a watcher ~11 ms sooner; with no
-    # client x11vnc sleeps 200 ms between looks whatever they are (docs/decisions/0016).
     spawn "x11vnc :$d" nice -n 10 x11vnc -display ":$d" -rfbport $((5900 + n)) -rfbauth "$vnc_passwd" -forever -shared \
-      -quiet -noxdamage -defer 5 -wait 10
+      -quiet -noxdamage
     dir=/root/.config/holm/fluxbox-$n
     mkdir -p "$dir"
     for f in /opt/holm/fluxbox/*; do
