@@ -226,7 +226,6 @@ export function pipeViewer(ws: WebSocket, vnc: VncLink, login: Promise<Buffer> |
   const end = (code: number, reason: string) => {
     if (ended) return;
     ended = true;
-    opts.onEnd?.(code, reason, performance.now() - startedAt);
     greeting.fail(new Error("the viewer socket closed"));
     unregister();
     clearInterval(ping);
@@ -234,6 +233,7 @@ export function pipeViewer(ws: WebSocket, vnc: VncLink, login: Promise<Buffer> |
     clearTimeout(releaseTimer);
     tcp.destroy();
     if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(code, reason);
+    opts.onEnd?.(code, reason, performance.now() - startedAt);
   };
 
   const unregister = opts.register((code, reason) => end(code, reason));
