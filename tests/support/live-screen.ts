@@ -108,7 +108,10 @@ export async function recordViewer(page: Page, server: Pick<TestServer, "logs" |
   });
   page.on("pageerror", (e) => events.push(`${at()} page error: ${e.message.slice(0, 300)}`));
   page.on("crash", () => events.push(`${at()} the page crashed`));
-  page.context().browser()?.on("disconnected", () => events.push(`${at()} the browser went away`));
+  const browser = page.context().browser();
+  const gone = () => events.push(`${at()} the browser went away`);
+  browser?.on("disconnected", gone);
+  page.once("close", () => browser?.off("disconnected", gone));
   page.on("websocket", (ws) => {
     const url = ws.url().replace(/ticket=[^&]+/, "ticket=…");
     events.push(`${at()} websocket ${url}`);
