@@ -335,6 +335,9 @@ export class DockerRuntime implements Runtime {
         Env: ["TERM=xterm-256color", "DISPLAY=:99", `HOLM_SHELL=${tag}`],
       });
       const stream = await exec.start({ hijack: true, stdin: true, Tty: true });
+      // Before any await: an 'error' with no listener (an engine that times the socket out
+      // meanwhile) would end the server; the shell's exit below hears of it through `close`.
+      stream.on("error", () => undefined);
       await started(exec);
       return { exec, stream };
     });

@@ -50,19 +50,23 @@ export async function openTunnel(docker: Docker, ref: string, port: number): Pro
     Tty: false,
   });
   const input = (await exec.start({ hijack: true, stdin: true })) as unknown as net.Socket;
-  // Its process running before the gate lets a pause in (freeze-gate.server.ts).
-  await started(exec);
-  input.setNoDelay?.(true);
   const output = new PassThrough();
-  docker.modem.demuxStream(input, output, new PassThrough().resume());
   let ended = false;
   const finish = () => {
+    if (ended) return;
     ended = true;
     output.end();
   };
+  // Listened to before anything else is awaited: an engine cut off while `started` waits times
+  // this socket out (ETIMEDOUT), and an 'error' nobody listens to ends the whole server (a CI
+  // run of swarm.test cut a node off at that moment).
+  input.on("error", finish);
   input.once("end", finish);
   input.once("close", finish);
-  input.once("error", finish);
+  // Its process running before the gate lets a pause in (freeze-gate.server.ts).
+  await started(exec);
+  input.setNoDelay?.(true);
+  docker.modem.demuxStream(input, output, new PassThrough().resume());
   return { input, output, alive: () => !ended && !input.destroyed, go: () => void input.write("\n"), close: () => input.destroy() };
 }
 
