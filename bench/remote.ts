@@ -2,7 +2,7 @@ import { startRemoteEngine } from "../tests/support/remote-engine";
 import { startSshd } from "../tests/support/ssh-engine";
 import { RUN_LABEL, json, removeTestBoxes, startServer } from "../tests/support/server";
 import { now, summarize } from "./stats";
-import { RfbClient, viewerTicket } from "./viewer";
+import { RfbClient, viewerTicket } from "./rfb-client";
 
 // A box on another engine (ADR 0019: every TCP connection is a docker exec tunnel) against a
 // local box in the same run: a click batch, a click batch with a frame, and the viewer's first

@@ -1,7 +1,7 @@
 import { Page } from "../tests/support/cdp";
 import { json, removeTestBoxes, startServer } from "../tests/support/server";
 import { now, summarize } from "./stats";
-import { RfbClient, viewerTicket } from "./viewer";
+import { RfbClient, viewerTicket } from "./rfb-client";
 
 // Does watching cost the agent? One-click batches on a box whose screen repaints at 10 Hz, in
 // rounds that take turns: no viewer asking, then 20 view-mode viewers pulling incremental

@@ -5,7 +5,7 @@ import { type Person, consoleClient } from "../support/console";
 import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, docker, freePort, json, removeTestBoxes, startServer } from "../support/server";
 import { openIo, openViewer } from "../support/sockets";
-import { viewerTicket } from "../../bench/viewer";
+import { viewerTicket } from "../../bench/rfb-client";
 import { type Api, apiAs } from "../support/workspaces";
 
 // Issue 17's chaos test: two servers on loopback behind a round-robin proxy, sharing PostgreSQL,

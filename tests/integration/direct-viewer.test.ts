@@ -3,7 +3,7 @@ import { signDirectTicket } from "../../app/protocol/direct-viewer";
 import { agentSecretOf } from "../support/box-auth";
 import { type TestServer, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";
 import { closedWithin, openViewer } from "../support/sockets";
-import { RfbClient } from "../../bench/viewer";
+import { RfbClient } from "../../bench/rfb-client";
 import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
 import { registerSecret } from "../support/log-secrets";
 import { type Api, apiAs, twoWorkspaces } from "../support/workspaces";

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RfbClient, viewerTicket } from "../../bench/viewer";
+import { RfbClient, viewerTicket } from "../../bench/rfb-client";
 import { type Person, consoleClient } from "../support/console";
 import { type RemoteEngine, startRemoteEngine } from "../support/remote-engine";
 import { type SshEndpoint, startSshd } from "../support/ssh-engine";

@@ -3,7 +3,7 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VNC_PROBE, attackPage, parseProbe, probeVncFromHost, readAttackTitle } from "../support/attacks";
-import { RfbClient } from "../../bench/viewer";
+import { RfbClient } from "../../bench/rfb-client";
 import { agentFetchAs, agentSecretOf, vncPasswordOf, vncResponder } from "../support/box-auth";
 import { boxIp } from "../support/cdp";
 import { ROOT, type TestServer, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { viewerTicket } from "../../bench/viewer";
+import { viewerTicket } from "../../bench/rfb-client";
 import { Page } from "../support/cdp";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
 import { type Closing, closedWithin, openViewer } from "../support/sockets";

@@ -1,6 +1,6 @@
 import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RfbClient, viewerTicket } from "../../bench/viewer";
+import { RfbClient, viewerTicket } from "../../bench/rfb-client";
 import { Page } from "../support/cdp";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RfbClient } from "../../bench/viewer";
+import { RfbClient } from "../../bench/rfb-client";
 import { boxIp } from "../support/cdp";
 import { decodePng } from "../support/png";
 import { openViewer } from "../support/sockets";

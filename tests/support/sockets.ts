@@ -1,5 +1,5 @@
 import { type Socket, io } from "socket.io-client";
-import { RfbClient } from "../../bench/viewer";
+import { RfbClient } from "../../bench/rfb-client";
 import type { TestServer } from "./server";
 
 // The console's three kinds of socket, opened as a browser would (cookie or ticket), for tests
