@@ -6,7 +6,8 @@ import { now, summarize } from "./stats";
 
 // The viewer relay (/v1/…/viewer/socket) against a direct TCP connection to the box's x11vnc, in
 // the same run, on the same box: latency of a full FramebufferUpdateRequest to the first byte of
-// its update, throughput of full updates of a changing screen, and ticket → first update.
+// its update, throughput of full updates of a changing screen with each update's first byte →
+// last byte (the path's own cost, apart from x11vnc's cycle: ADR 0031), and ticket → first update.
 
 // ---------------------------------------------------------------- the bench
 
