@@ -1,7 +1,7 @@
 import { type Browser, type BrowserContext, type Page, type TestInfo, chromium, expect, test } from "@playwright/test";
 import { CHROMIUM_ARGS, CHROMIUM_PATH, signUp } from "../support/browser";
 import { Page as BoxPage } from "../support/cdp";
-import { clickBoxAt, layout, paintedFrames, recordViewer, restoredCount, waitForScreen, waitForViewerState } from "../support/live-screen";
+import { clickBoxAt, gotoWhole, layout, paintedFrames, recordViewer, restoredCount, waitForScreen, waitForViewerState } from "../support/live-screen";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { attachShot } from "../support/shots";
 
@@ -80,7 +80,7 @@ async function openBoxPage(browser: Browser, viewport = { width: 1440, height: 9
   const context = await browser.newContext({ storageState: state, viewport });
   const page = await context.newPage();
   const viewer = await recordViewer(page, server);
-  await page.goto(`${server.base}/boxes/${boxId}`);
+  await gotoWhole(page, `${server.base}/boxes/${boxId}`);
   await waitForViewerState(page, viewer, "connected");
   return { context, page, viewer };
 }

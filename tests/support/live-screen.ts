@@ -8,6 +8,34 @@ import type { TestServer } from "./server";
 // painted over it, clicks through its canvas, and whether a page came back from the back/forward
 // cache.
 
+/**
+ * Opens `url`, and opens it again (up to `tries` loads in all) when Chromium cancelled any of the
+ * document's requests with net::ERR_NETWORK_CHANGED. Chromium cancels what is in flight when a
+ * network interface or address comes or goes, and the Docker engine adds and removes them as the
+ * run's other tests start and remove boxes; a page that lost a module or its stylesheet that way
+ * stays half there (never hydrated, or a screen with no height), which is how the live view's
+ * tests failed now and then (CI run 45 showed the cancelled requests).
+ */
+export async function gotoWhole(page: Page, url: string, tries = 3) {
+  for (let attempt = 1; ; attempt++) {
+    const cancelled: string[] = [];
+    const failed = (r: Request) => {
+      if (r.failure()?.errorText === "net::ERR_NETWORK_CHANGED") cancelled.push(r.url());
+    };
+    page.on("requestfailed", failed);
+    try {
+      // `load`: the document's scripts and stylesheets have all arrived or failed.
+      await page.goto(url);
+    } catch (err) {
+      if (!cancelled.length || attempt >= tries) throw err;
+    } finally {
+      page.off("requestfailed", failed);
+    }
+    // The last load stands as it is: the test's own waits say what it lacks.
+    if (!cancelled.length || attempt >= tries) return;
+  }
+}
+
 /** How often this document was restored from the back/forward cache (once it can be asked). */
 export async function restoredCount(page: Page): Promise<number> {
   let n = -1;
