@@ -33,6 +33,8 @@ export async function gotoWhole(page: Page, url: string, tries = 3) {
     }
     // The last load stands as it is: the test's own waits say what it lacks.
     if (!cancelled.length || attempt >= tries) return;
+    // Said in the run's log, so a reload is never silent.
+    console.warn(`${new URL(url).pathname}: Chromium cut ${cancelled.length} request(s) with net::ERR_NETWORK_CHANGED (load ${attempt}); loading it again`);
   }
 }
 
