@@ -30,9 +30,7 @@ const g = c.getContext("2d"); let n = 0;
   requestAnimationFrame(draw); })();
 </script></body></html>`;
 
-type Side = "direct" | "relay";
-
-const order = (): Side[] => (Math.random() < 0.5 ? ["direct", "relay"] : ["relay", "direct"]);
+const order = (): ("direct" | "relay")[] => (Math.random() < 0.5 ? ["direct", "relay"] : ["relay", "direct"]);
 
 async function connectPair(server: TestServer, boxId: string, ip: string) {
   // Straight to x11vnc, which asks for the box's password as it does of the relay.
@@ -51,9 +49,9 @@ export async function benchViewer() {
     if (box.state !== "ready") throw new Error(`box did not start: ${JSON.stringify(box)}`);
     const ip = await boxIp(box.id);
     const page = await Page.open(server, box.id);
-    const pair = await connectPair(server, box.id, ip);
-    const { width, height } = pair.relay.init;
-    console.log(`screen ${width}×${height}, ${pair.relay.init.bpp} bpp, raw encoding`);
+    const { direct, relay } = await connectPair(server, box.id, ip);
+    const { width, height } = relay.init;
+    console.log(`screen ${width}×${height}, ${relay.init.bpp} bpp, raw encoding`);
 
     // Latency on a still screen: a full request to the first byte of its update.
     await page.navigate("about:blank");
@@ -69,13 +67,13 @@ export async function benchViewer() {
       return u.firstByteAt - t0;
     };
     for (let i = 0; i < 5; i++) {
-      await once(pair.direct);
-      await once(pair.relay);
+      await once(direct);
+      await once(relay);
     }
     for (let i = 0; i < N_LATENCY; i++) {
       // Both in each round, in a random order: drift in the box's load, and x11vnc's state after
       // the other client's update, fall on both sides alike.
-      for (const side of order()) latency[side].push(await once(pair[side]));
+      for (const side of order()) latency[side].push(await once(side === "direct" ? direct : relay));
     }
     const ld = summarize("full update request → first byte, direct TCP", latency.direct);
     const lr = summarize("full update request → first byte, relay (ws)", latency.relay);
@@ -85,7 +83,7 @@ export async function benchViewer() {
     // The relay's own round trip: a 64×64 request, which x11vnc answers at once.
     const small = { direct: [] as number[], relay: [] as number[] };
     for (let i = 0; i < N; i++) {
-      for (const side of order()) small[side].push(await once(pair[side], 64, 64));
+      for (const side of order()) small[side].push(await once(side === "direct" ? direct : relay, 64, 64));
     }
     const sd = summarize("64×64 update request → first byte, direct TCP", small.direct);
     const sr = summarize("64×64 update request → first byte, relay (ws)", small.relay);
@@ -97,8 +95,8 @@ export async function benchViewer() {
     const rate = { direct: [] as number[], relay: [] as number[] };
     // Each full update's first byte to its last: the part of its time the path itself sets.
     const transfer = new Map<RfbClient, number[]>([
-      [pair.direct, []],
-      [pair.relay, []],
+      [direct, []],
+      [relay, []],
     ]);
     const burst = async (c: RfbClient, n: number) => {
       const t0 = now();
@@ -106,30 +104,30 @@ export async function benchViewer() {
       for (let i = 0; i < n; i++) {
         c.requestUpdate(false);
         const u = await c.nextUpdate();
-        transfer.get(c)?.push(now() - u.firstByteAt);
+        transfer.get(c)!.push(now() - u.firstByteAt);
         bytes += u.bytes;
       }
       return bytes / 1e6 / ((now() - t0) / 1000);
     };
-    await burst(pair.direct, 3);
-    await burst(pair.relay, 3);
+    await burst(direct, 3);
+    await burst(relay, 3);
     // x11vnc sends a full update once a cycle (20–26 ms here, at 13–21 % of a core): a burst's
     // rate is set by where its requests fall in that cycle, and a side can lock onto a bad phase for
     // a whole burst (one run of 20 bursts: direct 220 MB/s, relay 153; in 3 s runs taking turns
     // both gave 150–190). 40 bursts a side; the page is given 1.5 s to settle first (x11vnc
     // stalled 2–4 s in the first seconds of the animation).
     for (let i = 0; i < Math.max(40, Math.round(N / 5)); i++) {
-      for (const side of order()) rate[side].push(await burst(pair[side], 5));
+      for (const side of order()) rate[side].push(await burst(side === "direct" ? direct : relay, 5));
     }
     const td = summarize("full updates of a changing screen, direct TCP", rate.direct, "MB/s");
     const tr = summarize("full updates of a changing screen, relay (ws)", rate.relay, "MB/s");
     const tRatio = tr.median / td.median;
     console.log(`  throughput ratio relay/direct ${tRatio.toFixed(2)}× (target ≥ 0.9×: ${tRatio >= 0.9 ? "met" : "missed"})`);
-    const xd = summarize("a full update, first byte → last, direct TCP", transfer.get(pair.direct)!);
-    const xr = summarize("a full update, first byte → last, relay (ws)", transfer.get(pair.relay)!);
+    const xd = summarize("a full update, first byte → last, direct TCP", transfer.get(direct)!);
+    const xr = summarize("a full update, first byte → last, relay (ws)", transfer.get(relay)!);
     console.log(`  the relay adds ${(xr.median - xd.median).toFixed(2)} ms to a ${((width * height * 4) / 1e6).toFixed(1)} MB update (median)`);
-    pair.direct.close();
-    pair.relay.close();
+    direct.close();
+    relay.close();
 
     // Ticket → first full framebuffer update, through the relay, from nothing.
     const first: number[] = [];
