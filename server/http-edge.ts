@@ -175,8 +175,22 @@ function capStreamingBody(req: IncomingMessage, res: ServerResponse, limit: numb
   req.on("data", count);
 }
 
+/**
+ * On every answer. No page of the console may be framed, by anyone: a page on another port of the
+ * same host is the same site, gets the session cookie into a frame (SameSite=Lax) and could lay the
+ * console under a decoy to take a person's clicks (tests/e2e/security-http). `frame-ancestors` for
+ * browsers that read CSP, X-Frame-Options for the rest. No answer is sniffed into another type:
+ * box files and images must never be read as a page of the console's origin.
+ */
+const EVERY_RESPONSE: [string, string][] = [
+  ["x-frame-options", "DENY"],
+  ["content-security-policy", "frame-ancestors 'none'"],
+  ["x-content-type-options", "nosniff"],
+];
+
 /** Express-style middleware for every HTTP request (server.ts installs it before anything else). */
 export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) {
+  for (const [name, value] of EVERY_RESPONSE) res.setHeader(name, value);
   if (!hostAllowed(req.headers.host, { address: req.socket.localAddress, port: req.socket.localPort })) {
     return send(res, hostRefusal(req.headers.host), hasBody(req) ? req : undefined);
   }

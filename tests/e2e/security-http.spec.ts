@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { type Page, expect, test } from "@playwright/test";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { signUp } from "../support/browser";
@@ -93,4 +95,50 @@ test("a viewer's console tab cannot remove the owner's box through /v1; the owne
   expect(gone).toMatchObject({ actor: "person", data: { reason: "removed", by: expect.stringMatching(/^user:/) } });
   await adaContext.close();
   await vicContext.close();
+});
+
+// Clickjacking: a page on another port of the same host (a dev server, a local tool, anything the
+// person runs or opens there) is the same site as the console, so the browser sends the session
+// cookie to a frame of it (SameSite=Lax). Such a page could frame the console out of sight under a
+// decoy and take the person's clicks: "Create key", "Take over", "Remove". The console refuses
+// to be framed by anyone, itself included.
+test("a page on another port of the same host cannot show the console in a frame and take a person's clicks", async ({ browser }) => {
+  // A server of its own: the first person to sign up owns it.
+  const server = await startServer();
+  const context = await browser.newContext();
+  const grace = await context.newPage();
+  await grace.goto(`${server.base}/signup`);
+  await signUp(grace, "Grace", "grace@example.com", "Framed");
+  await expect(grace.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+
+  const host = new URL(server.base).hostname;
+  const attacker = http.createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end(`<!doctype html><title>Win a prize</title><h1>Click to claim your prize</h1>
+<iframe src="${server.base}/keys" style="opacity:0.01;position:absolute;top:0;left:0;width:900px;height:700px;border:0"></iframe>`);
+  });
+  await new Promise<void>((resolve) => attacker.listen(0, host, resolve));
+  try {
+    const keysAnswer = grace.waitForResponse((r) => r.url() === `${server.base}/keys`);
+    await grace.goto(`http://${host}:${(attacker.address() as AddressInfo).port}/`);
+    // The browser asked for the page with the cookie (same site): the server's answer is what
+    // keeps it out of the frame.
+    const answer = await keysAnswer;
+    // Chromium puts its error page in the frame instead (before the fix: the console, where a
+    // click on the decoy made a key).
+    const frame = grace.frames().find((f) => f !== grace.mainFrame())!;
+    await expect.poll(() => frame.url()).toMatch(/^chrome-error:/);
+    await expect(grace.frameLocator("iframe").getByRole("button", { name: "Create key" })).toHaveCount(0);
+    expect(answer.headers()["x-frame-options"]).toBe("DENY");
+    expect(answer.headers()["content-security-policy"]).toBe("frame-ancestors 'none'");
+    expect(answer.headers()["x-content-type-options"]).toBe("nosniff");
+    // No key was made behind the person's back, and the console still works in its own tab.
+    await grace.goto(`${server.base}/keys`);
+    await expect(grace.getByRole("heading", { name: /API keys for Framed/ })).toBeVisible();
+    await expect(grace.getByRole("button", { name: "Create key" })).toBeVisible();
+  } finally {
+    attacker.close();
+    await context.close();
+    await server.stop();
+  }
 });

@@ -145,6 +145,22 @@ describe("open mode, before the first account", () => {
     }
   });
 
+  it("says on every answer that it is never framed nor sniffed: pages, assets, /v1, refusals, 404s", async () => {
+    const asset = fs.readdirSync(path.join(ROOT, "build/client/assets")).find((f) => f.endsWith(".js"));
+    const answers: [string, Response][] = [];
+    for (const p of ["/", "/login", "/keys", `/assets/${asset}`, "/favicon.ico", "/v1/health", "/v1/boxes", "/v1/openapi.json", "/v1/nope", "/nope"]) {
+      answers.push([`GET ${p}`, await fetch(`${server.base}${p}`, { redirect: "manual" })]);
+    }
+    answers.push(["POST text/plain", await fetch(`${server.base}/v1/boxes`, { method: "POST", headers: { "content-type": "text/plain" }, body: "{}" })]);
+    answers.push(["POST cross-site", await fetch(`${server.base}/v1/boxes`, { method: "POST", headers: { "content-type": "application/json", origin: EVIL }, body: "{}" })]);
+    for (const [what, res] of answers) {
+      await res.arrayBuffer();
+      expect(res.headers.get("x-frame-options"), what).toBe("DENY");
+      expect(res.headers.get("content-security-policy"), what).toBe("frame-ancestors 'none'");
+      expect(res.headers.get("x-content-type-options"), what).toBe("nosniff");
+    }
+  });
+
   // A second server on an address of this machine that is not loopback: peers there are not local.
   const outside = Object.entries(os.networkInterfaces())
     .filter(([name]) => !/^(lo|docker|br-|veth)/.test(name))
