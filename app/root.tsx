@@ -1,6 +1,7 @@
 import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse } from "react-router";
 import type { Route } from "./+types/root";
 import "./app.css";
+import { NetworkCutGuard } from "~/components/network-cut-guard";
 import { getConsole } from "~/edge/console.server";
 
 export async function loader({ request }: Route.LoaderArgs) {
@@ -23,6 +24,7 @@ export function Layout({ children }: { children: React.ReactNode }) {
     <html lang="en">
       <head>
         <meta charSet="utf-8" />
+        <NetworkCutGuard />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <Meta />
         <Links />

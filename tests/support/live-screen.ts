@@ -14,7 +14,9 @@ import type { TestServer } from "./server";
  * network interface or address comes or goes, and the Docker engine adds and removes them as the
  * run's other tests start and remove boxes; a page that lost a module or its stylesheet that way
  * stays half there (never hydrated, or a screen with no height), which is how the live view's
- * tests failed now and then (CI run 45 showed the cancelled requests).
+ * tests failed now and then (CI run 45 showed the cancelled requests). The console's pages now
+ * reload themselves when a stylesheet or script is cut (app/components/network-cut-guard.tsx);
+ * this also covers the document's own request, and says in the run's log when it loads again.
  */
 export async function gotoWhole(page: Page, url: string, tries = 3) {
   for (let attempt = 1; ; attempt++) {
