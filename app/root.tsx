@@ -42,12 +42,28 @@ export default function App() {
   return <Outlet />;
 }
 
+/**
+ * A request the browser itself failed: no answer came (the network changed under it, the server
+ * restarted). fetch rejects with a TypeError whose words differ by browser.
+ */
+function isCutRequest(error: unknown): boolean {
+  return error instanceof TypeError && /failed to fetch|networkerror|load failed|network/i.test(error.message);
+}
+
 export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
   let title = "Something went wrong";
   let detail = "The console hit an unexpected error.";
+  const cut = isCutRequest(error);
   if (isRouteErrorResponse(error)) {
     title = error.status === 404 ? "Not found" : `Error ${error.status}`;
     detail = error.status === 404 ? "There is no page at this address." : error.statusText || detail;
+  } else if (cut) {
+    // A read was already tried twice (components/network-cut-guard); a change is never sent twice,
+    // so the person is told it may or may not have been made.
+    title = "The connection was cut";
+    detail =
+      "No answer came from the server: the network changed under the request, or the server restarted. " +
+      "If you had just sent a change, it may or may not have been made. Reload to see where things stand.";
   } else if (import.meta.env.DEV && error instanceof Error) {
     detail = error.message;
   }
@@ -57,9 +73,20 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
       <title>{`${title} · holm`}</title>
       <h1 className="text-2xl font-semibold">{title}</h1>
       <p className="mt-2 text-slate-600">{detail}</p>
-      <a className="mt-4 inline-block text-indigo-600 underline" href="/">
-        Back to boxes
-      </a>
+      <div className="mt-4 flex items-center gap-4">
+        {cut && (
+          <button
+            type="button"
+            className="rounded-md bg-indigo-600 px-3 py-1.5 text-sm font-medium text-white shadow-sm hover:bg-indigo-500"
+            onClick={() => window.location.reload()}
+          >
+            Reload
+          </button>
+        )}
+        <a className="text-indigo-600 underline" href="/">
+          Back to boxes
+        </a>
+      </div>
     </main>
   );
 }
