@@ -10,12 +10,25 @@ import { type TestServer, startServer } from "../support/server";
 
 let server: TestServer;
 
+/** Requests that failed other than by this file's cuts (ERR_INTERNET_DISCONNECTED): said on a failure. */
+let otherFailures: string[] = [];
+
 // A server a test: each signs its own first person up.
-test.beforeEach(async () => {
+test.beforeEach(async ({ page }) => {
   server = await startServer({ HOLM_SERVER_TOKEN: "" });
+  otherFailures = [];
+  // The network can cut requests of its own here too (the run's other suites start boxes beside
+  // this one); a failure then says which, as the exact counts below do not allow for them.
+  page.on("requestfailed", (r) => {
+    const why = r.failure()?.errorText;
+    if (why !== "net::ERR_INTERNET_DISCONNECTED") otherFailures.push(`${r.method()} ${r.url()}: ${why}`);
+  });
 });
 
-test.afterEach(async () => {
+test.afterEach(async ({}, testInfo) => {
+  if (testInfo.status !== testInfo.expectedStatus && otherFailures.length) {
+    console.warn(`${testInfo.title}: requests the network failed besides the test's cuts:\n  ${otherFailures.join("\n  ")}`);
+  }
   await server?.stop();
 });
 
@@ -49,83 +62,65 @@ async function expectWholeBoxList(page: Page) {
   await expect.poll(() => page.evaluate(() => performance.getEntriesByName("holm:box-list:interactive").length)).toBe(1);
 }
 
-test("a page that lost its stylesheet, then its entry module, loads again until whole", async ({ browser }) => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  try {
-    await page.goto(`${server.base}/signup`);
-    await signUp(page, "Ines", "ines@example.com", "Cuts");
-    await expectWholeBoxList(page);
+test("a page that lost its stylesheet, then its entry module, loads again until whole", async ({ page }) => {
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ines", "ines@example.com", "Cuts");
+  await expectWholeBoxList(page);
 
-    const css = await cut(page, /\/assets\/root-[^/]*\.css$/, 1);
-    const entry = await cut(page, /\/assets\/entry\.client-[^/]*\.js$/, 2);
-    const seen = countLoads(page);
-    await page.goto(`${server.base}/`);
-    await expectWholeBoxList(page);
-    // Load 1 lost the stylesheet and the entry module, load 2 the entry module; load 3 is whole.
-    expect(css.requests).toBe(3);
-    expect(entry.requests).toBe(3);
-    expect(seen.loads).toBe(3);
-  } finally {
-    await context.close();
-  }
+  const css = await cut(page, /\/assets\/root-[^/]*\.css$/, 1);
+  const entry = await cut(page, /\/assets\/entry\.client-[^/]*\.js$/, 2);
+  const seen = countLoads(page);
+  await page.goto(`${server.base}/`);
+  await expectWholeBoxList(page);
+  // Load 1 lost the stylesheet and the entry module, load 2 the entry module; load 3 is whole.
+  expect(css.requests).toBe(3);
+  expect(entry.requests).toBe(3);
+  expect(seen.loads).toBe(3);
 });
 
-test("a stylesheet that never comes is asked for three times, then the page stays as it is", async ({ browser }) => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  try {
-    const css = await cut(page, /\/assets\/root-[^/]*\.css$/, Infinity);
-    const seen = countLoads(page);
-    await page.goto(`${server.base}/signup`);
-    await expect.poll(() => seen.loads).toBe(3);
-    // No loop: the page stays (unstyled, but there and usable) however long it is left.
-    await page.waitForTimeout(3000);
-    expect(seen.loads).toBe(3);
-    expect(css.requests).toBe(3);
-    await expect(page.getByRole("button", { name: "Create account" })).toBeVisible();
-  } finally {
-    await context.close();
-  }
+test("a stylesheet that never comes is asked for three times, then the page stays as it is", async ({ page }) => {
+  const css = await cut(page, /\/assets\/root-[^/]*\.css$/, Infinity);
+  const seen = countLoads(page);
+  await page.goto(`${server.base}/signup`);
+  await expect.poll(() => seen.loads).toBe(3);
+  // No loop: the page stays (unstyled, but there and usable) however long it is left.
+  await page.waitForTimeout(3000);
+  expect(seen.loads).toBe(3);
+  expect(css.requests).toBe(3);
+  await expect(page.getByRole("button", { name: "Create account" })).toBeVisible();
 });
 
-test("a navigation whose data was cut is fetched again; a change is never sent twice", async ({ browser }) => {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  try {
-    await page.goto(`${server.base}/signup`);
-    await signUp(page, "Ines", "ines@example.com", "Cuts");
-    await expectWholeBoxList(page);
+test("a navigation whose data was cut is fetched again; a change is never sent twice", async ({ page }) => {
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ines", "ines@example.com", "Cuts");
+  await expectWholeBoxList(page);
 
-    // A client-side navigation: its loader data is one GET of /keys.data, cut once.
-    const data = await cut(page, /\/keys\.data(\?|$)/, 1);
-    await page.getByRole("link", { name: "API keys" }).click();
-    await expect(page.getByRole("heading", { name: "API keys for Cuts" })).toBeVisible();
-    await expect(page.getByText("Something went wrong")).toHaveCount(0);
-    expect(data.requests).toBe(2);
+  // A client-side navigation: its loader data is one GET of /keys.data, cut once.
+  const data = await cut(page, /\/keys\.data(\?|$)/, 1);
+  await page.getByRole("link", { name: "API keys" }).click();
+  await expect(page.getByRole("heading", { name: "API keys for Cuts" })).toBeVisible();
+  await expect(page.getByText("Something went wrong")).toHaveCount(0);
+  expect(data.requests).toBe(2);
 
-    // Creating a key is a POST: cut once, it is not sent again, and the person is told what
-    // happened and what to do (not "an unexpected error").
-    const post = await cut(page, /\/keys(\.data)?(\?|$)/, 1, "POST");
-    await page.getByLabel("Name", { exact: true }).fill("once");
-    await page.getByRole("button", { name: "Create key" }).click();
-    await expect(page.getByRole("heading", { name: "The connection was cut" })).toBeVisible();
-    await expect(page.getByText("it may or may not have been made")).toBeVisible();
-    await page.waitForTimeout(1000);
-    expect(post.requests).toBe(1);
-    await expect(page.getByTestId("new-key")).toHaveCount(0);
-    // Reload shows where things stand: the keys page, whole, with no key made.
-    await page.getByRole("button", { name: "Reload" }).click();
-    await expect(page.getByRole("heading", { name: "API keys for Cuts" })).toBeVisible();
-    await expect(page.getByRole("button", { name: "Create key" })).toBeVisible();
-    await expect(page.getByRole("cell", { name: "once", exact: true })).toHaveCount(0);
-    expect(post.requests).toBe(1);
-    // Sent again by the person, it goes through.
-    await page.getByLabel("Name", { exact: true }).fill("once");
-    await page.getByRole("button", { name: "Create key" }).click();
-    await expect(page.getByTestId("new-key")).toBeVisible();
-    await expect(page.getByRole("cell", { name: "once", exact: true })).toHaveCount(1);
-  } finally {
-    await context.close();
-  }
+  // Creating a key is a POST: cut once, it is not sent again, and the person is told what
+  // happened and what to do (not "an unexpected error").
+  const post = await cut(page, /\/keys(\.data)?(\?|$)/, 1, "POST");
+  await page.getByLabel("Name", { exact: true }).fill("once");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect(page.getByRole("heading", { name: "The connection was cut" })).toBeVisible();
+  await expect(page.getByText("it may or may not have been made")).toBeVisible();
+  await page.waitForTimeout(1000);
+  expect(post.requests).toBe(1);
+  await expect(page.getByTestId("new-key")).toHaveCount(0);
+  // Reload shows where things stand: the keys page, whole, with no key made.
+  await page.getByRole("button", { name: "Reload" }).click();
+  await expect(page.getByRole("heading", { name: "API keys for Cuts" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Create key" })).toBeVisible();
+  await expect(page.getByRole("cell", { name: "once", exact: true })).toHaveCount(0);
+  expect(post.requests).toBe(1);
+  // Sent again by the person, it goes through.
+  await page.getByLabel("Name", { exact: true }).fill("once");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect(page.getByTestId("new-key")).toBeVisible();
+  await expect(page.getByRole("cell", { name: "once", exact: true })).toHaveCount(1);
 });
