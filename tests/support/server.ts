@@ -146,6 +146,7 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     }),
   );
   const base = `http://${env.HOLM_SERVER_ADDR}`;
+  const listening = new RegExp(`listening on http://\\S*:${new URL(base).port || 80} `);
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) {
@@ -155,8 +156,12 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
       throw new Error(`server exited (${child.exitCode}):\n${out}`);
     }
     try {
+      // Only once this child has said it listens: until then the port may be another process's
+      // (freePort's port taken in between), which would answer the health check in its place and
+      // take the test's requests (CI run 49's box-metadata tests talked to a server that another
+      // test run on the machine had started, and lost it when that run stopped it).
       const res = await fetch(`${base}/v1/health`);
-      if (res.ok) break;
+      if (res.ok && listening.test(out)) break;
     } catch {
       /* not listening yet */
     }
