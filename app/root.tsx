@@ -2,6 +2,7 @@ import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse }
 import type { Route } from "./+types/root";
 import "./app.css";
 import { NetworkCutGuard } from "~/components/network-cut-guard";
+import { Button } from "~/components/ui";
 import { getConsole } from "~/edge/console.server";
 
 export async function loader({ request }: Route.LoaderArgs) {
@@ -75,13 +76,9 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
       <p className="mt-2 text-slate-600">{detail}</p>
       <div className="mt-4 flex items-center gap-4">
         {cut && (
-          <button
-            type="button"
-            className="rounded-md bg-indigo-600 px-3 py-1.5 text-sm font-medium text-white shadow-sm hover:bg-indigo-500"
-            onClick={() => window.location.reload()}
-          >
+          <Button type="button" onClick={() => window.location.reload()}>
             Reload
-          </button>
+          </Button>
         )}
         <a className="text-indigo-600 underline" href="/">
           Back to boxes
