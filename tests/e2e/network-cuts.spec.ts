@@ -1,6 +1,6 @@
 import { type Page, type Route, expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
-import { type TestServer, startServer } from "../support/server";
+import { type TestServer, removeTestBoxes, startServer } from "../support/server";
 
 // The console when the browser cuts its requests. Chromium cancels every request in flight,
 // loopback included, when a network interface comes or goes (net::ERR_NETWORK_CHANGED), and the
@@ -30,6 +30,11 @@ test.afterEach(async ({}, testInfo) => {
     console.warn(`${testInfo.title}: requests the network failed besides the test's cuts:\n  ${otherFailures.join("\n  ")}`);
   }
   await server?.stop();
+});
+
+// None of these tests makes a box; whatever this run's label marks is removed all the same.
+test.afterAll(async () => {
+  await removeTestBoxes();
 });
 
 /**
