@@ -48,7 +48,7 @@ export default function App() {
  * restarted). fetch rejects with a TypeError whose words differ by browser.
  */
 function isCutRequest(error: unknown): boolean {
-  return error instanceof TypeError && /failed to fetch|networkerror|load failed|network/i.test(error.message);
+  return error instanceof TypeError && /failed to fetch|load failed|network/i.test(error.message);
 }
 
 export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {

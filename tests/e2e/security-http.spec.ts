@@ -106,19 +106,19 @@ test("a page on another port of the same host cannot show the console in a frame
   // A server of its own: the first person to sign up owns it.
   const server = await startServer();
   const context = await browser.newContext();
-  const grace = await context.newPage();
-  await grace.goto(`${server.base}/signup`);
-  await signUp(grace, "Grace", "grace@example.com", "Framed");
-  await expect(grace.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
-
   const host = new URL(server.base).hostname;
   const attacker = http.createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/html" });
     res.end(`<!doctype html><title>Win a prize</title><h1>Click to claim your prize</h1>
 <iframe src="${server.base}/keys" style="opacity:0.01;position:absolute;top:0;left:0;width:900px;height:700px;border:0"></iframe>`);
   });
-  await new Promise<void>((resolve) => attacker.listen(0, host, resolve));
   try {
+    const grace = await context.newPage();
+    await grace.goto(`${server.base}/signup`);
+    await signUp(grace, "Grace", "grace@example.com", "Framed");
+    await expect(grace.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+    await new Promise<void>((resolve) => attacker.listen(0, host, resolve));
+
     const keysAnswer = grace.waitForResponse((r) => r.url() === `${server.base}/keys`);
     await grace.goto(`http://${host}:${(attacker.address() as AddressInfo).port}/`);
     // The browser asked for the page with the cookie (same site): the server's answer is what
@@ -136,6 +136,7 @@ test("a page on another port of the same host cannot show the console in a frame
     await grace.goto(`${server.base}/keys`);
     await expect(grace.getByRole("heading", { name: /API keys for Framed/ })).toBeVisible();
     await expect(grace.getByRole("button", { name: "Create key" })).toBeVisible();
+    await expect(grace.getByText("No keys yet.")).toBeVisible();
   } finally {
     attacker.close();
     await context.close();
