@@ -1,7 +1,8 @@
-import type { ReactNode } from "react";
-import { Link, useNavigation } from "react-router";
+import { type ReactNode, useCallback, useRef, useState } from "react";
+import { Link, useNavigate, useNavigation } from "react-router";
 import type { BoxJson } from "~/models/box.server";
-import { removeBoxConfirm } from "./box-name";
+import { BoxLabels, RenameForm } from "./box-meta-edit";
+import { boxTitle, removeBoxConfirm, shortId } from "./box-name";
 import type { ConfirmText } from "./confirm-dialog";
 import { CopyButton } from "./copy-button";
 import { PostForm } from "./post-form";
@@ -61,18 +62,44 @@ function StatePill({ state, reason }: { state: string; reason?: string }) {
   );
 }
 
-export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live: boolean }) {
+/** Where a label chip leads: the box list, filtered by that label. */
+const listOf = (label: string) => `/?${new URLSearchParams({ label }).toString()}`;
+
+/**
+ * The box by its name when it has one (its id under it), else by its id; its labels as chips that
+ * open the list filtered by them. A member renames it and edits its labels here as in the list.
+ */
+export function BoxHeader({ box, now, live, csrf, canEdit }: { box: BoxJson; now: number; live: boolean; csrf: string; canEdit: boolean }) {
   const failed = box.state === "failed";
+  const [renaming, setRenaming] = useState(false);
+  const stopRenaming = useRef(() => setRenaming(false)).current;
+  const navigate = useNavigate();
+  const onLabel = useCallback((label: string) => navigate(listOf(label)), [navigate]);
+  const title = boxTitle(box);
   return (
     <div className="flex flex-wrap items-start justify-between gap-4">
       <div className="min-w-0">
         <nav aria-label="Breadcrumb" className="text-sm text-slate-600">
-          <Link to="/" className="hover:underline">Boxes</Link> / <span className="font-mono">{box.id.slice(0, 16)}…</span>
+          <Link to="/" className="hover:underline">Boxes</Link> / <span className={box.name ? "" : "font-mono"}>{box.name ? title : shortId(box.id)}</span>
         </nav>
-        <h1 className="mt-1 flex flex-wrap items-center gap-3 text-2xl font-semibold tracking-tight">
-          <span className="truncate font-mono text-xl">{box.id}</span>
-          <StatePill state={box.state} reason={box.reason} />
-        </h1>
+        {renaming ? (
+          <div className="mt-1 max-w-md">
+            <RenameForm box={box} csrf={csrf} close={stopRenaming} />
+          </div>
+        ) : (
+          <div className="mt-1 flex flex-wrap items-center gap-3">
+            <h1 className="flex min-w-0 flex-wrap items-center gap-3 text-2xl font-semibold tracking-tight">
+              <span className={box.name ? "truncate" : "truncate font-mono text-xl"}>{box.name ?? box.id}</span>
+              <StatePill state={box.state} reason={box.reason} />
+            </h1>
+            {canEdit && box.state !== "starting" && !failed ? (
+              <button type="button" onClick={() => setRenaming(true)} aria-label={`Rename ${title}`} className="box-small-btn">
+                Rename
+              </button>
+            ) : null}
+          </div>
+        )}
+        {box.name ? <p className="mt-0.5 font-mono text-xs text-slate-500">{box.id}</p> : null}
         <p className="mt-1 text-sm text-slate-600">
           {box.width}×{box.height}
           {box.screens > 1 ? ` · ${box.screens} screens` : ""}
@@ -83,6 +110,9 @@ export function BoxHeader({ box, now, live }: { box: BoxJson; now: number; live:
             </>
           )}
         </p>
+        <div className="mt-2 empty:hidden">
+          <BoxLabels box={box} csrf={csrf} canEdit={canEdit} hrefFor={listOf} onLabel={onLabel} />
+        </div>
       </div>
     </div>
   );

@@ -34,7 +34,7 @@ const Problem = ({ children }: { children?: string }) =>
     </p>
   ) : null;
 
-function RenameForm({ box, csrf, close }: { box: ListBox; csrf: string; close: () => void }) {
+export function RenameForm({ box, csrf, close }: { box: ListBox; csrf: string; close: () => void }) {
   const fetcher = useFetcher<Answer>();
   useDone(fetcher, close);
   return (

@@ -172,6 +172,8 @@ export function pruneCutoffs(opts: PruneOptions = {}): PruneCutoffs {
 
 export interface TraceBox {
   id: string;
+  /** The name people gave the box, if any (it stays after the box is removed, as the trace does). */
+  name: string | null;
   owner: string | null;
   removed: boolean;
 }
@@ -184,12 +186,12 @@ export async function traceBox(actor: Actor, id: string): Promise<TraceBox> {
   const row = BOX_ID_RE.test(id)
     ? await db()
         .selectFrom("box")
-        .select(["id", "owner", "state", "removed_at_ms"])
+        .select(["id", "name", "owner", "state", "removed_at_ms"])
         .where("id", "=", id)
         .where("pooled", "=", 0)
         .executeTakeFirst()
     : undefined;
   const owner = actor.kind === "workspace" ? actor.workspaceId : undefined;
   if (!row || (owner !== undefined && row.owner !== owner)) throw notFound(`no box ${id}`);
-  return { id: row.id, owner: row.owner, removed: row.removed_at_ms !== null || row.state === "gone" };
+  return { id: row.id, name: row.name, owner: row.owner, removed: row.removed_at_ms !== null || row.state === "gone" };
 }

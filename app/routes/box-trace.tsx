@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
 import { useFrameCache } from "~/components/frame-cache";
+import { boxTitle, shortId } from "~/components/box-name";
 import { Shell } from "~/components/shell";
 import { clock } from "~/components/trace-describe";
 import { ForkPanel, type ForkResult } from "~/components/fork-panel";
@@ -40,7 +41,7 @@ import type { Route } from "./+types/box-trace";
 // models/trace-summary.server.ts; which frames load as the slider moves, by trace-follow.ts.
 
 export const meta: Route.MetaFunction = ({ data }) => [
-  { title: `Trace of ${data && "box" in data && data.box ? data.box.id.slice(0, 16) + "…" : "a box"} · holm` },
+  { title: `Trace of ${data && "box" in data && data.box ? boxTitle(data.box) : "a box"} · holm` },
 ];
 
 function wholeParam(raw: string | null): number | undefined {
@@ -68,7 +69,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
   }
   const screen = Math.min(summary.screens - 1, wholeParam(url.searchParams.get("screen")) ?? 0);
   return {
-    box: { id: box.id, removed: box.removed },
+    box: { id: box.id, name: box.name ?? undefined, removed: box.removed },
     // This box is a fork: where from, and its replay (followed live while it runs).
     fork: (await forkOf(box.id)) ?? null,
     workspace: ctx.workspace.id,
@@ -267,8 +268,8 @@ function TracePage(props: LoaderData) {
           </li>
           <li aria-hidden>›</li>
           <li>
-            <Link to={`/boxes/${box.id}`} className="font-mono text-xs text-indigo-700 hover:underline">
-              {box.id.slice(0, 16)}…
+            <Link to={`/boxes/${box.id}`} className={`text-indigo-700 hover:underline ${box.name ? "" : "font-mono text-xs"}`}>
+              {boxTitle(box)}
             </Link>
           </li>
           <li aria-hidden>›</li>
@@ -278,7 +279,7 @@ function TracePage(props: LoaderData) {
       <div className="mt-2 flex flex-wrap items-end justify-between gap-3">
         <div>
           <h1 className="text-2xl font-semibold tracking-tight">
-            Trace of <span className="font-mono text-xl">{box.id.slice(0, 16)}…</span>
+            Trace of {box.name ? <span>{box.name}</span> : <span className="font-mono text-xl">{shortId(box.id)}</span>}
           </h1>
           <p className="text-sm text-slate-600">
             {empty ? "Nothing recorded yet." : `${fmt(total)} entries, ${fmt(summary.frames.length)} frames.`}{" "}

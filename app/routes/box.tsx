@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link, data, redirect } from "react-router";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
+import { boxTitle } from "~/components/box-name";
 import { ActionAlerts, RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
 import { ClipboardPanel } from "~/components/clipboard-panel";
 import { type BoxActionResult, ScreenControl, controlOf } from "~/components/screen-control";
@@ -9,7 +10,7 @@ import { FailedPanel, StartingPanel } from "~/components/start-panel";
 import { Shell } from "~/components/shell";
 import { TerminalPanel } from "~/components/terminal-panel";
 import { useLiveBox, useNow } from "~/components/use-live-box";
-import { lifecycleIntent } from "~/edge/box-actions.server";
+import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
@@ -30,7 +31,7 @@ import { log } from "~/utils/log.server";
 // screen-control, screen-view, clipboard-panel, terminal-panel, use-live-box).
 
 export const meta: Route.MetaFunction = ({ data }) => [
-  { title: `${data && "box" in data && data.box ? data.box.id.slice(0, 16) + "…" : "Box"} · holm` },
+  { title: `${data && "box" in data && data.box ? boxTitle(data.box) : "Box"} · holm` },
 ];
 
 function screenParam(request: Request, screens: number): number {
@@ -110,7 +111,8 @@ export async function action({ request, params }: Route.ActionArgs) {
         return redirect(`/boxes/${again.id}`);
       }
       default: {
-        const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
+        const intent = field(form, "intent");
+        const done = (await metadataIntent(ctx.actor, intent, id, form)) ?? (await lifecycleIntent(ctx.actor, intent, id));
         if (!done) throw new ApiError("bad_request", "unknown action");
         return done;
       }
@@ -143,7 +145,7 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
   if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
   return (
     <Shell wide>
-      <BoxHeader box={box} now={now} live={live} />
+      <BoxHeader box={box} now={now} live={live} csrf={csrf} canEdit={canDrive} />
 
       {/* The screen takes the width; details and actions go below it, beside it only on very wide windows. */}
       <div className="mt-6 grid gap-6 min-[1800px]:grid-cols-[minmax(0,1fr)_18rem]">

@@ -19,15 +19,13 @@ import { LaunchForm } from "~/components/launch-form";
 import { Shell } from "~/components/shell";
 import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { Card } from "~/components/ui";
-import { lifecycleIntent } from "~/edge/box-actions.server";
+import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
 import { requireCsrf, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { validate } from "~/edge/route.server";
-import { updateBoxMetadata } from "~/models/box-metadata.server";
 import type { BoxJson } from "~/models/box.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
-import { BoxPatchSchema } from "~/protocol/api-box";
 import type { FEATURES } from "~/protocol/features";
 import { ApiError } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
@@ -92,23 +90,9 @@ export async function action({ request }: Route.ActionArgs) {
         const { box } = await createBox(ctx.actor, input, { queue: true });
         return { ok: `Launching ${boxTitle(box)}…` };
       }
-      case "rename": {
-        const name = field(form, "name").trim();
-        const box = await updateBoxMetadata(ctx.actor, id, validate(BoxPatchSchema, { name: name === "" ? null : name }, "form"));
-        return { ok: box.name ? `Renamed to ${box.name}` : "Name cleared" };
-      }
-      case "labels": {
-        let labels: unknown;
-        try {
-          labels = JSON.parse(field(form, "labels") || "{}");
-        } catch {
-          throw new ApiError("bad_request", "labels: not a JSON object");
-        }
-        await updateBoxMetadata(ctx.actor, id, validate(BoxPatchSchema, { labels }, "form"));
-        return { ok: "Labels saved" };
-      }
       default: {
-        const done = await lifecycleIntent(ctx.actor, field(form, "intent"), id);
+        const intent = field(form, "intent");
+        const done = (await metadataIntent(ctx.actor, intent, id, form)) ?? (await lifecycleIntent(ctx.actor, intent, id));
         if (!done) throw new ApiError("bad_request", "unknown action");
         return done;
       }

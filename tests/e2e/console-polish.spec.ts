@@ -61,3 +61,83 @@ test("launch form help, a banner that does not go stale, and removal asked in th
   await page.getByRole("dialog", { name: "Remove polish-one?" }).getByRole("button", { name: "Remove box" }).click();
   await expect(row).toHaveCount(0);
 });
+
+// Its own server: sign-up is for the first person of a server only.
+test.describe("named boxes", () => {
+  let named: TestServer;
+  test.beforeAll(async () => {
+    named = await startServer();
+  });
+  test.afterAll(async () => {
+    await named?.stop();
+  });
+
+  test("a box's page and trace name it, show its labels, and rename it in place", async ({
+    page,
+  }, info) => {
+    refuseNativeDialogs(page);
+    await page.goto(`${named.base}/signup`);
+    await signUp(page, "Ada", "ada@example.com", "Names");
+    const form = page.getByRole("form", { name: "Launch a box" });
+    await form.getByLabel("Name (optional)").fill("checkout flow");
+    await form.getByLabel("Labels (optional)").fill("team=web");
+    await form.getByRole("button", { name: "Launch box" }).click();
+    const row = page.getByRole("row").filter({ hasText: "checkout flow" });
+    await expect(row.getByText("ready", { exact: true })).toBeVisible({
+      timeout: 120_000,
+    });
+    const id = (await row.getByText(/^box_/).first().textContent())!.replace(
+      /[….·\s].*$/,
+      "",
+    );
+
+    // The page is the box's by its name; its id is still there to read and copy.
+    await row.getByRole("link", { name: "checkout flow", exact: true }).click();
+    await expect(
+      page.getByRole("heading", { level: 1, name: /checkout flow/ }),
+    ).toBeVisible();
+    await expect(page).toHaveTitle("checkout flow · holm");
+    await expect(
+      page.getByRole("navigation", { name: "Breadcrumb" }),
+    ).toContainText("Boxes / checkout flow");
+    await expect(
+      page.getByText(new RegExp(`^${id}[0-9a-f]*$`)).first(),
+    ).toBeVisible();
+    await attachShot(page, info, "box page named");
+
+    // Renamed here, it is renamed everywhere: this heading, the title, the list.
+    await page.getByRole("button", { name: "Rename checkout flow" }).click();
+    const name = page.getByRole("textbox", { name: /^Name of box_/ });
+    await expect(name).toHaveValue("checkout flow");
+    await name.fill("checkout v2");
+    await page.getByRole("button", { name: "Save" }).click();
+    await expect(
+      page.getByRole("heading", { level: 1, name: /checkout v2/ }),
+    ).toBeVisible();
+    await expect(page).toHaveTitle("checkout v2 · holm");
+
+    // The trace names it too.
+    await page.getByRole("link", { name: /Trace: what happened/ }).click();
+    await expect(
+      page.getByRole("heading", { name: "Trace of checkout v2" }),
+    ).toBeVisible();
+    await expect(page).toHaveTitle("Trace of checkout v2 · holm");
+    await page
+      .getByRole("navigation", { name: "Breadcrumb" })
+      .getByRole("link", { name: "checkout v2" })
+      .click();
+
+    // A label chip opens the list filtered by it.
+    await page.getByRole("link", { name: "team=web" }).click();
+    await expect(page).toHaveURL(/\/\?label=team(%3D|=)web$/);
+    await expect(
+      page.getByRole("heading", { name: "Boxes", exact: true }),
+    ).toBeVisible();
+    await expect(
+      page.getByRole("row").filter({ hasText: "checkout v2" }),
+    ).toBeVisible();
+    await expect(
+      page.getByRole("row").filter({ hasText: "checkout flow" }),
+    ).toHaveCount(0);
+  });
+});
