@@ -62,9 +62,13 @@ const READ = String.raw`(async (opts) => {
     }
     return out;
   };
+  let kept = false;
   const markdown = () => {
     const w = globalThis;
-    if (w.__holmMd && !w.__holmMd.dirty && w.__holmMd.href === location.href) return w.__holmMd;
+    if (w.__holmMd && !w.__holmMd.dirty && w.__holmMd.href === location.href) {
+      kept = true;
+      return w.__holmMd;
+    }
     w.__holmMdWatch = w.__holmMdWatch || new MutationObserver(() => {
       if (w.__holmMd) w.__holmMd.dirty = true;
       w.__holmMdWatch.disconnect();
@@ -101,12 +105,18 @@ const READ = String.raw`(async (opts) => {
     links = md.links.slice(0, opts.max_links);
   }
   const cut = content.length > opts.limit;
-  return { url: location.href, title: document.title, format: opts.format, content: cut ? content.slice(0, opts.limit) : content, links, cut };
+  const out = { url: location.href, title: document.title, format: opts.format, content: cut ? content.slice(0, opts.limit) : content, links, cut };
+  return opts.format === "markdown" ? [out, kept ? "kept" : "converted"] : [out];
 })`;
 
-export async function readPage(tp: TabPage, q: ReadQuery): Promise<Record<string, unknown>> {
+/** How a markdown read got its text: `converted` now, or `kept` from the last read (unchanged page). */
+export type MarkdownSource = "converted" | "kept";
+
+/** Reads the page; `how.markdown` says whether a markdown read converted the page or kept its last text. */
+export async function readPage(tp: TabPage, q: ReadQuery, how: { markdown?: MarkdownSource } = {}): Promise<Record<string, unknown>> {
   const opts = { format: q.format ?? "markdown", limit: q.limit ?? DEFAULT_READ_LIMIT, max_links: q.max_links ?? DEFAULT_MAX_LINKS };
   const scripts: Record<string, string> = opts.format === "markdown" ? { reader: librariesScript() } : {};
-  const out = await inWorld<Record<string, unknown>>(tp.page, `${READ}(${JSON.stringify(opts)})`, scripts, true);
+  const [out, source] = await inWorld<[Record<string, unknown>, MarkdownSource?]>(tp.page, `${READ}(${JSON.stringify(opts)})`, scripts, true);
+  if (source) how.markdown = source;
   return { tab: tp.tab.id, ...out };
 }
