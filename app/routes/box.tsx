@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { Link, data, redirect } from "react-router";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
 import { boxTitle } from "~/components/box-name";
@@ -130,6 +130,11 @@ type Loaded = Extract<Route.ComponentProps["loaderData"], { removed: null }>;
 function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: BoxActionResult | undefined }) {
   const { me, role, workspace, csrf, screen } = loaderData;
   const { box, screens, live } = useLiveBox(loaderData.box, loaderData.screens, workspace.id);
+  // The tab's title follows a rename made elsewhere, as the heading does (meta has only the loader's).
+  const title = `${boxTitle(box)} · holm`;
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
   const canDrive = role !== "viewer";
   const status = screens[screen];
   const control = controlOf(status, me, canDrive);

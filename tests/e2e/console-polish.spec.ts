@@ -97,6 +97,7 @@ test.describe("named boxes", () => {
       page.getByRole("heading", { level: 1, name: /checkout flow/ }),
     ).toBeVisible();
     await expect(page).toHaveTitle("checkout flow · holm");
+    const boxUrl = page.url();
     await expect(
       page.getByRole("navigation", { name: "Breadcrumb" }),
     ).toContainText("Boxes / checkout flow");
@@ -139,5 +140,16 @@ test.describe("named boxes", () => {
     await expect(
       page.getByRole("row").filter({ hasText: "checkout flow" }),
     ).toHaveCount(0);
+
+    // A box page open elsewhere follows a rename made in the list, live.
+    const other = await page.context().newPage();
+    await other.goto(boxUrl);
+    await expect(other.getByRole("heading", { level: 1, name: /checkout v2/ })).toBeVisible();
+    await page.getByRole("button", { name: "Rename checkout v2" }).click();
+    await page.getByRole("textbox", { name: /^Name of box_/ }).fill("checkout v3");
+    await page.getByRole("button", { name: "Save" }).click();
+    await expect(other.getByRole("heading", { level: 1, name: /checkout v3/ })).toBeVisible();
+    await expect(other).toHaveTitle("checkout v3 · holm");
+    await other.close();
   });
 });
