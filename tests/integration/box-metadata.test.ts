@@ -10,12 +10,15 @@ import { type Api, twoWorkspaces } from "../support/workspaces";
 // nothing and launches nothing; another workspace's box is 404 before its body is read; a viewer
 // is refused as every write refuses one; a starting box answers 409 like every other call on it.
 // Jobs are queued, so a new box is `starting` for a moment and its refusal can be seen.
+// The box's own console page renames and relabels through the same model and the same refusals.
 
 let server: TestServer;
 let asA: Api;
 let asB: Api;
 let ada: Person;
+let bob: Person;
 let vic: Person;
+let c: Awaited<ReturnType<typeof twoWorkspaces>>["c"];
 let adaCsrf = "";
 let vicCsrf = "";
 let boxId = "";
@@ -53,7 +56,7 @@ const session = (p: Person, csrf?: string) => (path: string, init: RequestInit &
 beforeAll(async () => {
   server = await startServer({ HOLM_SERVER_JOBS: "queue" });
   const w = await twoWorkspaces(server);
-  ({ ada, asA, asB } = w);
+  ({ ada, bob, asA, asB, c } = w);
   vic = await w.c.invite(ada, "vic@example.com", "viewer");
   adaCsrf = w.c.csrfIn(await w.c.page(ada, "/keys"));
   vicCsrf = w.c.csrfIn(await w.c.page(vic, "/keys"));
@@ -171,6 +174,42 @@ describe("PATCH /v1/boxes/{id}", () => {
 
     const byServer = await patch(server.api, boxId, { labels: { by: "server" } });
     expect(await json(byServer)).toMatchObject({ name: "by Ada's session", labels: { by: "server" } });
+  });
+
+  it("the box's own console page renames and relabels through the same model; a viewer, another workspace, a missing token and bad labels change nothing", async () => {
+    const post = async (p: Person, fields: Record<string, string>) => {
+      const res = await c.form(p, `/boxes/${boxId}`, fields);
+      return { status: res.status, text: await res.text() };
+    };
+    const now = async () => json(await asA(`/v1/boxes/${boxId}`));
+    const before = await now();
+    const bobCsrf = c.csrfIn(await c.page(bob, "/keys"));
+    const refusals = [
+      await post(vic, { intent: "rename", name: "viewer's", csrf: vicCsrf }),
+      await post(bob, { intent: "rename", name: "theirs", csrf: bobCsrf }),
+      await post(ada, { intent: "rename", name: "no token" }),
+      await post(ada, { intent: "labels", labels: '{"Team": "web"}', csrf: adaCsrf }),
+      await post(ada, { intent: "labels", labels: "{not json", csrf: adaCsrf }),
+      await post(ada, { intent: "rename", name: "bell\u0007name", csrf: adaCsrf }),
+    ];
+    // Each is refused with what a person can act on (the form's error, as the page streams it).
+    const said = refusals.map((r) => [r.status, /\\"error\\",\\"([^\\]*)/.exec(r.text)?.[1]]);
+    expect(said).toEqual([
+      [400, expect.stringMatching(/member role/)],
+      [400, `no box ${boxId}`],
+      [400, expect.stringMatching(/form is stale/)],
+      [400, expect.stringMatching(/^labels\.Team: /)],
+      [400, "labels: not a JSON object"],
+      [400, "name: a name has no control characters"],
+    ]);
+    const after = await now();
+    expect({ name: after.name, labels: after.labels }).toEqual({ name: before.name, labels: before.labels });
+
+    expect((await post(ada, { intent: "rename", name: "from its page", csrf: adaCsrf })).status).toBe(200);
+    expect((await post(ada, { intent: "labels", labels: JSON.stringify({ team: "web" }), csrf: adaCsrf })).status).toBe(200);
+    expect(await now()).toMatchObject({ name: "from its page", labels: { team: "web" } });
+    expect((await post(ada, { intent: "rename", name: "", csrf: adaCsrf })).status).toBe(200);
+    expect(await now()).not.toHaveProperty("name");
   });
 
   it("works on a stopped box; a removed box answers 410", async () => {
