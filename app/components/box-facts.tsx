@@ -1,8 +1,8 @@
 import { type ReactNode, useCallback, useRef, useState } from "react";
 import { Link, useNavigate, useNavigation } from "react-router";
 import type { BoxJson } from "~/models/box.server";
-import { BoxLabels, RenameForm } from "./box-meta-edit";
-import { boxTitle, removeBoxConfirm, shortId } from "./box-name";
+import { BoxLabels, RenameForm, editable } from "./box-meta-edit";
+import { boxTitle, removeBoxConfirm } from "./box-name";
 import type { ConfirmText } from "./confirm-dialog";
 import { CopyButton } from "./copy-button";
 import { PostForm } from "./post-form";
@@ -80,7 +80,7 @@ export function BoxHeader({ box, now, live, csrf, canEdit }: { box: BoxJson; now
     <div className="flex flex-wrap items-start justify-between gap-4">
       <div className="min-w-0">
         <nav aria-label="Breadcrumb" className="text-sm text-slate-600">
-          <Link to="/" className="hover:underline">Boxes</Link> / <span className={box.name ? "" : "font-mono"}>{box.name ? title : shortId(box.id)}</span>
+          <Link to="/" className="hover:underline">Boxes</Link> / <span className={box.name ? "" : "font-mono"}>{title}</span>
         </nav>
         {renaming ? (
           <div className="mt-1 max-w-md">
@@ -92,7 +92,7 @@ export function BoxHeader({ box, now, live, csrf, canEdit }: { box: BoxJson; now
               <span className={box.name ? "truncate" : "truncate font-mono text-xl"}>{box.name ?? box.id}</span>
               <StatePill state={box.state} reason={box.reason} />
             </h1>
-            {canEdit && box.state !== "starting" && !failed ? (
+            {canEdit && editable(box) ? (
               <button type="button" onClick={() => setRenaming(true)} aria-label={`Rename ${title}`} className="box-small-btn">
                 Rename
               </button>

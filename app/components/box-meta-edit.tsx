@@ -25,7 +25,8 @@ function useDone(fetcher: ReturnType<typeof useFetcher<Answer>>, onOk: () => voi
   }, [fetcher.state, fetcher.data, onOk]);
 }
 
-const editable = (box: ListBox) => box.state !== "starting" && box.state !== "failed";
+/** Whether a box's name and labels may be edited now: not while it starts, nor once it failed. */
+export const editable = (box: Pick<ListBox, "state">) => box.state !== "starting" && box.state !== "failed";
 
 const Problem = ({ children }: { children?: string }) =>
   children ? (
