@@ -90,7 +90,9 @@ export async function benchViewersLoad() {
       const r = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "click", at: { x: 5, y: 5 } }] } });
       await r.arrayBuffer();
       const total = now() - t0;
-      return { total, inBox: Number(/box;dur=([0-9.]+)/.exec(r.headers.get("server-timing") ?? "")?.[1] ?? NaN) };
+      const timing = r.headers.get("server-timing") ?? "";
+      const dur = (name: string) => Number(new RegExp(`${name};dur=([0-9.]+)`).exec(timing)?.[1] ?? NaN);
+      return { total, inBox: dur("box"), inServer: dur("app") };
     };
     for (let i = 0; i < 5; i++) await click();
     await connectViewers(server, box.id, "relay", watchers.relay);
@@ -99,10 +101,10 @@ export async function benchViewersLoad() {
     // The viewers connect once; between rounds they stop asking for updates (x11vnc then sends
     // them nothing), so the three kinds of round take turns on the same box and the machine's
     // drift falls on all alike.
-    const samples: Record<Side, { total: number[]; inBox: number[]; ms: number; updates: number }> = {
-      alone: { total: [], inBox: [], ms: 0, updates: 0 },
-      relay: { total: [], inBox: [], ms: 0, updates: 0 },
-      direct: { total: [], inBox: [], ms: 0, updates: 0 },
+    const samples: Record<Side, { total: number[]; inBox: number[]; inServer: number[]; ms: number; updates: number }> = {
+      alone: { total: [], inBox: [], inServer: [], ms: 0, updates: 0 },
+      relay: { total: [], inBox: [], inServer: [], ms: 0, updates: 0 },
+      direct: { total: [], inBox: [], inServer: [], ms: 0, updates: 0 },
     };
     const perRound = Math.ceil(N / ROUNDS);
     const sides: Side[] = ["alone", "relay", "direct"];
@@ -117,9 +119,10 @@ export async function benchViewersLoad() {
         const u0 = side === "alone" ? 0 : watchers[side].updates;
         const t0 = now();
         for (let i = 0; i < perRound; i++) {
-          const { total, inBox } = await click();
+          const { total, inBox, inServer } = await click();
           s.total.push(total);
           s.inBox.push(inBox);
+          s.inServer.push(inServer);
         }
         s.ms += now() - t0;
         if (side !== "alone") s.updates += watchers[side].updates - u0;
@@ -133,22 +136,28 @@ export async function benchViewersLoad() {
       relay: `click batch, ${VIEWERS} viewers through the relay`,
       direct: `click batch, ${VIEWERS} viewers direct to x11vnc`,
     };
-    const medians = {} as Record<Side, { total: number; inBox: number }>;
+    const medians = {} as Record<Side, { total: number; inBox: number; inServer: number; outside: number }>;
     for (const side of sides) {
       const s = samples[side];
       const total = summarize(label[side], s.total).median;
-      const inBox = summarize("  of which Server-Timing box", s.inBox).median;
-      medians[side] = { total, inBox };
+      const inServer = summarize("  of which in the server (Server-Timing app)", s.inServer).median;
+      const inBox = summarize("    of which waiting on the box (box)", s.inBox).median;
+      // Outside the server: the HTTP round trip on loopback and the bench's own event loop, which
+      // also runs the viewers' clients.
+      const outside = summarize("  outside the server (total − app)", s.total.map((t, i) => t - s.inServer[i]!)).median;
+      medians[side] = { total, inBox, inServer, outside };
       if (side !== "alone") console.log(`  viewers got ${(s.updates / VIEWERS / (s.ms / 1000)).toFixed(1)} updates/s each (the screen repaints at 10 Hz)`);
     }
     const rise = (side: Side) => ((medians[side].total - medians.alone.total) / medians.alone.total) * 100;
-    const boxRise = (side: Side) => medians[side].inBox - medians.alone.inBox;
+    const riseOf = (side: Side, part: "inBox" | "inServer" | "outside") => (medians[side][part] - medians.alone[part]).toFixed(2);
     const relay = rise("relay");
     console.log(
       `  median rises ${relay.toFixed(1)} % through the relay (target ≤ 10 %: ${relay <= 10 ? "met" : "missed"}), ` +
         `${rise("direct").toFixed(1)} % with viewers direct to x11vnc (anchor)`,
     );
-    console.log(`  the box's share rises ${boxRise("relay").toFixed(2)} ms (relay), ${boxRise("direct").toFixed(2)} ms (direct)`);
+    for (const side of ["relay", "direct"] as const) {
+      console.log(`  ${side}: the box's share rises ${riseOf(side, "inBox")} ms, the server's whole time ${riseOf(side, "inServer")} ms, outside it ${riseOf(side, "outside")} ms`);
+    }
   } finally {
     watchers.relay.stop();
     watchers.direct.stop();
