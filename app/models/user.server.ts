@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import type { Insertable } from "kysely";
+import type { UserTable } from "../../db/schema";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { dummyHash, hashPassword, verifyPassword } from "~/utils/password.server";
@@ -19,7 +21,7 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-function toUser(row: { id: string; email: string; name: string; is_admin: number; created_at_ms: number }): User {
+export function toUser(row: { id: string; email: string; name: string; is_admin: number; created_at_ms: number }): User {
   return { id: row.id, email: row.email, name: row.name, is_admin: row.is_admin === 1, created_at_ms: Number(row.created_at_ms) };
 }
 
@@ -38,18 +40,30 @@ export async function findUserByEmail(email: string): Promise<User | undefined> 
   return row ? toUser(row) : undefined;
 }
 
-export async function createUser(input: { email: string; name: string; password: string; isAdmin: boolean }): Promise<User> {
+export type NewUserRow = Insertable<UserTable>;
+
+/**
+ * Checks a new account and hashes its password, writing nothing: sign-up (signup.server.ts)
+ * writes the row together with the account's workspace or membership, or not at all.
+ */
+export async function prepareUser(input: { email: string; name: string; password: string }): Promise<NewUserRow> {
   if (input.password.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
   const email = normalizeEmail(input.email);
-  if (await findUserByEmail(email)) throw new ApiError("denied", "an account with this email exists; log in instead");
-  const row = {
+  if (await findUserByEmail(email)) throw emailTaken();
+  return {
     id: `usr_${randomBytes(12).toString("hex")}`,
     email,
     name: input.name.trim() || email.split("@")[0]!,
     password_hash: await hashPassword(input.password),
-    is_admin: input.isAdmin ? 1 : 0,
+    is_admin: 0,
     created_at_ms: Date.now(),
   };
+}
+
+export const emailTaken = () => new ApiError("denied", "an account with this email exists; log in instead");
+
+export async function createUser(input: { email: string; name: string; password: string; isAdmin: boolean }): Promise<User> {
+  const row = { ...(await prepareUser(input)), is_admin: input.isAdmin ? 1 : 0 };
   await db().insertInto("user").values(row).execute();
   return toUser(row);
 }

@@ -2,6 +2,8 @@ import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
+import type { Transaction } from "kysely";
+import type { Database } from "../../db/schema";
 import { db } from "~/utils/db.server";
 import { principalChanged } from "./principal-changes.server";
 import { normalizeEmail } from "./user.server";
@@ -29,16 +31,26 @@ export interface Member {
 const INVITE_DAYS = 7;
 const INVITE_MS = INVITE_DAYS * 24 * 3600 * 1000;
 
-export async function createWorkspace(userId: string, name: string): Promise<Workspace> {
+/** A workspace's name as it is kept; refused when it is empty or longer than 80 characters. */
+export function workspaceName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > 80) throw badRequest("a workspace name is 1 to 80 characters");
+  return trimmed;
+}
+
+/** Inside the caller's transaction: a workspace with `userId` as its owner. */
+export async function insertWorkspace(tx: Transaction<Database>, userId: string, name: string): Promise<Workspace> {
+  const trimmed = workspaceName(name);
   const id = `ws_${randomBytes(10).toString("hex")}`;
   const now = Date.now();
-  await db().transaction().execute(async (tx) => {
-    await tx.insertInto("workspace").values({ id, name: trimmed, created_at_ms: now }).execute();
-    await tx.insertInto("membership").values({ workspace_id: id, user_id: userId, role: "owner", created_at_ms: now }).execute();
-  });
+  await tx.insertInto("workspace").values({ id, name: trimmed, created_at_ms: now }).execute();
+  await tx.insertInto("membership").values({ workspace_id: id, user_id: userId, role: "owner", created_at_ms: now }).execute();
   return { id, name: trimmed, role: "owner" };
+}
+
+export async function createWorkspace(userId: string, name: string): Promise<Workspace> {
+  workspaceName(name);
+  return db().transaction().execute((tx) => insertWorkspace(tx, userId, name));
 }
 
 export async function workspacesOf(userId: string): Promise<Workspace[]> {
@@ -192,20 +204,41 @@ export async function findInvitation(token: string) {
   return { ...row, role: row.role as Role };
 }
 
-/** Joins the invited workspace (or changes nothing if already a member). */
-export async function acceptInvitation(token: string, userId: string, email: string): Promise<string> {
+type Invitation = NonNullable<Awaited<ReturnType<typeof findInvitation>>>;
+
+/** The invitation behind `token`, if it is still good and for `email`; refused otherwise. */
+export async function invitationFor(token: string, email: string): Promise<Invitation> {
   const inv = await findInvitation(token);
   if (!inv) throw new ApiError("gone", "this invitation is used, expired or unknown");
   if (inv.email !== normalizeEmail(email)) throw new ApiError("denied", `this invitation is for ${inv.email}`);
-  await db().transaction().execute(async (tx) => {
-    await tx.updateTable("invitation").set({ accepted_at_ms: Date.now() }).where("id", "=", inv.id).execute();
-    await tx
-      .insertInto("membership")
-      .values({ workspace_id: inv.workspace_id, user_id: userId, role: inv.role, created_at_ms: Date.now() })
-      .onConflict((oc) => oc.columns(["workspace_id", "user_id"]).doNothing())
-      .execute();
-  });
+  return inv;
+}
+
+/**
+ * Inside the caller's transaction: uses the invitation and makes `userId` a member (or changes
+ * nothing if they already are). Refused if it was used or revoked since it was read: one link
+ * makes one membership, whoever gets there first.
+ */
+export async function joinByInvitation(tx: Transaction<Database>, inv: Invitation, userId: string): Promise<string> {
+  const used = await tx
+    .updateTable("invitation")
+    .set({ accepted_at_ms: Date.now() })
+    .where("id", "=", inv.id)
+    .where("accepted_at_ms", "is", null)
+    .executeTakeFirst();
+  if (Number(used.numUpdatedRows) !== 1) throw new ApiError("gone", "this invitation is used, expired or unknown");
+  await tx
+    .insertInto("membership")
+    .values({ workspace_id: inv.workspace_id, user_id: userId, role: inv.role, created_at_ms: Date.now() })
+    .onConflict((oc) => oc.columns(["workspace_id", "user_id"]).doNothing())
+    .execute();
   return inv.workspace_id;
+}
+
+/** Joins the invited workspace (or changes nothing if already a member). */
+export async function acceptInvitation(token: string, userId: string, email: string): Promise<string> {
+  const inv = await invitationFor(token, email);
+  return db().transaction().execute((tx) => joinByInvitation(tx, inv, userId));
 }
 
 /** Invitations not yet used, newest first, with who made each (their name; the id if they are gone). */

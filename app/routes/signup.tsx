@@ -3,8 +3,9 @@ import { Alert, Button, Field } from "~/components/ui";
 import { getConsole, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { createSession } from "~/models/session.server";
-import { createUser, signupsOpen, userCount } from "~/models/user.server";
-import { acceptInvitation, createWorkspace, findInvitation } from "~/models/workspace.server";
+import { signUp } from "~/models/signup.server";
+import { signupsOpen, userCount } from "~/models/user.server";
+import { findInvitation } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
 import type { Route } from "./+types/signup";
 
@@ -38,15 +39,7 @@ export async function action({ request }: Route.ActionArgs) {
     const email = field(form, "email");
     if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
     if (field(form, "password") !== field(form, "confirm")) throw new ApiError("bad_request", "the passwords differ");
-    // The first account on a fresh server administers it.
-    const user = await createUser({ email, name: field(form, "name"), password: field(form, "password"), isAdmin: m.first });
-    let workspaceId: string;
-    if (m.invitation && invite) {
-      workspaceId = await acceptInvitation(invite, user.id, user.email);
-    } else {
-      const name = field(form, "workspace") || `${user.name}'s workspace`;
-      workspaceId = (await createWorkspace(user.id, name)).id;
-    }
+    const { user, workspaceId } = await signUp({ email, name: field(form, "name"), password: field(form, "password"), invite: m.invitation ? invite : null, workspace: field(form, "workspace") });
     const { token, session } = await createSession(user.id, workspaceId);
     throw redirect("/", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
   });

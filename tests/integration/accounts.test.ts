@@ -35,6 +35,48 @@ describe("accounts", () => {
     expect(await res.text()).toContain("by invitation");
   });
 
+  it("an invitation link makes only the invited account, and a refused sign-up leaves no account behind", async () => {
+    // Sign-ups are closed (above); Ada invites kim. Someone else with the link tries other emails.
+    const token = await c.inviteToken(ada, "kim@example.com", "member");
+    const accounts = () => {
+      const db = store();
+      try {
+        return (db.prepare('select email from "user" order by email').all() as { email: string }[]).map((r) => r.email);
+      } finally {
+        db.close();
+      }
+    };
+    const before = accounts();
+    const pw = "x".repeat(12);
+    for (const email of ["eve@example.com", "eve2@example.com"]) {
+      const res = await c.form(undefined, "/signup", { name: "eve", email, password: pw, confirm: pw, invite: token });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("set-cookie")).toBeNull();
+      expect(await res.text()).toContain("this invitation is for kim@example.com");
+    }
+    expect(accounts()).toEqual(before);
+    expect((await login("eve@example.com", pw)).status).toBe(401);
+    // The link still works for the person it was made for, once.
+    const kim = await c.form(undefined, "/signup", { name: "kim", email: "kim@example.com", password: pw, confirm: pw, invite: token });
+    expect(kim.status, await kim.clone().text()).toBe(302);
+    const again = await c.form(undefined, "/signup", { name: "kim", email: "kim2@example.com", password: pw, confirm: pw, invite: token });
+    expect(again.status).toBe(400);
+    expect(accounts()).toEqual([...before, "kim@example.com"].sort());
+
+    // With sign-ups open, a workspace name the form refuses leaves no account either: the person
+    // corrects the name and signs up with the same email.
+    const open = await c.form(ada, "/settings", { intent: "signups", open: "true", csrf: c.csrfIn(await c.page(ada, "/settings")) });
+    expect(open.status).toBeLessThan(400);
+    const long = await c.form(undefined, "/signup", { name: "lee", email: "lee@example.com", password: pw, confirm: pw, workspace: "w".repeat(81) });
+    expect(long.status).toBe(400);
+    expect(await long.text()).toContain("a workspace name is 1 to 80 characters");
+    expect(accounts()).not.toContain("lee@example.com");
+    const lee = await c.form(undefined, "/signup", { name: "lee", email: "lee@example.com", password: pw, confirm: pw, workspace: "Lee's" });
+    expect(lee.status).toBe(302);
+    const closed = await c.form(ada, "/settings", { intent: "signups", open: "false", csrf: c.csrfIn(await c.page(ada, "/settings")) });
+    expect(closed.status).toBeLessThan(400);
+  });
+
   it("sets a HttpOnly, SameSite session cookie and stores only hashes of tokens, passwords and keys", async () => {
     const res = await login("ada@example.com", "correct horse battery");
     expect(res.status).toBe(302);
