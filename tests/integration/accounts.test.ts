@@ -108,6 +108,41 @@ describe("accounts", () => {
     expect(await c.page(ada, "/keys")).not.toContain("sneaky");
   });
 
+  it("switching workspace goes back to the page it was made on, never to another site; refusals are 400, not errors", async () => {
+    const mine = await c.form(ada, "/workspaces/new", { name: "Second", csrf: c.csrfIn(await c.page(ada, "/keys")) });
+    expect(mine.status).toBe(302);
+    const html = await c.page(ada, "/keys");
+    const ids = [...html.matchAll(/<option value="(ws_[0-9a-f]+)"/g)].map((m) => m[1]!);
+    expect(ids.length, "the switcher lists both workspaces").toBeGreaterThanOrEqual(2);
+    const csrf = c.csrfIn(html);
+    const sw = (referer: string | undefined, workspace = ids[0]!) => c.form(ada, "/workspace", { workspace, csrf }, referer === undefined ? {} : { referer });
+    const where = async (referer: string | undefined) => {
+      const res = await sw(referer);
+      expect(res.status, referer).toBe(302);
+      return res.headers.get("location");
+    };
+    expect(await where(`${server.base}/keys`)).toBe("/keys");
+    expect(await where(undefined)).toBe("/");
+    // A path a browser reads as another host, and a Referer that is no address at all.
+    expect(await where(`${server.base}//evil.example/path`)).toBe("/");
+    expect(await where(`${server.base}/\\evil.example/x`)).toBe("/");
+    expect(await where("not a url")).toBe("/");
+    // Another person's workspace, and a form without its token: refused, the session's workspace kept.
+    const db = store();
+    const leeWs = (db.prepare('select workspace_id from membership join "user" on "user".id = membership.user_id where email = ?').get("lee@example.com") as { workspace_id: string }).workspace_id;
+    db.close();
+    expect(ids, "Lee's workspace, not Ada's").not.toContain(leeWs);
+    const other = await sw(`${server.base}/keys`, leeWs);
+    expect(other.status).toBe(400);
+    expect(await other.text()).toContain("no such workspace of yours");
+    const stale = await c.form(ada, "/workspace", { workspace: ids[1]! }, { referer: `${server.base}/keys` });
+    expect(stale.status).toBe(400);
+    // Logging out without the token (a cross-site form would have none) keeps the session.
+    const out = await c.form(ada, "/logout", {});
+    expect(out.status).toBe(400);
+    expect(await c.page(ada, "/keys")).toContain("API keys");
+  });
+
   it("rate-limits failed log-ins per account, even with the right password after", async () => {
     for (let i = 0; i < 8; i++) expect((await login("ada@example.com", "wrong password!!")).status).toBe(401);
     const blocked = await login("ada@example.com", "correct horse battery");
