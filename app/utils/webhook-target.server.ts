@@ -18,9 +18,19 @@ export const WEBHOOK_URL_MAX = 2048;
  * ranges are loopback, private (10/8, 172.16/12, 192.168/16), link-local (169.254/16, fe80::/10),
  * unique-local (fc00::/7), carrier-grade NAT, unspecified, broadcast, multicast, reserved, and the
  * IPv6 forms that carry an IPv4 address (mapped, 6to4, Teredo, NAT64), whose IPv4 part could be
- * any of those. Alibaba Cloud's metadata address sits in public space, so it is named too.
+ * any of those. Named here too: ranges ipaddr.js calls unicast that are not public.
  */
-const ALSO_BLOCKED = [ipaddr.parseCIDR("100.100.100.200/32")] as const;
+const ALSO_BLOCKED = [
+  // Alibaba Cloud's metadata address sits in public space.
+  ["100.100.100.200/32", "cloud metadata"],
+  ["198.18.0.0/15", "benchmarking"],
+  // IPv4-compatible (::a.b.c.d, deprecated): ::7f00:1 carries 127.0.0.1.
+  ["::/96", "IPv4-compatible"],
+  ["fec0::/10", "site-local"],
+  ["100::/64", "discard"],
+  // Local-use NAT64 (RFC 8215), which carries an IPv4 address as 64:ff9b::/96 does.
+  ["64:ff9b:1::/48", "local NAT64"],
+].map(([cidr, name]) => [ipaddr.parseCIDR(cidr!), name!] as const);
 
 /** Why `address` (an IP literal) may not be a target, or undefined when it may. */
 export function blockedRange(address: string): string | undefined {
@@ -30,8 +40,8 @@ export function blockedRange(address: string): string | undefined {
   if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
   const range = ip.range();
   if (range !== "unicast") return range;
-  for (const [net, bits] of ALSO_BLOCKED) {
-    if (ip.kind() === net.kind() && (ip as ipaddr.IPv4).match(net as ipaddr.IPv4, bits)) return "cloud metadata";
+  for (const [[net, bits], name] of ALSO_BLOCKED) {
+    if (ip.kind() === net.kind() && ip.match(net, bits)) return name;
   }
   return undefined;
 }

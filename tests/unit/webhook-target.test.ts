@@ -17,9 +17,11 @@ describe("webhook targets", () => {
       "100.64.0.1", "100.100.100.200", "0.0.0.0", "255.255.255.255", "224.0.0.1", "240.0.0.1",
       "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
       "2002:7f00:1::", "64:ff9b::a00:1",
+      // Ranges ipaddr.js calls unicast: IPv4-compatible loopback and metadata, site-local, benchmarking, discard, local NAT64.
+      "::7f00:1", "::a9fe:a9fe", "fec0::1", "198.18.0.1", "198.19.255.255", "100::1", "64:ff9b:1::7f00:1",
     ];
     for (const ip of blocked) expect(blockedRange(ip), ip).toBeDefined();
-    for (const ip of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1", "2606:4700:4700::1111"]) expect(blockedRange(ip), ip).toBeUndefined();
+    for (const ip of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1", "198.20.0.1", "2606:4700:4700::1111", "2a00:1450::1"]) expect(blockedRange(ip), ip).toBeUndefined();
     expect(blockedRange("not-an-ip")).toBe("not an IP address");
   });
 
