@@ -96,11 +96,21 @@ export function clearedSessionCookie(secure: boolean): string {
   return `${SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0${secure ? "; Secure" : ""}`;
 }
 
+/**
+ * The cookie `name`, or undefined when it is missing or sent more than once. Cookies do not
+ * separate ports, and a cookie set for a longer path is sent first: a page on another port of
+ * this host could plant its own session for, say, `/settings`, and the person would act there in
+ * the planter's workspace. With two, neither is trusted (that page then asks them to log in).
+ */
 export function readCookie(header: string | null | undefined, name: string): string | undefined {
   if (!header) return undefined;
+  let found: string | undefined;
   for (const part of header.split(";")) {
     const i = part.indexOf("=");
-    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+    if (i > 0 && part.slice(0, i).trim() === name) {
+      if (found !== undefined) return undefined;
+      found = part.slice(i + 1).trim();
+    }
   }
-  return undefined;
+  return found;
 }

@@ -143,6 +143,22 @@ describe("accounts", () => {
     expect(await c.page(ada, "/keys")).toContain("API keys");
   });
 
+  it("a request carrying two session cookies is trusted with neither (one planted from another port of the host)", async () => {
+    const lee = await login("lee@example.com", "x".repeat(12));
+    expect(lee.status).toBe(302);
+    const planted = lee.headers.get("set-cookie")!.split(";")[0]!;
+    expect(await c.page({ cookie: planted }, "/settings")).toContain("Secrets");
+    // The planted cookie first, as a browser sends one set for the longer path /settings.
+    for (const [order, cookie] of Object.entries({ "planted first": `${planted}; ${ada.cookie}`, "planted last": `${ada.cookie}; ${planted}` })) {
+      const res = await fetch(`${server.base}/settings`, { headers: { cookie }, redirect: "manual" });
+      expect(res.status, order).toBe(302);
+      expect(res.headers.get("location")).toContain("/login");
+      const api = await fetch(`${server.base}/v1/boxes`, { headers: { cookie } });
+      expect(api.status).toBe(401);
+    }
+    expect(await c.page(ada, "/settings")).toContain("Secrets");
+  });
+
   it("rate-limits failed log-ins per account, even with the right password after", async () => {
     for (let i = 0; i < 8; i++) expect((await login("ada@example.com", "wrong password!!")).status).toBe(401);
     const blocked = await login("ada@example.com", "correct horse battery");
