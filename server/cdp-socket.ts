@@ -29,7 +29,12 @@ import { countSocket } from "~/utils/metrics.server";
 const UPGRADE = /^\/v1\/cdp\/([^/]*)\/devtools\/(.*)$/;
 /** Chromium's WebSocket paths: /devtools/browser/<uuid>, /devtools/page/<id>. No dots: the agent path cannot climb. */
 const REST = /^[a-z_]{1,32}\/[A-Za-z0-9_-]{1,128}$/;
-const MAX_PAYLOAD = 512 * 1024 * 1024;
+/**
+ * The largest message each way, as Chromium's own DevTools server takes them: 100 MB from a
+ * client, 256 MB to one (devtools_http_handler.cc). Each is held whole in memory here.
+ */
+const MAX_CLIENT_MESSAGE = 100 * 1024 * 1024;
+const MAX_BROWSER_MESSAGE = 256 * 1024 * 1024;
 const PAUSED_WAIT_MS = 60_000;
 /** Close codes: 1008 (policy) when access ends, 1001 when the box goes away. */
 const CLOSE_POLICY = 1008;
@@ -59,7 +64,7 @@ function openUpstream(access: CdpAccess, address: string, rest: string): Promise
   const up = new WebSocket(`ws://${address}:${AGENT_PORT}${path}`, {
     headers: { authorization: signAgentRequest(access.claims.box_id, "GET", path) },
     perMessageDeflate: false,
-    maxPayload: MAX_PAYLOAD,
+    maxPayload: MAX_BROWSER_MESSAGE,
     handshakeTimeout: 10_000,
   });
   return new Promise((resolve, reject) => {
@@ -124,7 +129,15 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
     if (up.readyState !== WebSocket.OPEN) return;
     // Read only while someone else holds the screen; otherwise the bytes go as they came.
     if (!controlRefusal(issuer, box_id, screen)) return up.send(data, { binary: false });
-    const r = guardCommand(data.toString("utf8"), screen, guard);
+    // A message the guard cannot read ends this socket, never the server: a throw here would be
+    // uncaught (a command nested 200,000 deep overflowed the stack of JSON.stringify).
+    let r: ReturnType<typeof guardCommand>;
+    try {
+      r = guardCommand(data.toString("utf8"), screen, guard);
+    } catch (err) {
+      log.warn({ box_id, screen, issuer, err: String(err).slice(0, 200) }, "a CDP message could not be read during a takeover; closing its socket");
+      return close(c, 1007, "holm: a command that could not be read during a takeover");
+    }
     if ("reply" in r) client.send(r.reply);
     else up.send(r.forward);
   });
@@ -148,7 +161,7 @@ async function recheck(c: Conn) {
 /** Registers the DevTools socket's upgrade route and its listeners (once, before listening). */
 export function registerCdpSocket() {
   if (wss) return;
-  wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: MAX_PAYLOAD });
+  wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: MAX_CLIENT_MESSAGE });
   registerUpgrade(UPGRADE, (req, socket, head, match) => {
     socket.on("error", () => undefined);
     accept(req, socket, head, match).catch((err) => {

@@ -199,5 +199,10 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
     }
     cmd.params = { ...params, message: inner.forward };
   }
-  return { forward: JSON.stringify(cmd) };
+  try {
+    return { forward: JSON.stringify(cmd) };
+  } catch {
+    // Nested deeper than the stack allows (JSON.parse reads what JSON.stringify cannot write).
+    return { reply: JSON.stringify({ id: typeof cmd.id === "number" ? cmd.id : 0, error: { code: -32600, message: "holm: the command is nested too deeply to read during a takeover" } }) };
+  }
 }

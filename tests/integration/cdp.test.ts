@@ -200,6 +200,34 @@ describe("CDP proxy refusals", () => {
 });
 
 describe("human control over CDP", () => {
+  it("during a takeover, a command too deep to read is answered and a message over 100 MB closes its socket; the server lives on", async () => {
+    const cdp = await mint(key);
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    const ws = (await wsStatus(cdp.ws_url)) as WebSocket;
+    expect(ws).toBeInstanceOf(WebSocket);
+    const health = async () => (await fetch(`${server.base}/v1/health`)).status;
+    try {
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      // Nested 200,000 deep: JSON.parse reads it, JSON.stringify overflows the stack (it ended the server).
+      const reply = new Promise<any>((r) => ws.once("message", (d) => r(JSON.parse(String(d)))));
+      const n = 200_000;
+      ws.send(`{"id":1,"method":"Runtime.enable","params":{"x":${"[".repeat(n)}${"]".repeat(n)}}}`);
+      expect(await reply).toMatchObject({ id: 1, error: { code: -32600 } });
+      expect(await health()).toBe(200);
+      const version = new Promise<any>((r) => ws.once("message", (d) => r(JSON.parse(String(d)))));
+      ws.send(JSON.stringify({ id: 2, method: "Browser.getVersion" }));
+      expect((await version).result.product).toMatch(/Chrom/);
+      // Over Chromium's own limit for a client's message: that socket closes, nothing else.
+      const closed = new Promise<number>((r) => ws.once("close", (code) => r(code)));
+      ws.send(Buffer.alloc(100 * 1024 * 1024 + 1, 0x61), { binary: false });
+      expect(await closed).toBe(1009);
+      expect(await health()).toBe(200);
+    } finally {
+      ws.terminate();
+      await server.api(takeover, { method: "DELETE" });
+    }
+  }, 60_000);
+
   it("during an exclusive takeover page.click() fails with the takeover error and the page does not change; reads go on; after give-back it works", async () => {
     const cdp = await mint(key);
     const browser = await chromium.connectOverCDP(cdp.url);
