@@ -31,11 +31,15 @@ export function registerUpgrade(pattern: RegExp, handler: UpgradeHandler) {
   routes.push({ pattern, handler });
 }
 
+const DEV = process.env.NODE_ENV !== "production";
+
 export function attachUpgradeRouter(server: Server) {
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path.startsWith("/socket.io/")) return;
-    if (req.headers["sec-websocket-protocol"]?.includes("vite-hmr")) return;
+    // In development Vite's own listener answers its HMR socket; in production nothing would,
+    // and the connection would hang unanswered (no timeout applies after an upgrade).
+    if (DEV && req.headers["sec-websocket-protocol"]?.includes("vite-hmr")) return;
     const refused = socketRefusal(req, false);
     if (refused) return refuseUpgrade(socket, refused);
     for (const { pattern, handler } of routes) {

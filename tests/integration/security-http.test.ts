@@ -97,7 +97,11 @@ describe("open mode, before the first account", () => {
       expect(post.status, bad).toBe(421);
       expect(await upgrade(server.base, "/v1/boxes/box_0123456789abcdef0123456789abcdef/screens/0/viewer/socket?ticket=x", { host: bad }), bad).toBe(421);
       expect(await upgrade(server.base, "/socket.io/?EIO=4&transport=websocket", { host: bad }), bad).not.toBe(101);
+      // Vite's HMR protocol is answered like any other in production (it hung unanswered, a file
+      // descriptor each, for anyone who could reach the port).
+      expect(await upgrade(server.base, "/anything", { host: bad, "sec-websocket-protocol": "vite-hmr" }), bad).toBe(421);
     }
+    expect(await upgrade(server.base, "/anything", { "sec-websocket-protocol": "vite-hmr" })).toBe(404);
     // The names this server answers to: the listen address, and loopback names with its port.
     for (const good of [host, `localhost:${port}`, `LOCALHOST:${port}`, `127.0.0.1:${port}`]) {
       expect((await raw(server.base, "GET", "/v1/health", { host: good })).status, good).toBe(200);
