@@ -55,8 +55,10 @@ async function sessionActor(request: Request): Promise<WorkspaceActor | undefine
   const workspace = workspaces.find((w) => w.id === found.session.workspace_id) ?? workspaces[0];
   if (!workspace) throw new ApiError("forbidden", "you belong to no workspace yet; make one in the console");
   noteActor(request, `person:${found.user.name}`);
-  // With its user: what it does is recorded as this person's (the trace's `by`).
-  return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id };
+  // With its user: what it does is recorded as this person's (the trace's `by`). With its session:
+  // a CDP token or viewer ticket minted here dies with it (log-out, a password change), as the
+  // console's do.
+  return { kind: "workspace", workspaceId: workspace.id, role: workspace.role, via: "session", userId: found.user.id, sessionId: found.session.id };
 }
 
 /**

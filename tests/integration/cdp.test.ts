@@ -199,6 +199,29 @@ describe("CDP proxy refusals", () => {
   }, 30_000);
 });
 
+describe("a console session on /v1", () => {
+  it("a CDP token and a viewer ticket minted on /v1 with a session end with that session (log-out)", async () => {
+    const stolen = await c.logIn("ada@example.com");
+    const csrf = c.csrfIn(await c.page(stolen, "/keys"));
+    const headers = { cookie: stolen.cookie, "x-holm-csrf": csrf, "content-type": "application/json" };
+    const minted = await fetch(`${server.base}/v1/boxes/${box.id}/cdp?ttl_secs=86400`, { method: "POST", headers });
+    const cdp = await json(minted);
+    expect(minted.status, JSON.stringify(cdp)).toBe(200);
+    const ticketRes = await fetch(`${server.base}/v1/boxes/${box.id}/screens/0/viewer/ticket`, { method: "POST", headers, body: JSON.stringify({ mode: "view" }) });
+    const ticket = await json(ticketRes);
+    expect(ticketRes.status, JSON.stringify(ticket)).toBe(200);
+    const ws = (await wsStatus(cdp.ws_url)) as WebSocket;
+    expect(ws).toBeInstanceOf(WebSocket);
+    const closed = new Promise<number>((r) => ws.once("close", (code) => r(code)));
+    // The person notices and logs that session out.
+    expect((await c.form(stolen, "/logout", { csrf })).status).toBe(302);
+    expect(await closed).toBe(1008);
+    expect(await wsStatus(cdp.ws_url)).toBe(401);
+    // The ticket, unused until now, opens nothing.
+    expect(await wsStatus(ticket.view_socket)).not.toBeInstanceOf(WebSocket);
+  }, 30_000);
+});
+
 describe("human control over CDP", () => {
   it("during a takeover, a command too deep to read is answered and a message over 100 MB closes its socket; the server lives on", async () => {
     const cdp = await mint(key);
