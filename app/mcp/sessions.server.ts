@@ -14,9 +14,37 @@ import { log } from "~/utils/log.server";
 // unknown session, so a leaked session id is worth nothing without its key. Sessions live in this
 // process only (one copy: ADR 0002) and end on DELETE, after SESSION_LIMITS.idleMs without a
 // request, when their key is revoked or expires (open streams close then), or, past
-// `perPrincipal`, when the same principal opens another (its least recently used one goes).
+// `perPrincipal`, when the same principal opens another (its least recently used one goes); the
+// same past `perOwner` for a workspace (keys are many). At `total`, the workspace holding the most
+// gives up its least recently used one: no workspace can keep another out.
 
-export const SESSION_LIMITS = { perPrincipal: 16, total: 512, idleMs: 30 * 60_000, sweepMs: 60_000 };
+export const SESSION_LIMITS = { perPrincipal: 16, perOwner: 64, total: 512, idleMs: 30 * 60_000, sweepMs: 60_000 };
+
+type Held = Pick<McpSession, "principal" | "owner" | "lastSeenMs">;
+
+/**
+ * The sessions to close before `principal` of `owner` opens one, least recently used first:
+ * past its key's limit, past its workspace's, and at the server's total, from whichever
+ * workspace (or the server token) holds the most.
+ */
+export function sessionsToClose<T extends Held>(held: T[], principal: string, owner: string | null, limits = SESSION_LIMITS): T[] {
+  const out = new Set<T>();
+  const oldestFirst = [...held].sort((a, b) => a.lastSeenMs - b.lastSeenMs);
+  const trim = (group: T[], keep: number) => {
+    const live = group.filter((s) => !out.has(s));
+    for (const s of live.slice(0, Math.max(0, live.length - keep))) out.add(s);
+  };
+  trim(oldestFirst.filter((s) => s.principal === principal), limits.perPrincipal - 1);
+  trim(oldestFirst.filter((s) => s.owner === owner), limits.perOwner - 1);
+  while (held.length - out.size >= limits.total) {
+    const groups = new Map<string | null, T[]>();
+    for (const s of oldestFirst) if (!out.has(s)) groups.set(s.owner, [...(groups.get(s.owner) ?? []), s]);
+    const largest = [...groups.values()].sort((a, b) => b.length - a.length)[0];
+    if (!largest) break;
+    out.add(largest[0]!);
+  }
+  return [...out];
+}
 
 export interface McpSession {
   id: string;
@@ -80,12 +108,8 @@ export async function openSession(principal: string, owner: string | null): Prom
   watch();
   const access = await principalAccess(principal, owner, "member");
   if (!access.ok) throw new ApiError("unauthorized", access.why);
-  const mine = [...sessions.values()].filter((s) => s.principal === principal).sort((a, b) => a.lastSeenMs - b.lastSeenMs);
-  for (const s of mine.slice(0, Math.max(0, mine.length - SESSION_LIMITS.perPrincipal + 1))) {
-    await closeSession(s, "too many sessions for one key");
-  }
-  if (sessions.size >= SESSION_LIMITS.total) {
-    throw new ApiError("unavailable", `this server has ${sessions.size} MCP sessions open, its limit; end one (DELETE /mcp) or try again later`);
+  for (const s of sessionsToClose([...sessions.values()], principal, owner)) {
+    await closeSession(s, s.principal === principal ? "too many sessions for one key" : "too many sessions open");
   }
   const server = buildServer();
   const transport = new WebStandardStreamableHTTPServerTransport({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SESSION_LIMITS, findSession, openSession, openSessionCount } from "~/mcp/sessions.server";
+import { SESSION_LIMITS, findSession, openSession, openSessionCount, sessionsToClose } from "~/mcp/sessions.server";
 
 // MCP sessions without HTTP: bound to the principal that opened them, and bounded per principal
 // (the least recently used one goes).
@@ -35,5 +35,30 @@ describe("MCP sessions", () => {
     expect(openSessionCount("server")).toBe(SESSION_LIMITS.perPrincipal);
     expect(findSession(ids[0]!, "server")).toBeUndefined();
     expect(findSession(ids.at(-1)!, "server")).toBeDefined();
+  });
+
+  it("keep a workspace to perOwner however many keys it makes, and at the total take from the largest holder, never refusing another workspace", () => {
+    const limits = { ...SESSION_LIMITS, perPrincipal: 4, perOwner: 8, total: 20 };
+    let t = 0;
+    const held: { principal: string; owner: string | null; lastSeenMs: number }[] = [];
+    const open = (principal: string, owner: string | null) => {
+      for (const s of sessionsToClose(held, principal, owner, limits)) held.splice(held.indexOf(s), 1);
+      held.push({ principal, owner, lastSeenMs: ++t });
+    };
+    const of = (owner: string) => held.filter((s) => s.owner === owner).length;
+    // One workspace, 32 keys, 4 sessions each (the attack): it keeps 8, its most recent.
+    for (let k = 0; k < 32; k++) for (let i = 0; i < 4; i++) open(`key:b${k}`, "ws_bob");
+    expect(of("ws_bob")).toBe(8);
+    expect(Math.min(...held.map((s) => s.lastSeenMs))).toBe(t - 7);
+    // Open sign-ups: three workspaces of the attacker's at their limit fill the server (24 > 20)…
+    for (const ws of ["ws_b2", "ws_b3"]) for (let k = 0; k < 8; k++) open(`key:${ws}${k}`, ws);
+    expect(held.length).toBeLessThanOrEqual(limits.total);
+    // …and another workspace still gets its sessions, from the largest holders.
+    for (let i = 0; i < 3; i++) open("key:ada", "ws_ada");
+    expect(of("ws_ada")).toBe(3);
+    expect(held.length).toBeLessThanOrEqual(limits.total);
+    // A key past its own limit loses its own oldest, not another's.
+    for (let i = 0; i < 3; i++) open("key:ada", "ws_ada");
+    expect(of("ws_ada")).toBe(4);
   });
 });
