@@ -41,7 +41,7 @@ export function blockedRange(address: string): string | undefined {
   const range = ip.range();
   if (range !== "unicast") return range;
   for (const [[net, bits], name] of ALSO_BLOCKED) {
-    if (ip.kind() === net.kind() && ip.match(net, bits)) return name;
+    if (ip.kind() === net.kind() && (ip as ipaddr.IPv4).match(net as ipaddr.IPv4, bits)) return name;
   }
   return undefined;
 }
