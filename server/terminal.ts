@@ -49,19 +49,32 @@ export function attachTerminal(io: IoServer) {
   });
 }
 
+/** Input kept while the shell starts: far more than a person types or pastes in that second. */
+const EARLY_MAX = 1024 * 1024;
+
 async function serve(socket: Socket) {
   const actor = socket.data.actor as Actor & { kind: "workspace" };
   const boxId = socket.data.boxId as string;
   const by = `user:${actor.userId}`;
   const { cols, rows } = size(socket.handshake.auth, { cols: 80, rows: 24 });
   // Input that arrives while the shell starts is kept and written once it runs.
+  // At most EARLY_MAX of it: a page that floods a starting shell is cut off, not buffered.
   const early: Buffer[] = [];
+  let earlyBytes = 0;
   let pendingSize: { cols: number; rows: number } | undefined;
   const toBytes = (d: unknown) =>
     typeof d === "string" ? Buffer.from(d, "utf8") : Buffer.isBuffer(d) ? d : d instanceof ArrayBuffer ? Buffer.from(d) : undefined;
   const onEarly = (d: unknown) => {
     const b = toBytes(d);
-    if (b) early.push(b);
+    if (!b || !socket.connected) return;
+    earlyBytes += b.length;
+    if (earlyBytes > EARLY_MAX) {
+      early.length = 0;
+      socket.emit("exit", { code: null, why: "too much input before the shell started" });
+      socket.disconnect(true);
+      return;
+    }
+    early.push(b);
   };
   const onEarlyResize = (r: unknown) => (pendingSize = size(r, { cols, rows }));
   socket.on("data", onEarly);
