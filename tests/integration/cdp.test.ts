@@ -243,7 +243,9 @@ describe("human control over CDP", () => {
       // Over Chromium's own limit for a client's message: that socket closes, nothing else.
       const closed = new Promise<number>((r) => ws.once("close", (code) => r(code)));
       ws.send(Buffer.alloc(100 * 1024 * 1024 + 1, 0x61), { binary: false });
-      expect(await closed).toBe(1009);
+      // 1009 (too big) when the close frame arrives; 1006 when the server's reset cuts the
+      // client off while it is still writing the 100 MB (CI run 59, under load).
+      expect([1009, 1006]).toContain(await closed);
       expect(await health()).toBe(200);
     } finally {
       ws.terminate();
