@@ -15,9 +15,16 @@ export interface EventStoreLimits {
   maxBytes: number;
   /** How long an event is kept: replay is for a dropped connection, not for history. */
   maxAgeMs: number;
+  /**
+   * Bytes kept by all sessions' stores together, shared evenly: each keeps at most this over the
+   * number of sessions open (`sessions`), when that is less than `maxBytes`. At 512 sessions of
+   * 8 MiB the server would have held 4 GiB of replay.
+   */
+  totalBytes?: number;
+  sessions?: () => number;
 }
 
-export const EVENT_STORE_LIMITS: EventStoreLimits = { maxEvents: 500, maxBytes: 8 * 1024 * 1024, maxAgeMs: 5 * 60_000 };
+export const EVENT_STORE_LIMITS: EventStoreLimits = { maxEvents: 500, maxBytes: 8 * 1024 * 1024, maxAgeMs: 5 * 60_000, totalBytes: 512 * 1024 * 1024 };
 
 interface Stored {
   id: string;
@@ -82,7 +89,8 @@ export class BoundedEventStore implements EventStore {
 
   /** Drops the oldest events past a limit (the newest stays, however large, until it is too old). */
   #evict() {
-    const { maxEvents, maxBytes, maxAgeMs } = this.#limits;
+    const { maxEvents, maxAgeMs, totalBytes, sessions } = this.#limits;
+    const maxBytes = totalBytes && sessions ? Math.min(this.#limits.maxBytes, totalBytes / Math.max(1, sessions())) : this.#limits.maxBytes;
     const oldest = this.#now() - maxAgeMs;
     const n = this.#events.length;
     let drop = 0;

@@ -5,7 +5,7 @@ import { principalAccess } from "~/models/access.server";
 import { concerns, onPrincipalChange } from "~/models/principal-changes.server";
 import { ApiError } from "~/utils/api-error.server";
 import { addBoxTools } from "./box-tools.server";
-import { BoundedEventStore } from "./event-store.server";
+import { BoundedEventStore, EVENT_STORE_LIMITS } from "./event-store.server";
 import { addScreenTools } from "./screen-tools.server";
 import { log } from "~/utils/log.server";
 
@@ -114,7 +114,7 @@ export async function openSession(principal: string, owner: string | null): Prom
   const server = buildServer();
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
-    eventStore: new BoundedEventStore(),
+    eventStore: new BoundedEventStore({ ...EVENT_STORE_LIMITS, sessions: () => sessions.size }),
     onsessioninitialized: (id) => {
       const s: McpSession = { id, principal, owner, transport, server, lastSeenMs: Date.now() };
       if (access.untilMs !== undefined) {

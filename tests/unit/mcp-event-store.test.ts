@@ -50,6 +50,20 @@ describe("BoundedEventStore", () => {
     expect(await s.getStreamIdForEventId(big)).toBe("a");
   });
 
+  it("shares totalBytes among the sessions open: many sessions keep less each", async () => {
+    let open = 1;
+    const s = new BoundedEventStore({ maxEvents: 1000, maxBytes: 10_000, maxAgeMs: 1e9, totalBytes: 20_000, sessions: () => open });
+    for (let i = 0; i < 40; i++) await s.storeEvent("a", msg(i, "x".repeat(300)));
+    // One session: its own limit (10,000 bytes) is the smaller.
+    expect(s.bytes).toBeGreaterThan(9_000);
+    expect(s.bytes).toBeLessThanOrEqual(10_000);
+    // Ten sessions: 2,000 bytes each.
+    open = 10;
+    await s.storeEvent("a", msg(99, "x".repeat(300)));
+    expect(s.bytes).toBeLessThanOrEqual(2_000);
+    expect(s.size).toBeGreaterThan(1);
+  });
+
   it("forgets events older than maxAgeMs", async () => {
     let now = 1000;
     const s = new BoundedEventStore({ maxEvents: 100, maxBytes: 1e9, maxAgeMs: 60_000 }, () => now);
