@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { Actor } from "~/models/actor";
+import type { Role } from "~/models/roles";
 import { type BoxJson, requireRunningBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayChangeBox, assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
@@ -28,8 +29,8 @@ export function lifecycleRoute(verb: (actor: Actor, id: string) => Promise<BoxJs
 }
 
 /** The caller and the running box of the route's `{id}` (a paused box waits for its resume). */
-export async function runningBoxOf(args: RouteArgs) {
-  const actor = await requireActor(args.request);
+export async function runningBoxOf(args: RouteArgs, need?: Role) {
+  const actor = await requireActor(args.request, need);
   const box = await requireRunningBox(actor, param(args, "id"), args.request.signal);
   return { actor, box };
 }
@@ -52,7 +53,9 @@ export function fileQuery<S extends z.ZodType<Record<string, string | number | u
   timeoutMs: number,
 ) {
   return async (args: RouteArgs) => {
-    const { box } = await runningBoxOf(args);
+    // Reading the box's files is reading everything in it (its agent's secret, Chromium's cookies,
+    // what exec left): the member role, as exec and CDP need. A viewer reached them with GET.
+    const { box } = await runningBoxOf(args, "member");
     const q = parseQuery(args.request, schema);
     return callAgent(box, agentCall(route, {}, q), undefined, timeoutMs, "bulk");
   };

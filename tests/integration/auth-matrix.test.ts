@@ -216,6 +216,20 @@ describe("auth matrix", () => {
     expect(checked).toBeGreaterThan(100);
   });
 
+  it("a viewer reads none of the box's files (they hold its agent's secret): 409, as exec; the owner's session reads them", async () => {
+    const reads = ["files?path=/etc/holm/agent.secret", "files/list?path=/etc/holm", "files/glob?pattern=/etc/holm/*"];
+    for (const r of reads) {
+      const res = await call("GET", `/v1/boxes/${boxA}/${r}`, undefined, sessions.viewer_session!);
+      const text = await res.text();
+      // Named by its route only: a failure must not print the secret it read.
+      expect(res.status, r).toBe(409);
+      expect(JSON.parse(text)).toMatchObject({ code: "denied" });
+      expect(text).not.toContain("contents_base64");
+    }
+    const mine = await call("GET", `/v1/boxes/${boxA}/files/list?path=/tmp`, undefined, sessions.session_without_csrf!);
+    expect(mine.status).toBe(200);
+  });
+
   it("a console session on /v1 is that person: refused when logged out, without CSRF, as a viewer, or in another workspace", async () => {
     const table = await routeTable();
     let checked = 0;

@@ -458,6 +458,20 @@ describe("files and commands", () => {
     expect(createHash("sha256").update(Buffer.from(got.contents_base64, "base64")).digest("hex")).toBe(sha);
   });
 
+  it("a device or FIFO is no file to read: 400, and the agent lives on", async () => {
+    // /dev/zero says size 0 and never ends: reading it filled the agent's memory and killed the box.
+    for (const p of ["/dev/zero", "/dev/urandom"]) {
+      const res = await server.api(`/v1/boxes/${box.id}/files?path=${p}`);
+      const out = await json(res);
+      expect(res.status, JSON.stringify(out)).toBe(400);
+      expect(out).toMatchObject({ code: "bad_request" });
+      expect(out.message).toContain("not a regular file");
+    }
+    const grep = await server.api(`/v1/boxes/${box.id}/files/grep`, { method: "POST", json: { pattern: "x", path: "/dev", limit: 3 } });
+    expect(grep.status).toBeLessThan(500);
+    expect((await server.api(`/v1/boxes/${box.id}/files/list?path=/tmp`)).status).toBe(200);
+  });
+
   it("lists, greps and globs, with cut at the limit", async () => {
     for (let i = 0; i < 5; i++) {
       await server.api(`/v1/boxes/${box.id}/files`, {

@@ -30,6 +30,8 @@ export async function readFile(p: string, home: string): Promise<{ path: string;
   try {
     const st = await fsp.stat(full);
     if (st.isDirectory()) throw new AgentError("bad_request", `${full} is a directory`);
+    // A device or FIFO says size 0 and never ends (/dev/zero filled the agent's memory and killed it).
+    if (!st.isFile()) throw new AgentError("bad_request", `${full} is not a regular file`);
     if (st.size > MAX_FILE_BYTES) throw new AgentError("bad_request", `${full} is ${st.size} bytes; the limit is ${MAX_FILE_BYTES}`);
     const data = await fsp.readFile(full);
     return { path: full, contents_base64: data.toString("base64"), bytes: data.length };
@@ -193,7 +195,8 @@ export async function grep(o: GrepOptions, home: string): Promise<{ matches: Arr
     if (include && !include.test(includeByPath ? rel : path.basename(file))) return true;
     let data: Buffer;
     try {
-      if (fs.statSync(file).size > GREP_MAX_FILE) return true;
+      const st = fs.statSync(file);
+      if (!st.isFile() || st.size > GREP_MAX_FILE) return true;
       data = fs.readFileSync(file);
     } catch {
       return true;
