@@ -84,6 +84,10 @@ export async function paintedFrames(page: Page, viewer: ViewerRecord, during: ()
   // The screen's area once it has one: right after "connected" it can still be unsized, and a
   // CI run measured an empty area (every frame's dark share NaN).
   await waitForScreen(page, viewer, 10_000);
+  // And painted: the page's first connection shows the screen's dark frame until its first update
+  // paints (there is no frame to keep yet). Recording from "connected" caught that once (CI run
+  // 61: the first of 15 frames all dark, before the take-over's click).
+  await waitForPaint(page, viewer, 10_000);
   const area = await page.getByTestId("vnc").boundingBox();
   const session = await page.context().newCDPSession(page);
   const frames: { png: Buffer }[] = [];
@@ -222,6 +226,24 @@ export async function waitForScreen(page: Page, rec: ViewerRecord, timeout = 30_
       const c = vnc[0]?.querySelector("canvas")?.getBoundingClientRect();
       const v = vnc[0]?.getBoundingClientRect();
       return vnc.length === 1 && !!c && !!v && c.width > 0 && v.height > 0;
+    }),
+  );
+}
+
+/** Until the screen's canvas has been drawn on: opaque at its centre and near its four corners. */
+export async function waitForPaint(page: Page, rec: ViewerRecord, timeout = 30_000) {
+  await waitFor(page, rec, "the screen was never painted", timeout, () =>
+    page.evaluate(() => {
+      const c = document.querySelector<HTMLCanvasElement>("[data-testid=vnc] canvas");
+      const ctx = c && c.width > 0 && c.height > 0 ? c.getContext("2d") : null;
+      if (!c || !ctx) return false;
+      return [
+        [0.5, 0.5],
+        [0.02, 0.02],
+        [0.98, 0.02],
+        [0.02, 0.98],
+        [0.98, 0.98],
+      ].every(([x, y]) => ctx.getImageData(Math.floor(x! * (c.width - 1)), Math.floor(y! * (c.height - 1)), 1, 1).data[3]! > 0);
     }),
   );
 }
