@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
-import { bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
+import { maskDeep, maskerFor, mayHold } from "~/models/secret-mask.server";
+import { answerTextOf, bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
 import { type RequestNote, linkNote } from "~/utils/log.server";
 import { validate } from "~/utils/validate.server";
 import { rememberPeer } from "./peer.server";
@@ -38,16 +39,35 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
         throw new ApiError("method_not_allowed", `${args.request.method} is not allowed here; use ${methods.join(", ")}`);
       }
       const out = await handler(args);
-      if (out instanceof Response) return out;
-      return jsonResponse(out ?? { ok: true });
+      return await masked(args, out instanceof Response ? out : jsonResponse(out ?? { ok: true }));
     } catch (e) {
       const res = errorResponse(e);
       if (res.status === 405) res.headers.set("allow", methods.join(", "));
-      return res;
+      return await masked(args, res);
     }
   };
   const run = Object.assign(serve, { methods: methods as readonly Method[] });
   return { loader: run, action: run };
+}
+
+/**
+ * An answer about a box (a route under /v1/boxes/{id}/, not the box itself) with its workspace's
+ * secret values taken out (app/models/secret-mask.server.ts), errors included. Answers that are
+ * not JSON text (frames, files as bytes) go as they are.
+ */
+async function masked(args: Args, res: Response): Promise<Response> {
+  const id = args.params.id;
+  if (!id) return res;
+  const text = answerTextOf(res);
+  if (text === undefined || !/^\/v1\/boxes\/[^/]+\/./.test(new URL(args.request.url).pathname)) return res;
+  // Fails closed: an answer that cannot be checked is not given.
+  const m = await maskerFor(id).catch(() => {
+    throw new ApiError("unavailable", "the answer could not be checked for secrets; try again", { retryable: true });
+  });
+  if (!m || !mayHold(m, text)) return res;
+  const body = maskDeep(m, JSON.parse(text));
+  const again = JSON.stringify(body);
+  return again === text ? res : jsonResponse(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
 /** Reads a body as text. The HTTP edge (server/http-edge.ts) caps it; a cut body is an error here. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { agentCall } from "~/protocol/agent";
 import { withClusterLock } from "~/utils/cluster.server";
+import { noteTyped } from "./secret-mask.server";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { log } from "~/utils/log.server";
 import { observeBatch } from "~/utils/metrics.server";
@@ -258,6 +259,7 @@ async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, ste
   };
   guard();
   const secrets = await typedSecrets(t.box.owner, steps);
+  for (const v of secrets.values()) noteTyped(t.box.id, v);
   const boxApps = steps.some((s) => s.type === "launch") ? await appsOf(t.box.id) : {};
   const actions = steps.map((s, i) => forAgent(s, i, secrets, boxApps));
   const apps = appsAt.length ? await catalogStatus(t) : undefined;

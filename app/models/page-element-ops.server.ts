@@ -10,6 +10,7 @@ import { type AriaNode, type RefState, type SnapElement, byRef, changesBetween, 
 import { ACT_MS, type How, type Target, failure, named, prepare } from "./page-element-target.server";
 import { callAgent } from "./screen.server";
 import { secretValue } from "./secret-store.server";
+import { noteTyped } from "./secret-mask.server";
 
 // The element operations that act (seed 000, "Element operations"), each through Playwright's
 // own actionability. An answer says what was acted on, the URL after, whether the page
@@ -173,8 +174,10 @@ async function fill(tp: TabPage, st: RefState, op: Op<"fill">, opts: ActOptions)
   let value = op.text;
   if (op.secret_ref !== undefined) {
     value = await secretValue(opts.owner, op.secret_ref);
-    // From here on the value is masked in every answer about this tab, and in every message.
+    // From here on the value is masked in every answer about this tab, and in every message
+    // (and in every /v1 answer about the box: secret-mask.server.ts).
     st.secrets.add(value);
+    if (opts.box) noteTyped(opts.box.id, value);
   }
   const text = value ?? "";
   return onElement(tp, st, op, op.query, opts, async (t) => {

@@ -247,8 +247,12 @@ export function lookAhead(page: Page): void {
 /** Replaces every secret typed into the tab by dots (short ones only when they are the whole text). */
 export function masked(st: RefState, s: string): string {
   for (const secret of st.secrets) {
-    if (s === secret) return "••••••";
-    if (secret.length >= 4 && s.includes(secret)) s = s.split(secret).join("••••••");
+    // As typed, and with its whitespace made single spaces, as accessibility names show it.
+    for (const form of new Set([secret, secret.replace(/\s+/g, " ").trim()])) {
+      if (!form) continue;
+      if (s === form) return "••••••";
+      if (form.length >= 4 && s.includes(form)) s = s.split(form).join("••••••");
+    }
   }
   return s;
 }

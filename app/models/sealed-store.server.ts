@@ -51,6 +51,20 @@ export async function listSealed(table: SealedTable, owner: string): Promise<Sea
   return rows.map((r) => ({ name: r.name, created_at_ms: Number(r.created_at_ms), updated_at_ms: Number(r.updated_at_ms), size: Number(r.size ?? 0) }));
 }
 
+/** Every plain value of the owner (for masking them in answers; never for an answer itself). A value that will not open is left out and logged. */
+export async function listSealedValues(table: SealedTable, owner: string): Promise<Buffer[]> {
+  const rows = await db().selectFrom(table).select(["name", "sealed"]).where("owner", "=", owner).execute();
+  const out: Buffer[] = [];
+  for (const row of rows) {
+    try {
+      out.push(unseal(table, row.sealed, where(table, owner, row.name)));
+    } catch (e) {
+      log.error(`${table} "${row.name}": ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
 /** The plain value of one name, or undefined when the owner has none by that name. */
 export async function readSealed(table: SealedTable, owner: string, name: string): Promise<Buffer | undefined> {
   const row = await db().selectFrom(table).select("sealed").where("owner", "=", owner).where("name", "=", name).executeTakeFirst();

@@ -1,5 +1,6 @@
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
-import { checkName, deleteSealed, isName, listSealed, ownerKey, readSealed, writeSealed } from "./sealed-store.server";
+import { onClusterMessage, publish } from "~/utils/cluster.server";
+import { checkName, deleteSealed, isName, listSealed, listSealedValues, ownerKey, readSealed, writeSealed } from "./sealed-store.server";
 
 // A workspace's named secrets (seed 004, "Typing secrets"), sealed at rest and write-only: /v1
 // and the console set, list (names and dates) and delete them; only the server reads a value,
@@ -36,6 +37,7 @@ export async function putSecret(owner: string | null | undefined, name: string, 
   if (value.length === 0) throw badRequest("value: a secret's value is not empty");
   if (value.length > SECRET_MAX_CHARS) throw badRequest(`value: a secret's value is at most ${SECRET_MAX_CHARS} characters`);
   const row = await writeSealed("secrets", ownerKey(owner), name, Buffer.from(value, "utf8"), SECRETS_PER_OWNER);
+  changed(owner);
   return { name: row.name, created_at_ms: row.created_at_ms, updated_at_ms: row.updated_at_ms };
 }
 
@@ -43,5 +45,35 @@ export async function putSecret(owner: string | null | undefined, name: string, 
 export async function deleteSecret(owner: string | null | undefined, name: string): Promise<{ name: string; deleted: true }> {
   checkName("secret", name);
   if (!(await deleteSealed("secrets", ownerKey(owner), name))) throw notFound(`no secret named "${name}"`);
+  changed(owner);
   return { name, deleted: true };
+}
+
+// Every value of an owner, kept a while for masking answers (secret-mask.server.ts): read once,
+// then again after a change here or on another server (ADR 0021's news), or after VALUES_TTL_MS
+// in case the news was lost.
+const VALUES_TTL_MS = 30_000;
+const values = new Map<string, { at: number; values: Promise<readonly string[]> }>();
+
+function changed(owner: string | null | undefined) {
+  values.delete(ownerKey(owner));
+  publish("secrets", { owner: ownerKey(owner) });
+}
+
+onClusterMessage("secrets", (p) => {
+  const owner = (p as { owner?: unknown } | null)?.owner;
+  if (typeof owner === "string") values.delete(owner);
+});
+
+/** Every value of the owner's secrets: only to take them out of answers, never to give one. */
+export function secretValues(owner: string | null | undefined): Promise<readonly string[]> {
+  const key = ownerKey(owner);
+  const now = Date.now();
+  const kept = values.get(key);
+  if (kept && now - kept.at < VALUES_TTL_MS) return kept.values;
+  const read = listSealedValues("secrets", key).then((bufs) => bufs.map((b) => b.toString("utf8")));
+  values.set(key, { at: now, values: read });
+  // A failed read is not kept: the next answer reads again.
+  read.catch(() => values.get(key)?.values === read && values.delete(key));
+  return read;
 }

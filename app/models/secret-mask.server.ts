@@ -1,0 +1,121 @@
+import { loadRow } from "./box-record.server";
+import { secretValues } from "./secret-store.server";
+
+// Seed 004: a secret is typed "without it ever reaching your client, logs, or model context". A
+// page can put a typed value anywhere: copy it into another field or its title, send it in a
+// URL, log it, show it in a window's title; the agent's next read would carry it back. So every
+// /v1 answer about a box (its pages, screens, files, exec, trace; not the box resource itself)
+// has the values of its workspace's secrets, and of those typed into it since, replaced by dots,
+// error messages included (app/edge/route.server.ts). A value is looked for as it is, with its
+// runs of whitespace made one space (as accessibility names and page text show it) and
+// URL-encoded; a value under 4 characters only where it is a whole string. Masking protects
+// against reading a secret back by accident, not against code run in the box on purpose (exec,
+// evaluate, CDP): that code can encode what it reads.
+
+export const MASK = "••••••";
+/** Shorter values are masked only where they are a whole string: "abc" inside words is no leak. */
+const MIN_INSIDE = 4;
+
+export interface Masker {
+  /** The forms looked for inside strings (at least MIN_INSIDE characters), longest first. */
+  inside: string[];
+  /** Every form, for whole strings. */
+  whole: Set<string>;
+}
+
+// Boxes never change owners once they are anyone's (a pool box is no one's until claimed, and
+// answers nothing before): the owner is read once per box.
+const owners = new Map<string, string | null>();
+const OWNERS_KEPT = 20_000;
+// Values typed into a box (fill, type): still masked after the secret changes or goes, while this
+// server runs.
+const typed = new Map<string, Set<string>>();
+const TYPED_PER_BOX = 64;
+
+async function ownerOfBox(id: string): Promise<string | null | undefined> {
+  if (owners.has(id)) return owners.get(id);
+  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
+  if (!row || row.pooled) return undefined;
+  if (owners.size >= OWNERS_KEPT) owners.delete(owners.keys().next().value!);
+  owners.set(id, row.owner);
+  return row.owner;
+}
+
+/** Remembers a value typed into a box from a secret. */
+export function noteTyped(boxId: string, value: string): void {
+  const set = typed.get(boxId) ?? new Set();
+  if (set.size >= TYPED_PER_BOX) set.delete(set.values().next().value!);
+  set.add(value);
+  typed.set(boxId, set);
+}
+
+/** The forms of a value an answer may show it in. */
+function formsOf(value: string): string[] {
+  const out = new Set([value]);
+  const collapsed = value.replace(/\s+/g, " ").trim();
+  if (collapsed) out.add(collapsed);
+  const url = encodeURIComponent(value);
+  out.add(url);
+  out.add(url.replace(/%20/g, "+"));
+  return [...out];
+}
+
+/** What to take out of answers about box `id`; undefined when there is nothing to take out. */
+export async function maskerFor(id: string): Promise<Masker | undefined> {
+  const owner = await ownerOfBox(id);
+  if (owner === undefined) return undefined;
+  const stored = await secretValues(owner);
+  const mine = typed.get(id);
+  if (!mine?.size) {
+    if (!stored.length) return undefined;
+    // The owner's values stay one array until they change: built once for every answer till then.
+    let m = built.get(stored);
+    if (!m) built.set(stored, (m = maskerOf(stored)));
+    return m;
+  }
+  return maskerOf([...stored, ...mine]);
+}
+
+const built = new WeakMap<readonly string[], Masker>();
+
+/** What to take out for these values. */
+export function maskerOf(values: readonly string[]): Masker {
+  const whole = new Set<string>();
+  for (const v of values) for (const f of formsOf(v)) whole.add(f);
+  const inside = [...whole].filter((f) => f.length >= MIN_INSIDE).sort((a, b) => b.length - a.length);
+  return { inside, whole };
+}
+
+/** `s` with every form of every value replaced by MASK; a string cut with "…" loses a value's start too. */
+export function maskText(m: Masker, s: string): string {
+  if (m.whole.has(s)) return MASK;
+  for (const f of m.inside) if (s.includes(f)) s = s.split(f).join(MASK);
+  if (s.endsWith("…")) {
+    const body = s.slice(0, -1);
+    for (const f of m.inside) {
+      for (let k = Math.min(f.length - 1, body.length); k >= MIN_INSIDE; k--) {
+        if (body.endsWith(f.slice(0, k))) return `${body.slice(0, -k)}${MASK}…`;
+      }
+    }
+  }
+  return s;
+}
+
+/** Whether a JSON text may hold a value (a cheap look before parsing it again). */
+export function mayHold(m: Masker, json: string): boolean {
+  if (json.includes("…")) return true;
+  for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
+  return false;
+}
+
+/** A JSON value with every string (and every key) masked. */
+export function maskDeep(m: Masker, v: unknown): unknown {
+  if (typeof v === "string") return maskText(m, v);
+  if (Array.isArray(v)) return v.map((x) => maskDeep(m, x));
+  if (v && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[maskText(m, k)] = maskDeep(m, x);
+    return out;
+  }
+  return v;
+}

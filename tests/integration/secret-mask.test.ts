@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Page } from "../support/cdp";
+import { SITE, serveSite } from "../support/site";
+import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+
+// Seed 004: a secret is typed "without it ever reaching your client, logs, or model context". A
+// page can copy what is typed anywhere (tests/fixtures/site/secret-copy.html copies it into its
+// title, a heading, another field, the console, and the URL once its form is sent); every /v1
+// answer about the box shows dots instead: for `type` in a batch as for `fill`, with whitespace
+// made single spaces, in error messages, and after the server restarts. Each check also reads
+// the page through its own DevTools (not /v1), so the value is known to be there to leak.
+
+let server: TestServer;
+let box: any;
+
+const PLAIN = "Zq9LEAKvalue42x";
+const SPACED = "Ws7  LEAK  spaced";
+const COLLAPSED = "Ws7 LEAK spaced";
+const PAGE = `${SITE}/secret-copy.html`;
+
+const api = (path: string, init: Parameters<TestServer["api"]>[1] = {}) => server.api(`/v1/boxes/${box.id}${path}`, init);
+async function okBatch(actions: unknown[]) {
+  const res = await api("/screens/0/actions", { method: "POST", json: { actions } });
+  const out = await json(res);
+  expect(res.status, JSON.stringify(out).slice(0, 800)).toBe(200);
+  expect(out.stopped_at, JSON.stringify(out).slice(0, 800)).toBeNull();
+  return out;
+}
+async function inPage<T>(expr: string): Promise<T> {
+  const p = await Page.open(server, box.id);
+  try {
+    return await p.evaluate<T>(expr);
+  } finally {
+    p.close();
+  }
+}
+/** What the agent reads back about the box's page, windows and tabs, as text (status and body). */
+async function answers(): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const read = async (name: string, path: string, init?: Parameters<TestServer["api"]>[1]) => {
+    const res = await api(path, init);
+    out[name] = `${res.status} ${await res.text()}`;
+  };
+  await read("snapshot", "/page/snapshot");
+  await read("find", "/page/find?q=Pass");
+  await read("text", "/page?format=text");
+  await read("pages", "/pages");
+  await read("windows", "/screens/0/windows");
+  await read("console", "/page/console", { method: "POST", json: {} });
+  await read("evaluate", "/page/evaluate", { method: "POST", json: { expression: "document.getElementById('c').value" } });
+  // An error whose message names the element: the heading holds the value.
+  await read("error", "/page/element", { method: "POST", json: { op: "fill", query: "css=h1", text: "x" } });
+  return out;
+}
+function expectNone(texts: Record<string, string>, ...values: string[]) {
+  for (const [name, text] of Object.entries(texts)) {
+    for (const v of values) expect(text, `${name}: ${text.slice(0, 600)}`).not.toContain(v);
+  }
+}
+
+beforeAll(async () => {
+  // The local store: the secrets outlive the server's restart, as in production.
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+  await serveSite(server, box.id);
+  for (const [name, value] of [
+    ["mask_plain", PLAIN],
+    ["mask_spaced", SPACED],
+  ])
+    expect((await server.api(`/v1/secrets/${name}`, { method: "PUT", json: { value } })).status).toBe(200);
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+describe("a typed secret comes back as dots in every answer about the box", () => {
+  it("typed by a batch's `type`: snapshot, find, text, tabs, windows, console, evaluate, an error, the URL", async () => {
+    await okBatch([
+      { type: "open_url", url: PAGE },
+      { type: "on_page", what: { op: "click", query: "Pass" } },
+      { type: "type", secret_ref: "mask_plain" },
+    ]);
+    // It is on the page: in the field, its copy, the heading and the title.
+    expect(await inPage<string>("document.getElementById('p').value")).toBe(PLAIN);
+    await expect.poll(() => inPage<string>("document.title")).toBe(`typed ${PLAIN}`);
+    const texts = await answers();
+    expectNone(texts, PLAIN);
+    expect(texts.snapshot).toContain("••••••");
+    expect(texts.evaluate).toMatch(/^200 /);
+    expect(JSON.parse(texts.evaluate.slice(4))).toMatchObject({ value: "••••••" });
+    expect(texts.error).toMatch(/^422 /);
+
+    // Sent with the form, it is in the URL the next answers carry.
+    const sent = await okBatch([{ type: "press", chord: "Return" }, { type: "wait", ms: 500 }]);
+    await expect.poll(() => inPage<string>("location.search")).toBe(`?p=${PLAIN}`);
+    const after: Record<string, string> = { batch: JSON.stringify(sent) };
+    for (const path of ["/pages", "/page/snapshot", "/page?format=text"]) after[path] = await (await api(path)).text();
+    after.tabs = JSON.stringify(await okBatch([{ type: "tabs" }]));
+    expectNone(after, PLAIN);
+  });
+
+  it("filled with runs of spaces: not in the fill's answer nor the snapshot, as typed or made single-spaced", async () => {
+    await okBatch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
+    const fill = await api("/page/element", { method: "POST", json: { op: "fill", query: "Pass", secret_ref: "mask_spaced" } });
+    const filled = await fill.text();
+    expect(fill.status, filled).toBe(200);
+    expect(await inPage<string>("document.getElementById('c').value")).toBe(SPACED);
+    expectNone({ fill: filled, ...(await answers()) }, SPACED, COLLAPSED);
+  });
+
+  it("after the server restarts (nothing typed through this server yet), a secret the page shows is still dots", async () => {
+    await server.stop();
+    server = await server.restart();
+    await okBatch([{ type: "open_url", url: PAGE, target: "current" }, { type: "wait", ms: 300 }]);
+    // The page gets the value from elsewhere (it was typed before the restart, say).
+    await inPage(`(() => { const p = document.getElementById('p'); p.value = ${JSON.stringify(PLAIN)}; p.dispatchEvent(new Event('input')); })()`);
+    await expect.poll(() => inPage<string>("document.title")).toBe(`typed ${PLAIN}`);
+    expectNone(await answers(), PLAIN);
+  });
+});
