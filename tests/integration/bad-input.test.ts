@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import net from "node:net";
+import { raw } from "../support/http";
+import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
+
+// Bad input answers the seed's 400 `bad_request` ({code, message, retryable}) at once: never a
+// hang, a 500, a 422, an HTML page or an empty body, and never an effect. One box for all.
+
+let server: TestServer;
+let box: any;
+
+beforeAll(async () => {
+  server = await startServer();
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+/** A /v1 call that must answer within `ms` (a hang fails the test, not its timeout). */
+async function call(path: string, init: RequestInit & { json?: unknown } = {}, ms = 20_000) {
+  const t0 = Date.now();
+  const res = await server.api(path, { ...init, signal: AbortSignal.timeout(ms) });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body, ms: Date.now() - t0 };
+}
+
+const badRequest = (r: { status: number; body: any }, what: string) => {
+  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(400);
+  expect(r.body, what).toMatchObject({ code: "bad_request", retryable: false });
+  expect(typeof r.body.message).toBe("string");
+};
+
+describe("writes under /proc, /sys and /dev", () => {
+  it("PUT …/files, page/pdf and a batch's write_file refuse them with 400 at once; the agent goes on", async () => {
+    const b64 = Buffer.from("x").toString("base64");
+    for (const p of ["/proc/nope/x", "/sys/nope/x", "/dev/nope/x", "/proc/x"]) {
+      const r = await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: p, contents_base64: b64 } });
+      badRequest(r, p);
+      expect(r.ms).toBeLessThan(5000);
+    }
+    // Through a symlink in /tmp, and relative to $HOME: the real path decides.
+    expect((await execIn(box.id, ["ln", "-s", "/proc", "/tmp/procfs"])).code).toBe(0);
+    badRequest(await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "/tmp/procfs/nope/x", contents_base64: b64 } }), "symlink");
+    badRequest(await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "../../../../../proc/nope/x", contents_base64: b64 } }), "relative");
+    badRequest(await call(`/v1/boxes/${box.id}/page/pdf`, { method: "POST", json: { path: "/proc/p/q.pdf" } }), "pdf");
+    const batch = await call(`/v1/boxes/${box.id}/screens/0/actions`, {
+      method: "POST",
+      json: { actions: [{ type: "write_file", what: { path: "/proc/nope/y", contents_base64: b64 } }] },
+    });
+    expect(JSON.stringify(batch.body)).toContain('"code":"bad_request"');
+    // Parents are still made, level by level, and the agent answers at once.
+    const ok = await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "/tmp/a/b/c/d.txt", contents_base64: b64 } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.ms).toBeLessThan(5000);
+    expect((await execIn(box.id, ["cat", "/tmp/a/b/c/d.txt"])).out).toBe("x");
+  });
+});
