@@ -65,3 +65,35 @@ describe("writes under /proc, /sys and /dev", () => {
     expect((await execIn(box.id, ["cat", "/tmp/a/b/c/d.txt"])).out).toBe("x");
   });
 });
+
+describe("routes that take no body", () => {
+  it("refuse any key, naming it, and accept no body or {}", async () => {
+    const s = `/v1/boxes/${box.id}/screens/0`;
+    const cases: [string, string, unknown][] = [
+      ["POST", `/v1/boxes/${box.id}/cdp`, { ttl_secs: 60 }],
+      ["POST", `/v1/boxes/${box.id}/pause`, { extra: 1 }],
+      ["POST", `/v1/boxes/${box.id}/resume`, { bogus: 1 }],
+      ["POST", `/v1/boxes/${box.id}/stop`, { keep_files: false }],
+      ["POST", `${s}/windows/0x1/focus`, { bogus: 1 }],
+      ["DELETE", `${s}/windows/0x1`, { bogus: 1 }],
+      ["DELETE", `${s}/takeover`, { bogus: 1 }],
+      ["DELETE", `${s}/recording`, { bogus: 1 }],
+      ["POST", "/v1/jobs/reap", { bogus: 1 }],
+      ["DELETE", `/v1/boxes/${box.id}`, { bogus: 1 }],
+      ["DELETE", "/v1/states/nope", { bogus: 1 }],
+      ["DELETE", "/v1/secrets/nope", { bogus: 1 }],
+    ];
+    for (const [method, path, body] of cases) {
+      const headers = { "x-holm-confirm-delete": "true" };
+      const r = await call(path, { method, json: body, headers });
+      badRequest(r, `${method} ${path}`);
+      expect(r.body.message, path).toContain(`unknown key "${Object.keys(body as object)[0]}"`);
+    }
+    // The box was neither paused, stopped nor removed.
+    expect((await json(await server.api(`/v1/boxes/${box.id}`))).state).toBe("ready");
+    // cdp's ttl belongs in the query; with no body or {}, these answer as before.
+    expect((await call(`/v1/boxes/${box.id}/cdp?ttl_secs=60`, { method: "POST" })).status).toBe(200);
+    expect((await call(`/v1/boxes/${box.id}/cdp`, { method: "POST", json: {} })).status).toBe(200);
+    expect((await call("/v1/jobs/reap", { method: "POST", json: {} })).status).toBe(200);
+  });
+});
