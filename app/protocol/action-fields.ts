@@ -41,7 +41,11 @@ export const Limit = int().min(1).max(10_000);
 /** Typed text: the trace keeps it, so it is bounded. */
 export const Text = z.string().max(100_000);
 export const ClipboardText = z.string().max(1_000_000);
-export const Argv = z.array(z.string().max(64 * 1024)).min(1).max(1024);
+/** A NUL byte cannot be passed to a program: each argument is a C string. */
+export const Argv = z
+  .array(z.string().max(64 * 1024).refine((s) => !s.includes("\0"), "holds a NUL byte, which no program argument can"))
+  .min(1)
+  .max(1024);
 
 /** What `open_url` may open: pages, not `javascript:`, `chrome:` or `view-source:`. */
 export const URL_SCHEMES = ["http:", "https:", "about:", "data:", "file:"];

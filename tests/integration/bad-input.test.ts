@@ -97,3 +97,10 @@ describe("routes that take no body", () => {
     expect((await call("/v1/jobs/reap", { method: "POST", json: {} })).status).toBe(200);
   });
 });
+
+describe("values that cannot be used", () => {
+  it("exec refuses a NUL byte in argv with 400", async () => {
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
+  });
+});
