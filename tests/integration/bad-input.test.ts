@@ -103,4 +103,18 @@ describe("values that cannot be used", () => {
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
   });
+
+  it("page/element refuses an empty selector or a blank query with 400, and clicks nothing", async () => {
+    const html = "<h1 onclick='window.hit=(window.hit||0)+1'>Heading</h1><button>Go</button>";
+    const open = await call(`/v1/boxes/${box.id}/screens/0/actions`, {
+      method: "POST",
+      json: { actions: [{ type: "open_url", url: `data:text/html,${encodeURIComponent(html)}` }] },
+    });
+    expect(open.status, JSON.stringify(open.body)).toBe(200);
+    for (const query of ["text=", "css=", "xpath=", "css=   ", "   "]) {
+      badRequest(await call(`/v1/boxes/${box.id}/page/element`, { method: "POST", json: { op: "click", query } }), JSON.stringify(query));
+    }
+    const hit = await call(`/v1/boxes/${box.id}/page/evaluate`, { method: "POST", json: { expression: "window.hit ?? 0" } });
+    expect(hit.body.value, JSON.stringify(hit.body)).toBe(0);
+  });
 });
