@@ -8,7 +8,8 @@ import { env } from "~/utils/env.server";
 //   - Host must be a name this server answers to (DNS rebinding): 421.
 //   - /v1 and /mcp (every method) and console changes refuse a cross-site or same-site Origin,
 //     `Origin: null` and `Sec-Fetch-Site: cross-site|same-site`: 403 `denied`. No CORS is granted.
-//   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight): 415.
+//   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight):
+//     400 `bad_request` (the seed's code for a request that is not valid).
 //   - Bodies are capped while they stream: 413, never buffered whole.
 
 const MiB = 1024 * 1024;
@@ -204,7 +205,9 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   }
   if (hasBody(req)) {
     if (v1 && !isJson(req)) {
-      return send(res, new ApiError("unsupported_media_type", "send the body as JSON with content-type: application/json"), req);
+      const type = req.headers["content-type"];
+      const sent = type === undefined ? "no content-type" : `content-type ${JSON.stringify(type.slice(0, 100))}`;
+      return send(res, new ApiError("bad_request", `the body was sent with ${sent}; send it as JSON with content-type: application/json`), req);
     }
     const limit = v1 ? V1_BODY_LIMIT : CONSOLE_BODY_LIMIT;
     const declared = req.headers["content-length"];
