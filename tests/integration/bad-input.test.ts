@@ -118,3 +118,35 @@ describe("values that cannot be used", () => {
     expect(hit.body.value, JSON.stringify(hit.body)).toBe(0);
   });
 });
+
+describe("requests that do not parse", () => {
+  it("a malformed percent-escape in a /v1 path answers 400 in the /v1 shape", async () => {
+    for (const p of ["/v1/boxes/%FF/trace", "/v1/boxes/%E0%A4%A", "/v1/boxes/%zz"]) {
+      const r = await raw(server.base, "GET", p, { authorization: `Bearer ${server.token}` });
+      expect(r.status, `${p}: ${r.text}`).toBe(400);
+      expect(r.headers["content-type"]).toContain("application/json");
+      expect(JSON.parse(r.text)).toMatchObject({ code: "bad_request", retryable: false });
+    }
+  });
+
+  it("a 20 kB query string answers 431 with the /v1 error body", async () => {
+    const url = new URL(server.base);
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(Number(url.port), url.hostname, () => {
+        sock.write(`GET /v1/boxes/${box.id}/page/find?q=${"a".repeat(20_000)} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.token}\r\n\r\n`);
+      });
+      let out = "";
+      sock.setEncoding("utf8");
+      sock.on("data", (d) => (out += d));
+      sock.on("end", () => resolve(out));
+      sock.on("error", (e) => (out ? resolve(out) : reject(e)));
+      sock.setTimeout(10_000, () => sock.destroy(new Error(`no end: ${out}`)));
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 431 /);
+    const body = text.slice(text.indexOf("\r\n\r\n") + 4);
+    expect(text.toLowerCase()).toContain("content-type: application/json");
+    expect(JSON.parse(body)).toMatchObject({ code: "bad_request", retryable: false });
+    // The server goes on serving.
+    expect((await fetch(`${server.base}/v1/health`)).status).toBe(200);
+  });
+});
