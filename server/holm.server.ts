@@ -14,7 +14,7 @@ import { flushLog, log, noteOf } from "~/utils/log.server";
 import { hotPath } from "./hot-path";
 import { metricsRoute } from "./metrics";
 import { requestLog } from "./request-log";
-import { httpEdge } from "./http-edge";
+import { answerClientError, httpEdge } from "./http-edge";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
 import { attachRevocation } from "./revocation";
@@ -78,6 +78,8 @@ export const holm = {
   },
 
   attach(server: HttpServer) {
+    // A request Node cannot parse (a 20 kB query string) is answered with the /v1 error body.
+    server.on("clientError", answerClientError);
     registerViewerSocket();
     registerCdpSocket();
     attachUpgradeRouter(server);

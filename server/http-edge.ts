@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
 
@@ -8,7 +9,11 @@ import { env } from "~/utils/env.server";
 //   - Host must be a name this server answers to (DNS rebinding): 421.
 //   - /v1 and /mcp (every method) and console changes refuse a cross-site or same-site Origin,
 //     `Origin: null` and `Sec-Fetch-Site: cross-site|same-site`: 403 `denied`. No CORS is granted.
-//   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight): 415.
+//   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight):
+//     400 `bad_request` (the seed's code for a request that is not valid).
+//   - A /v1 path that does not decode (`%FF`): 400 `bad_request`, in the /v1 error shape. A request
+//     that is not HTTP, or whose line and headers pass Node's limit, gets the same JSON body
+//     (431 for the latter) from `answerClientError`, not Node's bare answer.
 //   - Bodies are capped while they stream: 413, never buffered whole.
 
 const MiB = 1024 * 1024;
@@ -198,13 +203,18 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   // /mcp (MCP over Streamable HTTP, docs/decisions/0013) is the API too: the same rules. The
   // MCP spec asks the server to check Origin on every request, the SSE GET included.
   const v1 = path === "/v1" || path.startsWith("/v1/") || path === "/mcp";
+  if (v1 && !decodes(path)) {
+    return send(res, new ApiError("bad_request", "the path holds a malformed percent-escape (% then two hex digits of UTF-8)"), hasBody(req) ? req : undefined);
+  }
   if (v1 || !SAFE_METHODS.has(req.method ?? "GET")) {
     const why = crossSiteReason(req.headers);
     if (why) return send(res, new ApiError("forbidden", why), hasBody(req) ? req : undefined);
   }
   if (hasBody(req)) {
     if (v1 && !isJson(req)) {
-      return send(res, new ApiError("unsupported_media_type", "send the body as JSON with content-type: application/json"), req);
+      const type = req.headers["content-type"];
+      const sent = type === undefined ? "no content-type" : `content-type ${JSON.stringify(type.slice(0, 100))}`;
+      return send(res, new ApiError("bad_request", `the body was sent with ${sent}; send it as JSON with content-type: application/json`), req);
     }
     const limit = v1 ? V1_BODY_LIMIT : CONSOLE_BODY_LIMIT;
     const declared = req.headers["content-length"];
@@ -212,6 +222,36 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
     if (declared === undefined) capStreamingBody(req, res, limit);
   }
   next();
+}
+
+/** Whether a path's percent-escapes decode. (The decoded text is used, so no bundler drops the call.) */
+function decodes(path: string): boolean {
+  try {
+    return typeof decodeURIComponent(path) === "string";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The HTTP server's `clientError` (server/holm.server.ts attaches it): a request Node could not
+ * parse. Node's own answer has no body (a 20 kB query string: `431` and nothing to read); this
+ * one has the /v1 error body, its status kept (431 for a line and headers over the limit, 408
+ * for a request too slow to arrive, else 400).
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex) {
+  if (err.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
+  const [status, reason, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "the request line and headers are over the server's limit (16 KiB); send long values in a JSON body"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "Request Timeout", "the request did not arrive in time"]
+        : [400, "Bad Request", "the request is not valid HTTP"];
+  const body = JSON.stringify(new ApiError("bad_request", message).toJSON());
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 /**

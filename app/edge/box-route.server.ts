@@ -6,7 +6,7 @@ import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayChangeBox, assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
 import { agentCall } from "~/protocol/agent";
 import { requireActor } from "./auth.server";
-import { param, parseBody, parseQuery, v1 } from "./route.server";
+import { param, parseBody, parseQuery, refuseBody, v1 } from "./route.server";
 
 // The steps the /v1 box routes share, in the order they run, so which refusal wins (unknown box,
 // bad body, held screen) is the same on every route of a kind.
@@ -22,6 +22,7 @@ export function lifecycleRoute(verb: (actor: Actor, id: string) => Promise<BoxJs
   return v1({
     POST: async (args) => {
       const actor = await requireActor(args.request);
+      await refuseBody(args.request);
       if (doing) await assertMayChangeBox(actor, param(args, "id"), doing);
       return verb(actor, param(args, "id"));
     },

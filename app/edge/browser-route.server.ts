@@ -5,7 +5,7 @@ import { screenOfTab } from "~/models/page-browser.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { badRequest } from "~/utils/api-error.server";
 import { requireActor } from "./auth.server";
-import { param, parseQuery, readText, validate } from "./route.server";
+import { NoBody, param, parseQuery, readText, validate } from "./route.server";
 
 // The steps the browser state, cookie and secret routes share, in the order they run (unknown
 // box, bad query, bad body, held screen), so which refusal wins is the same on each.
@@ -32,7 +32,7 @@ export async function parseQuietBody<S extends z.ZodType>(request: Request, sche
 }
 
 /** A browser route's body when it takes none. */
-export const NoBody = z.strictObject({});
+export { NoBody };
 
 /** A browser route's query: `tab`, then the route's own fields (the OpenAPI registry builds it the same way). */
 export const browserQuerySchema = <Q extends z.ZodRawShape>(shape?: Q) => z.strictObject({ ...TabQuery, ...shape });

@@ -57,7 +57,7 @@ export function errorCodes(op: Operation): ErrorCode[] {
     codes.add("forbidden");
   }
   if (op.body || op.query || op.path.includes("{") || op.headers) codes.add("bad_request");
-  if (op.body) for (const c of ["too_large", "unsupported_media_type"] as const) codes.add(c);
+  if (op.body) codes.add("too_large");
   if (op.path.startsWith("/v1/boxes/{id}")) {
     for (const c of ["not_found", "gone", "denied"] as const) codes.add(c);
     // Past the record: the box's runtime and agent answer, or not.

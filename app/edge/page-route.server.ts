@@ -4,7 +4,7 @@ import { pageOf, screenOfTab } from "~/models/page-browser.server";
 import { assertMayDrive } from "~/models/takeover.server";
 import { TabRef } from "~/protocol/action-fields";
 import { runningBoxOf } from "./box-route.server";
-import { param, validate } from "./route.server";
+import { param, refuseBody, validate } from "./route.server";
 
 // The box-wide Pages routes (`/v1/boxes/{id}/pages/{tab}…`, `/v1/boxes/{id}/page…`) find their
 // tab the same way: by id or label on whichever screen has it (screen 0's front tab when none is
@@ -20,6 +20,8 @@ export async function tabOfRoute(args: RouteArgs, doing: string) {
   const { actor, box } = await runningBoxOf(args);
   const tab = validate(TabRef, param(args, "tab"), "path");
   const t = await screenOfTab(box, tab);
+  // Its routes (bring to front, close) take no body.
+  await refuseBody(args.request);
   assertMayDrive(actor, box.id, t.screen, doing);
   return { actor, t, tab };
 }

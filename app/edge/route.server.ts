@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
 import { maskDeep, maskerFor, mayHold } from "~/models/secret-mask.server";
 import { answerTextOf, bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
@@ -85,6 +85,23 @@ export async function readText(request: Request): Promise<string> {
 /** Reads and validates a JSON body. An empty body reads as `{}`. */
 export async function parseBody<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
   return parseJsonText(await readText(request), schema);
+}
+
+/** A route's body when it takes none: no body or `{}`. */
+export const NoBody = z.strictObject({});
+
+/**
+ * For a route that takes no body: no body or `{}` passes, anything else is a 400 naming the
+ * key (a misspelt or misplaced field, as `ttl_secs` sent in the body, is never silently
+ * ignored). `hint` says where such fields go instead.
+ */
+export async function refuseBody(request: Request, hint = "this route takes no body"): Promise<void> {
+  try {
+    parseJsonText(await readText(request), NoBody);
+  } catch (e) {
+    if (isApiError(e) && e.code === "bad_request") throw badRequest(`${e.message}; ${hint}`);
+    throw e;
+  }
 }
 
 /** Validates a body already read as text (when the text itself is needed, as for idempotency). */

@@ -35,13 +35,24 @@ export const Path = z.string().min(1).max(4096);
 export const WindowRef = z.string().min(1).max(200);
 /** A tab: its id or label ("from `GET /v1/boxes/{id}/pages` or an `open_url` action"). */
 export const TabRef = z.string().min(1).max(200);
-/** Text that finds an element or a widget. */
-export const Query = z.string().min(1).max(1000);
+/** A selector engine with nothing after it (`text=`, `css=  `): Playwright would match the first element. */
+const EMPTY_SELECTOR = /^(css|xpath|text|role|id|data-testid|data-test-id|data-test|nth|visible|aria-ref|internal:[a-z-]+)=\s*$/;
+/** Text that finds an element or a widget: never blank, nor an engine with no selector. */
+export const Query = z
+  .string()
+  .min(1)
+  .max(1000)
+  .refine((q) => q.trim() !== "", "is only whitespace; name an element")
+  .refine((q) => !EMPTY_SELECTOR.test(q), "has a selector engine with an empty selector after it (as `text=` or `css=`); write the selector after the `=`");
 export const Limit = int().min(1).max(10_000);
 /** Typed text: the trace keeps it, so it is bounded. */
 export const Text = z.string().max(100_000);
 export const ClipboardText = z.string().max(1_000_000);
-export const Argv = z.array(z.string().max(64 * 1024)).min(1).max(1024);
+/** A NUL byte cannot be passed to a program: each argument is a C string. */
+export const Argv = z
+  .array(z.string().max(64 * 1024).refine((s) => !s.includes("\0"), "holds a NUL byte, which no program argument can"))
+  .min(1)
+  .max(1024);
 
 /** What `open_url` may open: pages, not `javascript:`, `chrome:` or `view-source:`. */
 export const URL_SCHEMES = ["http:", "https:", "about:", "data:", "file:"];

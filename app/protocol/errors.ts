@@ -20,7 +20,6 @@ export const ERROR_STATUS = {
   forbidden: 403,
   method_not_allowed: 405,
   too_large: 413,
-  unsupported_media_type: 415,
   misdirected: 421,
 } as const;
 

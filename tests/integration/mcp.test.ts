@@ -173,7 +173,8 @@ describe("MCP over Streamable HTTP", () => {
     const get = await fetch(`${server.base}/mcp`, { headers: { authorization: `Bearer ${key.secret}`, "mcp-session-id": transport.sessionId!, accept: "text/event-stream", "sec-fetch-site": "cross-site" } });
     expect(get.status).toBe(403);
     const form = await fetch(`${server.base}/mcp`, { method: "POST", headers: { authorization: `Bearer ${key.secret}`, "content-type": "text/plain" }, body: "{}" });
-    expect(form.status).toBe(415);
+    expect(form.status).toBe(400);
+    expect(await form.json()).toMatchObject({ code: "bad_request", message: expect.stringContaining("application/json") });
   });
 
   it("during a takeover the agent's tools are refused with the takeover's code; reads go on", async () => {

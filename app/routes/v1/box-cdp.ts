@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, parseQuery, v1 } from "~/edge/route.server";
+import { param, parseQuery, refuseBody, v1 } from "~/edge/route.server";
 import { getSettledBox } from "~/models/box.server";
 import { cdpAccess, cdpUrl } from "~/models/cdp-access.server";
 import { browserWsUrl, cdpBox } from "~/models/cdp-relay.server";
@@ -16,6 +16,7 @@ const route = v1({
     const actor = await requireActor(args.request, "member");
     const box = await getSettledBox(actor, param(args, "id"));
     const q = parseQuery(args.request, CdpQuerySchema);
+    await refuseBody(args.request, "this route takes no body: ttl_secs and screen go in the query");
     const screen = parseScreen(q.screen ?? "0", box);
     const { token, expires_at_ms } = mintCdpToken(actor, box, screen, q.ttl_secs ?? CDP_TTL_DEFAULT_SECS);
     const origin = new URL(args.request.url).origin;

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
+import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { getBox, removeBox } from "~/models/box.server";
 import { withDevtoolsUrl } from "~/models/cdp-access.server";
@@ -27,6 +27,7 @@ const route = v1({
     if (args.request.headers.get("x-holm-confirm-delete") !== "true") {
       throw new ApiError("bad_request", "removing a box needs the header x-holm-confirm-delete: true");
     }
+    await refuseBody(args.request);
     await assertMayChangeBox(actor, param(args, "id"), "removing the box");
     return removeBox(actor, param(args, "id"));
   },

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { deleteProfile } from "~/models/profile.server";
 
@@ -8,6 +8,7 @@ import { deleteProfile } from "~/models/profile.server";
 const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
+    await refuseBody(args.request);
     return deleteProfile(ownerOf(actor), param(args, "name"));
   },
 });

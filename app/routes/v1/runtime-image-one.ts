@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { deleteImage, getImage } from "~/models/image.server";
 import { requireRuntimeAdmin } from "~/models/runtime-store.server";
 
@@ -14,6 +14,7 @@ const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
     await requireRuntimeAdmin(actor);
+    await refuseBody(args.request);
     return deleteImage(actor, param(args, "name"), param(args, "digest"));
   },
 });

@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { RuntimePatchSchema, deleteRuntime, getRuntime, patchRuntime, requireRuntimeAdmin } from "~/models/runtime-store.server";
 
 // GET /v1/runtimes/{name} (with `can`), PATCH (fields and secrets), DELETE. Changes need the
@@ -19,6 +19,7 @@ const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
     await requireRuntimeAdmin(actor);
+    await refuseBody(args.request);
     return deleteRuntime(param(args, "name"));
   },
 });

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
+import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
 import { type RecordState, noteRecordingStarted, noteRecordingStopped } from "~/models/recording.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
@@ -25,6 +25,7 @@ const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    await refuseBody(args.request);
     const state = await callAgent<RecordState>(t.box, agentCall("recordingStop", { n: t.screen }));
     // Answered once the file is in the trace: a reader of the trace after this finds it.
     await noteRecordingStopped(t.box, t.screen, state, actor, true);

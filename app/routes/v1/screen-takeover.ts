@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, v1 } from "~/edge/route.server";
+import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
 import { requireScreen } from "~/models/screen.server";
 import { giveBack, takeOver } from "~/models/takeover.server";
 import { TakeoverSchema } from "~/protocol/api-box";
@@ -14,6 +14,7 @@ const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request, "member");
     const t = await requireScreen(actor, param(args, "id"), param(args, "screen"));
+    await refuseBody(args.request);
     return giveBack(actor, t);
   },
 });

@@ -1,11 +1,12 @@
 import { drivenScreen } from "~/edge/box-route.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { callAgent } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
 
 const route = v1({
   DELETE: async (args) => {
     const { t } = await drivenScreen(args, "closing a window");
+    await refuseBody(args.request);
     return callAgent(t.box, agentCall("windowClose", { n: t.screen, w: param(args, "window") }));
   },
 });

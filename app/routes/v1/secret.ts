@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { checkName } from "~/models/sealed-store.server";
 import { deleteSecret, putSecret } from "~/models/secret-store.server";
@@ -19,6 +19,7 @@ const route = v1({
   },
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
+    await refuseBody(args.request);
     return deleteSecret(ownerOf(actor), param(args, "name"));
   },
 });

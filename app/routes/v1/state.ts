@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { deleteState } from "~/models/browser-state.server";
 
@@ -7,6 +7,7 @@ import { deleteState } from "~/models/browser-state.server";
 const route = v1({
   DELETE: async (args) => {
     const actor = await requireActor(args.request);
+    await refuseBody(args.request);
     return deleteState(ownerOf(actor), param(args, "name"));
   },
 });

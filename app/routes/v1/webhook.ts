@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseBody, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { deleteWebhook, getWebhook, updateWebhook } from "~/models/webhook.server";
 import { WebhookPatchSchema } from "~/protocol/api-webhook";
@@ -22,6 +22,7 @@ const route = v1({
   },
   DELETE: async (args) => {
     const actor = await requireActor(args.request, "member");
+    await refuseBody(args.request);
     return deleteWebhook(ownerOf(actor), param(args, "id"));
   },
 });

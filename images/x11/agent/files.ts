@@ -49,13 +49,69 @@ export async function writeFile(p: string, contentsBase64: string, home: string)
   if (clean.length % 4 === 1 || !BASE64.test(clean)) throw new AgentError("bad_request", "contents_base64 is not base64");
   const data = Buffer.from(clean, "base64");
   if (data.length > MAX_FILE_BYTES) throw new AgentError("bad_request", `contents are ${data.length} bytes; the limit is ${MAX_FILE_BYTES}`);
+  await refuseDeviceTrees(full);
   try {
-    await fsp.mkdir(path.dirname(full), { recursive: true });
+    await makeParents(path.dirname(full));
     await fsp.writeFile(full, data);
   } catch (err) {
     throw fsError(err, full);
   }
   return { path: full, bytes: data.length };
+}
+
+const underDeviceTree = (p: string) => [...SKIP_DIRS].some((d) => p === d || p.startsWith(`${d}/`));
+
+/**
+ * Writes under /proc, /sys and /dev are refused: they are the kernel's and the devices', not
+ * files (Node's recursive mkdir looped there forever, a CPU spinning and the call hanging). The
+ * real path of the nearest existing parent is checked too, so a symlink into them is refused.
+ */
+async function refuseDeviceTrees(full: string): Promise<void> {
+  const refuse = () => new AgentError("bad_request", `${full} is under /proc, /sys or /dev; files are not written there`);
+  if (underDeviceTree(full)) throw refuse();
+  for (let at = full; ; ) {
+    let real: string | undefined;
+    try {
+      real = await fsp.realpath(at);
+    } catch {
+      /* not there (or not reachable): its parent decides */
+    }
+    if (real !== undefined) {
+      if (underDeviceTree(path.join(real, path.relative(at, full)))) throw refuse();
+      return;
+    }
+    const up = path.dirname(at);
+    if (up === at) return;
+    at = up;
+  }
+}
+
+/**
+ * `mkdir -p`, one level at a time: at most one mkdir per missing level of an absolute path, so it
+ * ends whatever the file system answers (Node's `recursive: true` spun forever under procfs).
+ */
+async function makeParents(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let at = dir; ; ) {
+    try {
+      const st = await fsp.stat(at);
+      if (!st.isDirectory()) throw Object.assign(new Error(`${at} is not a directory`), { code: "ENOTDIR" });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    }
+    missing.push(at);
+    const up = path.dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  for (const d of missing.reverse()) {
+    try {
+      await fsp.mkdir(d);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+  }
 }
 
 export interface Entry {

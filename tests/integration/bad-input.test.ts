@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import net from "node:net";
+import { raw } from "../support/http";
+import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
+
+// Bad input answers the seed's 400 `bad_request` ({code, message, retryable}) at once: never a
+// hang, a 500, a 422, an HTML page or an empty body, and never an effect. One box for all.
+
+let server: TestServer;
+let box: any;
+
+beforeAll(async () => {
+  server = await startServer();
+  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+/** A /v1 call that must answer within `ms` (a hang fails the test, not its timeout). */
+async function call(path: string, init: RequestInit & { json?: unknown } = {}, ms = 20_000) {
+  const t0 = Date.now();
+  const res = await server.api(path, { ...init, signal: AbortSignal.timeout(ms) });
+  const text = await res.text();
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body, ms: Date.now() - t0 };
+}
+
+const badRequest = (r: { status: number; body: any }, what: string) => {
+  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(400);
+  expect(r.body, what).toMatchObject({ code: "bad_request", retryable: false });
+  expect(typeof r.body.message).toBe("string");
+};
+
+describe("writes under /proc, /sys and /dev", () => {
+  it("PUT …/files, page/pdf and a batch's write_file refuse them with 400 at once; the agent goes on", async () => {
+    const b64 = Buffer.from("x").toString("base64");
+    for (const p of ["/proc/nope/x", "/sys/nope/x", "/dev/nope/x", "/proc/x"]) {
+      const r = await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: p, contents_base64: b64 } });
+      badRequest(r, p);
+      expect(r.ms).toBeLessThan(5000);
+    }
+    // Through a symlink in /tmp, and relative to $HOME: the real path decides.
+    expect((await execIn(box.id, ["ln", "-s", "/proc", "/tmp/procfs"])).code).toBe(0);
+    badRequest(await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "/tmp/procfs/nope/x", contents_base64: b64 } }), "symlink");
+    badRequest(await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "../../../../../proc/nope/x", contents_base64: b64 } }), "relative");
+    badRequest(await call(`/v1/boxes/${box.id}/page/pdf`, { method: "POST", json: { path: "/proc/p/q.pdf" } }), "pdf");
+    const batch = await call(`/v1/boxes/${box.id}/screens/0/actions`, {
+      method: "POST",
+      json: { actions: [{ type: "write_file", what: { path: "/proc/nope/y", contents_base64: b64 } }] },
+    });
+    expect(JSON.stringify(batch.body)).toContain('"code":"bad_request"');
+    // Parents are still made, level by level, and the agent answers at once.
+    const ok = await call(`/v1/boxes/${box.id}/files`, { method: "PUT", json: { path: "/tmp/a/b/c/d.txt", contents_base64: b64 } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.ms).toBeLessThan(5000);
+    expect((await execIn(box.id, ["cat", "/tmp/a/b/c/d.txt"])).out).toBe("x");
+  });
+});
+
+describe("routes that take no body", () => {
+  it("refuse any key, naming it, and accept no body or {}", async () => {
+    const s = `/v1/boxes/${box.id}/screens/0`;
+    const cases: [string, string, unknown][] = [
+      ["POST", `/v1/boxes/${box.id}/cdp`, { ttl_secs: 60 }],
+      ["POST", `/v1/boxes/${box.id}/pause`, { extra: 1 }],
+      ["POST", `/v1/boxes/${box.id}/resume`, { bogus: 1 }],
+      ["POST", `/v1/boxes/${box.id}/stop`, { keep_files: false }],
+      ["POST", `${s}/windows/0x1/focus`, { bogus: 1 }],
+      ["DELETE", `${s}/windows/0x1`, { bogus: 1 }],
+      ["DELETE", `${s}/takeover`, { bogus: 1 }],
+      ["DELETE", `${s}/recording`, { bogus: 1 }],
+      ["POST", "/v1/jobs/reap", { bogus: 1 }],
+      ["DELETE", `/v1/boxes/${box.id}`, { bogus: 1 }],
+      ["DELETE", "/v1/states/nope", { bogus: 1 }],
+      ["DELETE", "/v1/secrets/nope", { bogus: 1 }],
+    ];
+    for (const [method, path, body] of cases) {
+      const headers = { "x-holm-confirm-delete": "true" };
+      const r = await call(path, { method, json: body, headers });
+      badRequest(r, `${method} ${path}`);
+      expect(r.body.message, path).toContain(`unknown key "${Object.keys(body as object)[0]}"`);
+    }
+    // The box was neither paused, stopped nor removed.
+    expect((await json(await server.api(`/v1/boxes/${box.id}`))).state).toBe("ready");
+    // cdp's ttl belongs in the query; with no body or {}, these answer as before.
+    expect((await call(`/v1/boxes/${box.id}/cdp?ttl_secs=60`, { method: "POST" })).status).toBe(200);
+    expect((await call(`/v1/boxes/${box.id}/cdp`, { method: "POST", json: {} })).status).toBe(200);
+    expect((await call("/v1/jobs/reap", { method: "POST", json: {} })).status).toBe(200);
+  });
+});
+
+describe("values that cannot be used", () => {
+  it("exec refuses a NUL byte in argv with 400", async () => {
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
+  });
+
+  it("page/element refuses an empty selector or a blank query with 400, and clicks nothing", async () => {
+    const html = "<h1 onclick='window.hit=(window.hit||0)+1'>Heading</h1><button>Go</button>";
+    const open = await call(`/v1/boxes/${box.id}/screens/0/actions`, {
+      method: "POST",
+      json: { actions: [{ type: "open_url", url: `data:text/html,${encodeURIComponent(html)}` }] },
+    });
+    expect(open.status, JSON.stringify(open.body)).toBe(200);
+    for (const query of ["text=", "css=", "xpath=", "css=   ", "   "]) {
+      badRequest(await call(`/v1/boxes/${box.id}/page/element`, { method: "POST", json: { op: "click", query } }), JSON.stringify(query));
+    }
+    const hit = await call(`/v1/boxes/${box.id}/page/evaluate`, { method: "POST", json: { expression: "window.hit ?? 0" } });
+    expect(hit.body.value, JSON.stringify(hit.body)).toBe(0);
+  });
+});
+
+describe("requests that do not parse", () => {
+  it("a malformed percent-escape in a /v1 path answers 400 in the /v1 shape", async () => {
+    for (const p of ["/v1/boxes/%FF/trace", "/v1/boxes/%E0%A4%A", "/v1/boxes/%zz"]) {
+      const r = await raw(server.base, "GET", p, { authorization: `Bearer ${server.token}` });
+      expect(r.status, `${p}: ${r.text}`).toBe(400);
+      expect(r.headers["content-type"]).toContain("application/json");
+      expect(JSON.parse(r.text)).toMatchObject({ code: "bad_request", retryable: false });
+    }
+  });
+
+  it("a 20 kB query string answers 431 with the /v1 error body", async () => {
+    const url = new URL(server.base);
+    const text = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(Number(url.port), url.hostname, () => {
+        sock.write(`GET /v1/boxes/${box.id}/page/find?q=${"a".repeat(20_000)} HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${server.token}\r\n\r\n`);
+      });
+      let out = "";
+      sock.setEncoding("utf8");
+      sock.on("data", (d) => (out += d));
+      sock.on("end", () => resolve(out));
+      sock.on("error", (e) => (out ? resolve(out) : reject(e)));
+      sock.setTimeout(10_000, () => sock.destroy(new Error(`no end: ${out}`)));
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 431 /);
+    const body = text.slice(text.indexOf("\r\n\r\n") + 4);
+    expect(text.toLowerCase()).toContain("content-type: application/json");
+    expect(JSON.parse(body)).toMatchObject({ code: "bad_request", retryable: false });
+    // The server goes on serving.
+    expect((await fetch(`${server.base}/v1/health`)).status).toBe(200);
+  });
+});
