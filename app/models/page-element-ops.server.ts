@@ -169,6 +169,14 @@ async function drag(tp: TabPage, st: RefState, op: Op<"drag">, opts: ActOptions)
   return answer(tp, st, op, b, opts.settle_ms, to?.node?.ref ? { to: { ref: to.node.ref, role: to.node.role, name: to.node.name } } : {});
 }
 
+/**
+ * An element focused in the page does not take Chromium's keyboard from the address bar (a fresh
+ * box's about:blank tab has it there), where the `type` and `press` after `focus` or `fill` went.
+ * The front tab is given it (bringToFront focuses its contents). Asking the page would not do:
+ * `fill` types through DevTools, so `document.hasFocus()` is true while the address bar has it.
+ */
+const keysToPage = (tp: TabPage) => (tp.tab.active ? tp.page.bringToFront().catch(() => undefined) : undefined);
+
 async function fill(tp: TabPage, st: RefState, op: Op<"fill">, opts: ActOptions) {
   let value = op.text;
   if (op.secret_ref !== undefined) {
@@ -179,6 +187,7 @@ async function fill(tp: TabPage, st: RefState, op: Op<"fill">, opts: ActOptions)
   const text = value ?? "";
   return onElement(tp, st, op, op.query, opts, async (t) => {
     await t.loc.fill(text, { timeout: ACT_MS });
+    await keysToPage(tp);
     return op.secret_ref !== undefined ? { filled: { secret_ref: op.secret_ref } } : { filled: { chars: text.length } };
   });
 }
@@ -362,7 +371,7 @@ type Handler<K extends Acting["op"]> = (tp: TabPage, st: RefState, op: Op<K>, op
 
 /** An operation that is one Playwright call on its element. */
 const simple =
-  <K extends "focus" | "check" | "hover">(verb: (t: Target, op: Op<K>) => Promise<void>): Handler<K> =>
+  <K extends "check" | "hover">(verb: (t: Target, op: Op<K>) => Promise<void>): Handler<K> =>
   (tp, st, op, opts) =>
     onElement(tp, st, op, (op as { query: string }).query, opts, (t) => verb(t, op));
 
@@ -370,7 +379,11 @@ const HANDLERS: { [K in Acting["op"]]: Handler<K> } = {
   click,
   drag,
   fill,
-  focus: simple((t) => t.loc.focus({ timeout: ACT_MS })),
+  focus: (tp, st, op, opts) =>
+    onElement(tp, st, op, op.query, opts, async (t) => {
+      await t.loc.focus({ timeout: ACT_MS });
+      await keysToPage(tp);
+    }),
   check: simple((t, op) => t.loc.setChecked(op.on ?? true, { timeout: ACT_MS })),
   options,
   choose,
