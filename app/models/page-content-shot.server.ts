@@ -5,7 +5,7 @@ import type { TabPage } from "./page-browser.server";
 import { cdpSend, inWorld } from "./page-content-world.server";
 import { recordFileWritten } from "./recorder.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
-import { issue, refState } from "./page-element-snap.server";
+import { ariaTree, issue, refState } from "./page-element-snap.server";
 import { log } from "~/utils/log.server";
 
 // `page_shot` and `pdf` (seed 000: POST …/page/screenshot, …/page/pdf). A screenshot is
@@ -124,9 +124,9 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: n
   // The refs drawn are handed out like a snapshot's, so an agent can act on what it sees.
   const st = refState(tp.page);
   const gen = st.gen;
-  const tree = (await tp.page.ariaSnapshotJSON({ mode: "ai", boxes: true, timeout: SHOT_MS }).catch((e: Error) => {
+  const tree = await ariaTree(tp.page, true, undefined, SHOT_MS).catch((e: Error) => {
     throw new ApiError("failed", `the page's controls could not be read for the labels: ${e.message.split("\n")[0]}`);
-  })) as unknown;
+  });
   const out: Label[] = [];
   const walk = (n: AriaNode | string) => {
     if (typeof n !== "object" || n === null) return;
@@ -142,7 +142,7 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: n
     }
     for (const c of n.children ?? []) walk(c);
   };
-  for (const n of Array.isArray(tree) ? (tree as AriaNode[]) : [tree as AriaNode]) walk(n);
+  for (const n of tree) walk(n);
   issue(st, gen, out.map((l) => l.ref));
   return out;
 }

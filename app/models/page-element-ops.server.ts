@@ -9,8 +9,7 @@ import { type TabPage, targetIdOf } from "./page-browser.server";
 import { type AriaNode, type RefState, type SnapElement, byRef, changesBetween, currentTree, flatten, issue, toElement } from "./page-element-snap.server";
 import { ACT_MS, type How, type Target, failure, named, prepare } from "./page-element-target.server";
 import { callAgent } from "./screen.server";
-import { secretValue } from "./secret-store.server";
-import { noteTyped } from "./secret-mask.server";
+import { secretToType } from "./secret-mask.server";
 
 // The element operations that act (seed 000, "Element operations"), each through Playwright's
 // own actionability. An answer says what was acted on, the URL after, whether the page
@@ -170,18 +169,25 @@ async function drag(tp: TabPage, st: RefState, op: Op<"drag">, opts: ActOptions)
   return answer(tp, st, op, b, opts.settle_ms, to?.node?.ref ? { to: { ref: to.node.ref, role: to.node.role, name: to.node.name } } : {});
 }
 
+/**
+ * An element focused in the page does not take Chromium's keyboard from the address bar (a fresh
+ * box's about:blank tab has it there), where the `type` and `press` after `focus` or `fill` went.
+ * The front tab is given it (bringToFront focuses its contents). Asking the page would not do:
+ * `fill` types through DevTools, so `document.hasFocus()` is true while the address bar has it.
+ */
+const keysToPage = (tp: TabPage) => (tp.tab.active ? tp.page.bringToFront().catch(() => undefined) : undefined);
+
 async function fill(tp: TabPage, st: RefState, op: Op<"fill">, opts: ActOptions) {
   let value = op.text;
   if (op.secret_ref !== undefined) {
-    value = await secretValue(opts.owner, op.secret_ref);
-    // From here on the value is masked in every answer about this tab, and in every message
-    // (and in every /v1 answer about the box: secret-mask.server.ts).
+    value = await secretToType(opts.owner, op.secret_ref, opts.box?.id);
+    // From here on masked in every answer about the box, and in messages (secret-mask.server.ts).
     st.secrets.add(value);
-    if (opts.box) noteTyped(opts.box.id, value);
   }
   const text = value ?? "";
   return onElement(tp, st, op, op.query, opts, async (t) => {
     await t.loc.fill(text, { timeout: ACT_MS });
+    await keysToPage(tp);
     return op.secret_ref !== undefined ? { filled: { secret_ref: op.secret_ref } } : { filled: { chars: text.length } };
   });
 }
@@ -365,7 +371,7 @@ type Handler<K extends Acting["op"]> = (tp: TabPage, st: RefState, op: Op<K>, op
 
 /** An operation that is one Playwright call on its element. */
 const simple =
-  <K extends "focus" | "check" | "hover">(verb: (t: Target, op: Op<K>) => Promise<void>): Handler<K> =>
+  <K extends "check" | "hover">(verb: (t: Target, op: Op<K>) => Promise<void>): Handler<K> =>
   (tp, st, op, opts) =>
     onElement(tp, st, op, (op as { query: string }).query, opts, (t) => verb(t, op));
 
@@ -373,7 +379,11 @@ const HANDLERS: { [K in Acting["op"]]: Handler<K> } = {
   click,
   drag,
   fill,
-  focus: simple((t) => t.loc.focus({ timeout: ACT_MS })),
+  focus: (tp, st, op, opts) =>
+    onElement(tp, st, op, op.query, opts, async (t) => {
+      await t.loc.focus({ timeout: ACT_MS });
+      await keysToPage(tp);
+    }),
   check: simple((t, op) => t.loc.setChecked(op.on ?? true, { timeout: ACT_MS })),
   options,
   choose,

@@ -1,4 +1,5 @@
 import type { Locator, Page } from "playwright-core";
+import { hasPrefixed, mainPrefixIn, renameRefs } from "./page-element-prefix.server";
 import { type Taken, peek, take } from "./page-element-watch.server";
 
 // Element refs and snapshots, on top of Playwright's AI-mode aria snapshot. Playwright issues the
@@ -8,6 +9,12 @@ import { type Taken, peek, take } from "./page-element-watch.server";
 // element of the new page: the server therefore keeps, per tab, the refs it has handed out since
 // the page (or any frame in it) last navigated, and a ref outside that set is unknown (404), never
 // resolved (page-element-target.server.ts).
+//
+// Playwright prefixes a ref with its frame's number, and gives the main frame a new number at each
+// navigation to a new document but the first from about:blank (so a page opened in the front tab,
+// or reloaded, had `f1e2`, `f2e2`…). The API shows the main frame's refs without it (`e2`): the
+// prefix is read off each whole-page snapshot (the frame of the nodes outside any iframe), taken
+// out of every ref of that frame, and put back to resolve one (`refLocator`).
 
 export interface Box {
   x: number;
@@ -112,6 +119,11 @@ export interface RefState {
    * against the latest snapshot of the frame, and one of an element narrows it to that subtree.
    */
   partial: number;
+  /**
+   * Playwright's prefix of the main frame's refs (`f2`, or "") as the latest whole-page snapshot
+   * showed it, and the count of the page's navigations (`mainNavs`) then: good until the next.
+   */
+  main?: { navs: number; prefix: string };
 }
 
 const states = new WeakMap<Page, RefState>();
@@ -175,19 +187,43 @@ export async function ariaTreeAt(st: RefState, of: Page | Locator, boxes: boolea
   return ariaTree(of, boxes).then((tree) => ({ tree, gen: st.gen }));
 }
 
-/** The aria tree of the page (every frame) or of one element's subtree. */
+/** The aria tree of the page (every frame) or of one element's subtree, main-frame refs as `eN`. */
 export async function ariaTree(of: Page | Locator, boxes: boolean, depth?: number, timeout?: number): Promise<AriaNode[]> {
-  const st = isPage(of) ? undefined : refState(of.page());
-  if (st) st.partial++;
+  const whole = isPage(of);
+  const st = refState(whole ? of : of.page());
+  if (!whole) st.partial++;
+  let nodes: AriaNode[];
   try {
     const json = (await of.ariaSnapshotJSON({ mode: "ai", boxes, ...(depth !== undefined && { depth }), ...(timeout !== undefined && { timeout }) })) as unknown;
-    return Array.isArray(json) ? (json as AriaNode[]) : json ? [json as AriaNode] : [];
+    nodes = Array.isArray(json) ? (json as AriaNode[]) : json ? [json as AriaNode] : [];
   } finally {
-    if (st) st.partial++;
+    if (!whole) st.partial++;
   }
+  if (whole) {
+    const prefix = mainPrefixIn(nodes);
+    if (prefix !== undefined) st.main = { navs: st.mainNavs, prefix };
+  } else if (mainPrefix(st) === undefined && hasPrefixed(nodes)) {
+    // An element's own tree cannot say which frame it is in: the page's says which prefix is the
+    // main frame's (once per document, and only when no snapshot of the page came first).
+    await ariaTree(of.page(), false, undefined, timeout).catch(() => undefined);
+  }
+  const prefix = mainPrefix(st);
+  if (prefix) renameRefs(nodes, prefix);
+  return nodes;
 }
 
 const isPage = (of: Page | Locator): of is Page => typeof (of as Page).mainFrame === "function";
+
+/** The main frame's prefix as last read, if no navigation came since. */
+function mainPrefix(st: RefState): string | undefined {
+  return st.main && st.main.navs === st.mainNavs ? st.main.prefix : undefined;
+}
+
+/** The element a ref from an answer names, for Playwright (its main-frame prefix put back). */
+export function refLocator(page: Page, st: RefState, ref: string): Locator {
+  const prefix = mainPrefix(st);
+  return page.getByRef(prefix && /^e\d+$/.test(ref) ? `${prefix}${ref}` : ref);
+}
 
 export interface CurrentTree {
   tree: AriaNode[];

@@ -1,6 +1,6 @@
 import type { Frame, Locator, Page } from "playwright-core";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
-import { type AriaNode, type CurrentTree, type RefState, REF_RE, ariaTree, byRef, currentTree } from "./page-element-snap.server";
+import { type AriaNode, type CurrentTree, type RefState, REF_RE, ariaTree, byRef, currentTree, refLocator } from "./page-element-snap.server";
 
 // From a `query` to a Playwright locator, and from a Playwright failure to the seed's error.
 // A query is a ref from a snapshot (`e12`, `f1e3` in an iframe), a Playwright selector with its
@@ -197,7 +197,7 @@ export async function prepare(page: Page, st: RefState, queries: string[], exact
       st.known.delete(q);
       throw staleRef(q);
     }
-    return { loc: page.getByRef(q), how: "ref" as const, node };
+    return { loc: refLocator(page, st, q), how: "ref" as const, node };
   });
   return { targets, before: snap.tree, gen: snap.gen, described };
 }

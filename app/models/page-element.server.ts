@@ -3,7 +3,7 @@ import { badRequest } from "~/utils/api-error.server";
 import type { RunningBox } from "./box.server";
 import type { TabPage } from "./page-browser.server";
 import { type ElementOp, act } from "./page-element-ops.server";
-import { type AriaNode, type SnapElement, ariaTree, ariaTreeAt, currentTree, flatten, issue, keep, nextRev, refState, signature, toElement } from "./page-element-snap.server";
+import { type AriaNode, type SnapElement, ariaTree, ariaTreeAt, currentTree, flatten, issue, keep, nextRev, refLocator, refState, signature, toElement } from "./page-element-snap.server";
 import { ACT_MS, type How, candidates, failure, isRef, locate, prepare, rootsOf } from "./page-element-target.server";
 import { waitFor, waitQuiet } from "./page-element-wait.server";
 import { warm } from "./page-element-watch.server";
@@ -152,8 +152,9 @@ async function takeSnapshot(tp: TabPage, q: SnapshotQuery): Promise<Record<strin
 /** The element a `scope` names (a ref handed out in this document, a selector or text). */
 async function scopeOf(tp: TabPage, scope: string): Promise<Locator> {
   if (!isRef(scope)) return (await locate(tp.page, scope, false)).loc;
-  await prepare(tp.page, refState(tp.page), [scope]);
-  return tp.page.getByRef(scope);
+  const st = refState(tp.page);
+  await prepare(tp.page, st, [scope]);
+  return refLocator(tp.page, st, scope);
 }
 
 interface Found {

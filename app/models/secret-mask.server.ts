@@ -1,5 +1,5 @@
 import { loadRow } from "./box-record.server";
-import { secretValues } from "./secret-store.server";
+import { secretValue, secretValues } from "./secret-store.server";
 
 // Seed 004: a secret is typed "without it ever reaching your client, logs, or model context". A
 // page can put a typed value anywhere: copy it into another field or its title, send it in a
@@ -47,6 +47,13 @@ export function noteTyped(boxId: string, value: string): void {
   if (set.size >= TYPED_PER_BOX) set.delete(set.values().next().value!);
   set.add(value);
   typed.set(boxId, set);
+}
+
+/** A secret's value to type into box `boxId`, remembered there for masking. */
+export async function secretToType(owner: string | null, name: string, boxId?: string): Promise<string> {
+  const value = await secretValue(owner, name);
+  if (boxId) noteTyped(boxId, value);
+  return value;
 }
 
 /** The forms of a value an answer may show it in. */

@@ -188,6 +188,10 @@ export async function openUrl(
       ready = nav && !nav.isDownload
         ? await waitReady(ws, deadline, (f) => !nav.loaderId || f.loaderId === nav.loaderId)
         : { state: nav ? "complete" : "loading", frame: {} };
+      // A navigation through DevTools leaves the keyboard where it was: in the address bar on a
+      // fresh box (its about:blank tab has it there), where keys typed next then went (a secret
+      // too). An address typed there, or a new tab, hands it to the page; so does this.
+      await ws.send("Page.bringToFront", {}, Math.max(1, Math.min(1000, deadline - Date.now()))).catch(() => undefined);
     } finally {
       ws.close();
     }
