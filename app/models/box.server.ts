@@ -299,10 +299,17 @@ export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {
 
 const lastTouch = new Map<string, number>();
 
-/** Marks a box used now, for its idle timeout (written at most once a second per box). */
+/** How often a box's last use is written at most: idle timeouts are a minute or more. */
+const TOUCH_EVERY_MS = 5000;
+
+/**
+ * Marks a box used now, for its idle timeout: every /v1 call to it, and every message on its
+ * CDP sockets, terminals and control viewers. Cheap enough to call per message: one map lookup,
+ * and a write at most every TOUCH_EVERY_MS per box.
+ */
 export async function touchBox(id: string): Promise<void> {
   const now = Date.now();
-  if (now - (lastTouch.get(id) ?? 0) < 1000) return;
+  if (now - (lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return;
   lastTouch.set(id, now);
   await db().updateTable("box").set({ last_used_ms: now }).where("id", "=", id).execute();
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { type TestServer, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";
 
 // What ends a box, and what must not: closing its last tab or Chromium's last window leaves a
@@ -87,4 +88,33 @@ describe("closing the browser's last tab or window", () => {
       await remove(id);
     }
   }, 120_000);
+});
+
+describe("the idle timeout", () => {
+  it("does not remove a box driven over CDP", async () => {
+    const id = await newBox({ idle_timeout_secs: 60 });
+    let ws: WebSocket | undefined;
+    try {
+      const cdp = await json(await server.api(`/v1/boxes/${id}/cdp`, { method: "POST" }));
+      ws = new WebSocket(cdp.ws_url);
+      await new Promise((resolve, reject) => (ws!.once("open", resolve), ws!.once("error", reject)));
+      let closed: number | undefined;
+      ws.on("close", (code) => (closed = code));
+      let n = 0;
+      let answered = 0;
+      ws.on("message", () => answered++);
+      const t0 = Date.now();
+      while (Date.now() - t0 < 75_000 && closed === undefined) {
+        ws.send(JSON.stringify({ id: ++n, method: "Browser.getVersion" }));
+        await sleep(5000);
+      }
+      expect(closed).toBeUndefined();
+      expect(answered).toBeGreaterThan(10);
+      const box = await json(await server.api(`/v1/boxes/${id}`));
+      expect(box.state, JSON.stringify(box)).toBe("ready");
+    } finally {
+      ws?.close();
+      await remove(id);
+    }
+  }, 150_000);
 });
