@@ -302,11 +302,7 @@ const lastTouch = new Map<string, number>();
 /** How often a box's last use is written at most: idle timeouts are a minute or more. */
 const TOUCH_EVERY_MS = 5000;
 
-/**
- * Marks a box used now, for its idle timeout: every /v1 call to it, and every message on its
- * CDP sockets, terminals and control viewers. Cheap enough to call per message: one map lookup,
- * and a write at most every TOUCH_EVERY_MS per box.
- */
+/** Marks a box used now, for its idle timeout (/v1 calls, CDP messages, terminal and viewer input): cheap per message. */
 export async function touchBox(id: string): Promise<void> {
   const now = Date.now();
   if (now - (lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return;
@@ -357,7 +353,7 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
     if (row.state === "paused") throw new ApiError("timeout", `box ${id} stayed paused`, { retryable: true });
   }
   if (row.state === "stopped") {
-    throw new ApiError("screen_unavailable", `box ${id} is stopped; resume it first`, { retryable: false });
+    throw new ApiError("screen_unavailable", `box ${id} is stopped${row.reason ? ` (${row.reason})` : ""}; resume it first`, { retryable: false });
   }
   if (row.state === "unreachable") {
     throw new ApiError("unavailable", `box ${id} is unreachable: ${row.reason ?? "the runtime does not answer"}`);

@@ -90,6 +90,38 @@ describe("closing the browser's last tab or window", () => {
   }, 120_000);
 });
 
+describe("a box whose container exits on its own", () => {
+  it("is stopped with a reason, an event and a trace entry, and calls answer 409, not 500", async () => {
+    const id = await newBox();
+    try {
+      // Chromium dies (as when it crashes): the entrypoint stops the box.
+      await execIn(id, ["pkill", "-KILL", "-x", "chromium"]).catch(() => undefined);
+      const until = Date.now() + 20_000;
+      while (Date.now() < until && (await running(id))) await sleep(100);
+      expect(await running(id)).toBe(false);
+      // At once, before any reaper sweep: a call learns the box stopped.
+      const t0 = Date.now();
+      const res = await server.api(`/v1/boxes/${id}/pages`, { signal: AbortSignal.timeout(20_000) });
+      const out = await json(res);
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(res.status, JSON.stringify(out)).toBe(409);
+      expect(out.error?.message ?? JSON.stringify(out)).toMatch(/stopped/);
+      const box = await json(await server.api(`/v1/boxes/${id}`));
+      expect(box.state).toBe("stopped");
+      expect(box.reason).toMatch(/exited|stopped/);
+      await sleep(2500); // events show about two seconds after they happen
+      const events = (await json(await server.api("/v1/events?limit=1000"))).events as any[];
+      expect(events.some((e) => e.kind === "box.stopped" && e.box_id === id), JSON.stringify(events.filter((e) => e.box_id === id))).toBe(true);
+      const trace = (await json(await server.api(`/v1/boxes/${id}/trace?limit=500`))).entries as any[];
+      const stopped = trace.find((e) => e.event === "stopped");
+      expect(stopped, JSON.stringify(trace.slice(-5))).toBeTruthy();
+      expect(JSON.stringify(stopped)).toMatch(/reason/);
+    } finally {
+      await remove(id);
+    }
+  }, 120_000);
+});
+
 describe("the idle timeout", () => {
   it("does not remove a box driven over CDP", async () => {
     const id = await newBox({ idle_timeout_secs: 60 });
