@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import WebSocket, { WebSocketServer } from "ws";
 import { signAgentRequest } from "~/models/agent.server";
-import { type BoxJson, boxChanges } from "~/models/box.server";
+import { type BoxJson, boxChanges, touchBox } from "~/models/box.server";
 import { type CdpAccess, cdpAccess, issuerAccess } from "~/models/cdp-access.server";
 import { type GuardState, guardCommand } from "~/models/cdp-guard.server";
 import { cdpBox } from "~/models/cdp-relay.server";
@@ -127,6 +127,8 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   client.on("message", (data: Buffer, isBinary) => {
     if (isBinary) return close(c, 1003, "DevTools takes text messages");
     if (up.readyState !== WebSocket.OPEN) return;
+    // A script driving the browser uses the box: its idle timeout must not remove it mid-script.
+    void touchBox(box_id).catch(() => undefined);
     // Read only while someone else holds the screen; otherwise the bytes go as they came.
     if (!controlRefusal(issuer, box_id, screen)) return up.send(data, { binary: false });
     // A message the guard cannot read ends this socket, never the server: a throw here would be

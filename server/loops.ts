@@ -1,4 +1,4 @@
-import { reapBoxes } from "~/models/box-sync.server";
+import { reapBoxes, watchBoxExits } from "~/models/box-sync.server";
 import { collectDirectInput, recheckUnreached } from "~/models/direct-viewer-access.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
@@ -15,6 +15,7 @@ interface Loop {
 }
 
 const loops: Loop[] = [];
+let unwatch: (() => void) | undefined;
 
 /** Runs `sweep` every `secs`, never two at once: a slow runtime or store must not pile them up. */
 function every(name: string, secs: number, sweep: () => Promise<string | undefined>) {
@@ -33,6 +34,8 @@ function every(name: string, secs: number, sweep: () => Promise<string | undefin
 
 export function startLoops() {
   const e = env();
+  // Not a scheduled job either: a box whose container ends on its own is `stopped` within moments.
+  unwatch = watchBoxExits();
   // Not a scheduled job: the trace of what came in on direct control sockets (ADR 0029), always.
   every("direct viewer input", 2, async () => {
     await collectDirectInput();
@@ -56,6 +59,8 @@ export function startLoops() {
 }
 
 export async function stopLoops() {
+  unwatch?.();
+  unwatch = undefined;
   for (const loop of loops) clearInterval(loop.timer);
   await Promise.all(loops.map((loop) => loop.running));
   loops.length = 0;

@@ -5,6 +5,7 @@ import {
   type BoxRow,
   type BoxState,
   forgetAddress,
+  loadRow,
   rememberAddress,
   removeRow,
   runtimeOf,
@@ -86,8 +87,76 @@ async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
   }
   const state: BoxState = info.state === "running" ? "ready" : info.state === "paused" ? "paused" : "stopped";
   if (info.address) rememberAddress(row.id, info.address);
-  if (state !== row.state) await setState(row, state, null);
+  if (state === "stopped" && (row.state === "ready" || row.state === "paused")) await stoppedOnItsOwn(row, rt);
+  else if (state !== row.state) await setState(row, state, null);
   return "kept";
+}
+
+/**
+ * A box whose container ended without anyone stopping it (Chromium or another part died, and the
+ * entrypoint stopped the box): `stopped`, with the reason its log gives, a trace entry and a
+ * `box.stopped` event, as a stop through /v1 has. In the box's serial chain, on its current row,
+ * so a stop or resume in progress is not overwritten.
+ */
+async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
+  await serial(row.id, async () => {
+    const cur = await loadRow(row.id);
+    if (!cur || cur.removed_at_ms !== null || (cur.state !== "ready" && cur.state !== "paused")) return;
+    const now = cur.runtime_ref ? await rt.inspect(cur.runtime_ref) : undefined;
+    if (now && now.state !== "stopped") return;
+    forgetAddress(cur.id);
+    const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
+    // The entrypoint's line, such as "chromium :99 exited with status 0; stopping the box".
+    const last = lines.reverse().find((l) => /exited with status|fatal:|TERM received/.test(l));
+    const why = last ? last.replace(/^.*? holm: /, "").slice(0, 300) : "its container exited";
+    const reason = `the box stopped on its own: ${why}`;
+    await setState(cur, "stopped", reason);
+    Object.assign(row, { state: cur.state, reason });
+    await trace(cur.id, "stopped", { reason });
+    await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
+    log.info({ box: cur.id, reason }, "box stopped on its own");
+  });
+}
+
+/**
+ * After a call to a box's agent failed in a way a stopped box explains (refused, unreachable,
+ * or answered by another box's agent at its old address: "bad signature"): asks the runtime now
+ * rather than at the reaper's next sweep. Returns the box's state after the check.
+ */
+export async function recheckBox(id: string): Promise<BoxState | undefined> {
+  const row = await loadRow(id);
+  if (!row || row.removed_at_ms !== null) return "gone";
+  if (row.state === "starting" || row.state === "failed") return row.state as BoxState;
+  forgetAddress(id);
+  await reconcile(row).catch((err) => log.error({ err }, `recheck: box ${id}`));
+  return ((await loadRow(id))?.state ?? "gone") as BoxState;
+}
+
+/**
+ * Watches every runtime that reports its containers' exits, so a box that stops on its own is
+ * `stopped` (with why) within moments rather than at the reaper's next sweep, and the server
+ * stops calling its old address. Returns the function that stops watching.
+ */
+export function watchBoxExits(): () => void {
+  const stops: (() => void)[] = [];
+  for (const [name, rt] of [[DEFAULT_RUNTIME, runtime(DEFAULT_RUNTIME)] as const, ...storedRuntimes()]) {
+    if (!rt?.watchExits) continue;
+    stops.push(
+      rt.watchExits((ref) => {
+        void (async () => {
+          const row = await db()
+            .selectFrom("box")
+            .selectAll()
+            .where("runtime", "=", name)
+            .where("runtime_ref", "=", ref)
+            .where("removed_at_ms", "is", null)
+            .executeTakeFirst();
+          if (row && (row.state === "ready" || row.state === "paused")) await reconcile(row);
+        })().catch((err) => log.error({ err }, "a box's exit"));
+      }),
+    );
+  }
+  return () => stops.forEach((stop) => stop());
 }
 
 /**

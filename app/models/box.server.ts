@@ -299,10 +299,13 @@ export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {
 
 const lastTouch = new Map<string, number>();
 
-/** Marks a box used now, for its idle timeout (written at most once a second per box). */
+/** How often a box's last use is written at most: idle timeouts are a minute or more. */
+const TOUCH_EVERY_MS = 5000;
+
+/** Marks a box used now, for its idle timeout (/v1 calls, CDP messages, terminal and viewer input): cheap per message. */
 export async function touchBox(id: string): Promise<void> {
   const now = Date.now();
-  if (now - (lastTouch.get(id) ?? 0) < 1000) return;
+  if (now - (lastTouch.get(id) ?? 0) < TOUCH_EVERY_MS) return;
   lastTouch.set(id, now);
   await db().updateTable("box").set({ last_used_ms: now }).where("id", "=", id).execute();
 }
@@ -350,7 +353,7 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
     if (row.state === "paused") throw new ApiError("timeout", `box ${id} stayed paused`, { retryable: true });
   }
   if (row.state === "stopped") {
-    throw new ApiError("screen_unavailable", `box ${id} is stopped; resume it first`, { retryable: false });
+    throw new ApiError("screen_unavailable", `box ${id} is stopped${row.reason ? ` (${row.reason})` : ""}; resume it first`, { retryable: false });
   }
   if (row.state === "unreachable") {
     throw new ApiError("unavailable", `box ${id} is unreachable: ${row.reason ?? "the runtime does not answer"}`);

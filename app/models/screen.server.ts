@@ -1,12 +1,14 @@
 import { z } from "zod";
 import { WindowRef } from "~/protocol/action-fields";
 import { type AgentCall, agentCall } from "~/protocol/agent";
-import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, notFound } from "~/utils/api-error.server";
+import { ApiError, ERROR_STATUS, type ErrorCode, badRequest, isApiError, notFound } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { Actor } from "./actor";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX } from "./agent.server";
 import { agentRequest } from "./agent-http.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
+import { loadRow } from "./box-record.server";
+import { recheckBox } from "./box-sync.server";
 import { log } from "~/utils/log.server";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
@@ -33,6 +35,22 @@ export async function requireScreen(actor: Actor, id: string, screenRaw: string,
   return { box, screen: parseScreen(screenRaw, box) };
 }
 
+/**
+ * A call to the agent failed the way a box that went away does. The runtime is asked now: a box
+ * that stopped on its own (Chromium died, say) is recorded so (box-sync.server.ts) and the call
+ * answers 409 with its state and reason. Otherwise `err` stands (the box's address is asked
+ * again on the next call), and a refused signature is a retryable `transport` error, not a 500.
+ */
+async function explainAgentFailure(id: string, err: ApiError): Promise<never> {
+  const state = await recheckBox(id).catch(() => undefined);
+  if (state === "stopped" || state === "gone") {
+    const row = await loadRow(id);
+    const why = row?.reason ? `: ${row.reason}` : "";
+    throw new ApiError("screen_unavailable", `box ${id} is ${state}${why}${state === "stopped" ? "; resume it first" : ""}`, { retryable: false });
+  }
+  throw err;
+}
+
 const AgentErrorSchema = z.object({ code: z.string(), message: z.string() });
 
 /**
@@ -48,7 +66,13 @@ export async function callAgent<T = Record<string, unknown>>(
   maxBytes: number | "bulk" = AGENT_ANSWER_MAX,
 ): Promise<T> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const res = await agentRequest(box.id, box.address, method, path, payload, timeoutMs, maxBytes === "bulk" ? AGENT_BULK_MAX : maxBytes);
+  let res: Awaited<ReturnType<typeof agentRequest>>;
+  try {
+    res = await agentRequest(box.id, box.address, method, path, payload, timeoutMs, maxBytes === "bulk" ? AGENT_BULK_MAX : maxBytes);
+  } catch (err) {
+    if (isApiError(err) && (err.code === "timeout" || (err.code === "transport" && err.retryable))) await explainAgentFailure(box.id, err);
+    throw err;
+  }
   const text = res.body.toString("utf8");
   let parsed: unknown;
   try {
@@ -59,6 +83,10 @@ export async function callAgent<T = Record<string, unknown>>(
   if (res.status >= 200 && res.status < 300) return parsed as T;
   const err = AgentErrorSchema.safeParse(parsed);
   if (!err.success) throw new ApiError("transport", `the box answered ${res.status}`);
+  // The agent refused the signature: this address is not (or no longer) this box's agent.
+  if (res.status === 401) {
+    await explainAgentFailure(box.id, new ApiError("transport", `the agent at the box's address refused the server's signature (${err.data.message}); try again`, { retryable: true }));
+  }
   const code = (err.data.code in ERROR_STATUS && err.data.code !== "unauthorized" ? err.data.code : "internal") as ErrorCode;
   if (code === "internal") log.error(`agent of ${box.id} failed: ${err.data.message}`);
   throw new ApiError(code, err.data.message);

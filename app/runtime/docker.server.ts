@@ -8,6 +8,7 @@ import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
 import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
 import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
+import { watchDeaths } from "./docker-events.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
@@ -90,6 +91,10 @@ export class DockerRuntime implements Runtime {
   /** Puts the host's rules for the box bridges in place (this host's iptables). */
   protected guard(bridges: string[]): Promise<void> {
     return guardBridges(bridges);
+  }
+
+  watchExits(onExit: (ref: string) => void): () => void {
+    return watchDeaths(this.docker, BOX_LABEL, onExit);
   }
 
   async ping(): Promise<boolean> {

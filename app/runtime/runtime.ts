@@ -174,6 +174,11 @@ export interface Runtime {
   list(): Promise<RuntimeBox[]>;
   /** Whether the engine answers. */
   ping(): Promise<boolean>;
+  /**
+   * Calls `onExit` with a box's ref as soon as its container ends (the engine's events), until
+   * the returned function is called; absent: the reaper's sweeps alone notice.
+   */
+  watchExits?(onExit: (ref: string) => void): () => void;
   /** Starts `bash -l` in the box with a TTY of this size (DISPLAY is screen 0). */
   shell(ref: string, size: { cols: number; rows: number }): Promise<Shell>;
 }

@@ -225,9 +225,35 @@ export async function focusTab(screen: Screen, ref: string): Promise<{ tab: TabI
   return { tab: info(screen, now, true) };
 }
 
+/**
+ * Chromium quits when its last tab or window closes, and the box stops with it (its entrypoint
+ * stops the box when Chromium exits). A kiosk browser shows a blank page instead: so before the
+ * last tab goes, a blank one is opened (in a window of its own when `newWindow`, for a window
+ * that closes with all its tabs).
+ */
+export async function openBlank(screen: Screen, newWindow: boolean): Promise<void> {
+  const port = cdpPort(screen);
+  if (!newWindow) {
+    await expect200(port, "PUT", `/json/new?${encodeURIComponent("about:blank")}`);
+    return;
+  }
+  const version = JSON.parse(await expect200(port, "GET", "/json/version")) as { webSocketDebuggerUrl?: string };
+  if (!version.webSocketDebuggerUrl) throw new AgentError("failed", "DevTools named no browser WebSocket");
+  const ws = await CdpSocket.connect(port, new URL(version.webSocketDebuggerUrl).pathname);
+  try {
+    await ws.send("Target.createTarget", { url: "about:blank", newWindow: true });
+  } finally {
+    ws.close();
+  }
+}
+
+/** Whether a window is one of the box's Chromium windows (X11 class or Wayland app id). */
+export const isBrowserWindow = (w: { class: string; instance: string }): boolean => /^chromium/i.test(w.class) || /^chromium/i.test(w.instance);
+
 export async function closeTab(screen: Screen, ref: string): Promise<{ tab: TabInfo; closed: boolean }> {
   const { target, list } = await findTab(screen, ref);
   const before = info(screen, target, list[0]?.id === target.id);
+  if (list.length === 1) await openBlank(screen, false);
   const gone = (l: CdpTarget[]): boolean => !l.some((t) => t.id === target.id);
   // Chromium answers "Target is closing" and may still drop the close (seen when it arrives while
   // the tab commits a navigation), so it is sent twice if need be. A "leave site?" tab stays.

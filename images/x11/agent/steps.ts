@@ -1,7 +1,7 @@
 // One function per step type. Batches and the single-purpose routes both come through `runStep`.
 import type { Screen } from "./screen";
 import type { Desk } from "./wayland";
-import { astralIntoChromium, awaitWaylandWindow, onWaylandWindow, waylandWindows } from "./wayland-views";
+import { astralIntoChromium, awaitWaylandWindow, findWaylandWindow, onWaylandWindow, waylandWindows } from "./wayland-views";
 import { DEFAULT_AWAIT_WINDOW_MS, DEFAULT_HOLD_MS, DEFAULT_SETTLE_MS, DEFAULT_STILL_WITHIN_MS, type LaterStepType, type Step, type StepOf, type StepType } from "./schema";
 import { planPath, randomSeed, type Motion, type Point } from "./motion";
 import { BUTTONS } from "./holds";
@@ -12,7 +12,8 @@ import { readClipboard, writeClipboard } from "./clipboard";
 import { recordingStatus, startRecording, stopRecording } from "./record";
 import { launch, runExec } from "./exec";
 import { glob, grep, listFiles, readFile, writeFile } from "./files";
-import { captureTab, closeTab, focusTab, listTabs, openUrl } from "./pages";
+import { captureTab, closeTab, focusTab, isBrowserWindow, listTabs, openBlank, openUrl } from "./pages";
+import type { WindowInfo } from "./window-types";
 import { AgentError } from "./errors";
 import { widgetOp } from "./widgets";
 import { sleep } from "./util";
@@ -103,6 +104,15 @@ async function pressChord(screen: Screen, s: Desk, chord: string): Promise<void>
     await s.input.keyUp(token);
   }
   for (const m of mods.reverse()) await screen.holds.releaseKey(m, false);
+}
+
+/**
+ * Before Chromium's last window closes, a blank window of its own: otherwise Chromium quits and
+ * the box stops with it (pages.ts openBlank). Other windows close as asked.
+ */
+async function keepBrowserOpen(screen: Screen, w: WindowInfo, all: WindowInfo[]): Promise<void> {
+  if (!isBrowserWindow(w) || all.filter(isBrowserWindow).length > 1) return;
+  await openBlank(screen, true);
 }
 
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -273,11 +283,20 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
     return { windows: await listWindows(s) };
   },
   async on_window(screen, st) {
-    if (screen.isWayland) return onWaylandWindow(await screen.wayland(), st.window, st.what);
+    if (screen.isWayland) {
+      const desk = await screen.wayland();
+      if (st.what.do !== "close") return onWaylandWindow(desk, st.window, st.what);
+      const w = await findWaylandWindow(desk, st.window);
+      await keepBrowserOpen(screen, w, await waylandWindows(desk));
+      return onWaylandWindow(desk, w.id, st.what);
+    }
     const s = await screen.session();
     const w = await findWindow(s, st.window);
     if (st.what.do === "focus") return { window: await focusWindow(s, w) };
-    if (st.what.do === "close") return { window: w.id, ...(await closeWindow(s, w)) };
+    if (st.what.do === "close") {
+      await keepBrowserOpen(screen, w, await listWindows(s));
+      return { window: w.id, ...(await closeWindow(s, w)) };
+    }
     const { do: _arrange, ...how } = st.what;
     return { window: await arrangeWindow(s, w, how) };
   },
