@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import type { Actor } from "~/models/actor";
 import type { Role } from "~/models/roles";
-import { type BoxJson, requireRunningBox } from "~/models/box.server";
+import { type BoxJson, getBox, requireRunningBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { assertMayChangeBox, assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
 import { agentCall } from "~/protocol/agent";
@@ -22,6 +22,8 @@ export function lifecycleRoute(verb: (actor: Actor, id: string) => Promise<BoxJs
   return v1({
     POST: async (args) => {
       const actor = await requireActor(args.request);
+      // The box first (another workspace's is 404 whatever the body), then the body.
+      await getBox(actor, param(args, "id"));
       await refuseBody(args.request);
       if (doing) await assertMayChangeBox(actor, param(args, "id"), doing);
       return verb(actor, param(args, "id"));

@@ -27,6 +27,8 @@ const route = v1({
     if (args.request.headers.get("x-holm-confirm-delete") !== "true") {
       throw new ApiError("bad_request", "removing a box needs the header x-holm-confirm-delete: true");
     }
+    // The box first (another workspace's is 404 whatever the body), then the body.
+    await getBox(actor, param(args, "id"));
     await refuseBody(args.request);
     await assertMayChangeBox(actor, param(args, "id"), "removing the box");
     return removeBox(actor, param(args, "id"));
