@@ -1,5 +1,6 @@
 import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
+import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
@@ -130,6 +131,18 @@ export async function recheckBox(id: string): Promise<BoxState | undefined> {
   forgetAddress(id);
   await reconcile(row).catch((err) => log.error({ err }, `recheck: box ${id}`));
   return ((await loadRow(id))?.state ?? "gone") as BoxState;
+}
+
+/**
+ * After a call found no way into box `id` (no address, refused, another agent there): the 409 to
+ * answer when the runtime says the box stopped or went (recorded so, with why), else undefined.
+ */
+export async function stoppedError(id: string): Promise<ApiError | undefined> {
+  const state = await recheckBox(id).catch(() => undefined);
+  if (state !== "stopped" && state !== "gone") return undefined;
+  const why = (await loadRow(id))?.reason;
+  const then = state === "stopped" ? "; resume it first" : "";
+  return new ApiError("screen_unavailable", `box ${id} is ${state}${why ? ` (${why})` : ""}${then}`, { retryable: false });
 }
 
 /**

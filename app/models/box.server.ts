@@ -10,6 +10,7 @@ import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
 import { boxResumed } from "./box-resumed.server";
 import { queuedStart } from "./box-start.server";
+import { stoppedError } from "./box-sync.server";
 import { admit } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import {
@@ -364,7 +365,8 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
     address = (await runtimeOf(row).inspect(row.runtime_ref)).address;
     if (address) rememberAddress(id, address);
   }
-  if (!address) throw new ApiError("transport", `box ${id} has no address the server can reach`);
+  // No address: its container may have just exited, before the news of it (box-sync.server.ts).
+  if (!address) throw (await stoppedError(id)) ?? new ApiError("transport", `box ${id} has no address the server can reach`);
   void touchBox(id).catch((err) => log.error({ err }, "touch failed"));
   return { id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
 }

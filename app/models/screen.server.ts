@@ -7,8 +7,7 @@ import type { Actor } from "./actor";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX } from "./agent.server";
 import { agentRequest } from "./agent-http.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
-import { loadRow } from "./box-record.server";
-import { recheckBox } from "./box-sync.server";
+import { stoppedError } from "./box-sync.server";
 import { log } from "~/utils/log.server";
 
 // Everything that reaches into a running box goes through here: one place that checks the box
@@ -42,13 +41,7 @@ export async function requireScreen(actor: Actor, id: string, screenRaw: string,
  * again on the next call), and a refused signature is a retryable `transport` error, not a 500.
  */
 async function explainAgentFailure(id: string, err: ApiError): Promise<never> {
-  const state = await recheckBox(id).catch(() => undefined);
-  if (state === "stopped" || state === "gone") {
-    const row = await loadRow(id);
-    const why = row?.reason ? `: ${row.reason}` : "";
-    throw new ApiError("screen_unavailable", `box ${id} is ${state}${why}${state === "stopped" ? "; resume it first" : ""}`, { retryable: false });
-  }
-  throw err;
+  throw (await stoppedError(id)) ?? err;
 }
 
 const AgentErrorSchema = z.object({ code: z.string(), message: z.string() });
