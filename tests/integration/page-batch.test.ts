@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Page } from "../support/cdp";
+import { Page, inFrontPage } from "../support/cdp";
 import { SITE, serveSite } from "../support/site";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -20,14 +20,7 @@ async function okBatch(body: unknown, id = box.id) {
   return out;
 }
 /** The front page's value of `expr`, read through its DevTools (a fresh attach: tabs change). */
-async function inPage<T>(expr: string, id = box.id): Promise<T> {
-  const p = await Page.open(server, id);
-  try {
-    return await p.evaluate<T>(expr);
-  } finally {
-    p.close();
-  }
-}
+const inPage = <T>(expr: string, id = box.id) => inFrontPage<T>(server, id, expr);
 
 const FORM = `data:text/html,<title>Form</title><label>Email <input id=email></label><button onclick="document.title='sent '+email.value">Send</button>`;
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Page } from "../support/cdp";
+import { inFrontPage } from "../support/cdp";
 import { SITE, serveSite } from "../support/site";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -21,14 +21,7 @@ async function okBatch(actions: unknown[]) {
   return out;
 }
 /** The front page's value of `expr`, read through its DevTools. */
-async function inPage<T>(expr: string): Promise<T> {
-  const p = await Page.open(server, box.id);
-  try {
-    return await p.evaluate<T>(expr);
-  } finally {
-    p.close();
-  }
-}
+const inPage = <T>(expr: string) => inFrontPage<T>(server, box.id, expr);
 const snapshot = async () => json(await server.api(`/v1/boxes/${box.id}/page/snapshot`));
 /** Puts the keyboard in the address bar, as a fresh box's about:blank tab has it. */
 const toAddressBar = { type: "press", chord: "ctrl+l" };

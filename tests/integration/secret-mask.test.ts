@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Page } from "../support/cdp";
+import { inFrontPage } from "../support/cdp";
 import { SITE, serveSite } from "../support/site";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -26,14 +26,7 @@ async function okBatch(actions: unknown[]) {
   expect(out.stopped_at, JSON.stringify(out).slice(0, 800)).toBeNull();
   return out;
 }
-async function inPage<T>(expr: string): Promise<T> {
-  const p = await Page.open(server, box.id);
-  try {
-    return await p.evaluate<T>(expr);
-  } finally {
-    p.close();
-  }
-}
+const inPage = <T>(expr: string) => inFrontPage<T>(server, box.id, expr);
 /** What the agent reads back about the box's page, windows and tabs, as text (status and body). */
 async function answers(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};

@@ -86,3 +86,13 @@ export class Page {
     this.ws.close();
   }
 }
+
+/** `expr`'s value in the box's front page, through its own DevTools (a fresh attach: tabs change), not /v1. */
+export async function inFrontPage<T>(server: Pick<TestServer, "env" | "stateDir">, boxId: string, expr: string): Promise<T> {
+  const p = await Page.open(server, boxId);
+  try {
+    return await p.evaluate<T>(expr);
+  } finally {
+    p.close();
+  }
+}
