@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import type { Box, CreateBox, Holm } from "~/client/holm";
-import { type Out, UsageError, printJson, printTable, progress, ticker, when } from "./output";
+import { type Out, UsageError, fail, printJson, printTable, progress, ticker, when } from "./output";
 
 // holm boxes ls|create|get|rm, and the seed's short forms (002): holm new, box, rm, pause,
 // resume, stop.
@@ -138,11 +138,24 @@ export function boxCommands(program: Command, ctx: Ctx) {
   boxes.command("get <box>").description("show one box").action(get);
   program.command("box <box>").description("the same as boxes get").action(get);
 
+  // One box that cannot be removed does not keep the others: each is tried, each removal is
+  // printed as it happens (so a failure later cannot hide it), each failure goes to stderr, and
+  // the exit code is 1 if any failed.
   const rm = async (ids: string[], _: unknown, cmd: Command) => {
-    const removed = [];
-    for (const id of ids) removed.push(await ctx.holm().boxes.remove(id));
-    if (ctx.out(cmd).json) printJson({ boxes: removed });
-    else for (const b of removed) process.stdout.write(`removed ${b.id}\n`);
+    const json = ctx.out(cmd).json;
+    const removed: Box[] = [];
+    let failed = 0;
+    for (const id of ids) {
+      try {
+        const b = await ctx.holm().boxes.remove(id);
+        removed.push(b);
+        if (!json) process.stdout.write(`removed ${b.id}\n`);
+      } catch (e) {
+        failed = fail(e);
+      }
+    }
+    if (json) printJson({ boxes: removed });
+    if (failed) process.exitCode = failed;
   };
   boxes.command("rm <box...>").alias("remove").description("remove boxes (their traces stay)").action(rm);
   program.command("rm <box...>").description("the same as boxes rm").action(rm);

@@ -210,10 +210,32 @@ describe("holm CLI", () => {
     }
   });
 
+  it("trace --limit refuses a count that is not a positive whole number, as other bad numbers", async () => {
+    for (const bad of ["0", "-1", "1.5"]) {
+      const out = await holmCli("trace", box, "--limit", bad);
+      expect(out, bad).toMatchObject({ code: 1, stdout: "" });
+      expect(out.stderr, bad).toMatch(/^bad_request: --limit must be a positive whole number/);
+    }
+    const one = await holmCli("--json", "trace", box, "--limit", "1");
+    expect(one.code, one.stderr).toBe(0);
+    expect(JSON.parse(one.stdout).entries).toHaveLength(1);
+  });
+
   it("view prints the console URL of the box's screen", async () => {
     const out = await holmCli("view", box);
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toBe(`${(await holm.boxes.get(box)).viewer_urls[0]}\n`);
     expect(out.stdout).toMatch(new RegExp(`/boxes/${box}\\?screen=0`));
+  });
+
+  // Last: it removes the shared box too (at most two boxes at a time).
+  it("rm goes on past a box it cannot remove: prints each one removed, reports each failure, exits 1", async () => {
+    const a = (await holm.boxes.create({ placement: { expires_after_secs: 900 } }, { wait: true })).id;
+    const out = await holmCli("rm", a, "box_nope", box);
+    expect(out.code).toBe(1);
+    expect(out.stdout).toBe(`removed ${a}\nremoved ${box}\n`);
+    expect(out.stderr).toMatch(/^not_found: .*box_nope/m);
+    // Both are gone (/v1 answers 410 gone for a removed box).
+    for (const id of [a, box]) expect(await holm.boxes.get(id).then((b) => b.state, (e) => e.code)).toBe("gone");
   });
 });
