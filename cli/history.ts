@@ -7,10 +7,11 @@ import { type Out, UsageError, printJson, progress, ticker, when } from "./outpu
 
 type Ctx = { holm: () => Holm; out: (cmd: Command) => Out };
 
-const intOpt = (name: string, v: string | undefined) => {
+/** A whole-number option; `positive` refuses 0 and below too (a count: slice(0, -1) is not "at most"). */
+const intOpt = (name: string, v: string | undefined, positive = false) => {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n)) throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || (positive && n < 1)) throw new UsageError(`--${name} must be a ${positive ? "positive " : ""}whole number, not ${JSON.stringify(v)}`);
   return n;
 };
 
@@ -43,7 +44,7 @@ export function historyCommands(program: Command, ctx: Ctx) {
         for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) process.stdout.write(json ? `${JSON.stringify(e)}\n` : entryLine(e));
         return;
       }
-      const limit = intOpt("limit", f.limit);
+      const limit = intOpt("limit", f.limit, true);
       let entries = await holm.trace.all(box, after);
       if (limit !== undefined) entries = entries.slice(0, limit);
       if (json) printJson({ entries });
