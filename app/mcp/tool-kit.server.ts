@@ -1,11 +1,13 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { CallToolResult, ServerNotification, ServerRequest, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, CallToolRequestSchema, type ServerNotification, type ServerRequest, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { HolmApiError, HolmClient } from "~/client/holm-client";
 
 export { seg } from "~/client/holm-client";
+import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
+import { validate } from "~/utils/validate.server";
 
 // What every MCP tool shares (docs/decisions/0013): each tool is a thin call of one /v1 route
 // through the typed client, sent to this same server over loopback with the caller's own bearer,
@@ -48,22 +50,49 @@ export interface ToolDef<S extends z.ZodObject> {
   run: (args: z.output<S>, client: HolmClient, extra: Extra) => Promise<CallToolResult>;
 }
 
-/** Registers a tool; a HolmApiError (the route's refusal) becomes the tool's `code: message` result. */
+type Handler = (args: unknown, extra: Extra) => Promise<CallToolResult>;
+
+/** Each server's tools, by name: what its tools/call handler runs (see `answerToolCalls`). */
+const handlers = new WeakMap<McpServer, Map<string, Handler>>();
+
+/**
+ * The server's tools/call handler, in place of the SDK's own: the SDK validates arguments before
+ * a tool runs and reports a mismatch as `MCP error -32602: Input validation error: …`, not the
+ * `code: message` every other tool error carries. The SDK still lists the tools (their input
+ * schemas, from registerTool); the calls are answered here, arguments validated by the tool.
+ */
+function answerToolCalls(server: McpServer) {
+  server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const run = handlers.get(server)?.get(request.params.name);
+    if (!run) return refusal("not_found", `no tool ${request.params.name}; tools/list names them`);
+    return run(request.params.arguments ?? {}, extra);
+  });
+}
+
+/**
+ * Registers a tool. Arguments that do not fit its input are `bad_request: <field>: …` (as /v1
+ * words it); a HolmApiError (the route's refusal) becomes the tool's `code: message` result.
+ */
 export function addTool<S extends z.ZodObject>(server: McpServer, def: ToolDef<S>) {
-  server.registerTool(
-    def.name,
-    { title: def.title, description: def.description, inputSchema: def.input, annotations: def.annotations },
-    // The SDK validated `args` against def.input.
-    (async (args: z.output<S>, extra: Extra) => {
-      try {
-        return await def.run(args, clientFor(extra), extra);
-      } catch (e) {
-        if (e instanceof HolmApiError) return refusal(e.code, e.message);
-        if (extra.signal.aborted) return refusal("timeout", "the call was cancelled");
-        throw e;
-      }
-    }) as never,
-  );
+  server.registerTool(def.name, { title: def.title, description: def.description, inputSchema: def.input, annotations: def.annotations }, (() => {
+    throw new Error("answered by answerToolCalls");
+  }) as never);
+  let tools = handlers.get(server);
+  if (!tools) {
+    handlers.set(server, (tools = new Map()));
+    // After the SDK's registerTool set its own handler (it does at the first tool).
+    answerToolCalls(server);
+  }
+  tools.set(def.name, async (raw, extra) => {
+    try {
+      const args = validate(def.input, raw, "arguments") as z.output<S>;
+      return await def.run(args, clientFor(extra), extra);
+    } catch (e) {
+      if (e instanceof HolmApiError || e instanceof ApiError) return refusal(e.code, e.message);
+      if (extra.signal.aborted) return refusal("timeout", "the call was cancelled");
+      throw e;
+    }
+  });
 }
 
 /** Splits the path parameters from what goes in the body or query. */

@@ -108,6 +108,18 @@ describe("MCP over Streamable HTTP", () => {
     expect(byName("remove_box").annotations).toMatchObject({ destructiveHint: true });
   });
 
+  it("arguments that do not fit a tool's input are a tool error `bad_request: …` naming the field, as /v1's own", async () => {
+    const r = await call("get_box", { box: 123 });
+    expect(r.isError).toBe(true);
+    expect(r.content[0]!.text).toMatch(/^bad_request: box: /);
+    const step = await call("batch", { box: "box_x", actions: [{ type: "click", x: "left" }] });
+    expect(step.isError).toBe(true);
+    expect(step.content[0]!.text).toMatch(/^bad_request: .*actions\.0/);
+    const unknown = (await client.callTool({ name: "no_such_tool", arguments: {} })) as ToolResult;
+    expect(unknown.isError).toBe(true);
+    expect(unknown.content[0]!.text).toMatch(/^not_found: /);
+  });
+
   it("launches a box, types into a page by a batch, sees it in the page, gets a frame image and the trace", async () => {
     const launched = await call("launch_box", { spec: { desktop: { width: 1024, height: 640 } } });
     expect(launched.isError, launched.content[0]?.text).toBeFalsy();
