@@ -5,7 +5,7 @@
 // decision; the ADR gives the reasons and the known gaps.
 
 /** Refused in every form: each command of these domains injects input or changes the screen. */
-const DOMAINS = new Set(["Input", "Overlay", "Autofill", "FedCm", "DeviceAccess", "PWA", "Extensions"]);
+const DOMAINS = new Set(["Input", "Overlay", "Autofill", "FedCm", "DeviceAccess", "PWA", "Extensions", "WebAuthn", "BluetoothEmulation"]);
 
 /** Overlay commands that only read or take highlights away. */
 const OVERLAY_READS = new Set(["Overlay.enable", "Overlay.disable", "Overlay.hideHighlight"]);
@@ -91,10 +91,66 @@ const METHODS = new Set([
   "Storage.setCookies",
   "Storage.clearDataForOrigin",
   "Storage.clearDataForStorageKey",
+  "Storage.overrideQuotaForOrigin",
+  "Storage.setSharedStorageEntry",
+  "Storage.deleteSharedStorageEntry",
+  "Storage.clearSharedStorageEntries",
+  "Storage.deleteStorageBucket",
+  "Storage.clearTrustTokens",
+  "DOMStorage.setDOMStorageItem",
+  "DOMStorage.removeDOMStorageItem",
+  "DOMStorage.clear",
+  "IndexedDB.clearObjectStore",
+  "IndexedDB.deleteDatabase",
+  "IndexedDB.deleteObjectStoreEntries",
+  "CacheStorage.deleteCache",
+  "CacheStorage.deleteEntry",
+  "Network.clearBrowserCache",
+  // What the person's browser grants and trusts: permissions (the clipboard with no gesture, the
+  // camera…), certificates, CSP, payment and protocol-handler prompts answered for them.
+  "Browser.grantPermissions",
+  "Browser.resetPermissions",
+  "Security.setIgnoreCertificateErrors",
+  "Security.setOverrideCertificateErrors",
+  "Security.handleCertificateError",
+  "Page.setBypassCSP",
+  "Page.setSPCTransactionMode",
+  "Page.setRPHRegistrationMode",
+  "Page.setAdBlockingEnabled",
+  "Page.setGeolocationOverride",
+  "Page.setDeviceOrientationOverride",
+  "Page.setTouchEmulationEnabled",
+  "Page.setDownloadBehavior",
+  "DeviceOrientation.setDeviceOrientationOverride",
+  // Stopping the person's page's scripts, or squeezing it.
+  "Runtime.terminateExecution",
+  "Memory.simulatePressureNotification",
+  "Memory.forciblyPurgeJavaScriptMemory",
 ]);
 
-/** Method prefixes refused: every setter of these domains changes the page or freezes it. */
-const PREFIXES = ["CSS.set", "Animation.set", "DOMDebugger.set", "EventBreakpoints.set"];
+/**
+ * Setters refused in all their forms but these: what Playwright and Puppeteer send when they
+ * attach (checked by logging both: Playwright sends Emulation.setFocusEmulationEnabled on every
+ * page it attaches to), or that is decided by its params below. Refusing one of them would stop
+ * a script from even connecting during a takeover.
+ */
+const SETTER_EXCEPTIONS = new Set([
+  "Emulation.setFocusEmulationEnabled",
+  "Emulation.setEmulatedMedia",
+  "Emulation.setTouchEmulationEnabled",
+  "Browser.setDownloadBehavior",
+  // Reads: these only turn on reporting to the client, the page does not change.
+  "Network.setAttachDebugStack",
+  "Network.setReportingApiEnabled",
+]);
+
+/**
+ * Method prefixes refused: every setter of these domains changes the page, freezes it, or
+ * changes what the person's browser sends, grants or emulates (user agent, headers, cookies
+ * off, CPU throttling, time zone, geolocation, service workers, permissions…), new ones included.
+ */
+const PREFIXES = ["CSS.set", "Animation.set", "DOMDebugger.set", "EventBreakpoints.set", "Emulation.set", "Network.set", "Browser.set", "ServiceWorker."];
+const PREFIX_READS = new Set(["ServiceWorker.enable", "ServiceWorker.disable"]);
 
 interface Command {
   id?: unknown;
@@ -108,8 +164,13 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
   const domain = method.split(".")[0]!;
   if (DOMAINS.has(domain)) return !(domain === "Overlay" && OVERLAY_READS.has(method));
   if (METHODS.has(method)) return true;
-  if (PREFIXES.some((p) => method.startsWith(p))) return true;
+  if (PREFIXES.some((p) => method.startsWith(p)) && !SETTER_EXCEPTIONS.has(method) && !PREFIX_READS.has(method)) return true;
   switch (method) {
+    // Playwright's attach sends {behavior: "allowAndName", downloadPath, eventsEnabled}: files
+    // named by GUID in its own folder; `default` gives the person's own back. `allow` (the file's
+    // own name, in a folder the client picks: a file write) and `deny` are refused.
+    case "Browser.setDownloadBehavior":
+      return params.behavior !== "allowAndName" && params.behavior !== "default";
     // Playwright clears every override when it attaches ({media: "", features: [{value: ""}]});
     // only an override that changes the look is refused.
     case "Emulation.setEmulatedMedia":

@@ -61,6 +61,23 @@ function wsStatus(url: string, headers: Record<string, string> = {}): Promise<nu
   });
 }
 
+/** A raw CDP socket: send(method, params, sessionId) resolves with the whole answer ({result} or {error}). */
+function cdpSocket(ws: WebSocket) {
+  let next = 1;
+  const waiting = new Map<number, (m: any) => void>();
+  ws.on("message", (d) => {
+    const m = JSON.parse(String(d));
+    if (typeof m.id === "number") waiting.get(m.id)?.(m);
+  });
+  return (method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> => {
+    const id = next++;
+    return new Promise((r) => {
+      waiting.set(id, r);
+      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
+    });
+  };
+}
+
 beforeAll(async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_TAKEOVER_GRACE_SECS: "60" });
   c = consoleClient(server);
@@ -282,6 +299,82 @@ describe("human control over CDP", () => {
     } finally {
       await server.api(takeover, { method: "DELETE" });
       await browser.close();
+    }
+  }, 60_000);
+
+  it("during an exclusive takeover a CDP client cannot grant itself the clipboard (or other permissions) and set the box's clipboard; after give-back it can", async () => {
+    const cdp = await mint(key);
+    const ws = (await wsStatus(cdp.ws_url)) as WebSocket;
+    expect(ws).toBeInstanceOf(WebSocket);
+    const send = cdpSocket(ws);
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    const clipboard = async () => JSON.stringify(await json(await server.api(`/v1/boxes/${box.id}/screens/0/clipboard`)));
+    const grant = { permissions: ["clipboardReadWrite", "clipboardSanitizedWrite"], origin: SITE };
+    // No gesture: only a grant lets the page write; answered within 3 s either way.
+    const write = {
+      expression: `Promise.race([navigator.clipboard.writeText("PASTE-ME").then(() => "written", (e) => "refused: " + e.name), new Promise((r) => setTimeout(() => r("no answer"), 3000))])`,
+      awaitPromise: true,
+      returnByValue: true,
+    };
+    try {
+      const { result } = await send("Target.getTargets");
+      const target = result.targetInfos.find((t: any) => t.type === "page");
+      const session = (await send("Target.attachToTarget", { targetId: target.targetId, flatten: true })).result.sessionId;
+      await send("Page.navigate", { url: `${SITE}/index.html` }, session);
+      const loaded = async () => (await send("Runtime.evaluate", { expression: "location.href + ' ' + document.readyState", returnByValue: true }, session)).result?.result?.value;
+      await expect.poll(loaded).toBe(`${SITE}/index.html complete`);
+      expect(await clipboard()).not.toContain("PASTE-ME");
+
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      const refused = await send("Browser.grantPermissions", grant);
+      expect(refused.error?.code, JSON.stringify(refused)).toBe(-32000);
+      expect(refused.error.message).toMatch(/a person has taken over screen 0 \(exclusive takeover\); Browser\.grantPermissions is refused/);
+      for (const [method, params] of [
+        ["Browser.setPermission", { permission: { name: "clipboard-write" }, setting: "granted", origin: SITE }],
+        ["Network.setExtraHTTPHeaders", { headers: { "x-agent": "1" } }],
+        ["Emulation.setUserAgentOverride", { userAgent: "agent" }],
+        ["Page.setBypassCSP", { enabled: true }],
+      ] as const) {
+        expect((await send(method, params, session)).error?.code, method).toBe(-32000);
+      }
+      // Playwright sends this on every attach, so it goes on (ADR 0011, Known gaps).
+      expect(await send("Emulation.setFocusEmulationEnabled", { enabled: true }, session)).toMatchObject({ result: {} });
+      const during = await send("Runtime.evaluate", write, session);
+      expect(during.result?.result?.value).not.toBe("written");
+      expect(await clipboard()).not.toContain("PASTE-ME");
+
+      expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
+      expect(await send("Browser.grantPermissions", grant)).toMatchObject({ result: {} });
+      expect((await send("Runtime.evaluate", write, session)).result?.result?.value).toBe("written");
+      await expect.poll(clipboard).toContain("PASTE-ME");
+    } finally {
+      ws.terminate();
+      await server.api(takeover, { method: "DELETE" });
+    }
+  }, 60_000);
+
+  it("during an exclusive takeover Playwright's connectOverCDP and Puppeteer's connect still attach and read", async () => {
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    const cdp = await mint(key);
+    try {
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      const pw = await chromium.connectOverCDP(cdp.url);
+      try {
+        const page = pw.contexts()[0]!.pages()[0]!;
+        expect(await page.evaluate(() => document.readyState)).toBe("complete");
+        expect((await page.screenshot()).length).toBeGreaterThan(1000);
+      } finally {
+        await pw.close();
+      }
+      const pptr = await puppeteer.connect({ browserWSEndpoint: cdp.ws_url, defaultViewport: null });
+      try {
+        const [page] = await pptr.pages();
+        expect(await page!.evaluate(() => document.readyState)).toBe("complete");
+      } finally {
+        await pptr.disconnect();
+      }
+    } finally {
+      await server.api(takeover, { method: "DELETE" });
     }
   }, 60_000);
 });

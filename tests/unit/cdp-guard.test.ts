@@ -26,6 +26,50 @@ describe("CDP takeover guard", () => {
     expect(JSON.parse((r as { forward: string }).forward).params.userGesture).toBe(false);
   });
 
+  it("refuses what changes what the person's browser grants, sends or emulates: permissions (the clipboard), headers, user agent, CSP, downloads elsewhere", () => {
+    const grant = { permissions: ["clipboardReadWrite", "clipboardSanitizedWrite"], origin: "http://127.0.0.1:8000" };
+    for (const [method, params] of [
+      ["Browser.grantPermissions", grant],
+      ["Browser.setPermission", { permission: { name: "clipboard-write" }, setting: "granted" }],
+      ["Browser.resetPermissions", {}],
+      ["Network.setExtraHTTPHeaders", { headers: { a: "b" } }],
+      ["Network.setUserAgentOverride", { userAgent: "x" }],
+      ["Emulation.setUserAgentOverride", { userAgent: "x" }],
+      ["Emulation.setDocumentCookieDisabled", { disabled: true }],
+      ["Emulation.setCPUThrottlingRate", { rate: 20 }],
+      ["Emulation.setGeolocationOverride", { latitude: 0, longitude: 0 }],
+      ["Runtime.terminateExecution", {}],
+      ["Page.setBypassCSP", { enabled: true }],
+      ["Security.setIgnoreCertificateErrors", { ignore: true }],
+      ["Page.setDownloadBehavior", { behavior: "deny" }],
+      ["Browser.setDownloadBehavior", { behavior: "allow", downloadPath: "/home/holm/.config/autostart" }],
+      ["Browser.setDownloadBehavior", { behavior: "deny" }],
+      ["ServiceWorker.unregister", { scopeURL: "http://127.0.0.1:8000/" }],
+      ["WebAuthn.addVirtualAuthenticator", {}],
+      ["DOMStorage.setDOMStorageItem", {}],
+    ] as const) {
+      expect("reply" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+  });
+
+  it("lets through what Playwright's connectOverCDP and Puppeteer's connect send when they attach", () => {
+    for (const [method, params] of [
+      ["Emulation.setFocusEmulationEnabled", { enabled: true }],
+      ["Browser.setDownloadBehavior", { behavior: "allowAndName", downloadPath: "/tmp/playwright-artifacts-x", eventsEnabled: true }],
+      ["Browser.setDownloadBehavior", { behavior: "default" }],
+      ["Page.setFontFamilies", { fontFamilies: { standard: "Times New Roman" } }],
+      ["Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: true, flatten: true }],
+      ["Page.addScriptToEvaluateOnNewDocument", { source: "", worldName: "w" }],
+      ["Page.createIsolatedWorld", { frameId: "F", worldName: "w", grantUniveralAccess: true }],
+      ["Page.setLifecycleEventsEnabled", { enabled: true }],
+      ["Network.enable", {}],
+      ["ServiceWorker.enable", {}],
+      ["Runtime.runIfWaitingForDebugger", {}],
+    ] as const) {
+      expect("forward" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+  });
+
   it("clearing emulated media passes (Playwright's attach); setting it is refused", () => {
     expect("forward" in send({ id: 1, method: "Emulation.setEmulatedMedia", params: { media: "", features: [{ name: "prefers-color-scheme", value: "" }] } })).toBe(true);
     expect("reply" in send({ id: 1, method: "Emulation.setEmulatedMedia", params: { media: "print" } })).toBe(true);
