@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { preferredWaitMs, withPausedWait } from "~/models/paused-wait.server";
 import { maskDeep, maskerFor, mayHold } from "~/models/secret-mask.server";
 import { answerTextOf, bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
 import { type RequestNote, linkNote } from "~/utils/log.server";
@@ -38,7 +39,8 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
       if (!handler) {
         throw new ApiError("method_not_allowed", `${args.request.method} is not allowed here; use ${methods.join(", ")}`);
       }
-      const out = await handler(args);
+      // A caller may bound how long it waits for a paused box (Prefer: wait=N, paused-wait.server.ts).
+      const out = await withPausedWait(preferredWaitMs(args.request), () => handler(args));
       return await masked(args, out instanceof Response ? out : jsonResponse(out ?? { ok: true }));
     } catch (e) {
       const res = errorResponse(e);

@@ -34,7 +34,10 @@ export function loopbackBase(): string {
  * endpoint puts it in authInfo after checking it), none in open mode.
  */
 export function clientFor(extra: Extra): HolmClient {
-  return new HolmClient({ baseUrl: loopbackBase(), token: extra.authInfo?.token || undefined });
+  // A call on a paused box waits for its resume, but an MCP client stops waiting on its own (the
+  // SDK's default: 60 s) and its agent would see no result at all: answer `timeout:` first.
+  const headers = { prefer: `wait=${env().HOLM_MCP_PAUSED_WAIT_SECS}` };
+  return new HolmClient({ baseUrl: loopbackBase(), token: extra.authInfo?.token || undefined, headers });
 }
 
 export const text = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });

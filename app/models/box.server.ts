@@ -12,6 +12,7 @@ import { boxResumed } from "./box-resumed.server";
 import { queuedStart } from "./box-start.server";
 import { stoppedError } from "./box-sync.server";
 import { admit } from "./capacity.server";
+import { pausedWaitMs, stillPaused } from "./paused-wait.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import {
   type BoxJson,
@@ -320,10 +321,8 @@ export interface RunningBox {
   address: string;
 }
 
-const PAUSED_WAIT_MS = 10 * 60_000;
-
-/** Resolves when the box leaves `paused` (or after the limit). */
-function untilUnpaused(id: string, signal?: AbortSignal): Promise<void> {
+/** Resolves when the box leaves `paused` (or after `limitMs`). */
+function untilUnpaused(id: string, limitMs: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       boxChanges.off("change", onChange);
@@ -334,7 +333,7 @@ function untilUnpaused(id: string, signal?: AbortSignal): Promise<void> {
     const onChange = (box: BoxJson) => {
       if (box.id === id && box.state !== "paused") done();
     };
-    const timer = setTimeout(done, PAUSED_WAIT_MS);
+    const timer = setTimeout(done, limitMs);
     boxChanges.on("change", onChange);
     signal?.addEventListener("abort", done);
   });
@@ -349,9 +348,10 @@ export async function requireRunningBox(actor: Actor, id: string, signal?: Abort
   let row = await visibleRow(actor, id);
   requireSettled(row);
   if (row.state === "paused") {
-    await untilUnpaused(id, signal);
+    const limitMs = pausedWaitMs();
+    await untilUnpaused(id, limitMs, signal);
     row = await visibleRow(actor, id);
-    if (row.state === "paused") throw new ApiError("timeout", `box ${id} stayed paused`, { retryable: true });
+    if (row.state === "paused") throw new ApiError("timeout", stillPaused(id, limitMs), { retryable: true });
   }
   if (row.state === "stopped") {
     throw new ApiError("screen_unavailable", `box ${id} is stopped${row.reason ? ` (${row.reason})` : ""}; resume it first`, { retryable: false });

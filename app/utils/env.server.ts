@@ -57,6 +57,11 @@ const EnvSchema = z.object({
   HOLM_SERVER_SCHEDULE: z.enum(["internal", "external"]).default("internal"),
   /** How often an `internal` schedule prunes old frames, trace entries and events. */
   HOLM_SERVER_PRUNE_SECS: z.coerce.number().int().min(1).max(604_800).default(3600),
+  /**
+   * How long an MCP tool call waits for a paused box to resume before it answers `timeout:`
+   * (retryable): under the MCP SDK client's default 60 s request timeout, so the agent sees it.
+   */
+  HOLM_MCP_PAUSED_WAIT_SECS: z.coerce.number().int().min(1).max(600).default(50),
   /** How long a takeover outlives its person's last control connection. */
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Boxes that may be starting at the same time; more wait in `starting`. */

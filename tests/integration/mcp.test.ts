@@ -78,7 +78,8 @@ async function readEvents(res: Response, until: (e: { id?: string; data: string 
 }
 
 beforeAll(async () => {
-  server = await startServer();
+  // A short wait for a paused box under MCP, so its test is quick (the default is 50 s).
+  server = await startServer({ HOLM_MCP_PAUSED_WAIT_SECS: "3" });
   c = consoleClient(server);
   ada = await c.signUp("ada@example.com", "A");
   key = await c.createKey(ada, "agent");
@@ -259,6 +260,26 @@ describe("MCP over Streamable HTTP", () => {
     const after = await rawPost(doomed.secret, { jsonrpc: "2.0", id: 2, method: "tools/list" }, { "mcp-session-id": sid });
     expect(after.status).toBe(401);
   });
+
+  it("on a paused box a tool answers before the client's own 60 s timeout: `timeout: … paused …`, retryable; after resume_box it works", async () => {
+    expect(body(await call("pause_box", { box: boxId })).state).toBe("paused");
+    try {
+      const t0 = Date.now();
+      // The SDK client's default request timeout (60 s): the server must answer first.
+      const r = (await client.callTool({ name: "frame", arguments: { box: boxId } })) as ToolResult;
+      expect(r.isError).toBe(true);
+      expect(r.content[0]!.text).toMatch(new RegExp(`^timeout: box ${boxId} is still paused after 3 s; .*resume_box`));
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      // The same bound on /v1 by RFC 7240's Prefer: wait.
+      const res = await fetch(`${server.base}/v1/boxes/${boxId}/screens/0/frame`, { headers: { authorization: `Bearer ${key.secret}`, prefer: "wait=1" } });
+      expect(res.status).toBe(504);
+      expect(await res.json()).toMatchObject({ code: "timeout", retryable: true });
+    } finally {
+      expect(body(await call("resume_box", { box: boxId })).state).toBe("ready");
+    }
+    const shot = await call("frame", { box: boxId });
+    expect(shot.isError, shot.content[0]?.text).toBeFalsy();
+  }, 90_000);
 
   it("remove_box needs confirm: true; then the box is gone", async () => {
     const refused = await call("remove_box", { box: boxId });
