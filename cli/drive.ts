@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import type { BatchBody, Holm } from "~/client/holm";
-import { type Out, UsageError, printJson } from "./output";
+import { type Out, UsageError, printJson, printable } from "./output";
 
 // holm batch, frame, exec and view: driving one box.
 
@@ -39,7 +39,7 @@ export function driveCommands(program: Command, ctx: Ctx) {
         out.results.forEach((r, i) => {
           const type = (body.actions[i] as { type?: string } | undefined)?.type ?? "?";
           const what = r.ok === false ? `${r.code}: ${r.message}` : "ok";
-          process.stdout.write(`${String(i).padStart(3)}  ${type.padEnd(12)} ${what}\n`);
+          process.stdout.write(`${String(i).padStart(3)}  ${printable(`${type.padEnd(12)} ${what}`)}\n`);
         });
       }
       // A batch that stopped at a step did not do what it was asked: a script's `set -e` sees it.

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { Holm, HolmEvent, TraceEntry } from "~/client/holm";
 import { describeEntry } from "~/components/trace-describe";
-import { type Out, UsageError, printJson, progress, ticker, when } from "./output";
+import { type Out, UsageError, jsonText, printJson, printable, progress, ticker, when } from "./output";
 
 // holm trace, fork and events: what happened to a box, doing it again, and the event log.
 
@@ -16,10 +16,10 @@ const intOpt = (name: string, v: string | undefined, positive = false) => {
 };
 
 /** One entry in the seed's words (001): `   6  agent    ran ls /tmp → 0`. */
-const entryLine = (e: TraceEntry) => `${String(e.seq).padStart(4)}  ${e.actor.padEnd(7)}  ${describeEntry(e)}\n`;
+const entryLine = (e: TraceEntry) => `${String(e.seq).padStart(4)}  ${printable(e.actor.padEnd(7))}  ${printable(describeEntry(e))}\n`;
 
 const eventLine = (e: HolmEvent) =>
-  `${String(e.seq).padStart(6)}  ${when(e.at_ms)}  ${e.kind.padEnd(18)} ${e.box_id ?? ""}${e.data ? `  ${JSON.stringify(e.data)}` : ""}\n`;
+  `${printable(`${String(e.seq).padStart(6)}  ${when(e.at_ms)}  ${e.kind.padEnd(18)} ${e.box_id ?? ""}${e.data ? `  ${jsonText(e.data)}` : ""}`)}\n`;
 
 /** Stops a follow on Ctrl-C or SIGTERM, quietly, with exit code 0. */
 function untilInterrupted(): AbortSignal {
@@ -86,7 +86,7 @@ export function historyCommands(program: Command, ctx: Ctx) {
       const json = ctx.out(cmd).json;
       let after = intOpt("after", f.after) ?? 0;
       if (f.follow) {
-        for await (const e of holm.events.follow({ after, signal: untilInterrupted() })) process.stdout.write(json ? `${JSON.stringify(e)}\n` : eventLine(e));
+        for await (const e of holm.events.follow({ after, signal: untilInterrupted() })) process.stdout.write(json ? `${jsonText(e)}\n` : eventLine(e));
         return;
       }
       const events: HolmEvent[] = [];

@@ -8,23 +8,46 @@ export interface Out {
   json: boolean;
 }
 
+/**
+ * Text from a box (page and window titles, commands in the trace, error messages that quote
+ * them), made safe for a terminal: every control character (C0, DEL, C1) is shown as an escape
+ * (`\x1b`, `\n`) instead of being written. Written raw, `\x1b]0;…\x07` retitles the user's
+ * terminal, `\x1b[2J` clears it and `\x1b]52;c;…\x07` writes their clipboard. A newline or tab
+ * is escaped too: the CLI prints one table row or trace entry a line.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => {
+    const named = NAMED_CONTROLS[c];
+    return named ?? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
+  });
+}
+const NAMED_CONTROLS: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * JSON as JSON.stringify writes it, with DEL and C1 escaped too (`\u009b`): JSON escapes only
+ * C0, and a C1 CSI reaches a terminal that reads 8-bit controls. Parses to the same value.
+ */
+export function jsonText(v: unknown, indent?: number): string {
+  return String(JSON.stringify(v, null, indent)).replace(/[\x7f-\x9f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`);
+}
+
 export function printJson(v: unknown) {
-  process.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  process.stdout.write(`${jsonText(v, 2)}\n`);
 }
 
 /** One JSON document per line, for the --follow streams. */
 export function printLine(v: unknown) {
-  process.stdout.write(`${JSON.stringify(v)}\n`);
+  process.stdout.write(`${jsonText(v)}\n`);
 }
 
-/** A table with a header row, columns padded to their widest cell. */
+/** A table with a header row, columns padded to their widest cell; every cell printable. */
 export function printTable(head: string[], rows: (string | number | undefined)[][]) {
-  const cells = [head, ...rows.map((r) => r.map((c) => (c === undefined ? "" : String(c))))];
+  const cells = [head, ...rows.map((r) => r.map((c) => (c === undefined ? "" : String(c))))].map((r) => r.map((c) => printable(c)));
   const widths = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
   for (const r of cells) process.stdout.write(`${r.map((c, i) => (i === r.length - 1 ? c : (c ?? "").padEnd(widths[i]!))).join("  ")}\n`);
 }
 
-export const progress = (line: string) => process.stderr.write(`${line}\n`);
+export const progress = (line: string) => process.stderr.write(`${printable(line)}\n`);
 
 /** A line on stderr that updates in place on a terminal (and is written once otherwise). */
 export function ticker(label: string) {
@@ -58,7 +81,7 @@ export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toISOS
 /** `code: message` on stderr, and the exit code. */
 export function fail(e: unknown): number {
   if (e instanceof HolmApiError) {
-    process.stderr.write(`${e.code}: ${e.message}\n`);
+    process.stderr.write(`${printable(e.code)}: ${printable(e.message)}\n`);
     return 1;
   }
   const err = e as Error & { cause?: { code?: string; message?: string } };
@@ -67,7 +90,7 @@ export function fail(e: unknown): number {
     process.stderr.write(`transport: could not reach ${url} (${err.cause?.code ?? err.cause?.message ?? "no answer"}); is the server running? (HOLM_URL)\n`);
     return 1;
   }
-  process.stderr.write(`bad_request: ${err?.message ?? String(e)}\n`);
+  process.stderr.write(`bad_request: ${printable(err?.message ?? String(e))}\n`);
   return 1;
 }
 

@@ -36,6 +36,17 @@ const REST = /^[a-z_]{1,32}\/[A-Za-z0-9_-]{1,128}$/;
 const MAX_CLIENT_MESSAGE = 100 * 1024 * 1024;
 const MAX_BROWSER_MESSAGE = 256 * 1024 * 1024;
 const PAUSED_WAIT_MS = 60_000;
+/**
+ * Back-pressure, both ways: while more than HIGH_WATER waits to be written to one side, the
+ * other side is not read (its TCP window closes, so its sender waits) until less than LOW_WATER
+ * waits. A paused box keeps its CDP sockets open (docs/decisions/0011): its socket stops taking
+ * bytes, and without this every message a client sent meanwhile was held here (a security
+ * review grew the server by 1.2 GB). Memory per socket stays under HIGH_WATER plus the largest
+ * message (one message is read whole before it is sent on). Unlike x11vnc (app/protocol/rfb/
+ * pipe.ts), neither side is shared by other connections, so pausing a reader stalls nobody else.
+ */
+const HIGH_WATER = 8 * 1024 * 1024;
+const LOW_WATER = 1024 * 1024;
 /** Close codes: 1008 (policy) when access ends, 1001 when the box goes away. */
 const CLOSE_POLICY = 1008;
 const CLOSE_AWAY = 1001;
@@ -124,13 +135,33 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   // Timers hold at most ~24.8 days; a token lives at most a day.
   c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
   c.timer.unref();
+  // Sends to `to`, and stops reading `from` while `to` is behind; each write's completion looks
+  // again (ws has no drain event; a write completes once the socket has taken it).
+  const relayTo = (to: WebSocket, from: WebSocket) => {
+    let held = false;
+    const check = () => {
+      if (held && to.bufferedAmount < LOW_WATER) {
+        held = false;
+        from.resume();
+      }
+    };
+    return (data: Buffer | string, binary: boolean) => {
+      to.send(data, { binary }, check);
+      if (!held && to.bufferedAmount > HIGH_WATER) {
+        held = true;
+        from.pause();
+      }
+    };
+  };
+  const toBrowser = relayTo(up, client);
+  const toClient = relayTo(client, up);
   client.on("message", (data: Buffer, isBinary) => {
     if (isBinary) return close(c, 1003, "DevTools takes text messages");
     if (up.readyState !== WebSocket.OPEN) return;
     // A script driving the browser uses the box: its idle timeout must not remove it mid-script.
     void touchBox(box_id).catch(() => undefined);
     // Read only while someone else holds the screen; otherwise the bytes go as they came.
-    if (!controlRefusal(issuer, box_id, screen)) return up.send(data, { binary: false });
+    if (!controlRefusal(issuer, box_id, screen)) return toBrowser(data, false);
     // A message the guard cannot read ends this socket, never the server: a throw here would be
     // uncaught (a command nested 200,000 deep overflowed the stack of JSON.stringify).
     let r: ReturnType<typeof guardCommand>;
@@ -140,11 +171,11 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
       log.warn({ box_id, screen, issuer, err: String(err).slice(0, 200) }, "a CDP message could not be read during a takeover; closing its socket");
       return close(c, 1007, "holm: a command that could not be read during a takeover");
     }
-    if ("reply" in r) client.send(r.reply);
-    else up.send(r.forward);
+    if ("reply" in r) toClient(r.reply, false);
+    else toBrowser(r.forward, false);
   });
   up.on("message", (data: Buffer, isBinary) => {
-    if (client.readyState === WebSocket.OPEN) client.send(data, { binary: isBinary });
+    if (client.readyState === WebSocket.OPEN) toClient(data, isBinary);
   });
   client.on("close", () => close(c, 1000, ""));
   up.on("close", (code) => close(c, code === 1000 ? 1000 : CLOSE_AWAY, "the browser closed the connection"));

@@ -11,6 +11,9 @@ import { env } from "~/utils/env.server";
 //     `Origin: null` and `Sec-Fetch-Site: cross-site|same-site`: 403 `denied`. No CORS is granted.
 //   - /v1 and /mcp bodies must be application/json (a form or text/plain POST needs no preflight):
 //     400 `bad_request` (the seed's code for a request that is not valid).
+//   - /v1 and /mcp are told as the router reads the path (any case, escapes decoded, dot
+//     segments resolved: `isApiPath`); a request target that is not a path (absolute-form) is
+//     400 `bad_request`.
 //   - A /v1 path that does not decode (`%FF`): 400 `bad_request`, in the /v1 error shape. A request
 //     that is not HTTP, or whose line and headers pass Node's limit, gets the same JSON body
 //     (431 for the latter) from `answerClientError`, not Node's bare answer.
@@ -199,10 +202,14 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   if (!hostAllowed(req.headers.host, { address: req.socket.localAddress, port: req.socket.localPort })) {
     return send(res, hostRefusal(req.headers.host), hasBody(req) ? req : undefined);
   }
-  const path = (req.url ?? "/").split("?")[0]!;
-  // /mcp (MCP over Streamable HTTP, docs/decisions/0013) is the API too: the same rules. The
-  // MCP spec asks the server to check Origin on every request, the SSE GET included.
-  const v1 = path === "/v1" || path.startsWith("/v1/") || path === "/mcp";
+  const url = req.url ?? "/";
+  // Only origin-form (`GET /path`): absolute-form (`GET http://evil.example/v1/boxes`) names
+  // another server, and the router, which glues the Host to the path, failed on it with a 500.
+  if (!url.startsWith("/")) {
+    return send(res, new ApiError("bad_request", "the request target must be a path (origin-form, starting with /), not a URL"), hasBody(req) ? req : undefined);
+  }
+  const path = url.split("?")[0]!;
+  const v1 = isApiPath(path);
   if (v1 && !decodes(path)) {
     return send(res, new ApiError("bad_request", "the path holds a malformed percent-escape (% then two hex digits of UTF-8)"), hasBody(req) ? req : undefined);
   }
@@ -222,6 +229,30 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
     if (declared === undefined) capStreamingBody(req, res, limit);
   }
   next();
+}
+
+/**
+ * Whether a path is /v1 or /mcp as the router will read it: the router resolves `.` and `..`,
+ * decodes percent-escapes and matches without regard to case, so `/V1/boxes`, `/%761/boxes` and
+ * `/x/../v1/boxes` reach /v1 routes and must meet the /v1 rules (a case-sensitive test on the
+ * raw path let them through cross-site). The path is classified, not refused: a client that
+ * spells it oddly still gets the /v1 rules and answers, and nothing of the console begins with
+ * /v1 or /mcp, so a wider match costs nothing. Repeated slashes are merged (`//v1`) for the same
+ * reason. /mcp (MCP over Streamable HTTP, docs/decisions/0013) is the API too: the MCP spec asks
+ * the server to check Origin on every request, the SSE GET included.
+ */
+export function isApiPath(raw: string): boolean {
+  let p: string;
+  try {
+    // As the router's request URL is made (host + path), so dot segments resolve the same way.
+    p = new URL(`http://holm${raw}`).pathname;
+  } catch {
+    p = raw;
+  }
+  // Only escapes of ASCII are decoded: a prefix test needs no more, and a bad escape (`%FF`) must
+  // not hide the prefix from the decode check that follows.
+  p = p.replace(/%([0-7][0-9a-f])/gi, (_, h: string) => String.fromCharCode(parseInt(h, 16))).replace(/\/+/g, "/").toLowerCase();
+  return p === "/v1" || p.startsWith("/v1/") || p === "/mcp" || p.startsWith("/mcp/");
 }
 
 /** Whether a path's percent-escapes decode. (The decoded text is used, so no bundler drops the call.) */

@@ -51,6 +51,16 @@ export function attachTerminal(io: IoServer) {
 
 /** Input kept while the shell starts: far more than a person types or pastes in that second. */
 const EARLY_MAX = 1024 * 1024;
+/**
+ * Input waiting for the shell (written, not yet taken by the box's TTY) past which the terminal
+ * ends. socket.io cannot pause one socket's reading (its transport reads for every namespace
+ * and socket on the connection), so input that arrives while the shell is behind can only be
+ * kept, dropped or refused. Kept without a limit, a page that floods a shell that reads
+ * nothing grew the server by a gigabyte (security review); dropped, the shell would run what
+ * is left of a paste, a cut command included. So it is refused: the terminal ends and says
+ * why. A person's typing and pastes stay far below this while the shell reads at all.
+ */
+const INPUT_BEHIND_MAX = 4 * 1024 * 1024;
 
 async function serve(socket: Socket) {
   const actor = socket.data.actor as Actor & { kind: "workspace" };
@@ -141,6 +151,10 @@ async function serve(socket: Socket) {
   const write = (d: unknown) => {
     const b = toBytes(d);
     if (!b || ended) return;
+    if (shell.stream.writableLength + b.length > INPUT_BEHIND_MAX) {
+      log.warn({ box_id: boxId, by, behind: shell.stream.writableLength }, "terminal input the shell does not read; ending the terminal");
+      return end(null, "too much input that the shell is not reading; the terminal was closed (open it again)");
+    }
     shell.stream.write(b);
     void touchBox(boxId).catch(() => undefined);
   };

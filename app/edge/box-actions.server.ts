@@ -1,25 +1,38 @@
 import type { Actor } from "~/models/actor";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
-import { pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
+import { type BoxJson, pauseBox, removeBox, resumeBox, stopBox } from "~/models/box.server";
+import { assertMayChangeBox } from "~/models/takeover.server";
 import { BoxPatchSchema } from "~/protocol/api-box";
 import { ApiError } from "~/utils/api-error.server";
 import { field } from "./form.server";
 import { validate } from "./route.server";
 
-// The lifecycle buttons of the console (list and box page) share one path to the models.
+// Every lifecycle change of a box, from the console's buttons (list and box page) and from /v1
+// (POST …/pause|resume|stop, DELETE), goes through `changeBox`, so the takeover check cannot be
+// on one path and missing on the other (a member's console pause went through while /v1 refused
+// it: docs/security.md, "Takeover means hands off"). `doing` names the change in the refusal;
+// resume has none (it only brings back what the box was).
 const LIFECYCLE = {
-  pause: [pauseBox, "Paused."],
-  resume: [resumeBox, "Resumed."],
-  stop: [stopBox, "Stopped."],
-  remove: [removeBox, "Removed."],
+  pause: { verb: pauseBox, doing: "pausing the box", done: "Paused." },
+  resume: { verb: resumeBox, doing: undefined, done: "Resumed." },
+  stop: { verb: stopBox, doing: "stopping the box", done: "Stopped." },
+  remove: { verb: removeBox, doing: "removing the box", done: "Removed." },
 } as const;
+
+export type Lifecycle = keyof typeof LIFECYCLE;
+
+/** Pauses, resumes, stops or removes a box, refused (409 denied) while another person holds a screen of it. */
+export async function changeBox(actor: Actor, change: Lifecycle, id: string): Promise<BoxJson> {
+  const { verb, doing } = LIFECYCLE[change];
+  if (doing) await assertMayChangeBox(actor, id, doing);
+  return verb(actor, id);
+}
 
 /** Runs a lifecycle intent from a console form; undefined when the intent is not one. */
 export async function lifecycleIntent(actor: Actor, intent: string, id: string): Promise<{ ok: string } | undefined> {
-  const entry = LIFECYCLE[intent as keyof typeof LIFECYCLE];
-  if (!entry) return undefined;
-  await entry[0](actor, id);
-  return { ok: entry[1] };
+  if (!Object.hasOwn(LIFECYCLE, intent)) return undefined;
+  await changeBox(actor, intent as Lifecycle, id);
+  return { ok: LIFECYCLE[intent as Lifecycle].done };
 }
 
 /**

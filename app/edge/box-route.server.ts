@@ -1,11 +1,12 @@
 import type { z } from "zod";
 import type { Actor } from "~/models/actor";
 import type { Role } from "~/models/roles";
-import { type BoxJson, getBox, requireRunningBox } from "~/models/box.server";
+import { getBox, requireRunningBox } from "~/models/box.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
-import { assertMayChangeBox, assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
+import { assertMayDrive, assertMayWriteBox } from "~/models/takeover.server";
 import { agentCall } from "~/protocol/agent";
 import { requireActor } from "./auth.server";
+import { type Lifecycle, changeBox } from "./box-actions.server";
 import { param, parseBody, parseQuery, refuseBody, v1 } from "./route.server";
 
 // The steps the /v1 box routes share, in the order they run, so which refusal wins (unknown box,
@@ -14,19 +15,17 @@ import { param, parseBody, parseQuery, refuseBody, v1 } from "./route.server";
 type RouteArgs = Parameters<typeof param>[0];
 
 /**
- * A lifecycle route (`POST /v1/boxes/{id}/pause|resume|stop`). `doing` names the change for the
- * takeover check ("pausing the box"); without it the route makes none (resume, which only brings
- * back what the box was).
+ * A lifecycle route (`POST /v1/boxes/{id}/pause|resume|stop`), through the console's path
+ * (`changeBox`, with its takeover check).
  */
-export function lifecycleRoute(verb: (actor: Actor, id: string) => Promise<BoxJson>, doing?: string) {
+export function lifecycleRoute(change: Exclude<Lifecycle, "remove">) {
   return v1({
     POST: async (args) => {
       const actor = await requireActor(args.request);
       // The box first (another workspace's is 404 whatever the body), then the body.
       await getBox(actor, param(args, "id"));
       await refuseBody(args.request);
-      if (doing) await assertMayChangeBox(actor, param(args, "id"), doing);
-      return verb(actor, param(args, "id"));
+      return changeBox(actor, change, param(args, "id"));
     },
   });
 }

@@ -193,6 +193,28 @@ describe("a person's takeover is hands off for the agent", () => {
     await c.form(ada, "/members", { intent: "role", user: mia.id, role: "member", csrf: csrf2 });
   });
 
+  it("another member's pause, stop and remove from the console are refused as /v1 refuses them, with the reason on the page", async () => {
+    expect((await boxForm(mia, "takeover")).status).toBe(200);
+    const reason = /a person has control of screen 0 of this box; (pausing|stopping|removing) the box/;
+    // A refused console form answers 400 with the reason on the page (app/edge/form.server.ts).
+    for (const intent of ["pause", "stop"]) {
+      const r = await boxForm(dan, intent);
+      expect(r.status, `box page ${intent}`).toBe(400);
+      expect(r.text, `box page ${intent}`).toMatch(reason);
+    }
+    const listCsrf = c.csrfIn(await c.page(dan, "/"));
+    const removed = await c.form(dan, "/?index", { intent: "remove", id: boxId, csrf: listCsrf });
+    const text = await removed.text();
+    expect(removed.status).toBe(400);
+    expect(text).toMatch(reason);
+    expect(text).not.toMatch(/Removed\./);
+    expect((await json(await asKey(`/v1/boxes/${boxId}`))).state).toBe("ready");
+    // The holder may still change their own box's state (resume brings back only what was).
+    expect((await boxForm(mia, "pause")).status).toBe(200);
+    expect((await boxForm(dan, "resume")).status).toBe(200);
+    expect((await json(await asKey(`/v1/boxes/${boxId}`))).state).toBe("ready");
+  });
+
   it("a removed box ends its tickets and its sockets", async () => {
     const watch = await personTicket(mia, "view");
     const s = (await openViewer(watch.url)) as Closing;

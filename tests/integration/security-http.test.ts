@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { io } from "socket.io-client";
@@ -271,6 +272,40 @@ describe("after the first account", () => {
     const trace = await json(await fetch(`${server.base}/v1/boxes/${box}/trace?limit=500`, { headers: { authorization: `Bearer ${key}` } }));
     const gone = trace.entries.find((e: { event: string }) => e.event === "gone");
     expect(gone).toMatchObject({ actor: "person", data: { reason: "removed", by: expect.stringMatching(/^user:/) } });
+  });
+
+  it("applies the /v1 and /mcp rules to the path as the router reads it: any case, percent-escapes, dot segments; absolute-form is refused", async () => {
+    const cross = { cookie: ada.cookie, origin: EVIL, "sec-fetch-site": "cross-site" };
+    // React Router matches without regard to case, after decoding and resolving "..": each of
+    // these reaches a /v1 route, so each gets the /v1 rules (403 cross-site, not the answer).
+    for (const p of ["/V1/boxes", "/%761/boxes", "/%56%31/boxes", "/V1/secrets", "/v1/Events", "/x/../V1/boxes", "/v1//boxes", "/MCP", "/Mcp/"]) {
+      for (const method of ["GET", "POST"]) {
+        const res = await raw(server.base, method, p, { ...cross, "content-type": "application/json" }, method === "POST" ? "{}" : undefined);
+        expect(res.status, `${method} ${p}: ${res.text.slice(0, 200)}`).toBe(403);
+        expect(JSON.parse(res.text), `${method} ${p}`).toMatchObject({ code: "forbidden", retryable: false });
+      }
+    }
+    // A path that does not decode gets the /v1 error body, whatever its case.
+    for (const p of ["/V1/boxes/%FF", "/%761/boxes/%FF"]) {
+      const res = await raw(server.base, "GET", p, { cookie: ada.cookie });
+      expect(res.status, p).toBe(400);
+      expect(JSON.parse(res.text), p).toMatchObject({ code: "bad_request" });
+    }
+    // A request line in absolute-form names another server: 400 with the JSON body, not a 500 page.
+    for (const target of ["http://evil.example/v1/boxes", `${server.base}/v1/boxes`, "*"]) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = net.connect(Number(new URL(server.base).port), "127.0.0.1");
+        let text = "";
+        s.on("data", (d) => (text += d));
+        s.on("end", () => resolve(text));
+        s.on("error", reject);
+        s.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nCookie: ${ada.cookie}\r\nConnection: close\r\n\r\n`);
+      });
+      expect(answer.split("\r\n")[0], target).toMatch(/^HTTP\/1\.1 400 /);
+      expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4)), target).toMatchObject({ code: "bad_request" });
+    }
+    // The canonical path from the console's own origin is served as before.
+    expect((await raw(server.base, "GET", "/v1/boxes", { cookie: ada.cookie, origin: server.base })).status).toBe(200);
   });
 
   it("socket.io refuses a cross-site Origin and a foreign Host; the console's own origin connects", async () => {

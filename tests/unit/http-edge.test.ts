@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { crossSiteReason, hostAllowed, originAllowed, parseHost } from "../../server/http-edge";
+import { crossSiteReason, hostAllowed, isApiPath, originAllowed, parseHost } from "../../server/http-edge";
 import { safeNext } from "~/edge/next-path.server";
 import { isLoopback } from "~/edge/peer.server";
 
@@ -74,5 +74,16 @@ describe("isLoopback", () => {
   it("knows loopback peers in every spelling, and nothing else", () => {
     for (const a of ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"]) expect(isLoopback(a), a).toBe(true);
     for (const a of [undefined, "", "192.0.2.2", "::ffff:192.0.2.2", "172.17.0.1", "fe80::1", "128.0.0.1"]) expect(isLoopback(a), String(a)).toBe(false);
+  });
+});
+
+describe("isApiPath", () => {
+  it("tells /v1 and /mcp as the router reads the path: any case, ASCII escapes decoded, dot segments resolved, slashes merged", () => {
+    for (const p of ["/v1", "/v1/boxes", "/V1/boxes", "/%761/boxes", "/%56%31/boxes", "/x/../V1/boxes", "/%2e%2e/v1/x", "//v1/boxes", "/v1%2Fboxes", "/V1/boxes/%FF", "/mcp", "/MCP", "/Mcp/"]) {
+      expect(isApiPath(p), p).toBe(true);
+    }
+    for (const p of ["/", "/boxes/box_1", "/v10/x", "/v1x", "/keys", "/mcpx", "/%FF", "/docs/v1/boxes"]) {
+      expect(isApiPath(p), p).toBe(false);
+    }
   });
 });

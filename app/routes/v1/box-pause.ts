@@ -1,6 +1,5 @@
 import { lifecycleRoute } from "~/edge/box-route.server";
-import { pauseBox } from "~/models/box.server";
 
-const route = lifecycleRoute(pauseBox, "pausing the box");
+const route = lifecycleRoute("pause");
 
 export const loader = route.loader, action = route.action;

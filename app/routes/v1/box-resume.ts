@@ -1,6 +1,5 @@
 import { lifecycleRoute } from "~/edge/box-route.server";
-import { resumeBox } from "~/models/box.server";
 
-const route = lifecycleRoute(resumeBox);
+const route = lifecycleRoute("resume");
 
 export const loader = route.loader, action = route.action;

@@ -1,6 +1,5 @@
 import { lifecycleRoute } from "~/edge/box-route.server";
-import { stopBox } from "~/models/box.server";
 
-const route = lifecycleRoute(stopBox, "stopping the box");
+const route = lifecycleRoute("stop");
 
 export const loader = route.loader, action = route.action;

@@ -1,10 +1,10 @@
 import { requireActor } from "~/edge/auth.server";
+import { changeBox } from "~/edge/box-actions.server";
 import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
-import { getBox, removeBox } from "~/models/box.server";
+import { getBox } from "~/models/box.server";
 import { withDevtoolsUrl } from "~/models/cdp-access.server";
 import { withForkReplay } from "~/models/fork-progress.server";
-import { assertMayChangeBox } from "~/models/takeover.server";
 import { BoxPatchSchema } from "~/protocol/api-box";
 import { ApiError } from "~/utils/api-error.server";
 
@@ -30,8 +30,7 @@ const route = v1({
     // The box first (another workspace's is 404 whatever the body), then the body.
     await getBox(actor, param(args, "id"));
     await refuseBody(args.request);
-    await assertMayChangeBox(actor, param(args, "id"), "removing the box");
-    return removeBox(actor, param(args, "id"));
+    return changeBox(actor, "remove", param(args, "id"));
   },
 });
 
