@@ -1,7 +1,7 @@
 import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
-import { SERVER_ID, serverAlive } from "~/utils/cluster.server";
+import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
@@ -45,7 +45,8 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
         await removeRow(row, `idle: unused for ${row.idle_timeout_secs} s`);
         removed++;
       } else if (row.state === "starting") {
-        await abandonIfOrphaned(row, false);
+        // Without Redis there is one server (ADR 0021): an earlier process's starts are its boot's.
+        if (clustered()) await abandonIfOrphaned(row, false);
       } else if ((await reconcile(row)) === "forgotten") {
         removed++;
       }

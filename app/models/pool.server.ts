@@ -1,4 +1,4 @@
-import { SERVER_ID, serverAlive } from "~/utils/cluster.server";
+import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
@@ -227,7 +227,8 @@ async function takeOverOrphans(): Promise<{ back: number; removed: number }> {
 
 /** One sweep: drops pool boxes that stopped answering, then launches what the pool lacks. */
 async function sweep(): Promise<void> {
-  await takeOverOrphans();
+  // Without Redis there is one server: an earlier process's pool boxes were taken over at boot.
+  if (clustered()) await takeOverOrphans();
   // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes.
   const stray = await db()
     .selectFrom("box")
