@@ -38,6 +38,11 @@ export interface BoxTable {
   start_json: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 while the box waits, unowned, in the warm pool (app/models/pool.server.ts); 0 otherwise. */
   pooled: ColumnType<number, number | undefined, number>;
+  /**
+   * The server process (SERVER_ID) starting the box, or keeping it in its warm pool: another
+   * server leaves it alone while that one is alive. Null on boxes from before migration 0020.
+   */
+  server_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface EventTable {
@@ -231,6 +236,9 @@ export interface WebhookDeliveryTable {
   latency_ms: number | null;
   error: string | null;
   replay_of: string | null;
+  /** The server sending it now, until `claimed_until_ms` (a dead sender's claim lapses). */
+  claimed_by: ColumnType<string | null, string | null | undefined, string | null>;
+  claimed_until_ms: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface Database {

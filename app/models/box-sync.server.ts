@@ -1,6 +1,7 @@
 import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
+import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
@@ -14,6 +15,8 @@ import {
   setState,
   trace,
   serverId,
+  boxChanges,
+  toBoxJson,
 } from "./box-record.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
@@ -41,7 +44,10 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
       } else if (row.idle_timeout_secs && now - Number(row.last_used_ms) >= row.idle_timeout_secs * 1000) {
         await removeRow(row, `idle: unused for ${row.idle_timeout_secs} s`);
         removed++;
-      } else if (row.state !== "starting" && (await reconcile(row)) === "forgotten") {
+      } else if (row.state === "starting") {
+        // Without Redis there is one server (ADR 0021): an earlier process's starts are its boot's.
+        if (clustered()) await abandonIfOrphaned(row, false);
+      } else if ((await reconcile(row)) === "forgotten") {
         removed++;
       }
     } catch (err) {
@@ -49,6 +55,32 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
     }
   }
   return { removed };
+}
+
+/**
+ * A `starting` box whose server process is gone (restarted, killed) will never finish: it is
+ * failed and its container removed. One that a live server is starting is left alone: servers
+ * share the store, and a server booting beside another (a rolling restart) must not end its work.
+ * Rows from before migration 0020 name no server: they are taken as a dead server's at boot, as
+ * before, and left to the server starting them otherwise. Conditional on the row, so of two
+ * servers that find it, one fails it.
+ */
+async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
+  if (row.server_id === SERVER_ID || (row.server_id === null ? !atBoot : await serverAlive(row.server_id))) return;
+  const reason = atBoot ? "the server restarted while the box was starting" : "the server starting the box stopped before it was ready";
+  const patch = { state: "failed", reason, ...abandonedStart(row) };
+  const done = await db()
+    .updateTable("box")
+    .set(patch)
+    .where("id", "=", row.id)
+    .where("state", "=", "starting")
+    .where((eb) => (row.server_id === null ? eb("server_id", "is", null) : eb("server_id", "=", row.server_id)))
+    .executeTakeFirst();
+  if (Number(done.numUpdatedRows) === 0) return;
+  Object.assign(row, patch);
+  boxChanges.emit("change", toBoxJson(row));
+  log.info({ box: row.id, server: row.server_id }, reason);
+  if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
 }
 
 /** Syncs one record with what the runtime reports. */
@@ -184,10 +216,8 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
     try {
       // With the memory store a box taken back starts a new trace (a pool box has none yet).
       if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
-      if (row.state === "starting") {
-        await setState(row, "failed", "the server restarted while the box was starting", abandonedStart(row));
-        if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
-      } else await reconcile(row);
+      if (row.state === "starting") await abandonIfOrphaned(row, true);
+      else await reconcile(row);
     } catch (err) {
       log.error({ err }, `adopt: box ${row.id}`);
     }
@@ -288,5 +318,7 @@ function rowFromLabels(id: string, ref: string, labels: Record<string, string>):
     start_json: null,
     pooled: labels["holm.pool"] === "1" ? 1 : 0,
     record_takeovers: 0,
+    // No server's yet: a pool box joins this server's pool when startPool takes it over.
+    server_id: null,
   };
 }

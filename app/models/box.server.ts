@@ -5,6 +5,7 @@ import type { Runtime, Shell } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { SERVER_ID } from "~/utils/cluster.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
 import { launch, waitReady } from "./box-launch.server";
@@ -163,6 +164,7 @@ export async function createBox(
     start_json: JSON.stringify(queuedStart(now)),
     pooled: 0,
     record_takeovers: 0,
+    server_id: SERVER_ID,
   };
   // Refused with 503 `unavailable` when the machine cannot hold another box (ADR 0016).
   await admit(() => insertBoxWithinLimits(row, image));
@@ -267,8 +269,7 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
     if (cur.state !== "paused" && cur.state !== "stopped") {
       throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
     }
-    // A stopped box comes back with a new desktop, so its viewer URLs change; so does a paused one
-    // its engine could only restart (runtime.ts, unpause).
+    // A stopped box, or a paused one its engine could only restart (runtime.ts, unpause), comes back with a new desktop: new viewer URLs.
     const restarted = cur.state === "stopped" ? (await rt.start(cur.runtime_ref!), true) : (await rt.unpause(cur.runtime_ref!)) === "restarted";
     if (!restarted) return { last_used_ms: Date.now() };
     forgetAddress(id);

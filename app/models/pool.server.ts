@@ -1,5 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { DEFAULT_RUNTIME } from "~/runtime/index.server";
+import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
@@ -10,11 +9,11 @@ import { launch, launchLoad } from "./box-launch.server";
 import { capacity, refusal } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
-import { queuedStart } from "./box-start.server";
+import { type Entry, entries, fitsPool, poolPlacement, poolRow } from "./pool-row.server";
 import { recordEvent } from "./event.server";
 import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
-import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, normalizePlacement, normalizeSpec, specDigest } from "./spec.server";
+import { type NormalPlacement, type NormalSpec, boxMemory, specDigest } from "./spec.server";
 import { log } from "~/utils/log.server";
 import { countPoolClaim } from "~/utils/metrics.server";
 
@@ -23,6 +22,9 @@ import { countPoolClaim } from "~/utils/metrics.server";
 // normalised spec matches takes one: the claim writes owner, placement, lifetime and metadata
 // onto the ready box and starts its trace and events there. A pool box is never touched before
 // its claim (no viewer, no call reaches it: visibleRow refuses it), so it has nothing to reset.
+// Each server keeps its own pool (ADR 0021): its pool boxes carry its SERVER_ID, and a dead
+// server's are taken over by the first live server whose conditional update wins (kept while its
+// pool lacks them, removed otherwise), so none is counted twice or left to no one.
 
 const TICK_MS = 2000;
 
@@ -36,13 +38,6 @@ const HEALTH_TIMEOUT_MS = 1000;
 const CLAIM_QUIET_MS = 250;
 const CLAIM_HOLD_MS = 1000;
 
-interface Entry {
-  key: string;
-  digest: string;
-  spec?: NormalSpec;
-  size: number;
-}
-
 /** Ready pool boxes by spec digest, oldest first; a claim takes one synchronously, so never twice. */
 const ready = new Map<string, string[]>();
 
@@ -53,47 +48,16 @@ let timer: NodeJS.Timeout | undefined;
 let ticking: Promise<void> | undefined;
 let again = false;
 
-function poolPlacement(): NormalPlacement {
-  return {
-    ...normalizePlacement({}, DEFAULT_RUNTIME),
-    expires_after_secs: MAX_LIFETIME_SECS,
-  };
-}
-
-async function entries(): Promise<Entry[]> {
-  const out: Entry[] = [];
-  for (const { key, size } of env().HOLM_POOL ?? []) {
-    if (key === "default") {
-      const spec = normalizeSpec();
-      out.push({ key, digest: specDigest(spec), spec, size });
-      continue;
-    }
-    // A digest names a spec only once the server has seen a box of it (ADR 0014).
-    const seen = await db().selectFrom("box").select("spec_json").where("spec_digest", "=", key).orderBy("created_at_ms", "desc").executeTakeFirst();
-    out.push({
-      key,
-      digest: key,
-      spec: seen ? (JSON.parse(seen.spec_json) as NormalSpec) : undefined,
-      size,
-    });
-  }
-  return out;
-}
-
+/** This server's pool boxes. */
 async function poolRows(): Promise<BoxRow[]> {
   return db()
     .selectFrom("box")
     .selectAll()
     .where("pooled", "=", 1)
+    .where("server_id", "=", SERVER_ID)
     .where("removed_at_ms", "is", null)
     .where("state", "in", ["starting", "ready"])
     .execute();
-}
-
-/** Whether a caller's placement gets the container a pool box has (lifetimes are set at claim). */
-function fitsPool(p: NormalPlacement): boolean {
-  const pool = poolPlacement();
-  return p.runtime === pool.runtime && boxMemory(p) === boxMemory(pool) && !p.cpus && !p.persistent && !p.profile;
 }
 
 async function healthy(row: BoxRow): Promise<boolean> {
@@ -198,35 +162,7 @@ export async function claimFromPool(
 async function launchOne(entry: Entry & { spec: NormalSpec }) {
   const now = Date.now();
   const placement = poolPlacement();
-  const row: BoxRow = {
-    id: `box_${randomBytes(16).toString("hex")}`,
-    owner: null,
-    runtime: placement.runtime,
-    runtime_ref: null,
-    spec_digest: entry.digest,
-    spec_json: JSON.stringify(entry.spec),
-    placement_json: JSON.stringify(placement),
-    image: null,
-    state: "starting",
-    reason: null,
-    screens: entry.spec.desktop.screens,
-    width: entry.spec.desktop.width,
-    height: entry.spec.desktop.height,
-    persistent: 0,
-    created_at_ms: now,
-    expires_at_ms: now + placement.expires_after_secs * 1000,
-    idle_timeout_secs: null,
-    last_used_ms: now,
-    removed_at_ms: null,
-    desktop: 1,
-    name: null,
-    labels_json: null,
-    created_by: null,
-    created_by_name: null,
-    start_json: JSON.stringify(queuedStart(now)),
-    pooled: 1,
-    record_takeovers: 0,
-  };
+  const row = poolRow(entry.digest, entry.spec, placement, now);
   refilling.set(entry.digest, (refilling.get(entry.digest) ?? 0) + 1);
   try {
     await db().insertInto("box").values(row).execute();
@@ -244,13 +180,61 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
   }
 }
 
+/**
+ * Takes over the pool boxes of servers that are gone (a restart's earlier process among them):
+ * each row by one server only (a conditional update of its server_id). A ready box that answers
+ * joins this pool while it lacks one of its spec; the rest are removed. Rows from before
+ * migration 0020 (no server_id) count as a dead server's. Answers how many were kept and removed.
+ */
+async function takeOverOrphans(): Promise<{ back: number; removed: number }> {
+  const rows = await db()
+    .selectFrom("box")
+    .selectAll()
+    .where("pooled", "=", 1)
+    .where("removed_at_ms", "is", null)
+    .where("state", "not in", ["failed", "gone"])
+    .where((eb) => eb.or([eb("server_id", "is", null), eb("server_id", "!=", SERVER_ID)]))
+    .execute();
+  let [back, removed] = [0, 0];
+  if (rows.length === 0) return { back, removed };
+  const sizes = new Map((await entries()).map((e) => [e.digest, e.size]));
+  const alive = new Map<string, boolean>();
+  for (const row of rows) {
+    const was = row.server_id;
+    if (was !== null && (alive.get(was) ?? alive.set(was, await serverAlive(was)).get(was))) continue;
+    // A box its dead server was still starting is box-sync's (failed and removed there).
+    if (row.state === "starting") continue;
+    const won = await db()
+      .updateTable("box")
+      .set({ server_id: SERVER_ID })
+      .where("id", "=", row.id)
+      .where("pooled", "=", 1)
+      .where((eb) => (was === null ? eb("server_id", "is", null) : eb("server_id", "=", was)))
+      .executeTakeFirst();
+    if (Number(won.numUpdatedRows) === 0) continue;
+    const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0);
+    if (row.state === "ready" && !full && (await healthy(row))) {
+      ready.set(row.spec_digest, [...(ready.get(row.spec_digest) ?? []), row.id]);
+      back++;
+    } else {
+      void retire(row, row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart");
+      removed++;
+    }
+  }
+  if (back || removed) log.info(`pool: ${back} box(es) back in the pool, ${removed} removed`);
+  return { back, removed };
+}
+
 /** One sweep: drops pool boxes that stopped answering, then launches what the pool lacks. */
 async function sweep(): Promise<void> {
+  // Without Redis there is one server: an earlier process's pool boxes were taken over at boot.
+  if (clustered()) await takeOverOrphans();
   // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes.
   const stray = await db()
     .selectFrom("box")
     .selectAll()
     .where("pooled", "=", 1)
+    .where("server_id", "=", SERVER_ID)
     .where("removed_at_ms", "is", null)
     .where("state", "not in", ["starting", "ready", "failed", "gone"])
     .execute();
@@ -325,27 +309,17 @@ function kick() {
 }
 
 /**
- * At boot, after adoption: pool boxes that came back and answer go back in the pool; the rest
- * (a start cut short, a desktop that died meanwhile) are removed. Then the refills begin.
+ * At boot, after adoption: pool boxes of servers that are gone (this one's earlier process) that
+ * came back and answer go back in the pool, as many as it keeps; the rest are removed
+ * (takeOverOrphans, which each sweep runs again). Then the refills begin.
  */
 export async function startPool(): Promise<void> {
   if (env().HOLM_STORAGE_BACKEND === "memory") {
     const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
     compactClaims(new Set(live.map((r) => r.id)));
   }
-  if (!env().HOLM_POOL) return;
-  let back = 0;
-  let removed = 0;
-  for (const row of await poolRows()) {
-    if (row.state === "ready" && (await healthy(row))) {
-      ready.set(row.spec_digest, [...(ready.get(row.spec_digest) ?? []), row.id]);
-      back++;
-    } else {
-      await retire(row, "it did not come back ready after a restart");
-      removed++;
-    }
-  }
-  if (back || removed) log.info(`pool: ${back} box(es) back in the pool, ${removed} removed`);
+  // Without a pool of its own a server still removes the pool boxes of servers that are gone.
+  await takeOverOrphans();
   timer = setInterval(kick, TICK_MS);
   timer.unref();
   kick();

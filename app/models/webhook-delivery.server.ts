@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { notFound } from "~/utils/api-error.server";
+import { SERVER_ID } from "~/utils/cluster.server";
 import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
@@ -22,6 +23,9 @@ const RETRY_MAX_DELAY_MS = 3600 * 1000;
 const CURSOR = "webhook_cursor";
 /** Attempts in flight at once, across all webhooks. */
 export const SEND_CONCURRENCY = 8;
+
+/** A sender's claim outlasts its attempt's timeout by this much; then another server may send. */
+const CLAIM_MARGIN_MS = 30_000;
 
 const newId = () => `whd_${randomBytes(12).toString("hex")}`;
 
@@ -82,6 +86,8 @@ export async function dueDeliveries(now: number, busy: ReadonlySet<string>, limi
     .select("id")
     .where("status", "=", "pending")
     .where("next_at_ms", "<=", now)
+    // Another server is sending it now.
+    .where((eb) => eb.or([eb("claimed_until_ms", "is", null), eb("claimed_until_ms", "<", now)]))
     .orderBy("next_at_ms")
     .limit(limit + busy.size)
     .execute();
@@ -94,8 +100,24 @@ export function retryDelay(attempts: number, baseMs: number, random = Math.rando
   return Math.round(exp * (0.5 + random()));
 }
 
-/** Makes one attempt of a delivery and records it. The caller makes sure it is not in flight twice. */
+/**
+ * Makes one attempt of a delivery and records it, if this server wins its claim in the store:
+ * every server's loop finds the same due rows (ADR 0021), and only the one whose conditional
+ * update takes a pending, due, unclaimed row sends it. A claim lapses after the attempt's timeout
+ * and a margin, so a delivery whose sender died is sent again by another server then.
+ */
 export async function attemptDelivery(id: string): Promise<void> {
+  const e = env();
+  const now = Date.now();
+  const claim = await db()
+    .updateTable("webhook_delivery")
+    .set({ claimed_by: SERVER_ID, claimed_until_ms: now + e.HOLM_WEBHOOK_TIMEOUT_MS + CLAIM_MARGIN_MS })
+    .where("id", "=", id)
+    .where("status", "=", "pending")
+    .where("next_at_ms", "<=", now)
+    .where((eb) => eb.or([eb("claimed_until_ms", "is", null), eb("claimed_until_ms", "<", now)]))
+    .executeTakeFirst();
+  if (Number(claim.numUpdatedRows) === 0) return;
   const d = await db().selectFrom("webhook_delivery").selectAll().where("id", "=", id).executeTakeFirst();
   if (!d || d.status !== "pending") return;
   const hook = await webhookTarget(d.webhook_id).catch((e: Error) => ({ error: e.message }));
@@ -103,7 +125,6 @@ export async function attemptDelivery(id: string): Promise<void> {
     await db().deleteFrom("webhook_delivery").where("id", "=", id).execute();
     return;
   }
-  const e = env();
   const started = Date.now();
   let result: { ok: boolean; status?: number; latencyMs: number; error?: string };
   if ("error" in hook) {
@@ -134,8 +155,12 @@ export async function attemptDelivery(id: string): Promise<void> {
       latency_ms: result.latencyMs,
       error: result.ok ? null : (result.error ?? "failed").slice(0, 500),
       next_at_ms: status === "pending" ? next : null,
+      claimed_by: null,
+      claimed_until_ms: null,
     })
     .where("id", "=", id)
+    // Only while the claim is still ours: one that lapsed belongs to the server that took it over.
+    .where("claimed_by", "=", SERVER_ID)
     .execute();
   if (!result.ok) log.info(`webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
 }
