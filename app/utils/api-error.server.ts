@@ -1,4 +1,5 @@
 import { type ErrorCode, ERROR_STATUS, RETRYABLE_BY_DEFAULT } from "~/protocol/errors";
+import { env } from "./env.server";
 import { log } from "./log.server";
 import { jsonResponse } from "./http-bodies.server";
 
@@ -57,13 +58,25 @@ const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "
 const PG_AWAY = /^(08...|57P0[1-3]|53300)$/;
 const PG_CLIENT_AWAY = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
 
+function isStoreAddress(port: unknown): boolean {
+  const e = env();
+  if (e.HOLM_STORAGE_BACKEND !== "postgres" || !e.HOLM_DATABASE_URL || port === undefined) return false;
+  try {
+    return Number(new URL(e.HOLM_DATABASE_URL).port || 5432) === Number(port);
+  } catch {
+    return false;
+  }
+}
+
 /** "store" or "cluster's Redis" when `e` says one of them could not be reached; undefined otherwise. */
 export function unreachable(e: unknown, depth = 0): "store" | "cluster's Redis" | undefined {
   if (!(e instanceof Error) || depth > 3) return undefined;
   const err = e as Error & { code?: unknown; cause?: unknown; errors?: unknown[] };
   if (err.name === "MaxRetriesPerRequestError" || /^Connection is closed\.?$/.test(err.message)) return "cluster's Redis";
   const code = typeof err.code === "string" ? err.code : "";
-  if (NET_CODES.has(code) || PG_AWAY.test(code) || PG_CLIENT_AWAY.test(err.message)) return "store";
+  if (PG_AWAY.test(code) || PG_CLIENT_AWAY.test(err.message)) return "store";
+  // A socket error names the store only when it is the store's address (the engine's are its own).
+  if (NET_CODES.has(code) && isStoreAddress((err as { port?: unknown }).port)) return "store";
   // An AggregateError (a refused connection on each address) or a wrapped cause.
   for (const inner of [...(Array.isArray(err.errors) ? err.errors : []), err.cause]) {
     const found = unreachable(inner, depth + 1);

@@ -215,6 +215,7 @@ else return 0 end`;
 // within this long, and a live one never loses it to a slow step.
 const LOCK_LEASE_MS = 10_000;
 const LOCK_RENEW_MS = 3_000;
+const LOCK_AWAY_MS = 3_000;
 
 /**
  * Runs `fn` holding the cluster-wide lock `name` (a Redis key set NX with a lease its holder
@@ -234,9 +235,10 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
   if (!r) return fn();
   const token = `${SERVER_ID}:${randomUUID()}`;
   let key = "";
+  let awaySince: number | undefined;
   for (let wait = 2; !key; wait = Math.min(wait * 2, 50)) {
     // A Redis that just came back may not hold the leases of live holders yet: wait until it does.
-    for (let i = 0; i < slots && !key && settled(); i++) {
+    for (let i = 0; i < slots && !key && r.status === "ready" && settled(); i++) {
       const k = `${PREFIX}lock:${name}:${i}`;
       const got = await ask(r, (c) => c.set(k, token, "PX", LOCK_LEASE_MS, "NX")).catch((err: Error) => {
         log.warn({ err }, `redis: lock ${k} not taken`);
@@ -244,7 +246,10 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
       });
       if (got === "OK") key = k;
     }
-    if (!key && r.status !== "ready") throw new ApiError("unavailable", REDIS_AWAY, { retryable: true });
+    // Redis away: wait a moment for it (a reconnect takes up to 2 s), then refuse, to be retried.
+    if (r.status !== "ready") awaySince ??= Date.now();
+    else awaySince = undefined;
+    if (!key && awaySince !== undefined && Date.now() - awaySince > LOCK_AWAY_MS) throw new ApiError("unavailable", REDIS_AWAY, { retryable: true });
     if (key) break;
     signal?.throwIfAborted();
     await new Promise((res) => setTimeout(res, wait));
