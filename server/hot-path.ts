@@ -3,7 +3,7 @@ import * as boxRoute from "~/routes/v1/box";
 import * as boxesRoute from "~/routes/v1/boxes";
 import * as actionsRoute from "~/routes/v1/screen-actions";
 import * as frameRoute from "~/routes/v1/screen-frame";
-import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
+import { badRequest, errorResponse, isApiError } from "~/utils/api-error.server";
 import { answerTextOf, withBodyText } from "~/utils/http-bodies.server";
 import { log, noteOf } from "~/utils/log.server";
 
@@ -128,7 +128,8 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
     await send(res, response, t0);
   })().catch((e) => {
     log.error({ err: e }, "hot path failed");
-    if (!res.headersSent) void send(res, errorResponse(new ApiError("internal", "the server failed to handle this request", { retryable: true })));
+    // A store or Redis outage answers 503 `unavailable`; anything else 500 `internal`.
+    if (!res.headersSent) void send(res, errorResponse(e));
     else res.destroy();
   });
 }

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { badRequest } from "~/utils/api-error.server";
-import { SERVER_ID, serverAlive } from "~/utils/cluster.server";
+import { ApiError, badRequest } from "~/utils/api-error.server";
+import { REDIS_AWAY, SERVER_ID, serverAlive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 
 // Seed 000 has the server keep idempotency keys in memory; several servers (docs/decisions/0021)
@@ -11,6 +11,11 @@ const TTL_MS = 24 * 3600 * 1000;
 const SWEEP_EVERY_MS = 60_000;
 // How often a second call asks whether the first one (on another server) has answered yet.
 const POLL_MS = 25;
+// How long a second call waits while it cannot tell whether the first one's server lives (Redis
+// away, or just back and not yet heard from every server) before it answers 503 to be retried.
+// Longer than Redis's rejoin grace (app/utils/cluster.server.ts), so a restart of Redis alone
+// makes a wait, not a refusal.
+const UNKNOWN_FOR_MS = 10_000;
 
 /** What a route answered the first time: its status, body and headers. */
 export interface Outcome {
@@ -57,6 +62,7 @@ export async function once(scope: string, key: string | null, body: string, work
   await sweep(now);
   const id = hashBody(`${scope}\u0000${key}`);
   const bodyHash = hashBody(body);
+  let unknownSince: number | undefined;
   for (;;) {
     const here = running.get(id);
     if (here) {
@@ -81,11 +87,17 @@ export async function once(scope: string, key: string | null, body: string, work
     if (!row) continue; // the first call failed and was forgotten: claim it
     if (row.body_hash !== bodyHash) throw differentBody();
     if (row.outcome !== null) return { outcome: JSON.parse(row.outcome) as Outcome, replayed: true };
-    if (row.server_id !== SERVER_ID && !(await serverAlive(row.server_id))) {
+    const alive = row.server_id === SERVER_ID ? "alive" : await serverAlive(row.server_id);
+    if (alive === "dead") {
       // Its server died before it answered: the call is forgotten, and this one makes it.
       await db().deleteFrom("idempotency").where("id", "=", id).where("server_id", "=", row.server_id).where("outcome", "is", null).execute();
       continue;
     }
+    if (alive === "unknown") {
+      unknownSince ??= Date.now();
+      // Neither wait forever nor run the call a second time: the caller retries later.
+      if (Date.now() - unknownSince > UNKNOWN_FOR_MS) throw new ApiError("unavailable", `${REDIS_AWAY} (whether the first call with this idempotency-key is still running cannot be told)`, { retryable: true });
+    } else unknownSince = undefined;
     await new Promise((res) => setTimeout(res, POLL_MS));
   }
 }

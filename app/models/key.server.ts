@@ -2,12 +2,16 @@ import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
 import { badRequest, notFound } from "~/utils/api-error.server";
+import { newsEpoch, newsLive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
-import { principalChanged } from "./principal-changes.server";
+import { onPrincipalChange, principalChanged } from "./principal-changes.server";
 import { log } from "~/utils/log.server";
 
 // API keys `holm_sk_…`: shown once, stored as SHA-256, checked through a short cache so a
-// request pays a map lookup, not a query. Revoking goes through the cache, so it bites at once.
+// request pays a map lookup, not a query. Revoking clears the entry on every server (the
+// `principal` news, docs/decisions/0021), so it bites at once. A server that may have missed that
+// news (its Redis subscription is down or came back since the entry was read) asks the store on
+// every request instead: a revoked key is refused by the very next call wherever it lands.
 
 export const KEY_PREFIX = "holm_sk_";
 const CACHE_TTL_MS = 5_000;
@@ -28,6 +32,8 @@ export interface ApiKey {
 interface Cached {
   key: ApiKey | null;
   at: number;
+  /** newsEpoch() when read: the entry is trusted only while no news can have been missed since. */
+  epoch: number;
 }
 
 const cache = new Map<string, Cached>();
@@ -100,11 +106,24 @@ export async function revokeKey(workspaceId: string, id: string): Promise<void> 
     .where("revoked_at_ms", "is", null)
     .executeTakeFirst();
   if (Number(res.numUpdatedRows) === 0) throw notFound("no such active key in this workspace");
-  // Drop every cached entry of this key, so the very next request is refused.
-  for (const [hash, c] of cache) if (c.key?.id === id) cache.delete(hash);
-  // And its open sockets close.
-  principalChanged({ kind: "key", keyId: id });
+  // Drop every cached entry of this key, so the very next request is refused; its open sockets
+  // close; and the other servers do both on the news.
+  forget(id);
+  // Awaited: when the person sees the key revoked, the other servers have been told.
+  await principalChanged({ kind: "key", keyId: id });
 }
+
+/** Bumped by each forget(): a store read that a revocation overtook is not cached. */
+let forgets = 0;
+function forget(keyId: string) {
+  forgets++;
+  for (const [hash, c] of cache) if (c.key?.id === keyId) cache.delete(hash);
+}
+
+// A key revoked on another server (the news arrives here too; this server's own change as well).
+onPrincipalChange((change) => {
+  if (change.kind === "key") forget(change.keyId);
+});
 
 /** A key as the store has it now, by id (no cache): for checking a ticket's issuer at connect. */
 export async function keyById(id: string): Promise<ApiKey | undefined> {
@@ -123,14 +142,15 @@ export async function checkKey(secret: string, now = Date.now()): Promise<KeyChe
   if (!secret.startsWith(KEY_PREFIX) || secret.length > 128) return { ok: false, why: "unknown" };
   const hash = hashKey(secret);
   let hit = cache.get(hash);
-  if (!hit || now - hit.at > CACHE_TTL_MS) {
+  if (!hit || now - hit.at > CACHE_TTL_MS || hit.epoch !== newsEpoch() || !newsLive()) {
+    const [epoch, seen] = [newsEpoch(), forgets];
     const row = await db()
       .selectFrom("api_key")
       .select(["id", "prefix", "name", "workspace_id", "created_by", "created_at_ms", "expires_at_ms", "last_used_ms", "revoked_at_ms"])
       .where("hash", "=", hash)
       .executeTakeFirst();
-    hit = { key: row ? toKey(row as ApiKey) : null, at: now };
-    cache.set(hash, hit);
+    hit = { key: row ? toKey(row as ApiKey) : null, at: now, epoch };
+    if (seen === forgets) cache.set(hash, hit);
     if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
   }
   const key = hit.key;

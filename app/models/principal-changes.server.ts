@@ -18,11 +18,12 @@ const emitter = new EventEmitter();
 emitter.setMaxListeners(0);
 let seq = 0;
 
-export function principalChanged(change: PrincipalChange) {
+/** Tells this server's listeners at once; the promise ends when the other servers have been told (or could not be). */
+export function principalChanged(change: PrincipalChange): Promise<void> {
   seq++;
   emitter.emit("change", change);
-  // The other servers check their own sockets (ADR 0021).
-  publish("principal", change);
+  // The other servers check their own sockets and drop cached keys (ADR 0021).
+  return publish("principal", change);
 }
 
 onClusterMessage("principal", (change) => {

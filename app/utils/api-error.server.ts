@@ -1,4 +1,5 @@
 import { type ErrorCode, ERROR_STATUS, RETRYABLE_BY_DEFAULT } from "~/protocol/errors";
+import { env } from "./env.server";
 import { log } from "./log.server";
 import { jsonResponse } from "./http-bodies.server";
 
@@ -40,6 +41,46 @@ export function errorResponse(e: unknown): Response {
 }
 
 function toInternal(e: unknown): ApiError {
+  const away = unreachable(e);
+  if (away) {
+    // The detail (driver text, addresses) is for the log; the caller learns what to do.
+    log.warn({ err: e }, `${away} not reachable`);
+    return new ApiError("unavailable", `the ${away} is not reachable; try again shortly`, { retryable: true });
+  }
   log.error({ err: e }, "internal error");
   return new ApiError("internal", "the server failed to handle this request", { retryable: true });
+}
+
+// Seed 000: `unavailable` 503 "the runtime or store is not available". Only errors of reaching
+// it: a constraint or a bad query stays `internal`, as it is a bug, not an outage.
+const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
+// PostgreSQL: class 08 (connection exception), shutting down, not accepting connections, too many.
+const PG_AWAY = /^(08...|57P0[1-3]|53300)$/;
+const PG_CLIENT_AWAY = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
+
+function isStoreAddress(port: unknown): boolean {
+  const e = env();
+  if (e.HOLM_STORAGE_BACKEND !== "postgres" || !e.HOLM_DATABASE_URL || port === undefined) return false;
+  try {
+    return Number(new URL(e.HOLM_DATABASE_URL).port || 5432) === Number(port);
+  } catch {
+    return false;
+  }
+}
+
+/** "store" or "cluster's Redis" when `e` says one of them could not be reached; undefined otherwise. */
+export function unreachable(e: unknown, depth = 0): "store" | "cluster's Redis" | undefined {
+  if (!(e instanceof Error) || depth > 3) return undefined;
+  const err = e as Error & { code?: unknown; cause?: unknown; errors?: unknown[] };
+  if (err.name === "MaxRetriesPerRequestError" || /^Connection is closed\.?$/.test(err.message)) return "cluster's Redis";
+  const code = typeof err.code === "string" ? err.code : "";
+  if (PG_AWAY.test(code) || PG_CLIENT_AWAY.test(err.message)) return "store";
+  // A socket error names the store only when it is the store's address (the engine's are its own).
+  if (NET_CODES.has(code) && isStoreAddress((err as { port?: unknown }).port)) return "store";
+  // An AggregateError (a refused connection on each address) or a wrapped cause.
+  for (const inner of [...(Array.isArray(err.errors) ? err.errors : []), err.cause]) {
+    const found = unreachable(inner, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
 }

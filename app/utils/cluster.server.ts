@@ -25,6 +25,69 @@ let sub: Redis | undefined;
 let aliveTimer: NodeJS.Timeout | undefined;
 const handlers = new Map<string, Set<(payload: unknown) => void>>();
 
+// A Redis that (re)started holds none of the keys the live servers had set: their alive keys and
+// lock leases come back only at their next heartbeat or renewal, which every live server makes
+// within a few seconds of reconnecting (ioredis retries at least every 2 s; beats every 2 s and
+// at once on reconnect; renewals every 3 s). Until Redis has been up this long, a missing key
+// proves nothing: no server is declared dead by it and no lock is granted over it.
+const REJOIN_GRACE_MS = 8_000;
+/** When the Redis this server talks to started, as it last said (INFO uptime), or when this server last (re)connected. */
+let redisUpSince = 0;
+/** Bumped each time the subscriber's connection drops or comes back: news may have been missed. */
+let epoch = 0;
+// No Redis call waits longer than this: an unreachable Redis is an answer, not a hang.
+const REDIS_CALL_MS = 1_500;
+
+/** The message a person or agent sees when Redis is away; ioredis's own text goes to the log. */
+export const REDIS_AWAY = "the cluster's Redis is not reachable; try again shortly";
+
+/**
+ * `r`'s answer to `call`, refused at once when `r` is not connected (ioredis would queue it until
+ * its retries ran out, seconds later, and a console form makes several such calls in a row), and
+ * after REDIS_CALL_MS when Redis takes longer.
+ */
+function ask<T>(r: Redis, call: (r: Redis) => Promise<T>): Promise<T> {
+  if (r.status !== "ready") return Promise.reject(new Error(`the Redis connection is ${r.status}`));
+  return bounded(call(r));
+}
+
+/** `p`, or a rejection after REDIS_CALL_MS. */
+function bounded<T>(p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`Redis did not answer within ${REDIS_CALL_MS} ms`)), REDIS_CALL_MS)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+async function readUptime(r: Redis): Promise<void> {
+  try {
+    const info = await bounded(r.info("server"));
+    const secs = Number(/uptime_in_seconds:(\d+)/.exec(info)?.[1] ?? "0");
+    // Whole seconds: count the start a second later than it may have been (the grace errs long).
+    redisUpSince = Date.now() - Math.max(0, secs - 1) * 1000;
+  } catch (err) {
+    log.warn({ err }, "redis uptime not read");
+  }
+}
+
+/** Whether Redis has been up long enough that every live server's keys are back in it. */
+function settled(): boolean {
+  return redisUpSince > 0 && Date.now() - redisUpSince >= REJOIN_GRACE_MS;
+}
+
+/**
+ * Increases whenever this server may have missed news from the others (its subscription dropped
+ * or came back). A cache kept because news would clear it is good only within one epoch, and
+ * only while `newsLive()`.
+ */
+export function newsEpoch(): number {
+  return epoch;
+}
+
+/** Whether news from the other servers reaches this one now (always, for one server). */
+export function newsLive(): boolean {
+  return !sub || sub.status === "ready";
+}
+
 export function clustered(): boolean {
   return pub !== undefined;
 }
@@ -43,6 +106,8 @@ export async function openCluster(): Promise<void> {
   pub = client(url, "pub");
   sub = client(url, "sub");
   await Promise.all([pub.ping(), sub.psubscribe(`${PREFIX}bus:*`)]);
+  sub.on("close", () => epoch++);
+  sub.on("ready", () => epoch++);
   sub.on("pmessage", (_pattern, channel, raw) => {
     let msg: { from: string; payload: unknown };
     try {
@@ -59,10 +124,16 @@ export async function openCluster(): Promise<void> {
       }
     }
   });
-  const beat = () => pub!.set(`${PREFIX}alive:${SERVER_ID}`, "1", "PX", ALIVE_TTL_MS).catch(() => undefined);
-  await beat();
+  const beat = () => pub?.set(`${PREFIX}alive:${SERVER_ID}`, "1", "PX", ALIVE_TTL_MS).catch(() => undefined);
+  // Until Redis says how long it has been up, count from now (and from each reconnect).
+  redisUpSince = Date.now();
+  pub.on("close", () => (redisUpSince = Date.now()));
+  await Promise.all([beat(), readUptime(pub)]);
   aliveTimer = setInterval(beat, ALIVE_EVERY_MS);
   aliveTimer.unref();
+  // Back from an outage (maybe a restarted, empty Redis): say at once that this one lives, and
+  // learn how long Redis has been up.
+  pub.on("ready", () => void Promise.all([beat(), pub && readUptime(pub)]));
 }
 
 export async function closeCluster(): Promise<void> {
@@ -74,10 +145,16 @@ export async function closeCluster(): Promise<void> {
   s?.disconnect();
 }
 
-/** Tells the other servers; this one has acted already. Lost news is made up by each reader's own re-reads. */
-export function publish(channel: string, payload: unknown): void {
-  pub?.publish(`${PREFIX}bus:${channel}`, JSON.stringify({ from: SERVER_ID, payload })).catch((err) =>
-    log.error({ err }, `publishing ${channel} failed`),
+/**
+ * Tells the other servers; this one has acted already. Lost news is made up by each reader's own
+ * re-reads. The promise (which never rejects, and ends within REDIS_CALL_MS) is for a caller that
+ * wants the news out before it answers.
+ */
+export function publish(channel: string, payload: unknown): Promise<void> {
+  if (!pub) return Promise.resolve();
+  return ask(pub, (r) => r.publish(`${PREFIX}bus:${channel}`, JSON.stringify({ from: SERVER_ID, payload }))).then(
+    () => undefined,
+    (err) => log.error({ err }, `publishing ${channel} failed`),
   );
 }
 
@@ -88,27 +165,57 @@ export function onClusterMessage(channel: string, handler: (payload: unknown) =>
   handlers.set(channel, set);
 }
 
-/** Two fresh connections for socket.io's Redis adapter, or undefined for one server. */
+/**
+ * Two fresh connections for socket.io's Redis adapter, or undefined for one server. The adapter
+ * publishes a room's emit without catching its failure: with Redis away that rejection would be
+ * unhandled and end the process. Here a failed publish is logged and counts as reaching nobody
+ * (the console's live views miss that news; its pages still answer and re-read on load).
+ */
 export function adapterClients(): { pubClient: Redis; subClient: Redis } | undefined {
   if (!pub) return undefined;
-  return { pubClient: pub.duplicate(), subClient: pub.duplicate() };
+  const [pubClient, subClient] = [pub.duplicate(), pub.duplicate()];
+  for (const [r, name] of [[pubClient, "adapter pub"], [subClient, "adapter sub"]] as const) {
+    r.on("error", (err) => log.warn({ err }, `redis (${name})`));
+  }
+  const publishRaw = pubClient.publish.bind(pubClient) as (channel: string, message: string | Buffer) => Promise<number>;
+  pubClient.publish = ((channel: string, message: string | Buffer) =>
+    ask(pubClient, () => publishRaw(channel, message)).catch((err: Error) => {
+      log.warn({ err }, "socket.io news not published: the cluster's Redis is not reachable");
+      return 0;
+    })) as Redis["publish"];
+  return { pubClient, subClient };
 }
 
-/** Whether the server `id` still says it is alive (this one always is). */
-export async function serverAlive(id: string): Promise<boolean> {
-  if (id === SERVER_ID) return true;
-  if (!pub) return false;
-  // Redis away: assume it lives (a waiter waits on, rather than running a call twice).
-  return (await pub.exists(`${PREFIX}alive:${id}`).catch(() => 1)) === 1;
+/**
+ * Whether the server `id` still says it is alive (this one always is). `unknown` while Redis does
+ * not answer, and while a Redis that just (re)started may not have heard from it yet: a caller
+ * must not act as if it were dead then (that could run a call twice), nor wait forever.
+ */
+export async function serverAlive(id: string): Promise<"alive" | "dead" | "unknown"> {
+  if (id === SERVER_ID) return "alive";
+  if (!pub) return "dead";
+  try {
+    if ((await ask(pub, (r) => r.exists(`${PREFIX}alive:${id}`))) === 1) return "alive";
+  } catch (err) {
+    log.warn({ err }, "redis: liveness not read");
+    return "unknown";
+  }
+  return settled() ? "dead" : "unknown";
 }
 
 // Deletes or extends the lock only if it is still ours: a lease that ran out may belong to another now.
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
-const RENEW = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
+// Renewing also sets the lease again when it is gone: Redis restarted empty under its holder
+// (a lease taken by another meanwhile is left alone).
+const RENEW = `local v = redis.call("get", KEYS[1])
+if v == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2])
+elseif not v then return redis.call("set", KEYS[1], ARGV[1], "PX", ARGV[2]) and 1 or 0
+else return 0 end`;
 // A lock's lease: its holder renews it while it works, so a server that dies holding one frees it
 // within this long, and a live one never loses it to a slow step.
 const LOCK_LEASE_MS = 10_000;
 const LOCK_RENEW_MS = 3_000;
+const LOCK_AWAY_MS = 3_000;
 
 /**
  * Runs `fn` holding the cluster-wide lock `name` (a Redis key set NX with a lease its holder
@@ -128,14 +235,21 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
   if (!r) return fn();
   const token = `${SERVER_ID}:${randomUUID()}`;
   let key = "";
+  let awaySince: number | undefined;
   for (let wait = 2; !key; wait = Math.min(wait * 2, 50)) {
-    for (let i = 0; i < slots && !key; i++) {
+    // A Redis that just came back may not hold the leases of live holders yet: wait until it does.
+    for (let i = 0; i < slots && !key && r.status === "ready" && settled(); i++) {
       const k = `${PREFIX}lock:${name}:${i}`;
-      const got = await r.set(k, token, "PX", LOCK_LEASE_MS, "NX").catch((err: Error) => {
-        throw new ApiError("unavailable", `the servers' shared lock (Redis) did not answer: ${err.message}`, { retryable: true });
+      const got = await ask(r, (c) => c.set(k, token, "PX", LOCK_LEASE_MS, "NX")).catch((err: Error) => {
+        log.warn({ err }, `redis: lock ${k} not taken`);
+        throw new ApiError("unavailable", REDIS_AWAY, { retryable: true });
       });
       if (got === "OK") key = k;
     }
+    // Redis away: wait a moment for it (a reconnect takes up to 2 s), then refuse, to be retried.
+    if (r.status !== "ready") awaySince ??= Date.now();
+    else awaySince = undefined;
+    if (!key && awaySince !== undefined && Date.now() - awaySince > LOCK_AWAY_MS) throw new ApiError("unavailable", REDIS_AWAY, { retryable: true });
     if (key) break;
     signal?.throwIfAborted();
     await new Promise((res) => setTimeout(res, wait));
@@ -148,7 +262,7 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
     return await fn();
   } finally {
     clearInterval(renew);
-    await r.eval(RELEASE, 1, key, token).catch((err) => log.error({ err }, `releasing ${key} failed (its lease ends it)`));
+    await ask(r, (c) => c.eval(RELEASE, 1, key, token)).catch((err) => log.error({ err }, `releasing ${key} failed (its lease ends it)`));
   }
 }
 
@@ -162,7 +276,7 @@ export function shareCounts(name: string, counts: number[]): void {
   const r = pub;
   if (!r) return;
   const key = `${PREFIX}counts:${name}`;
-  const write = counts.every((n) => n === 0) ? r.hdel(key, SERVER_ID) : r.hset(key, SERVER_ID, counts.join(",")).then(() => r.pexpire(key, COUNTS_TTL_MS));
+  const write = ask(r, (c) => (counts.every((n) => n === 0) ? c.hdel(key, SERVER_ID) : c.hset(key, SERVER_ID, counts.join(",")).then(() => c.pexpire(key, COUNTS_TTL_MS))));
   write.catch((err: Error) => log.error({ err }, `sharing ${key} failed`));
 }
 
@@ -171,11 +285,11 @@ export async function othersCounts(name: string, width: number): Promise<number[
   const sum = new Array<number>(width).fill(0);
   const r = pub;
   if (!r) return sum;
-  const all = await r.hgetall(`${PREFIX}counts:${name}`).catch(() => ({}) as Record<string, string>);
+  const all = await ask(r, (c) => c.hgetall(`${PREFIX}counts:${name}`)).catch(() => ({}) as Record<string, string>);
   const others = Object.entries(all).filter(([id]) => id !== SERVER_ID);
   const alive = await Promise.all(others.map(([id]) => serverAlive(id)));
   others.forEach(([, v], i) => {
-    if (!alive[i]) return;
+    if (alive[i] === "dead") return;
     v.split(",").forEach((n, j) => (sum[j] = (sum[j] ?? 0) + (Number(n) || 0)));
   });
   return sum;
