@@ -11,7 +11,7 @@ import { Shell } from "~/components/shell";
 import { TerminalPanel } from "~/components/terminal-panel";
 import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireBoxWorkspace, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
@@ -41,7 +41,7 @@ function screenParam(request: Request, screens: number): number {
 }
 
 export async function loader({ request, params }: Route.LoaderArgs) {
-  const ctx = await requireWorkspace(request);
+  const ctx = await requireBoxWorkspace(request, params.id);
   const common = {
     me: `user:${ctx.user.id}`,
     role: ctx.workspace.role,
@@ -67,7 +67,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
 
 export async function action({ request, params }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
+    const ctx = await requireBoxWorkspace(request, params.id, "member");
     const form = await request.formData();
     requireCsrf(form, ctx);
     const id = params.id;
