@@ -142,6 +142,7 @@ test("an invitation for a member is refused, and a member opening a link is told
   await invite("bo@example.com", "member");
   boLink = (await page.getByTestId("invite-link").textContent())!.trim();
   await invite("bo@example.com", "admin");
+  await expect(page.getByTestId("invite-link")).not.toHaveText(boLink);
   const second = (await page.getByTestId("invite-link").textContent())!.trim();
   const boContext = await browser.newContext();
   const bo = await boContext.newPage();
