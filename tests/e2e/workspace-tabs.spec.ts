@@ -190,8 +190,13 @@ test("a member on a box page is told when made a viewer, and when removed", asyn
 });
 
 test("a box path that does not decode gets the console's not-found page", async ({ page }) => {
+  await logIn(page, "ada@example.com");
   const res = await page.goto(`${server.base}/boxes/%zz`);
   expect([400, 404]).toContain(res!.status());
   await expect(page.getByRole("heading", { name: "Not found" })).toBeVisible();
   await expect(page.getByRole("link", { name: "Back to boxes" })).toBeVisible();
+  // Signed out, the same path leads to the log-in page, which comes back to it.
+  await page.context().clearCookies();
+  await page.goto(`${server.base}/boxes/%zz`);
+  await expect(page.getByRole("button", { name: "Log in" })).toBeVisible();
 });
