@@ -62,7 +62,10 @@ export async function requireWorkspace(
   need: Role = "viewer",
   pick?: string,
 ): Promise<ConsoleContext & { workspace: Workspace; actor: Actor }> {
-  const ctx = await requireConsole(request);
+  return inWorkspace(await requireConsole(request), need, pick);
+}
+
+function inWorkspace(ctx: ConsoleContext, need: Role, pick: string | undefined): ConsoleContext & { workspace: Workspace; actor: Actor } {
   const workspace = pick ? ctx.workspaces.find((w) => w.id === pick) : ctx.workspace;
   if (!workspace) {
     if (pick) throw new ApiError("denied", "you are not a member of the workspace this page is for; reload the page");
@@ -97,7 +100,7 @@ export async function requireFormWorkspace(request: Request, form: FormData, nee
   const signedIn = await requireConsole(request);
   requireCsrf(form, signedIn);
   const pick = form.get("page_workspace");
-  const ctx = await requireWorkspace(request, need, typeof pick === "string" && pick ? pick : undefined);
+  const ctx = inWorkspace(signedIn, need, typeof pick === "string" && pick ? pick : undefined);
   if (ctx.workspace.id !== ctx.session.workspace_id) {
     await setSessionWorkspace(ctx.session.id, ctx.workspace.id);
     ctx.session = { ...ctx.session, workspace_id: ctx.workspace.id };
@@ -116,7 +119,7 @@ export async function requireBoxWorkspace(request: Request, boxId: string, need:
   const ctx = await requireConsole(request);
   const owner = await workspaceOfBox(boxId);
   const mine = owner !== null && ctx.workspaces.some((w) => w.id === owner);
-  return requireWorkspace(request, need, mine ? owner : undefined);
+  return inWorkspace(ctx, need, mine ? owner : undefined);
 }
 
 /**
