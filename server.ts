@@ -80,8 +80,11 @@ if (config.publicUrl) app.set("trust proxy", "loopback");
 
 await holm.boot();
 holm.attach(server);
-app.all(
-  "/{*splat}",
+// Mounted with no path pattern: express 5 decodes a pattern's parameters and answers a path that
+// does not decode (`/boxes/%zz`) with its own bare "Bad Request" page. React Router matches the
+// path as it came (an undecodable escape stays as is), so such a console path gets the console's
+// styled "Not found". (/v1 and /mcp paths that do not decode are refused earlier, by http-edge.)
+app.use(
   // The peer address, for per-address log-in limits and open mode's loopback rule; never a
   // client-supplied header.
   // `note`: the request's log line, which the /v1 routes fill in (server/request-log.ts).

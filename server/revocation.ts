@@ -1,8 +1,9 @@
 import type { Server as IoServer, Socket } from "socket.io";
-import { principalAccess } from "~/models/access.server";
+import { type Access, principalAccess } from "~/models/access.server";
 import { recheckDirectViewers } from "~/models/direct-viewer-access.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import type { Role } from "~/models/roles";
+import { roleIn } from "~/models/workspace.server";
 import { type ViewerConnection, openViewers } from "~/models/viewer.server";
 import { VIEWER_CLOSE } from "~/protocol/viewer-socket";
 import type { SessionActor } from "./socket-auth";
@@ -41,10 +42,29 @@ async function recheckSocket(socket: Socket, need: Role) {
     log.error({ err }, "checking a socket's access failed");
     return { ok: false, lost: "ended", why: unconfirmed } as const;
   });
+  if (socket.nsp.name === "/boxes") await tellBoxPage(socket, actor, access);
   if (access.ok || !socket.connected) return;
   // The terminal's page shows why its session ended; then the connection goes.
   if (socket.nsp.name === "/terminal") socket.emit("exit", { code: null, why: access.why });
   socket.disconnect(true);
+}
+
+/**
+ * What a box page is told (`access`) when its person's access changed: their new role (the socket
+ * stays: a viewer still watches; the page draws itself again for that role), or that they are no
+ * longer a member, or why their access ended, before the socket closes. Without it the page kept
+ * its old buttons, or said "connecting…" for good, since socket.io does not reconnect a socket
+ * the server closed (app/components/use-live-box.ts).
+ */
+async function tellBoxPage(socket: Socket, actor: SessionActor, access: Access) {
+  const role = await roleIn(actor.workspaceId, actor.userId).catch(() => undefined);
+  if (!socket.connected) return;
+  if (access.ok) {
+    if (!role || role === actor.role) return;
+    actor.role = role;
+    socket.emit("access", { kind: "role", role });
+  } else if (!role) socket.emit("access", { kind: "removed" });
+  else socket.emit("access", { kind: "ended", why: access.why });
 }
 
 export function attachRevocation(io: IoServer) {

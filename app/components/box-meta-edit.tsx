@@ -3,7 +3,7 @@ import { useFetcher } from "react-router";
 import { BOX_LABELS_MAX, BOX_NAME_MAX } from "~/protocol/box-console";
 import { type ListBox, labelText, parseLabelsText } from "./box-list-query";
 import { boxTitle } from "./box-name";
-import { CsrfInput } from "./ui";
+import { CsrfInput, usePageWorkspace } from "./ui";
 
 // A box's name and labels in the list, editable in place: the page's action (`rename`,
 // `labels`) calls the same model as PATCH /v1/boxes/{id}, so the limits and messages are the
@@ -113,6 +113,7 @@ type LabelsProps = { box: ListBox; csrf: string; hrefFor: (label: string) => str
 
 function LabelsEditor({ box, csrf, hrefFor, onLabel, close }: LabelsProps & { close: () => void }) {
   const fetcher = useFetcher<Answer>();
+  const pageWorkspace = usePageWorkspace() ?? "";
   const [adding, setAdding] = useState("");
   const [local, setLocal] = useState<string>();
   const cleared = useRef(() => setAdding("")).current;
@@ -120,7 +121,7 @@ function LabelsEditor({ box, csrf, hrefFor, onLabel, close }: LabelsProps & { cl
   const title = boxTitle(box);
   const entries = Object.entries(box.labels);
   const save = (labels: Record<string, string>) =>
-    fetcher.submit({ intent: "labels", id: box.id, csrf, labels: JSON.stringify(labels) }, { method: "post" });
+    fetcher.submit({ intent: "labels", id: box.id, csrf, page_workspace: pageWorkspace, labels: JSON.stringify(labels) }, { method: "post" });
   const add = () => {
     const parsed = parseLabelsText(adding);
     if (!parsed || Object.keys(parsed).length === 0) return setLocal("write key=value (or several, separated by commas)");

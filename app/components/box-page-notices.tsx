@@ -1,6 +1,7 @@
 import type { BoxJson } from "~/models/box.server";
 import { BoxNotice } from "./box-notice";
 import type { BoxActionResult } from "./screen-control";
+import type { LiveAccess } from "./use-live-box";
 import { Alert } from "./ui";
 
 // What the box page shows instead of the box: the box was removed, or the page was opened for a
@@ -26,6 +27,22 @@ export function RemovedBox({ id, why }: { id: string; why: string }) {
     >
       <p>{why}</p>
       <p>Its files are gone; its history stays.</p>
+    </BoxNotice>
+  );
+}
+
+/**
+ * The person's access to the box's workspace ended while the page was open (server/revocation.ts
+ * told it): say so instead of the screen and its controls, which no longer work for them.
+ */
+export function AccessGone({ id, workspace, access }: { id: string; workspace: string; access: Exclude<LiveAccess, { kind: "role" }> }) {
+  return (
+    <BoxNotice
+      id={id}
+      title={access.kind === "removed" ? `You are no longer a member of ${workspace}` : "Your access to this box ended"}
+      links={[{ to: "/", label: "Back to boxes" }]}
+    >
+      <p>{access.kind === "removed" ? "An owner or admin removed you: its boxes are no longer yours to see." : access.why}</p>
     </BoxNotice>
   );
 }

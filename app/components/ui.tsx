@@ -1,3 +1,4 @@
+import { useLoaderData } from "react-router";
 import type { ComponentProps, ReactNode } from "react";
 
 // Small building blocks so every console page looks and behaves the same.
@@ -65,8 +66,27 @@ export function Card({ title, children, actions }: { title?: string; children: R
   );
 }
 
+/**
+ * The workspace the page was drawn for (its loader's `pageWorkspace`), if it is a workspace's page.
+ * Another tab may switch the session's current workspace meanwhile; a form says which one it means.
+ */
+export function usePageWorkspace(): string | undefined {
+  const data = useLoaderData() as { pageWorkspace?: unknown } | undefined;
+  return typeof data?.pageWorkspace === "string" ? data.pageWorkspace : undefined;
+}
+
+/**
+ * Every console form's CSRF token, and with it the workspace of the page it is on
+ * (edge/console.server.ts requireFormWorkspace acts there).
+ */
 export function CsrfInput({ token }: { token: string }) {
-  return <input type="hidden" name="csrf" value={token} />;
+  const workspace = usePageWorkspace();
+  return (
+    <>
+      <input type="hidden" name="csrf" value={token} />
+      {workspace ? <input type="hidden" name="page_workspace" value={workspace} /> : null}
+    </>
+  );
 }
 
 export function duration(ms: number): string {

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { useRevalidator } from "react-router";
 import { io } from "socket.io-client";
 import type { BoxJson } from "~/models/box.server";
+import type { Role } from "~/models/roles";
 import type { ScreenStatus } from "~/models/screen-status.server";
 
 // The box page's live state: the box and its screens as the server pushes them over socket.io
@@ -30,10 +31,18 @@ export function laterStart(prev: BoxJson, next: BoxJson): BoxJson {
   return ahead ? { ...next, start: a } : next;
 }
 
+/**
+ * A change of the person's access the server told this page of (server/revocation.ts): a new
+ * role (the page draws itself again for it), or access gone (`removed` from the workspace, or
+ * `ended` with why: the session ended, or the socket was refused when it reconnected).
+ */
+export type LiveAccess = { kind: "role"; role: Role } | { kind: "removed" } | { kind: "ended"; why: string };
+
 export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], workspace: string) {
   const [box, setBox] = useState(initial);
   const [screens, setScreens] = useState(initialScreens);
   const [live, setLive] = useState(false);
+  const [access, setAccess] = useState<LiveAccess | null>(null);
   const revalidator = useRevalidator();
   const revalidate = useRef(revalidator.revalidate);
   revalidate.current = revalidator.revalidate;
@@ -64,6 +73,17 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
       void revalidate.current();
     });
     socket.on("disconnect", () => setLive(false));
+    socket.on("access", (a: LiveAccess) => {
+      setAccess(a);
+      // The loader draws the page for the new role (a viewer's page has no Take over). Access
+      // gone: the page stays as it is, under the notice; its loader would only say "not found".
+      if (a.kind === "role") void revalidate.current();
+    });
+    // A refused handshake (no longer a member, signed out) is not retried by socket.io: say why
+    // rather than "connecting…" for good. A network error is retried (`active`) and says nothing.
+    socket.on("connect_error", (err: Error) => {
+      if (!socket.active) setAccess((prev) => (prev && prev.kind !== "role" ? prev : { kind: "ended", why: err.message }));
+    });
     socket.on("box", (b: BoxJson) => {
       if (b.id !== initial.id) return;
       if (b.state === "gone") void revalidate.current();
@@ -91,5 +111,5 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
       socket.close();
     };
   }, [workspace, initial.id, merge]);
-  return { box, screens, live };
+  return { box, screens, live, access };
 }

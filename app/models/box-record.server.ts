@@ -182,6 +182,12 @@ export async function loadRow(id: string): Promise<BoxRow | undefined> {
   return (await selectRow(id))[0];
 }
 
+/** The workspace a box belongs to, removed or not; null for an unknown, pooled or unowned box. */
+export async function workspaceOfBox(id: string): Promise<string | null> {
+  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
+  return row && !row.pooled ? (row.owner ?? null) : null;
+}
+
 export async function setState(row: BoxRow, state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) {
   const patch = { state, reason, ...extra };
   await db().updateTable("box").set(patch).where("id", "=", row.id).execute();

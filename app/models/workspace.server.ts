@@ -140,6 +140,19 @@ const newInviteToken = () => encodeBase32LowerCaseNoPadding(randomBytes(20));
  */
 export async function invite(workspaceId: string, actorRole: Role, actorId: string, email: string, role: Role) {
   mayManage(actorRole, role, role);
+  // Joining would change nothing for a member (and the link would promise a role it does not
+  // give): their role is changed on the Members page instead.
+  const member = await db()
+    .selectFrom("membership")
+    .innerJoin("user", "user.id", "membership.user_id")
+    .innerJoin("workspace", "workspace.id", "membership.workspace_id")
+    .select(["membership.role", "workspace.name"])
+    .where("membership.workspace_id", "=", workspaceId)
+    .where("user.email", "=", normalizeEmail(email))
+    .executeTakeFirst();
+  if (member) {
+    throw new ApiError("denied", `${normalizeEmail(email)} is already a member of ${member.name} (${member.role}); change their role instead`);
+  }
   const token = newInviteToken();
   const now = Date.now();
   await db()
@@ -215,11 +228,19 @@ export async function invitationFor(token: string, email: string): Promise<Invit
 }
 
 /**
- * Inside the caller's transaction: uses the invitation and makes `userId` a member (or changes
- * nothing if they already are). Refused if it was used or revoked since it was read: one link
- * makes one membership, whoever gets there first.
+ * Inside the caller's transaction: uses the invitation and makes `userId` a member. Refused if it
+ * was used or revoked since it was read (one link makes one membership, whoever gets there
+ * first), and for someone already a member: the link's role is not theirs to take, and the link
+ * stays unused.
  */
 export async function joinByInvitation(tx: Transaction<Database>, inv: Invitation, userId: string): Promise<string> {
+  const already = await tx
+    .selectFrom("membership")
+    .select("role")
+    .where("workspace_id", "=", inv.workspace_id)
+    .where("user_id", "=", userId)
+    .executeTakeFirst();
+  if (already) throw new ApiError("denied", alreadyMember(inv.workspace_name, already.role as Role));
   const used = await tx
     .updateTable("invitation")
     .set({ accepted_at_ms: Date.now() })
@@ -235,7 +256,12 @@ export async function joinByInvitation(tx: Transaction<Database>, inv: Invitatio
   return inv.workspace_id;
 }
 
-/** Joins the invited workspace (or changes nothing if already a member). */
+/** What someone already in a workspace is told of an invitation to it. */
+export function alreadyMember(workspace: string, role: Role): string {
+  return `You are already a member of ${workspace} (${role}). To have another role, ask an owner or admin of ${workspace} to change it.`;
+}
+
+/** Joins the invited workspace (refused for someone already a member). */
 export async function acceptInvitation(token: string, userId: string, email: string): Promise<string> {
   const inv = await invitationFor(token, email);
   return db().transaction().execute((tx) => joinByInvitation(tx, inv, userId));

@@ -4,7 +4,7 @@ import { RemovedBox } from "~/components/box-page-notices";
 import { ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame } from "~/components/screen-view";
 import { useLiveBox } from "~/components/use-live-box";
-import { requireWorkspace } from "~/edge/console.server";
+import { requireBoxWorkspace } from "~/edge/console.server";
 import { type BoxJson, getBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { isApiError } from "~/utils/api-error.server";
@@ -21,7 +21,7 @@ export const meta: Route.MetaFunction = ({ data }) => [
 ];
 
 export async function loader({ request, params }: Route.LoaderArgs) {
-  const ctx = await requireWorkspace(request);
+  const ctx = await requireBoxWorkspace(request, params.id);
   const common = { me: `user:${ctx.user.id}`, role: ctx.workspace.role, workspace: ctx.workspace.id, csrf: ctx.csrf };
   let box: BoxJson;
   try {

@@ -12,7 +12,7 @@ import type { Route } from "./+types/box-thumb";
 
 export async function loader({ request, params }: Route.LoaderArgs) {
   try {
-    const actor = (await requireWorkspaceJson(request)).actor;
+    const actor = (await requireWorkspaceJson(request, "viewer", params.id)).actor;
     const thumb = await boxThumbnail(actor, params.id);
     const headers: Record<string, string> = { "cache-control": "private, no-cache" };
     if (!thumb) return new Response(null, { status: 204, headers });

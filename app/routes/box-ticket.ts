@@ -14,7 +14,7 @@ import type { Route } from "./+types/box-ticket";
 
 export async function loader({ request, params }: Route.LoaderArgs) {
   try {
-    const ctx = await requireWorkspaceJson(request);
+    const ctx = await requireWorkspaceJson(request, "viewer", params.id);
     const url = new URL(request.url);
     const modeRaw = url.searchParams.get("mode") ?? "view";
     if (modeRaw !== "view" && modeRaw !== "control") throw new ApiError("bad_request", "mode must be view or control");

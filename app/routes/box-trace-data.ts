@@ -18,12 +18,12 @@ const EntriesQuerySchema = z.strictObject({
   limit: z.coerce.number().int().min(1).max(TRACE_PAGE_MAX).default(TRACE_PAGE_DEFAULT),
 });
 
-async function sessionActor(request: Request): Promise<Actor> {
-  return (await requireWorkspaceJson(request)).actor;
+async function sessionActor(request: Request, id: string): Promise<Actor> {
+  return (await requireWorkspaceJson(request, "viewer", id)).actor;
 }
 
 async function entries(request: Request, id: string): Promise<Response> {
-  const actor = await sessionActor(request);
+  const actor = await sessionActor(request, id);
   const q = parseQuery(request, EntriesQuerySchema);
   const box = await traceBox(actor, id);
   const page = await readTrace(box.id, { after: q.after, limit: q.limit });
@@ -31,7 +31,7 @@ async function entries(request: Request, id: string): Promise<Response> {
 }
 
 async function frame(request: Request, id: string, given: string): Promise<Response> {
-  const actor = await sessionActor(request);
+  const actor = await sessionActor(request, id);
   const box = await traceBox(actor, id);
   const hash = frameHash(given);
   const png = hash ? await readBoxFrame(box.id, hash) : undefined;
@@ -43,7 +43,7 @@ async function frame(request: Request, id: string, given: string): Promise<Respo
 }
 
 async function recording(request: Request, id: string, rid: string): Promise<Response> {
-  const actor = await sessionActor(request);
+  const actor = await sessionActor(request, id);
   const box = await traceBox(actor, id);
   const { data } = await readRecording(box.id, rid);
   return bytesResponse(request, data, { "content-type": "video/mp4", "cache-control": "private, max-age=31536000, immutable" });

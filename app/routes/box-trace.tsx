@@ -12,7 +12,7 @@ import { useFrameFollow } from "~/components/trace-follow";
 import { type FrameHandle, FrameView } from "~/components/trace-frames";
 import { Filmstrip, Scrubber } from "~/components/trace-scrubber";
 import { EntryStore, Timeline, useStoreVersion } from "~/components/trace-timeline";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireBoxWorkspace, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { forkOf } from "~/models/fork-progress.server";
 import { forkBox } from "~/models/fork.server";
@@ -49,7 +49,7 @@ function wholeParam(raw: string | null): number | undefined {
 }
 
 export async function loader({ request, params }: Route.LoaderArgs) {
-  const ctx = await requireWorkspace(request);
+  const ctx = await requireBoxWorkspace(request, params.id);
   let box;
   try {
     box = await traceBox(ctx.actor, params.id);
@@ -84,7 +84,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
 
 export async function action({ request, params }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
+    const ctx = await requireBoxWorkspace(request, params.id, "member");
     const form = await request.formData();
     requireCsrf(form, ctx);
     if (field(form, "intent") !== "fork") throw new ApiError("bad_request", "unknown action");

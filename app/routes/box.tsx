@@ -2,16 +2,17 @@ import { useEffect, useState } from "react";
 import { Link, data, redirect } from "react-router";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
 import { boxTitle } from "~/components/box-name";
-import { ActionAlerts, RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
+import { AccessGone, ActionAlerts, RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
 import { ClipboardPanel } from "~/components/clipboard-panel";
 import { type BoxActionResult, ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame, ScreenTabs } from "~/components/screen-view";
 import { FailedPanel, StartingPanel } from "~/components/start-panel";
 import { Shell } from "~/components/shell";
 import { TerminalPanel } from "~/components/terminal-panel";
+import { Alert } from "~/components/ui";
 import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireBoxWorkspace, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
@@ -41,7 +42,7 @@ function screenParam(request: Request, screens: number): number {
 }
 
 export async function loader({ request, params }: Route.LoaderArgs) {
-  const ctx = await requireWorkspace(request);
+  const ctx = await requireBoxWorkspace(request, params.id);
   const common = {
     me: `user:${ctx.user.id}`,
     role: ctx.workspace.role,
@@ -67,7 +68,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
 
 export async function action({ request, params }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
+    const ctx = await requireBoxWorkspace(request, params.id, "member");
     const form = await request.formData();
     requireCsrf(form, ctx);
     const id = params.id;
@@ -129,7 +130,7 @@ type Loaded = Extract<Route.ComponentProps["loaderData"], { removed: null }>;
 
 function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: BoxActionResult | undefined }) {
   const { me, role, workspace, csrf, screen } = loaderData;
-  const { box, screens, live } = useLiveBox(loaderData.box, loaderData.screens, workspace.id);
+  const { box, screens, live, access } = useLiveBox(loaderData.box, loaderData.screens, workspace.id);
   // The tab's title follows a rename made elsewhere, as the heading does (meta has only the loader's).
   const title = `${boxTitle(box)} · holm`;
   useEffect(() => {
@@ -146,10 +147,17 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
   // it runs, nothing of a desktop while it starts or after it failed to.
   const settled = box.state !== "starting" && box.state !== "failed";
 
+  if (access && access.kind !== "role") return <AccessGone id={box.id} workspace={workspace.name} access={access} />;
   // Checked on the live box too: a resume while the page is open shows the notice then.
   if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
   return (
     <Shell wide>
+      {/* The role changed while the page was open; the page was drawn again for the new one. */}
+      {access?.kind === "role" ? (
+        <div className="mb-4">
+          <Alert tone="info">Your role in {workspace.name} is now {access.role}.</Alert>
+        </div>
+      ) : null}
       <BoxHeader box={box} now={now} live={live} csrf={csrf} canEdit={canDrive} />
 
       {/* The screen takes the width; details and actions go below it, beside it only on very wide windows. */}

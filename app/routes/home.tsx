@@ -20,7 +20,7 @@ import { Shell } from "~/components/shell";
 import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { Card } from "~/components/ui";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { validate } from "~/edge/route.server";
 import type { BoxJson } from "~/models/box.server";
@@ -36,6 +36,7 @@ export const meta: Route.MetaFunction = () => [{ title: "Boxes · holm" }];
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
   return {
+    pageWorkspace: ctx.workspace.id,
     boxes: (await listBoxes(ctx.actor)).map(toListBox),
     workspace: { id: ctx.workspace.id, name: ctx.workspace.name, role: ctx.workspace.role },
     csrf: ctx.csrf,
@@ -68,9 +69,8 @@ function metadataOf(form: FormData) {
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form, "member");
     const id = field(form, "id");
     switch (field(form, "intent")) {
       case "launch": {

@@ -5,7 +5,7 @@ import { ImageProgress } from "~/components/image-progress";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Button, Card, when } from "~/components/ui";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { ImageBuildSchema, buildImage, deleteImage, listAllImages } from "~/models/image.server";
 import { atLeast } from "~/models/roles";
@@ -28,6 +28,7 @@ export async function loader({ request }: Route.LoaderArgs) {
   const images = await listAllImages();
   const runtimes = [...new Set(images.map((i) => i.runtime))];
   return {
+    pageWorkspace: ctx.workspace.id,
     csrf: ctx.csrf,
     canBuild: atLeast(ctx.workspace.role, "member"),
     admin: ctx.user.is_admin,
@@ -37,9 +38,8 @@ export async function loader({ request }: Route.LoaderArgs) {
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request);
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form);
     const intent = field(form, "intent");
     if (intent === "build") {
       if (!atLeast(ctx.workspace.role, "member")) throw new ApiError("denied", "a viewer cannot build images");

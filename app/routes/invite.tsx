@@ -4,7 +4,7 @@ import { Alert, Button, Card, CsrfInput } from "~/components/ui";
 import { getConsole, requireConsole, requireCsrf } from "~/edge/console.server";
 import { formAction } from "~/edge/form.server";
 import { setSessionWorkspace } from "~/models/session.server";
-import { acceptInvitation, findInvitation } from "~/models/workspace.server";
+import { acceptInvitation, alreadyMember, findInvitation, roleIn } from "~/models/workspace.server";
 import type { Route } from "./+types/invite";
 
 export const meta: Route.MetaFunction = () => [{ title: "Invitation · holm" }];
@@ -16,8 +16,11 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     // Not signed in: a new person signs up through the invitation.
     throw redirect(`/signup?invite=${encodeURIComponent(params.token)}`);
   }
+  // Someone already in the workspace is told so: joining would not change their role.
+  const role = inv ? await roleIn(inv.workspace_id, ctx.user.id) : undefined;
   return {
     invitation: inv ? { workspace: inv.workspace_name, role: inv.role, email: inv.email } : null,
+    already: inv && role ? alreadyMember(inv.workspace_name, role) : null,
     csrf: ctx.csrf,
     email: ctx.user.email,
   };
@@ -35,12 +38,14 @@ export async function action({ request, params }: Route.ActionArgs) {
 
 export default function Invite({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
-  const { invitation, csrf, email } = loaderData;
+  const { invitation, already, csrf, email } = loaderData;
   return (
     <Shell>
       <div className="max-w-md">
         <Card title="Invitation">
-          {invitation ? (
+          {already ? (
+            <Alert tone="info">{already}</Alert>
+          ) : invitation ? (
             <Form method="post" className="space-y-4">
               <CsrfInput token={csrf} />
               {result && "error" in result ? <Alert>{result.error}</Alert> : null}

@@ -5,7 +5,7 @@ import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
 import { Button, Card, Field, when } from "~/components/ui";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
 import { ApiError } from "~/utils/api-error.server";
@@ -17,6 +17,7 @@ export const meta: Route.MetaFunction = () => [{ title: "API keys · holm" }];
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
   return {
+    pageWorkspace: ctx.workspace.id,
     csrf: ctx.csrf,
     role: ctx.workspace.role,
     workspace: ctx.workspace.name,
@@ -27,9 +28,8 @@ export async function loader({ request }: Route.LoaderArgs) {
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form, "member");
     if (field(form, "intent") === "revoke") {
       await revokeKey(ctx.workspace.id, field(form, "id"));
       return { ok: "Key revoked. Requests with it are refused from now on." };

@@ -5,7 +5,7 @@ import { type PendingInvitation, type PersonKey, MembersTable } from "~/componen
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Button, Card, Field, when } from "~/components/ui";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { listKeys } from "~/models/key.server";
 import { ROLES, type Role, atLeast } from "~/models/roles";
@@ -34,6 +34,7 @@ export async function loader({ request }: Route.LoaderArgs) {
     (keys[k.created_by] ??= []).push({ id: k.id, name: k.name, last_used_ms: k.last_used_ms, status });
   }
   return {
+    pageWorkspace: ctx.workspace.id,
     me: ctx.user.id,
     role: ctx.workspace.role,
     workspace: ctx.workspace.name,
@@ -49,9 +50,8 @@ const linkOf = (token: string) => `${publicUrl()}/invite/${token}`;
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request);
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form);
     const ws = ctx.workspace;
     switch (field(form, "intent")) {
       case "invite": {

@@ -4,7 +4,7 @@ import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
 import { Button, Card, when } from "~/components/ui";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { deleteProfile, listProfiles } from "~/models/profile.server";
 import type { Route } from "./+types/profiles";
@@ -16,14 +16,13 @@ export const meta: Route.MetaFunction = () => [{ title: "Browser profiles · hol
 
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
-  return { csrf: ctx.csrf, role: ctx.workspace.role, workspace: ctx.workspace.name, profiles: await listProfiles(ctx.workspace.id) };
+  return { pageWorkspace: ctx.workspace.id, csrf: ctx.csrf, role: ctx.workspace.role, workspace: ctx.workspace.name, profiles: await listProfiles(ctx.workspace.id) };
 }
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request, "member");
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form, "member");
     const { name } = await deleteProfile(ctx.workspace.id, field(form, "name"));
     return { ok: `Profile “${name}” removed, with its cookies and storage.` };
   });

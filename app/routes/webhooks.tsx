@@ -6,7 +6,7 @@ import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Button, Card, Field, when } from "~/components/ui";
 import { WebhookDeliveries } from "~/components/webhook-deliveries";
-import { requireCsrf, requireWorkspace } from "~/edge/console.server";
+import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { atLeast } from "~/models/roles";
 import { listDeliveries, replayDelivery } from "~/models/webhook-delivery.server";
@@ -33,6 +33,7 @@ export async function loader({ request }: Route.LoaderArgs) {
   const canEdit = atLeast(ctx.workspace.role, "member");
   const hooks = canEdit ? await listWebhooks(ctx.workspace.id) : [];
   return {
+    pageWorkspace: ctx.workspace.id,
     csrf: ctx.csrf,
     workspace: ctx.workspace.name,
     canEdit,
@@ -42,9 +43,8 @@ export async function loader({ request }: Route.LoaderArgs) {
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireWorkspace(request);
     const form = await request.formData();
-    requireCsrf(form, ctx);
+    const ctx = await requireFormWorkspace(request, form);
     if (!atLeast(ctx.workspace.role, "member")) throw new ApiError("denied", "a viewer cannot change the workspace's webhooks");
     const owner = ctx.workspace.id;
     const intent = field(form, "intent");
