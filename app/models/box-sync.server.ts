@@ -66,7 +66,7 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
  * servers that find it, one fails it.
  */
 async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
-  if (row.server_id === SERVER_ID || (row.server_id === null ? !atBoot : await serverAlive(row.server_id))) return;
+  if (row.server_id === SERVER_ID || (row.server_id === null ? !atBoot : (await serverAlive(row.server_id)) !== "dead")) return;
   const reason = atBoot ? "the server restarted while the box was starting" : "the server starting the box stopped before it was ready";
   const patch = { state: "failed", reason, ...abandonedStart(row) };
   const done = await db()

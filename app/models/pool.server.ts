@@ -198,10 +198,11 @@ async function takeOverOrphans(): Promise<{ back: number; removed: number }> {
   let [back, removed] = [0, 0];
   if (rows.length === 0) return { back, removed };
   const sizes = new Map((await entries()).map((e) => [e.digest, e.size]));
+  // Only a server known dead gives its pool up: one Redis has not heard from yet ("unknown") keeps it.
   const alive = new Map<string, boolean>();
   for (const row of rows) {
     const was = row.server_id;
-    if (was !== null && (alive.get(was) ?? alive.set(was, await serverAlive(was)).get(was))) continue;
+    if (was !== null && (alive.get(was) ?? alive.set(was, (await serverAlive(was)) !== "dead").get(was))) continue;
     // A box its dead server was still starting is box-sync's (failed and removed there).
     if (row.state === "starting") continue;
     const won = await db()
