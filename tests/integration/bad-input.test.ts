@@ -99,6 +99,23 @@ describe("routes that take no body", () => {
 });
 
 describe("values that cannot be used", () => {
+  it("an apt package name ending in - (apt's 'remove') is 400 naming the field, before any image build", async () => {
+    const before = (await call("/v1/runtimes/docker/images")).body;
+    for (const [spec, field] of [
+      [{ desktop: { packages: ["x11vnc-"] } }, "spec.desktop.packages.0"],
+      [{ desktop: { packages: ["jq", "xvfb-"] } }, "spec.desktop.packages.1"],
+      [{ apps: { vnc: { packages: ["x11vnc-"], argv: ["true"] } } }, "spec.apps.vnc.packages.0"],
+    ] as const) {
+      for (const path of ["/v1/runtimes/docker/image", "/v1/boxes"]) {
+        const r = await call(path, { method: "POST", json: { spec } });
+        badRequest(r, `${path} ${JSON.stringify(spec)}`);
+        expect(r.body.message).toContain(field);
+      }
+    }
+    // Nothing was built or counted.
+    expect((await call("/v1/runtimes/docker/images")).body).toEqual(before);
+  });
+
   it("exec refuses a NUL byte in argv with 400", async () => {
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
