@@ -1,6 +1,6 @@
 import { bytesResponse } from "~/edge/byte-range.server";
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseQuery, v1 } from "~/edge/route.server";
 import { listRecordings, readRecording } from "~/models/recording-store.server";
 import { traceBox } from "~/models/trace.server";
 
@@ -11,6 +11,7 @@ import { traceBox } from "~/models/trace.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     const box = await traceBox(actor, param(args, "id"));
     if (args.params.rid === undefined) return { recordings: await listRecordings(box.id) };
     const { data, json } = await readRecording(box.id, param(args, "rid"));
