@@ -17,6 +17,7 @@ import { profiles } from "./0016-profiles";
 import { recordings } from "./0017-recordings";
 import { takeoverRecording } from "./0018-takeover-recording";
 import { directTickets } from "./0019-direct-tickets";
+import { recordingParts } from "./0021-recording-parts";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -38,6 +39,8 @@ const migrations: Record<string, Migration> = {
   "0017-recordings": recordings,
   "0018-takeover-recording": takeoverRecording,
   "0019-direct-tickets": directTickets,
+  // 0020 is main's (server ownership), developed beside this.
+  "0021-recording-parts": recordingParts,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -29,6 +29,7 @@ const RELEASED = [
   "0017-recordings",
   "0018-takeover-recording",
   "0019-direct-tickets",
+  "0021-recording-parts",
 ];
 
 describe("the migration list", () => {
