@@ -266,6 +266,7 @@ export interface Database {
   browser_profile: BrowserProfileTable;
   direct_ticket: DirectTicketTable;
   trace_recording: TraceRecordingTable;
+  trace_recording_part: TraceRecordingPartTable;
 }
 
 /** Who holds a screen (docs/decisions/0021). */
@@ -319,6 +320,12 @@ export interface TraceRecordingTable {
   stopped_at_ms: Timestamp;
   bytes: Timestamp;
   path: string;
+}
+
+/** A recording's bytes, in parts (migration 0021: RECORDING_PART_BYTES each but the last). */
+export interface TraceRecordingPartTable {
+  recording_id: string;
+  n: number;
   data: Buffer;
 }
 

@@ -345,8 +345,10 @@ const rows: Row[] = [
     id: "replayWebhookDelivery",
     tag: "webhooks",
     summary: "Send the same event again now, as a new delivery (`replay_of` names the old).",
+    description: "While a delivery of that event to that webhook is still `pending`, the answer is that one (nothing new is queued). A webhook makes at most 30 replays an hour; then `409 denied`, retryable.",
     body: ReplayBodySchema,
     example: {},
+    errors: ["denied"],
   },
   // History and events
   { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },

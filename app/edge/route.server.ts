@@ -131,6 +131,20 @@ export function parseQuery<S extends z.ZodType>(request: Request, schema: S): z.
 }
 
 
+/** A route's query when it takes none. */
+export const NoQuery = z.strictObject({});
+
+/**
+ * For a GET route that takes no query parameters: any key is a 400 naming it, as `/v1/events`
+ * answers, so that a filter a route does not have (`GET /v1/boxes?label=…`) is never silently
+ * ignored and answered with everything. No query, no parse: GET /v1/boxes and /v1/boxes/{id}
+ * are on the hot path (server/hot-path.ts).
+ */
+export function refuseQuery(request: Request): void {
+  if (!request.url.includes("?")) return;
+  parseQuery(request, NoQuery);
+}
+
 /** Reads a path parameter that the route pattern guarantees. */
 export function param(args: Args, name: string): string {
   const v = args.params[name];

@@ -19,7 +19,9 @@ export const DEFAULT_HEIGHT = 800;
 export const DEFAULT_LIFETIME_SECS = 3600;
 export const MAX_LIFETIME_SECS = 30 * 24 * 3600;
 
-const PackageName = z.string().regex(/^[a-z0-9][a-z0-9+.-]{0,127}$/, "not an apt package name");
+// Not ending in "-": apt-get reads `x11vnc-` as "remove x11vnc" (a trailing "+" means install,
+// and real names end in it: g++). The same rule as APT_PACKAGE_RE (runtime/image-source.server.ts).
+const PackageName = z.string().regex(/^[a-z0-9](?:[a-z0-9+.-]{0,126}[a-z0-9+.])?$/, "not an apt package name (letters, digits, + . -, not ending in -)");
 
 /** A DNS host name (RFC 1123 labels, dot-separated): no scheme, port, path or spaces. */
 const HOST_NAME_RE = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { notFound } from "~/utils/api-error.server";
+import { ApiError, notFound } from "~/utils/api-error.server";
 import { SERVER_ID } from "~/utils/cluster.server";
 import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
@@ -217,15 +217,53 @@ export async function listDeliveries(owner: string | null | undefined, webhookId
   return rows.map(info);
 }
 
-/** Replay: a new delivery of the same event (same body) to the same webhook, due now. */
+/** Replays one webhook may make in an hour (REPLAY_WINDOW_MS); README, "Webhooks". */
+export const REPLAYS_PER_HOUR = 30;
+const REPLAY_WINDOW_MS = 3600 * 1000;
+
+/**
+ * Replay: a new delivery of the same event (same body) to the same webhook, due now. Capped, as
+ * each one is an outbound request a member aims at a receiver of their choosing: while a
+ * delivery of that event to that webhook is still pending, the answer is that one (nothing new
+ * is queued; it goes at its own next try), and a webhook makes at most REPLAYS_PER_HOUR replays
+ * in any hour (then 409 denied, retryable, saying when).
+ */
 export async function replayDelivery(owner: string | null | undefined, webhookId: string, deliveryId: string): Promise<DeliveryInfo> {
   await getWebhook(owner, webhookId);
   const d = await db().selectFrom("webhook_delivery").selectAll().where("id", "=", deliveryId).where("webhook_id", "=", webhookId).executeTakeFirst();
   if (!d) throw notFound(`no delivery ${deliveryId} of webhook ${webhookId}`);
-  const now = Date.now();
-  const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: now, replay_of: d.id };
-  await db().insertInto("webhook_delivery").values(row).execute();
-  return info({ ...row, last_at_ms: null, last_status: null, latency_ms: null, error: null });
+  return db()
+    .transaction()
+    .execute(async (tx) => {
+      // The checks and the insert, one replay of a webhook at a time (PostgreSQL: on any server).
+      await lockKey(tx, `webhook-replay:${webhookId}`);
+      const pending = await tx
+        .selectFrom("webhook_delivery")
+        .select(COLUMNS)
+        .where("webhook_id", "=", webhookId)
+        .where("event_seq", "=", d.event_seq)
+        .where("status", "=", "pending")
+        .orderBy("created_at_ms", "desc")
+        .executeTakeFirst();
+      if (pending) return info(pending);
+      const now = Date.now();
+      const recent = await tx
+        .selectFrom("webhook_delivery")
+        .select("created_at_ms")
+        .where("webhook_id", "=", webhookId)
+        .where("created_at_ms", ">", now - REPLAY_WINDOW_MS)
+        .where("replay_of", "is not", null)
+        .orderBy("created_at_ms")
+        .limit(REPLAYS_PER_HOUR)
+        .execute();
+      if (recent.length >= REPLAYS_PER_HOUR) {
+        const after = new Date(Number(recent[0]!.created_at_ms) + REPLAY_WINDOW_MS).toISOString();
+        throw new ApiError("denied", `webhook ${webhookId} made ${REPLAYS_PER_HOUR} replays in the last hour, the most it may; try again after ${after}`, { retryable: true });
+      }
+      const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: now, replay_of: d.id };
+      await tx.insertInto("webhook_delivery").values(row).execute();
+      return info({ ...row, last_at_ms: null, last_status: null, latency_ms: null, error: null });
+    });
 }
 
 /** Deletes deliveries that ended more than 7 days ago (as events are kept); part of prune. */

@@ -45,8 +45,8 @@ const where = (id: string) => `webhook\u0000${id}`;
 
 /** Checks a target now (400 when it is not allowed); the same check runs before each attempt. */
 async function checkUrl(url: string): Promise<string> {
-  await resolveTarget(url, env().HOLM_WEBHOOK_ALLOW_PRIVATE);
-  return url;
+  // Kept as parsed (`href`), the very URL the sender fetches, not as typed.
+  return (await resolveTarget(url, env().HOLM_WEBHOOK_ALLOW_PRIVATE)).url.href;
 }
 
 /** Makes a webhook; the answer carries the secret, the only time it is ever given out. */

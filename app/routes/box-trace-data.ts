@@ -3,7 +3,7 @@ import { requireWorkspaceJson } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
 import { bytesResponse } from "~/edge/byte-range.server";
 import type { Actor } from "~/models/actor";
-import { readRecording } from "~/models/recording-store.server";
+import { readRecordingPart, recordingOf } from "~/models/recording-store.server";
 import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
 
@@ -45,8 +45,8 @@ async function frame(request: Request, id: string, given: string): Promise<Respo
 async function recording(request: Request, id: string, rid: string): Promise<Response> {
   const actor = await sessionActor(request, id);
   const box = await traceBox(actor, id);
-  const { data } = await readRecording(box.id, rid);
-  return bytesResponse(request, data, { "content-type": "video/mp4", "cache-control": "private, max-age=31536000, immutable" });
+  const { json, size } = await recordingOf(box.id, rid);
+  return bytesResponse(request, size, (start, length) => readRecordingPart(json.id, start, length), { "content-type": "video/mp4", "cache-control": "private, max-age=31536000, immutable" });
 }
 
 export async function loader({ request, params }: { request: Request; params: Record<string, string | undefined> }) {

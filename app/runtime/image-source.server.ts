@@ -10,8 +10,11 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { FEATURES, type Feature, type ImageApp, type ImageRequest } from "./runtime";
 
-/** Debian package names as apt accepts them; nothing else may reach a Dockerfile. */
-export const APT_PACKAGE_RE = /^[a-z0-9][a-z0-9+.-]{0,127}$/;
+/**
+ * Debian package names as apt accepts them; nothing else may reach a Dockerfile. Not ending in
+ * "-", which apt-get install reads as "remove this one" (`x11vnc-`); "+" may end one (g++).
+ */
+export const APT_PACKAGE_RE = /^[a-z0-9](?:[a-z0-9+.-]{0,126}[a-z0-9+.])?$/;
 
 const CORE_PACKAGES = [
   "xvfb",

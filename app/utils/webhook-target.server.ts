@@ -1,6 +1,7 @@
 import { lookup } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
 import { badRequest } from "./api-error.server";
+import { log } from "./log.server";
 
 // Where a webhook may send (docs/decisions/0018). A webhook URL is chosen by a workspace, and
 // the server sends to it from inside the operator's network: without a guard, a URL could make
@@ -46,9 +47,16 @@ export function blockedRange(address: string): string | undefined {
   return undefined;
 }
 
-/** A webhook URL as given, or 400 saying what is wrong with it (before any lookup). */
+/**
+ * A webhook URL as given, or 400 saying what is wrong with it (before any lookup). The WHATWG
+ * parser forgives a lot (it drops tabs and newlines, trims spaces, reads `http:host` and
+ * `http:/\\host` as `http://host`), so a URL kept as typed is not the one the sender fetches.
+ * Control characters and surrounding spaces are refused here, and the caller keeps `href`.
+ */
 export function parseWebhookUrl(raw: string): URL {
   if (raw.length > WEBHOOK_URL_MAX) throw badRequest(`url: at most ${WEBHOOK_URL_MAX} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(raw)) throw badRequest("url: a webhook URL has no control characters (tab, newline, NUL …)");
+  if (raw.trim() !== raw) throw badRequest("url: a webhook URL has no space before or after it");
   let url: URL;
   try {
     url = new URL(raw);
@@ -59,6 +67,7 @@ export function parseWebhookUrl(raw: string): URL {
   // Credentials in the URL would be shown in every list; the signature authenticates instead.
   if (url.username || url.password) throw badRequest("url: a webhook URL carries no user name or password");
   if (url.hash) throw badRequest("url: a webhook URL has no #fragment");
+  if (url.port === "0") throw badRequest("url: port 0 cannot be sent to");
   return url;
 }
 
@@ -91,10 +100,11 @@ export async function resolveTarget(raw: string, allowPrivate: boolean): Promise
     for (const a of addresses) {
       const range = blockedRange(a.address);
       if (range) {
-        const via = a.address === host ? "" : ` (it resolves to ${a.address})`;
-        throw badRequest(
-          `url: "${host}"${via} is a ${range} address; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`,
-        );
+        // A name's addresses are not told: the answer would make webhook create a DNS lookup
+        // of the operator's internal names for any member. The log (debug) has them.
+        if (a.address !== host) log.debug(`webhook url: "${host}" resolves to ${a.address}, a ${range} address: refused`);
+        const what = a.address === host ? `is a ${range} address` : "resolves to a private or loopback address";
+        throw badRequest(`url: "${host}" ${what}; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`);
       }
     }
   }

@@ -18,6 +18,7 @@ import { recordings } from "./0017-recordings";
 import { takeoverRecording } from "./0018-takeover-recording";
 import { directTickets } from "./0019-direct-tickets";
 import { serverOwnership } from "./0020-server-ownership";
+import { recordingParts } from "./0021-recording-parts";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   "0018-takeover-recording": takeoverRecording,
   "0019-direct-tickets": directTickets,
   "0020-server-ownership": serverOwnership,
+  "0021-recording-parts": recordingParts,
 };
 
 export const migrationProvider: MigrationProvider = {

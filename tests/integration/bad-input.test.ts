@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import net from "node:net";
+import path from "node:path";
+import { v1Routes } from "../../app/routes";
 import { raw } from "../support/http";
-import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
+import { ROOT, type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
 
 // Bad input answers the seed's 400 `bad_request` ({code, message, retryable}) at once: never a
 // hang, a 500, a 422, an HTML page or an empty body, and never an effect. One box for all.
@@ -99,6 +101,23 @@ describe("routes that take no body", () => {
 });
 
 describe("values that cannot be used", () => {
+  it("an apt package name ending in - (apt's 'remove') is 400 naming the field, before any image build", async () => {
+    const before = (await call("/v1/runtimes/docker/images")).body;
+    for (const [spec, field] of [
+      [{ desktop: { packages: ["x11vnc-"] } }, "spec.desktop.packages.0"],
+      [{ desktop: { packages: ["jq", "xvfb-"] } }, "spec.desktop.packages.1"],
+      [{ apps: { vnc: { packages: ["x11vnc-"], argv: ["true"] } } }, "spec.apps.vnc.packages.0"],
+    ] as const) {
+      for (const path of ["/v1/runtimes/docker/image", "/v1/boxes"]) {
+        const r = await call(path, { method: "POST", json: { spec } });
+        badRequest(r, `${path} ${JSON.stringify(spec)}`);
+        expect(r.body.message).toContain(field);
+      }
+    }
+    // Nothing was built or counted.
+    expect((await call("/v1/runtimes/docker/images")).body).toEqual(before);
+  });
+
   it("exec refuses a NUL byte in argv with 400", async () => {
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
@@ -116,6 +135,55 @@ describe("values that cannot be used", () => {
     }
     const hit = await call(`/v1/boxes/${box.id}/page/evaluate`, { method: "POST", json: { expression: "window.hit ?? 0" } });
     expect(hit.body.value, JSON.stringify(hit.body)).toBe(0);
+  });
+});
+
+describe("query keys", () => {
+  // Not checked here: the CDP relay passes its query on to Chromium's /json endpoints
+  // (/json/new?url), and a plain GET of the DevTools socket path is 400 whatever it carries.
+  let hook = "";
+  const RELAYED = new Set(["v1/cdp/:token/json", "v1/cdp/:token/json/*", "v1/cdp/:token/devtools/*", "v1/*"]);
+  const concrete = (p: string) =>
+    `/${p}`
+      .replace("/v1/runtimes/:name", "/v1/runtimes/docker")
+      .replace(":id", p.startsWith("v1/webhooks") ? hook : box.id)
+      .replace(":screen", "0")
+      .replace(":digest", "0".repeat(16))
+      .replace(":hash", "0".repeat(64))
+      .replace(":rid", "rec_0000000000000000");
+
+  it("every GET route refuses a key it does not take with 400 naming it (a typo is never ignored), from the router's own list", async () => {
+    const gets: string[] = [];
+    for (const r of v1Routes) {
+      if (RELAYED.has(r.path!)) continue;
+      const mod = await import(path.join(ROOT, "app", r.file));
+      if ((mod.loader?.methods ?? []).includes("GET")) gets.push(r.path!);
+    }
+    expect(gets.length).toBeGreaterThan(30);
+    // A real webhook (disabled, and no event it takes happens here: nothing is sent).
+    hook = (await call("/v1/webhooks", { method: "POST", json: { url: "http://8.8.8.8/x", events: ["image.removed"], enabled: false } })).body.id;
+    // The keys a route needs, so that the unknown one is what it refuses.
+    const needs: Record<string, string> = { "v1/boxes/:id/files": "path=/tmp&", "v1/boxes/:id/files/list": "path=/tmp&", "v1/boxes/:id/files/glob": "pattern=*&", "v1/boxes/:id/page/find": "q=x&" };
+    const wrong: string[] = [];
+    for (const p of gets) {
+      const r = await call(`${concrete(p)}?${needs[p] ?? ""}bogus=1`);
+      if (r.status !== 400 || r.body?.code !== "bad_request" || !String(r.body.message).includes('unknown key "bogus" in the query')) wrong.push(`${p}: ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it("GET /v1/boxes?label=env=ci is 400, not every box (a cleanup script would remove them all); no query answers as before", async () => {
+    const r = await call("/v1/boxes?label=env%3Dci");
+    badRequest(r, "label");
+    expect(r.body.message).toContain('unknown key "label"');
+    expect((await call("/v1/boxes")).body.boxes.map((b: any) => b.id)).toContain(box.id);
+    expect((await call("/v1/boxes?")).status).toBe(200);
+    expect((await call(`/v1/boxes/${box.id}?x=1`)).status).toBe(400);
+    expect((await call(`/v1/boxes/${box.id}`)).body.id).toBe(box.id);
+    // The queries routes do take still work: readiness, a trace page, a frame's `have`.
+    expect((await fetch(`${server.base}/v1/health?ready=1`)).status).toBe(200);
+    expect((await call(`/v1/boxes/${box.id}/trace?limit=1`)).status).toBe(200);
+    expect((await call(`/v1/boxes/${box.id}/screens/0/frame?have=${"0".repeat(64)}`)).status).toBe(200);
   });
 });
 

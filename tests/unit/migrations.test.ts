@@ -30,6 +30,7 @@ const RELEASED = [
   "0018-takeover-recording",
   "0019-direct-tickets",
   "0020-server-ownership",
+  "0021-recording-parts",
 ];
 
 describe("the migration list", () => {

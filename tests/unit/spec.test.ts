@@ -9,7 +9,7 @@ import {
   specDigest,
 } from "~/models/spec.server";
 import { parseJsonText } from "~/edge/route.server";
-import { appFiles, x11Dockerfile } from "~/runtime/image-source.server";
+import { appFiles, normalizeRequest, x11Dockerfile } from "~/runtime/image-source.server";
 import { refusal } from "../support/refusal";
 
 const parse = (body: unknown) => parseJsonText(JSON.stringify(body), CreateBoxSchema);
@@ -69,9 +69,23 @@ describe("create-box body", () => {
   });
 
   it("refuses package names that are not apt names (nothing reaches a Dockerfile)", () => {
-    for (const name of ["jq; rm -rf /", "JQ", "-o", "a b", "$(x)", ""]) {
-      expect(refusal(() => parse({ spec: { desktop: { packages: [name] } } })).code).toBe("bad_request");
+    for (const name of ["jq; rm -rf /", "JQ", "-o", "a b", "$(x)", "", "x11vnc-", "a-", "jq=1.6", "jq/bookworm", "jq:amd64"]) {
+      expect(refusal(() => parse({ spec: { desktop: { packages: [name] } } })).code, name).toBe("bad_request");
+      expect(refusal(() => parse({ spec: { apps: { x: { packages: [name], argv: ["x"] } } } })).message, name).toContain("packages");
     }
+  });
+
+  it("refuses apt's remove suffix (x11vnc- would build an image without x11vnc) and takes real names, g++ included", () => {
+    const says = refusal(() => parse({ spec: { desktop: { packages: ["jq", "x11vnc-"] } } })).message;
+    expect(says).toContain("packages.1");
+    expect(says).toContain("not ending in -");
+    for (const name of ["g++", "libstdc++6", "x11-apps", "python3.11", "jq", "0ad", "a", "lib32gcc-s1"]) {
+      expect(normalizeSpec(parse({ spec: { desktop: { packages: [name] } } }).spec).desktop.packages, name).toEqual([name]);
+    }
+    // The Dockerfile's own check, for images asked for by other ways than a create body.
+    expect(() => normalizeRequest({ features: [], packages: ["x11vnc-"] })).toThrow(/not a Debian package name/);
+    expect(() => normalizeRequest({ features: [], packages: [], apps: [{ name: "x", packages: ["x11vnc-"], argv: ["x"] }] })).toThrow(/not a Debian package name/);
+    expect(x11Dockerfile(normalizeRequest({ features: [], packages: ["g++"] }), "holm-base:x")).toMatch(/install --no-install-recommends .*g\+\+/);
   });
 
   it("takes Wayland desktops (x11_apps by default, a dock when asked: waybar, not tint2)", () => {

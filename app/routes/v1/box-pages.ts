@@ -1,5 +1,5 @@
 import { runningBoxOf } from "~/edge/box-route.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { allTabs } from "~/models/page-browser.server";
 
 // GET /v1/boxes/{id}/pages: every screen's tabs (front tab first on each screen), each with its
@@ -7,6 +7,7 @@ import { allTabs } from "~/models/page-browser.server";
 const route = v1({
   GET: async (args) => {
     const { box } = await runningBoxOf(args);
+    refuseQuery(args.request);
     return { tabs: await allTabs(box) };
   },
 });

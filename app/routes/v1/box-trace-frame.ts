@@ -1,11 +1,12 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseQuery, v1 } from "~/edge/route.server";
 import { frameHash, readBoxFrame, traceBox } from "~/models/trace.server";
 import { notFound } from "~/utils/api-error.server";
 
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     const box = await traceBox(actor, param(args, "id"));
     const given = param(args, "hash");
     const hash = frameHash(given);

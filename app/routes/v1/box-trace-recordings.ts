@@ -1,7 +1,7 @@
 import { bytesResponse } from "~/edge/byte-range.server";
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
-import { listRecordings, readRecording } from "~/models/recording-store.server";
+import { param, refuseQuery, v1 } from "~/edge/route.server";
+import { listRecordings, readRecordingPart, recordingOf } from "~/models/recording-store.server";
 import { traceBox } from "~/models/trace.server";
 
 // The recordings a box's trace keeps (recording.server.ts), readable as long as its trace:
@@ -11,10 +11,11 @@ import { traceBox } from "~/models/trace.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     const box = await traceBox(actor, param(args, "id"));
     if (args.params.rid === undefined) return { recordings: await listRecordings(box.id) };
-    const { data, json } = await readRecording(box.id, param(args, "rid"));
-    return bytesResponse(args.request, data, {
+    const { json, size } = await recordingOf(box.id, param(args, "rid"));
+    return bytesResponse(args.request, size, (start, length) => readRecordingPart(json.id, start, length), {
       "content-type": "video/mp4",
       "content-disposition": `attachment; filename="${box.id}-${json.id}.mp4"`,
       // A recording never changes once kept.

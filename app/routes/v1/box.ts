@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { changeBox } from "~/edge/box-actions.server";
-import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
+import { param, parseBody, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { getBox } from "~/models/box.server";
 import { withDevtoolsUrl } from "~/models/cdp-access.server";
@@ -11,6 +11,7 @@ import { ApiError } from "~/utils/api-error.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     // holm's `replay` on a fork: its replay's progress, for a caller polling a 202 fork.
     return withForkReplay(withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), new URL(args.request.url).origin));
   },

@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { withIdempotency } from "~/edge/idempotency.server";
-import { parseJsonText, readText, v1 } from "~/edge/route.server";
+import { parseJsonText, readText, refuseQuery, v1 } from "~/edge/route.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { env } from "~/utils/env.server";
@@ -8,6 +8,7 @@ import { env } from "~/utils/env.server";
 const route = v1({
   GET: async ({ request }) => {
     const actor = await requireActor(request);
+    refuseQuery(request);
     return { boxes: await listBoxes(actor) };
   },
   POST: async ({ request }) => {

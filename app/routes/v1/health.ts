@@ -1,4 +1,5 @@
-import { v1 } from "~/edge/route.server";
+import { z } from "zod";
+import { parseQuery, v1 } from "~/edge/route.server";
 import { readiness } from "~/models/readiness.server";
 
 // GET /v1/health: the seed's liveness answer, unchanged. GET /v1/health?ready=1: readiness (the
@@ -6,9 +7,12 @@ import { readiness } from "~/models/readiness.server";
 // check, or 503 `unavailable` (retryable) naming what failed, with the same checks. No token:
 // probes (a load balancer, Kubernetes, systemd) call it, and it tells nothing of boxes.
 
+const HealthQuery = z.strictObject({ ready: z.string().optional() });
+
 const route = v1({
   GET: async ({ request }) => {
-    const ready = new URL(request.url).searchParams.get("ready");
+    // `ready` is the one key; any other is 400, as on every route.
+    const { ready } = parseQuery(request, HealthQuery);
     if (ready !== "1" && ready !== "true") return { ok: true, service: "holm-server" };
     const r = await readiness();
     const failed = Object.entries(r.checks).filter(([, c]) => !c.ok);

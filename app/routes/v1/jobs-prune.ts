@@ -1,5 +1,5 @@
 import { requireScheduler } from "~/edge/auth.server";
-import { refuseBody, v1 } from "~/edge/route.server";
+import { refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { prune } from "~/models/job.server";
 
 // Old frames, then old trace entries, then the traces of boxes removed long ago (defaults in
@@ -7,6 +7,7 @@ import { prune } from "~/models/job.server";
 // the seed's {frames, entries, boxes}; removed events are not counted in it.
 const run = async ({ request }: { request: Request }) => {
   await requireScheduler(request);
+  refuseQuery(request);
   await refuseBody(request);
   const { traces } = await prune();
   return { frames: traces.frames, entries: traces.entries, boxes: traces.boxes };

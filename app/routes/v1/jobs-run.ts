@@ -1,5 +1,5 @@
 import { requireScheduler } from "~/edge/auth.server";
-import { refuseBody, v1 } from "~/edge/route.server";
+import { refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { runJobs } from "~/models/job.server";
 
 // "Do the queued launches, forks and builds. It stops taking new jobs after 50 seconds.
@@ -8,6 +8,7 @@ import { runJobs } from "~/models/job.server";
 // seed's `{ran}`, and how many deliveries it attempted is the `Holm-Webhook-Deliveries` header.
 const run = async ({ request }: { request: Request }) => {
   await requireScheduler(request);
+  refuseQuery(request);
   await refuseBody(request);
   const { ran, deliveries } = await runJobs();
   return Response.json({ ran }, { headers: { "holm-webhook-deliveries": String(deliveries) } });

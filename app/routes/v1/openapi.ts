@@ -1,5 +1,5 @@
 import { openApiDocument } from "~/edge/openapi.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { NOT_BUILT } from "./not-built-list";
 
 // GET /v1/openapi.json, served without the bearer token like /v1/health: it describes the
@@ -10,7 +10,10 @@ import { NOT_BUILT } from "./not-built-list";
 let doc: Record<string, unknown> | undefined;
 
 const route = v1({
-  GET: () => (doc ??= openApiDocument(NOT_BUILT)),
+  GET: ({ request }) => {
+    refuseQuery(request);
+    return (doc ??= openApiDocument(NOT_BUILT));
+  },
 });
 
 export const loader = route.loader, action = route.action;

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { listProfiles } from "~/models/profile.server";
 
@@ -8,6 +8,7 @@ import { listProfiles } from "~/models/profile.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     return { profiles: await listProfiles(ownerOf(actor)) };
   },
 });

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, refuseBody, v1 } from "~/edge/route.server";
+import { param, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { deleteImage, getImage } from "~/models/image.server";
 import { requireRuntimeAdmin } from "~/models/runtime-store.server";
 
@@ -9,6 +9,7 @@ import { requireRuntimeAdmin } from "~/models/runtime-store.server";
 const route = v1({
   GET: async (args) => {
     await requireActor(args.request);
+    refuseQuery(args.request);
     return getImage(param(args, "name"), param(args, "digest"));
   },
   DELETE: async (args) => {

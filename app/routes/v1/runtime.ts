@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { param, refuseBody, v1 } from "~/edge/route.server";
+import { param, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { RuntimePatchSchema, deleteRuntime, getRuntime, patchRuntime, requireRuntimeAdmin } from "~/models/runtime-store.server";
 
 // GET /v1/runtimes/{name} (with `can`), PATCH (fields and secrets), DELETE. Changes need the
@@ -8,6 +8,7 @@ import { RuntimePatchSchema, deleteRuntime, getRuntime, patchRuntime, requireRun
 const route = v1({
   GET: async (args) => {
     await requireActor(args.request);
+    refuseQuery(args.request);
     return getRuntime(param(args, "name"));
   },
   PATCH: async (args) => {

@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { RuntimeCreateSchema, createRuntime, listRuntimes, requireRuntimeAdmin } from "~/models/runtime-store.server";
 
 // GET /v1/runtimes: every runtime, the built-in one first. POST: add one (the server token or
@@ -8,6 +8,7 @@ import { RuntimeCreateSchema, createRuntime, listRuntimes, requireRuntimeAdmin }
 const route = v1({
   GET: async ({ request }) => {
     await requireActor(request);
+    refuseQuery(request);
     return { runtimes: await listRuntimes() };
   },
   POST: async ({ request }) => {

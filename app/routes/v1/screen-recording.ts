@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, parseBody, refuseBody, v1 } from "~/edge/route.server";
+import { param, parseBody, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { type RecordState, noteRecordingStarted, noteRecordingStopped } from "~/models/recording.server";
 import { callAgent, requireScreen } from "~/models/screen.server";
 import { agentCall } from "~/protocol/agent";
@@ -12,6 +12,7 @@ async function target(args: Parameters<Parameters<typeof v1>[0]["GET"] & {}>[0])
 const route = v1({
   GET: async (args) => {
     const t = await target(args);
+    refuseQuery(args.request);
     return callAgent(t.box, agentCall("recordingStatus", { n: t.screen }));
   },
   POST: async (args) => {

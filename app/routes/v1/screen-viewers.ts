@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { param, v1 } from "~/edge/route.server";
+import { param, refuseQuery, v1 } from "~/edge/route.server";
 import { getSettledBox } from "~/models/box.server";
 import { directViewerCounts } from "~/models/direct-viewer-access.server";
 import { parseScreen } from "~/models/screen.server";
@@ -11,6 +11,7 @@ import { allViewers } from "~/models/viewer.server";
 const route = v1({
   GET: async (args) => {
     const box = await getSettledBox(await requireActor(args.request), param(args, "id"));
+    refuseQuery(args.request);
     const screen = parseScreen(param(args, "screen"), box);
     // Every server's viewers (docs/decisions/0021).
     const relayed = await allViewers(box.id, screen);

@@ -1,5 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { listStates } from "~/models/browser-state.server";
 
@@ -7,6 +7,7 @@ import { listStates } from "~/models/browser-state.server";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request);
+    refuseQuery(args.request);
     return { states: await listStates(ownerOf(actor)) };
   },
 });

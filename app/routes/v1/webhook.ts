@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { param, refuseBody, v1 } from "~/edge/route.server";
+import { param, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { ownerOf } from "~/models/actor";
 import { deleteWebhook, getWebhook, updateWebhook } from "~/models/webhook.server";
 import { WebhookPatchSchema } from "~/protocol/api-webhook";
@@ -11,6 +11,7 @@ import { WebhookPatchSchema } from "~/protocol/api-webhook";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request, "member");
+    refuseQuery(args.request);
     return getWebhook(ownerOf(actor), param(args, "id"));
   },
   PATCH: async (args) => {

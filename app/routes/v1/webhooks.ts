@@ -1,6 +1,6 @@
 import { requireActor } from "~/edge/auth.server";
 import { parseQuietBody } from "~/edge/browser-route.server";
-import { v1 } from "~/edge/route.server";
+import { refuseQuery, v1 } from "~/edge/route.server";
 import { issuerOf, ownerOf } from "~/models/actor";
 import { createWebhook, listWebhooks } from "~/models/webhook.server";
 import { WebhookCreateSchema } from "~/protocol/api-webhook";
@@ -13,6 +13,7 @@ import { WebhookCreateSchema } from "~/protocol/api-webhook";
 const route = v1({
   GET: async (args) => {
     const actor = await requireActor(args.request, "member");
+    refuseQuery(args.request);
     return { webhooks: await listWebhooks(ownerOf(actor)) };
   },
   POST: async (args) => {
