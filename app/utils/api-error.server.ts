@@ -56,7 +56,10 @@ function toInternal(e: unknown): ApiError {
 const NET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 // PostgreSQL: class 08 (connection exception), shutting down, not accepting connections, too many.
 const PG_AWAY = /^(08...|57P0[1-3]|53300)$/;
-const PG_CLIENT_AWAY = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
+// node-postgres's own texts for a connection lost or not made. Not "connection refused": the
+// engine's errors say it of a box's port (`dial tcp 172.18.0.5:9222: connect: connection
+// refused`), and pg's refusal is an ECONNREFUSED on the store's port, which the address check takes.
+const PG_CLIENT_AWAY = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i;
 
 function isStoreAddress(port: unknown): boolean {
   const e = env();

@@ -42,6 +42,26 @@ describe("error shape", () => {
     }
   });
 
+  it("an engine's refused connection is `internal`, never 'the store is not reachable'", async () => {
+    // dockerode's error for a box's port the engine could not dial: its text says "connection
+    // refused", but the store is not what failed (the store's refusals are ECONNREFUSED on its port).
+    const was = log.level;
+    log.level = "silent";
+    try {
+      const engine = Object.assign(new Error("(HTTP code 500) server error - dial tcp 172.18.0.5:9222: connect: connection refused"), {
+        statusCode: 500,
+        reason: "server error",
+      });
+      const res = errorResponse(engine);
+      expect(res.status).toBe(500);
+      const body = await res.json();
+      expect(body.code).toBe("internal");
+      expect(body.message).not.toContain("store");
+    } finally {
+      log.level = was;
+    }
+  });
+
   it("marks transport and timeout errors retryable by default", () => {
     expect(new ApiError("transport", "x").retryable).toBe(true);
     expect(new ApiError("timeout", "x").retryable).toBe(true);
