@@ -1,5 +1,6 @@
 import { env, publicUrl } from "~/utils/env.server";
 import { pruneEvents } from "./event.server";
+import { detached } from "./paused-wait.server";
 import { type ImagePruneResult, pruneImages } from "./image-prune.server";
 import { pruneRecordings } from "./recording-store.server";
 import { type PruneResult, pruneCutoffs, pruneTraces } from "./trace.server";
@@ -41,7 +42,8 @@ export function enqueue(kind: JobKind, label: string, run: () => Promise<unknown
 
 async function perform(job: Job): Promise<void> {
   try {
-    await job.run();
+    // A job is no call's: it waits for a paused box as long as any (not a queuing call's Prefer: wait).
+    await detached(job.run);
   } catch (err) {
     log.error({ err }, `${job.kind} job for ${job.label} failed`);
   }

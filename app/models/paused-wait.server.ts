@@ -14,6 +14,15 @@ export function withPausedWait<T>(ms: number | undefined, fn: () => T): T {
   return ms === undefined ? fn() : preferred.run(Math.min(ms, PAUSED_WAIT_MS), fn);
 }
 
+/**
+ * Runs `fn` outside any call's preference: work a call starts and does not wait for (a queued
+ * launch, a fork's replay) carries the call's async context into its timers and promises, and
+ * would otherwise wait for a paused box as briefly as the call asked (50 s for an MCP fork).
+ */
+export function detached<T>(fn: () => T): T {
+  return preferred.exit(fn);
+}
+
 /** The wait of the call being served. */
 export function pausedWaitMs(): number {
   return preferred.getStore() ?? PAUSED_WAIT_MS;

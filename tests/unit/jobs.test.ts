@@ -126,3 +126,30 @@ describe("job queue", () => {
     expect(most).toBe(3);
   });
 });
+
+describe("background work and Prefer: wait", () => {
+  it("a job queued by a call that prefers a short wait (an MCP fork) still waits the default 10 min for a paused box", async () => {
+    const { jobs } = await load("memory", "internal");
+    const wait: typeof import("~/models/paused-wait.server") = await import("~/models/paused-wait.server");
+    let seen: number | undefined;
+    const ran = new Promise<void>((resolve) =>
+      wait.withPausedWait(50_000, () =>
+        jobs.enqueue("fork", "box_x", async () => {
+          await sleep(1);
+          seen = wait.pausedWaitMs();
+          resolve();
+        }),
+      ),
+    );
+    await ran;
+    expect(seen).toBe(600_000);
+
+    // A /v1/jobs/run call that prefers a short wait runs a queued fork with the default too.
+    const ext = await load("memory", "external");
+    const later: typeof import("~/models/paused-wait.server") = await import("~/models/paused-wait.server");
+    seen = undefined;
+    ext.jobs.enqueue("fork", "box_y", async () => void (seen = later.pausedWaitMs()));
+    await later.withPausedWait(50_000, () => ext.jobs.runJobs());
+    expect(seen).toBe(600_000);
+  });
+});
