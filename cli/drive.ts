@@ -45,7 +45,7 @@ export function driveCommands(program: Command, ctx: Ctx) {
       // A batch that stopped at a step did not do what it was asked: a script's `set -e` sees it.
       if (out.stopped_at !== null) {
         const r = out.results[out.stopped_at] as { code?: string; message?: string } | undefined;
-        process.stderr.write(`${r?.code ?? "failed"}: the batch stopped at step ${out.stopped_at}${r?.message ? ` (${r.message})` : ""}\n`);
+        process.stderr.write(`${printable(`${r?.code ?? "failed"}: the batch stopped at step ${out.stopped_at}${r?.message ? ` (${r.message})` : ""}`)}\n`);
         process.exitCode = 1;
       }
     });

@@ -41,7 +41,7 @@ export function historyCommands(program: Command, ctx: Ctx) {
       const after = intOpt("after", f.after) ?? -1;
       if (f.follow) {
         // One JSON object a line with --json, so a script reads entries as they come.
-        for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) process.stdout.write(json ? `${JSON.stringify(e)}\n` : entryLine(e));
+        for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) process.stdout.write(json ? `${jsonText(e)}\n` : entryLine(e));
         return;
       }
       const limit = intOpt("limit", f.limit, true);

@@ -54,7 +54,7 @@ export function ticker(label: string) {
   const started = Date.now();
   const tty = process.stderr.isTTY;
   if (!tty) progress(`${label}…`);
-  const draw = () => process.stderr.write(`\r${label}… ${((Date.now() - started) / 1000).toFixed(0)} s `);
+  const draw = () => process.stderr.write(`\r${printable(label)}… ${((Date.now() - started) / 1000).toFixed(0)} s `);
   const timer = tty ? setInterval(draw, 1000) : undefined;
   if (tty) draw();
   return {

@@ -22,15 +22,21 @@ const CLEAR = "\x1b[2J";
 const CLIPBOARD = "\x1b]52;c;cHduZWQ=\x07";
 const C1_CSI = "\x9b31m";
 
-function holmCli(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs the CLI; with `until`, stops it (SIGINT, as a user would) once its stdout matches. */
+function holmCli(...args: (string | RegExp)[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const until = args.find((a): a is RegExp => a instanceof RegExp);
+  const argv = args.filter((a): a is string => typeof a === "string");
   return new Promise((resolve, reject) => {
-    const child = spawn(path.join(binDir, "holm"), args, {
+    const child = spawn(path.join(binDir, "holm"), argv, {
       env: { ...process.env, HOLM_URL: server.base, HOLM_TOKEN: server.token },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
+    child.stdout.on("data", (d) => {
+      stdout += d;
+      if (until?.test(stdout)) child.kill("SIGINT");
+    });
     child.stderr.on("data", (d) => (stderr += d));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
@@ -74,6 +80,23 @@ describe("holm's human output and a box's strings", () => {
     expect(CONTROLS.test(asJson.stdout.replace(/\n/g, ""))).toBe(false);
     const entry = JSON.parse(asJson.stdout).entries.find((e: { event: string }) => e.event === "ran");
     expect(entry.data.argv).toEqual(["printf", `${TITLE}${CLEAR}`, CLIPBOARD, C1_CSI]);
+  });
+
+  it("holm --json trace --follow writes C1 controls escaped, as --json without --follow does", async () => {
+    const out = await holmCli("--json", "trace", box, "--follow", /"event":"ran"[^\n]*\n/);
+    const line = out.stdout.split("\n").find((l) => l.includes('"event":"ran"'));
+    expect(line, out.stdout + out.stderr).toBeDefined();
+    expect(CONTROLS.test(line!)).toBe(false);
+    expect(JSON.parse(line!).data.argv).toEqual(["printf", `${TITLE}${CLEAR}`, CLIPBOARD, C1_CSI]);
+  });
+
+  it("a batch that stopped at a step quoting a box's string says so as text", async () => {
+    const file = path.join(binDir, "batch.json");
+    fs.writeFileSync(file, JSON.stringify([{ type: "press", chord: `${TITLE}${C1_CSI}` }]));
+    const out = await holmCli("batch", box, file);
+    expect(out.code, out.stderr).not.toBe(0);
+    expect(out.stderr).toContain("stopped at step 0");
+    expect(CONTROLS.test(out.stderr.replace(/\n/g, ""))).toBe(false);
   });
 
   it("an error message quoting a box's string is printed as text", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jsonText, printable } from "../../cli/output";
+import { jsonText, printable, ticker } from "../../cli/output";
 
 // The CLI's human output never hands a box's control characters to the user's terminal.
 
@@ -18,5 +18,27 @@ describe("jsonText", () => {
     const text = jsonText(v, 2);
     expect(text).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/);
     expect(JSON.parse(text)).toEqual(v);
+  });
+});
+
+describe("ticker", () => {
+  it("draws a label carrying a box's controls as text on a terminal", () => {
+    const written: string[] = [];
+    const write = process.stderr.write;
+    const tty = process.stderr.isTTY;
+    process.stderr.isTTY = true;
+    process.stderr.write = ((s: string) => (written.push(String(s)), true)) as typeof process.stderr.write;
+    try {
+      const t = ticker("forking \x1b]0;pwned\x07");
+      t.update("replaying \x9b2J");
+      t.stop();
+    } finally {
+      process.stderr.write = write;
+      process.stderr.isTTY = tty;
+    }
+    const out = written.join("");
+    expect(out).toContain("forking \\x1b]0;pwned\\x07");
+    expect(out).toContain("replaying \\x9b2J");
+    expect(out.replace(/\r|\n/g, "")).not.toMatch(/[\x00-\x1f\x7f-\x9f]/);
   });
 });
