@@ -182,9 +182,13 @@ export async function loadRow(id: string): Promise<BoxRow | undefined> {
   return (await selectRow(id))[0];
 }
 
+// Two columns, not the row: every box page, ticket, thumbnail and recording Range request asks,
+// and the row carries the spec's JSON.
+const selectOwner = prepared(1, (store, id) => store.selectFrom("box").select(["owner", "pooled"]).where("id", "=", id));
+
 /** The workspace a box belongs to, removed or not; null for an unknown, pooled or unowned box. */
 export async function workspaceOfBox(id: string): Promise<string | null> {
-  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? await loadRow(id) : undefined;
+  const row = /^box_[0-9a-f]{8,64}$/.test(id) ? (await selectOwner(id))[0] : undefined;
   return row && !row.pooled ? (row.owner ?? null) : null;
 }
 
