@@ -247,12 +247,22 @@ export function onBeforeRemove(step: (row: BoxRow) => Promise<void>): void {
   beforeRemove.add(step);
 }
 
-export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERVER_ITSELF): Promise<BoxJson> {
+/**
+ * `pooledBy`: remove a pool box only while it is still that server's and unclaimed, decided by
+ * the one conditional update that marks it; otherwise (claimed meanwhile, or taken over by
+ * another server) it is left alone and `undefined` is answered.
+ */
+export async function removeRow(row: BoxRow, reason: string, actor?: Actor): Promise<BoxJson>;
+export async function removeRow(row: BoxRow, reason: string, actor: Actor, only: { pooledBy: string }): Promise<BoxJson | undefined>;
+export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERVER_ITSELF, only?: { pooledBy: string }): Promise<BoxJson | undefined> {
   // Marked first, outside the chain, so a launch in progress sees it and stops.
   const at = Date.now();
+  let mark = db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id);
+  if (only) mark = mark.where("pooled", "=", 1).where("server_id", "=", only.pooledBy).where("removed_at_ms", "is", null);
+  const marked = await mark.executeTakeFirst();
+  if (only && Number(marked.numUpdatedRows) === 0) return undefined;
   // A start under way stops pushing its progress: nothing may show the box again after `gone`.
   setLiveStart(row.id, undefined);
-  await db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).execute();
   return serial(row.id, async () => {
     const cur = (await loadRow(row.id))!;
     for (const step of beforeRemove) await step(cur).catch((err) => log.error({ err, box: cur.id }, "before removing the box"));

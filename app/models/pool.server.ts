@@ -3,6 +3,7 @@ import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
 import { type Actor } from "./actor";
+import { SERVER_ITSELF } from "./actor-name.server";
 import { allUp } from "./agent.server";
 import { keptHealth } from "./agent-http.server";
 import { launch, launchLoad } from "./box-launch.server";
@@ -27,6 +28,8 @@ import { countPoolClaim } from "~/utils/metrics.server";
 // pool lacks them, removed otherwise), so none is counted twice or left to no one.
 
 const TICK_MS = 2000;
+/** How often a clustered server with no pool of its own looks for a dead server's pool boxes. */
+const ORPHAN_TICK_MS = 30_000;
 
 const HEALTH_TIMEOUT_MS = 1000;
 /**
@@ -45,6 +48,7 @@ const ready = new Map<string, string[]>();
 const refilling = new Map<string, number>();
 
 let timer: NodeJS.Timeout | undefined;
+let orphanTimer: NodeJS.Timeout | undefined;
 let ticking: Promise<void> | undefined;
 let again = false;
 
@@ -79,7 +83,10 @@ async function retire(row: BoxRow, why: string) {
   if (retiring.has(row.id)) return;
   retiring.add(row.id);
   log.info(`pool: removing ${row.id}: ${why}`);
-  await removeRow(row, `pool: ${why}`)
+  // Only while it is still this server's unclaimed pool box, decided in the store: it may have
+  // been claimed since it was read (by a server on a version from before migration 0020, too).
+  await removeRow(row, `pool: ${why}`, SERVER_ITSELF, { pooledBy: SERVER_ID })
+    .then((gone) => gone || log.info(`pool: ${row.id} was claimed or taken over meanwhile: kept`))
     .catch((err) => log.error({ err }, `pool: removing ${row.id}`))
     .finally(() => retiring.delete(row.id));
 }
@@ -184,16 +191,18 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
  * Takes over the pool boxes of servers that are gone (a restart's earlier process among them):
  * each row by one server only (a conditional update of its server_id). A ready box that answers
  * joins this pool while it lacks one of its spec; the rest are removed. Rows from before
- * migration 0020 (no server_id) count as a dead server's. Answers how many were kept and removed.
+ * migration 0020 (no server_id) count as a dead server's at boot only: every server is stopped
+ * before an upgrade across it (README "Several servers"), so at boot no server on the old version
+ * runs. Answers how many were kept and removed.
  */
-async function takeOverOrphans(): Promise<{ back: number; removed: number }> {
+async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed: number }> {
   const rows = await db()
     .selectFrom("box")
     .selectAll()
     .where("pooled", "=", 1)
     .where("removed_at_ms", "is", null)
     .where("state", "not in", ["failed", "gone"])
-    .where((eb) => eb.or([eb("server_id", "is", null), eb("server_id", "!=", SERVER_ID)]))
+    .where((eb) => (atBoot ? eb.or([eb("server_id", "is", null), eb("server_id", "!=", SERVER_ID)]) : eb("server_id", "!=", SERVER_ID)))
     .execute();
   let [back, removed] = [0, 0];
   if (rows.length === 0) return { back, removed };
@@ -229,7 +238,7 @@ async function takeOverOrphans(): Promise<{ back: number; removed: number }> {
 /** One sweep: drops pool boxes that stopped answering, then launches what the pool lacks. */
 async function sweep(): Promise<void> {
   // Without Redis there is one server: an earlier process's pool boxes were taken over at boot.
-  if (clustered()) await takeOverOrphans();
+  if (clustered()) await takeOverOrphans(false);
   // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes.
   const stray = await db()
     .selectFrom("box")
@@ -319,8 +328,22 @@ export async function startPool(): Promise<void> {
     const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
     compactClaims(new Set(live.map((r) => r.id)));
   }
-  // Without a pool of its own a server still removes the pool boxes of servers that are gone.
-  await takeOverOrphans();
+  // Without a pool of its own a server still removes the pool boxes of servers that are gone:
+  // at boot (its own earlier process's among them) and, in a cluster, as other servers die. No
+  // sweep every 2 s for a pool it does not keep.
+  await takeOverOrphans(true);
+  if (!env().HOLM_POOL) {
+    if (clustered()) {
+      orphanTimer = setInterval(() => {
+        ticking ??= takeOverOrphans(false)
+          .then(() => undefined)
+          .catch((err) => log.error({ err }, "pool: taking over a dead server's pool boxes"))
+          .finally(() => (ticking = undefined));
+      }, ORPHAN_TICK_MS);
+      orphanTimer.unref();
+    }
+    return;
+  }
   timer = setInterval(kick, TICK_MS);
   timer.unref();
   kick();
@@ -328,6 +351,8 @@ export async function startPool(): Promise<void> {
 
 export async function stopPool(): Promise<void> {
   if (timer) clearInterval(timer);
+  if (orphanTimer) clearInterval(orphanTimer);
+  orphanTimer = undefined;
   if (claimBurst) clearTimeout(claimBurst.timer);
   claimBurst = undefined;
   timer = undefined;

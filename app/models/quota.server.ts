@@ -51,7 +51,14 @@ export async function claimWithinLimits(owner: string | null, id: string, patch:
         await lockKey(tx, quotaKey(owner));
         await requireRoom(tx, owner);
       }
-      const res = await tx.updateTable("box").set({ ...patch, pooled: 0 }).where("id", "=", id).where("pooled", "=", 1).executeTakeFirst();
+      // Not one the pool has begun removing (its retire is conditional on `pooled` the same way).
+      const res = await tx
+        .updateTable("box")
+        .set({ ...patch, pooled: 0 })
+        .where("id", "=", id)
+        .where("pooled", "=", 1)
+        .where("removed_at_ms", "is", null)
+        .executeTakeFirst();
       return Number(res.numUpdatedRows) === 1;
     });
 }

@@ -210,3 +210,43 @@ describe("start log", () => {
     start.drop();
   });
 });
+
+describe("the pool's removal of a box it no longer wants", () => {
+  /** A ready pool box of this server, as the pool launches it. */
+  async function poolBox() {
+    const ctx = await load(2);
+    const { poolRow, poolPlacement } = await import("~/models/pool-row.server");
+    const { normalizeSpec, specDigest } = await import("~/models/spec.server");
+    const { db } = await import("~/utils/db.server");
+    const spec = normalizeSpec({});
+    const row = { ...poolRow(specDigest(spec), spec, { ...poolPlacement(), runtime: "held" }, Date.now()), state: "ready", runtime_ref: "ref-pool" };
+    await db().insertInto("box").values(row).execute();
+    const { SERVER_ID } = await import("~/utils/cluster.server");
+    const { claimWithinLimits } = await import("~/models/quota.server");
+    return { ...ctx, row, SERVER_ID, claim: () => claimWithinLimits(null, row.id, { owner: "ws_a", last_used_ms: Date.now() }) };
+  }
+
+  it("leaves a box claimed since (by a server still on the old version) with its new owner", async () => {
+    const ctx = await poolBox();
+    expect(await ctx.claim()).toBe(true);
+    await ctx.record.removeRow(ctx.row, "pool: its server is gone", server, { pooledBy: ctx.SERVER_ID });
+    expect(await ctx.record.loadRow(ctx.row.id)).toMatchObject({ owner: "ws_a", pooled: 0, state: "ready", removed_at_ms: null });
+    expect(ctx.rt.removed).toEqual([]);
+  });
+
+  it("removes it while unclaimed, and a claim after that finds nothing to take", async () => {
+    const ctx = await poolBox();
+    await ctx.record.removeRow(ctx.row, "pool: its server is gone", server, { pooledBy: ctx.SERVER_ID });
+    expect(await ctx.claim()).toBe(false);
+    expect(await ctx.record.loadRow(ctx.row.id)).toMatchObject({ owner: null, state: "gone" });
+    expect(ctx.rt.removed).toEqual(["ref-pool"]);
+  });
+
+  it("leaves a box another server took over since", async () => {
+    const ctx = await poolBox();
+    const { db } = await import("~/utils/db.server");
+    await db().updateTable("box").set({ server_id: "another-server" }).where("id", "=", ctx.row.id).execute();
+    await ctx.record.removeRow(ctx.row, "pool: its server is gone", server, { pooledBy: ctx.SERVER_ID });
+    expect(await ctx.record.loadRow(ctx.row.id)).toMatchObject({ state: "ready", removed_at_ms: null });
+  });
+});
