@@ -99,6 +99,11 @@ test("forms act in the workspace their page shows, whatever another tab switched
   await stranger.close();
 
   // Tab 4's secret is Crew's; Research's secret of the same name is not the one it deletes.
+  // (Tab 1's and tab 3's forms made Crew current again: tab 2, drawn afresh, picks Research once more.)
+  await tab2.reload();
+  await switchTo(tab2, "Research");
+  await tab2.goto(`${server.base}/keys`);
+  await expect(tab2.getByRole("heading", { name: "API keys for Research" })).toBeVisible();
   await tab4.getByLabel("Name", { exact: true }).fill("PROD_DB_PASSWORD");
   await tab4.getByLabel("Value", { exact: true }).fill("crew-value");
   await tab4.getByRole("button", { name: "Save secret" }).click();
