@@ -35,14 +35,18 @@ async function recheckViewer(c: ViewerConnection) {
   c.close(access.lost === "role" ? VIEWER_CLOSE.denied : VIEWER_CLOSE.badTicket, access.why);
 }
 
-async function recheckSocket(socket: Socket, need: Role) {
+/** Exported for its test (tests/unit/socket-revocation.test.ts). */
+export async function recheckSocket(socket: Socket, need: Role) {
   const actor = socket.data.actor as SessionActor | undefined;
   if (!actor || !socket.connected) return;
+  let confirmed = true;
   const access = await principalAccess(`user:${actor.userId}`, actor.workspaceId, need, actor.sessionId).catch((err) => {
     log.error({ err }, "checking a socket's access failed");
+    confirmed = false;
     return { ok: false, lost: "ended", why: unconfirmed } as const;
   });
-  if (socket.nsp.name === "/boxes") await tellBoxPage(socket, actor, access);
+  // A check that failed tells the box page nothing: it reconnects, and its handshake checks again.
+  if (socket.nsp.name === "/boxes" && confirmed) await tellBoxPage(socket, actor, access);
   if (access.ok || !socket.connected) return;
   // The terminal's page shows why its session ended; then the connection goes.
   if (socket.nsp.name === "/terminal") socket.emit("exit", { code: null, why: access.why });
@@ -57,8 +61,13 @@ async function recheckSocket(socket: Socket, need: Role) {
  * the server closed (app/components/use-live-box.ts).
  */
 async function tellBoxPage(socket: Socket, actor: SessionActor, access: Access) {
-  const role = await roleIn(actor.workspaceId, actor.userId).catch(() => undefined);
+  // A lookup that fails is no answer, not "not a member": the store being down removes no one.
+  const role = await roleIn(actor.workspaceId, actor.userId).catch(() => null);
   if (!socket.connected) return;
+  if (role === null) {
+    if (!access.ok) socket.emit("access", { kind: "ended", why: access.why });
+    return;
+  }
   if (access.ok) {
     if (!role || role === actor.role) return;
     actor.role = role;

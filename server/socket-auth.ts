@@ -24,7 +24,12 @@ export async function sessionActor(socket: Socket, need: Role = "viewer"): Promi
   return { kind: "workspace", workspaceId: workspace, role, via: "session", userId: found.user.id, sessionId: found.session.id };
 }
 
-/** socket.io middleware: refuses the handshake with a readable reason, logs the unexpected. */
+/**
+ * socket.io middleware: refuses the handshake with a readable reason, logs the unexpected. A
+ * refusal of access (signed out, not a member, too low a role) carries `data.access`, so the page
+ * says its access ended; any other (the store does not answer: "internal") is worth retrying,
+ * and the page reconnects (app/components/use-live-box.ts).
+ */
 export function requireSession(need: Role, then?: (socket: Socket, actor: SessionActor) => Promise<void>) {
   return async (socket: Socket, next: (err?: Error) => void) => {
     try {
@@ -35,7 +40,11 @@ export function requireSession(need: Role, then?: (socket: Socket, actor: Sessio
       if (then) await then(socket, actor);
       next();
     } catch (err) {
-      if (isApiError(err)) return next(new Error(err.message));
+      if (isApiError(err)) {
+        const refused = new Error(err.message) as Error & { data?: unknown };
+        if (err.code === "unauthorized" || err.code === "denied") refused.data = { access: true };
+        return next(refused);
+      }
       log.error({ err }, "socket handshake failed");
       next(new Error("internal"));
     }

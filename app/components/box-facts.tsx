@@ -69,7 +69,22 @@ const listOf = (label: string) => `/?${new URLSearchParams({ label }).toString()
  * The box by its name when it has one (its id under it), else by its id; its labels as chips that
  * open the list filtered by them. A member renames it and edits its labels here as in the list.
  */
-export function BoxHeader({ box, now, live, csrf, canEdit }: { box: BoxJson; now: number; live: boolean; csrf: string; canEdit: boolean }) {
+export function BoxHeader({
+  box,
+  now,
+  live,
+  retrying = false,
+  csrf,
+  canEdit,
+}: {
+  box: BoxJson;
+  now: number;
+  live: boolean;
+  /** The server could not check access just now; the page is trying again. */
+  retrying?: boolean;
+  csrf: string;
+  canEdit: boolean;
+}) {
   const failed = box.state === "failed";
   const [renaming, setRenaming] = useState(false);
   const stopRenaming = useRef(() => setRenaming(false)).current;
@@ -106,7 +121,7 @@ export function BoxHeader({ box, now, live, csrf, canEdit }: { box: BoxJson; now
           {failed ? null : (
             <>
               {" "}· expires in {duration(box.expires_at_ms - now)} ·{" "}
-              <span className={live ? "text-emerald-700" : "text-slate-600"}>{live ? "● live" : "○ connecting…"}</span>
+              <span className={live ? "text-emerald-700" : "text-slate-600"}>{live ? "● live" : retrying ? "○ reconnecting…" : "○ connecting…"}</span>
             </>
           )}
         </p>

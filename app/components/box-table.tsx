@@ -6,7 +6,7 @@ import { BoxLabels, BoxNameCell } from "./box-meta-edit";
 import { removeBoxConfirm, shortId } from "./box-name";
 import { BoxThumb } from "./box-thumb";
 import { ConfirmDialog } from "./confirm-dialog";
-import { duration } from "./ui";
+import { CsrfInput, duration } from "./ui";
 
 // The box list: one row per box with its live thumbnail, name and labels (editable in place),
 // state (and start phase), creator, age, expiry and actions. A table from `md` up; below, each
@@ -49,7 +49,8 @@ function RowActions({ box, csrf, action }: { box: ListBox; csrf: string; action:
   ].filter((a): a is [string, string] => Boolean(a));
   return (
     <form method="post" action={action} data-box-actions="" className="-ml-2 flex flex-wrap gap-1 md:ml-0 md:justify-end">
-      <input type="hidden" name="csrf" value={csrf} />
+      {/* With page_workspace: a stale tab's buttons act in the workspace its list shows. */}
+      <CsrfInput token={csrf} />
       <input type="hidden" name="id" value={box.id} />
       {acts.map(([intent, label]) => (
         <button key={intent} type="submit" name="intent" value={intent} aria-label={`${label} ${box.id}`} className="box-act">

@@ -1,5 +1,6 @@
 import { type RefObject, memo, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import type { BoxJson } from "~/models/box.server";
+import { usePageWorkspace } from "./ui";
 
 // A row's live thumbnail of screen 0. The rows on screen (one IntersectionObserver for the
 // whole list), while the tab is visible, are asked about together: one GET /boxes/thumbs?ids=…
@@ -50,6 +51,8 @@ interface Want {
   got: (etag: string | null) => void;
   /** Ask again every REFRESH_MS (a ready box), or once. */
   again: boolean;
+  /** The workspace the list was drawn for: another tab may have switched the session's since. */
+  workspace: string | undefined;
 }
 const wants = new Map<string, Want>();
 let timer: ReturnType<typeof setTimeout> | undefined;
@@ -74,9 +77,20 @@ async function ask() {
   timer = undefined;
   if (wants.size === 0) return;
   asking = true;
-  const ids = [...wants.keys()];
+  // One request per workspace (a page shows one; the key keeps a stale row's answer its own).
+  const byWorkspace = new Map<string | undefined, string[]>();
+  for (const [id, w] of wants) byWorkspace.set(w.workspace, [...(byWorkspace.get(w.workspace) ?? []), id]);
+  for (const [workspace, ids] of byWorkspace) await askAbout(workspace, ids);
+  asking = false;
+  const soon = newcomer;
+  newcomer = false;
+  if (wants.size) schedule(soon ? 50 : REFRESH_MS);
+}
+
+async function askAbout(workspace: string | undefined, ids: string[]) {
   try {
-    const res = await fetch(`/boxes/thumbs?ids=${ids.join(",")}`, { cache: "no-store" });
+    const query = `ids=${ids.join(",")}${workspace ? `&workspace=${encodeURIComponent(workspace)}` : ""}`;
+    const res = await fetch(`/boxes/thumbs?${query}`, { cache: "no-store" });
     if (res.ok) {
       const { thumbs } = (await res.json()) as { thumbs: Record<string, string | null> };
       for (const id of ids) {
@@ -88,12 +102,7 @@ async function ask() {
     }
   } catch {
     // The server is restarting, or the page is going away: the next round tries again.
-  } finally {
-    asking = false;
   }
-  const soon = newcomer;
-  newcomer = false;
-  if (wants.size) schedule(soon ? 50 : REFRESH_MS);
 }
 
 function want(id: string, w: Want): () => void {
@@ -115,12 +124,13 @@ function BoxThumbInner({ id, state, width, height, title }: { id: string; state:
   const onScreen = useOnScreen(ref);
   const pageVisible = usePageVisible();
   const [etag, setEtag] = useState<string | null>(null);
+  const workspace = usePageWorkspace();
   const asks = state === "ready" || state === "paused" || state === "stopped" || state === "unreachable";
 
   useEffect(() => {
     if (!asks || !onScreen || !pageVisible) return;
-    return want(id, { got: (e) => e !== null && setEtag(e), again: state === "ready" });
-  }, [id, state, asks, onScreen, pageVisible]);
+    return want(id, { got: (e) => e !== null && setEtag(e), again: state === "ready", workspace });
+  }, [id, state, asks, onScreen, pageVisible, workspace]);
 
   return (
     <div ref={ref} className="box-thumb" style={{ aspectRatio: `${width} / ${height}` }}>

@@ -43,6 +43,8 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
   const [screens, setScreens] = useState(initialScreens);
   const [live, setLive] = useState(false);
   const [access, setAccess] = useState<LiveAccess | null>(null);
+  // The server could not check this person's access (the store did not answer): trying again.
+  const [retrying, setRetrying] = useState(false);
   const revalidator = useRevalidator();
   const revalidate = useRef(revalidator.revalidate);
   revalidate.current = revalidator.revalidate;
@@ -65,24 +67,51 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
   }, [initialScreens, merge]);
   useEffect(() => {
     const socket = io("/boxes", { transports: ["websocket"], auth: { workspace } });
+    // socket.io retries a network error itself, but neither a refused handshake nor a socket the
+    // server closed: those this page retries, with back-off, unless its access is known gone.
+    let gone = false;
+    let tries = 0;
+    let retry: ReturnType<typeof setTimeout> | undefined;
+    const reconnect = () => {
+      if (gone || retry !== undefined) return;
+      setRetrying(true);
+      retry = setTimeout(() => {
+        retry = undefined;
+        if (!gone && !socket.connected) socket.connect();
+      }, Math.min(1000 * 2 ** tries++, 15_000));
+    };
     socket.on("connect", () => {
+      tries = 0;
+      setRetrying(false);
       setLive(true);
       // What was pushed before this socket joined is caught up through the loader: after a drop,
       // and on the first connect too (the page's own viewer may have been counted between the
       // loader's read and the join, and its push missed: a CI run showed "0 watching" for good).
       void revalidate.current();
     });
-    socket.on("disconnect", () => setLive(false));
+    socket.on("disconnect", (reason) => {
+      setLive(false);
+      // The server closed it without saying the access is gone (it could not check it).
+      if (reason === "io server disconnect") reconnect();
+    });
     socket.on("access", (a: LiveAccess) => {
+      if (a.kind !== "role") gone = true;
       setAccess(a);
       // The loader draws the page for the new role (a viewer's page has no Take over). Access
       // gone: the page stays as it is, under the notice; its loader would only say "not found".
       if (a.kind === "role") void revalidate.current();
     });
-    // A refused handshake (no longer a member, signed out) is not retried by socket.io: say why
-    // rather than "connecting…" for good. A network error is retried (`active`) and says nothing.
-    socket.on("connect_error", (err: Error) => {
-      if (!socket.active) setAccess((prev) => (prev && prev.kind !== "role" ? prev : { kind: "ended", why: err.message }));
+    // A handshake refused for access (no longer a member, signed out: `data.access`, from
+    // server/socket-auth.ts) is final: say why rather than "connecting…" for good. Refused for
+    // anything else (the store is down), it is tried again; a network error socket.io retries
+    // itself (`active`).
+    socket.on("connect_error", (err: Error & { data?: { access?: boolean } }) => {
+      if (socket.active) return;
+      if (err.data?.access) {
+        gone = true;
+        setRetrying(false);
+        setAccess((prev) => (prev && prev.kind !== "role" ? prev : { kind: "ended", why: err.message }));
+      } else reconnect();
     });
     socket.on("box", (b: BoxJson) => {
       if (b.id !== initial.id) return;
@@ -108,8 +137,10 @@ export function useLiveBox(initial: BoxJson, initialScreens: ScreenStatus[], wor
       window.removeEventListener("pageshow", shown);
       document.removeEventListener("freeze", hide);
       document.removeEventListener("resume", show);
+      gone = true;
+      clearTimeout(retry);
       socket.close();
     };
   }, [workspace, initial.id, merge]);
-  return { box, screens, live, access };
+  return { box, screens, live, retrying, access };
 }

@@ -124,11 +124,14 @@ export async function requireBoxWorkspace(request: Request, boxId: string, need:
 
 /**
  * requireWorkspace for the console's JSON endpoints (tickets, thumbnails, trace data): signed
- * out is a JSON 401, not a redirect to the log-in page that a fetch() would follow.
+ * out is a JSON 401, not a redirect to the log-in page that a fetch() would follow. For one box
+ * (`boxId`, its workspace), or in `workspace` (the page's, if the person is a member), or else
+ * the current one.
  */
-export async function requireWorkspaceJson(request: Request, need: Role = "viewer", boxId?: string) {
+export async function requireWorkspaceJson(request: Request, need: Role = "viewer", about?: string | { workspace?: string }) {
   try {
-    return await (boxId === undefined ? requireWorkspace(request, need) : requireBoxWorkspace(request, boxId, need));
+    if (typeof about === "string") return await requireBoxWorkspace(request, about, need);
+    return await requireWorkspace(request, need, about?.workspace || undefined);
   } catch (e) {
     if (e instanceof Response) throw new ApiError("unauthorized", "sign in to the console first");
     throw e;

@@ -1,6 +1,6 @@
 import { data } from "react-router";
 import { boxTitle } from "~/components/box-name";
-import { RemovedBox } from "~/components/box-page-notices";
+import { AccessGone, RemovedBox } from "~/components/box-page-notices";
 import { ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame } from "~/components/screen-view";
 import { useLiveBox } from "~/components/use-live-box";
@@ -22,7 +22,7 @@ export const meta: Route.MetaFunction = ({ data }) => [
 
 export async function loader({ request, params }: Route.LoaderArgs) {
   const ctx = await requireBoxWorkspace(request, params.id);
-  const common = { me: `user:${ctx.user.id}`, role: ctx.workspace.role, workspace: ctx.workspace.id, csrf: ctx.csrf };
+  const common = { me: `user:${ctx.user.id}`, role: ctx.workspace.role, workspace: ctx.workspace.id, workspaceName: ctx.workspace.name, csrf: ctx.csrf };
   let box: BoxJson;
   try {
     box = await getBox(ctx.actor, params.id);
@@ -45,8 +45,10 @@ export default function BoxScreen({ loaderData }: Route.ComponentProps) {
 }
 
 function LiveScreen({ loaderData }: { loaderData: Loaded }) {
-  const { me, role, workspace, csrf, screen } = loaderData;
-  const { box, screens } = useLiveBox(loaderData.box, loaderData.screens, workspace);
+  const { me, role, workspace, workspaceName, csrf, screen } = loaderData;
+  const { box, screens, access } = useLiveBox(loaderData.box, loaderData.screens, workspace);
+  // Removed, or access ended, while the window was open: say so, as the box page does (not "connecting…" for good).
+  if (access && access.kind !== "role") return <AccessGone id={box.id} workspace={workspaceName} access={access} />;
   const canDrive = role !== "viewer";
   const status = screens[screen];
   const control = controlOf(status, me, canDrive);

@@ -130,7 +130,7 @@ type Loaded = Extract<Route.ComponentProps["loaderData"], { removed: null }>;
 
 function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: BoxActionResult | undefined }) {
   const { me, role, workspace, csrf, screen } = loaderData;
-  const { box, screens, live, access } = useLiveBox(loaderData.box, loaderData.screens, workspace.id);
+  const { box, screens, live, retrying, access } = useLiveBox(loaderData.box, loaderData.screens, workspace.id);
   // The tab's title follows a rename made elsewhere, as the heading does (meta has only the loader's).
   const title = `${boxTitle(box)} · holm`;
   useEffect(() => {
@@ -158,7 +158,7 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
           <Alert tone="info">Your role in {workspace.name} is now {access.role}.</Alert>
         </div>
       ) : null}
-      <BoxHeader box={box} now={now} live={live} csrf={csrf} canEdit={canDrive} />
+      <BoxHeader box={box} now={now} live={live} retrying={retrying} csrf={csrf} canEdit={canDrive} />
 
       {/* The screen takes the width; details and actions go below it, beside it only on very wide windows. */}
       <div className="mt-6 grid gap-6 min-[1800px]:grid-cols-[minmax(0,1fr)_18rem]">

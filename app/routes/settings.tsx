@@ -4,7 +4,7 @@ import { PostForm } from "~/components/post-form";
 import { SecretsCard } from "~/components/secrets-card";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, Field } from "~/components/ui";
-import { requireConsole, requireCsrf, startSessionHeaders } from "~/edge/console.server";
+import { requireConsole, requireCsrf, requireFormWorkspace, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { poolStatus } from "~/models/pool.server";
 import { atLeast } from "~/models/roles";
@@ -20,6 +20,8 @@ export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireConsole(request);
   const w = ctx.workspace;
   return {
+    // The secrets card's forms act in this workspace, whatever another tab switches to meanwhile.
+    pageWorkspace: w?.id,
     csrf: ctx.csrf,
     admin: ctx.user.is_admin,
     signupsOpen: await signupsOpen(),
@@ -32,18 +34,11 @@ export async function loader({ request }: Route.LoaderArgs) {
 
 export async function action({ request }: Route.ActionArgs) {
   return formAction(async () => {
-    const ctx = await requireConsole(request);
     const form = await request.formData();
-    requireCsrf(form, ctx);
-    if (field(form, "intent") === "signups") {
-      if (!ctx.user.is_admin) throw new ApiError("denied", "only the server's administrator changes this");
-      await setSetting("signups_open", field(form, "open") === "true" ? "true" : "false");
-      return { ok: "Saved." };
-    }
     const intent = field(form, "intent");
     if (intent === "secret-put" || intent === "secret-delete") {
-      const w = ctx.workspace;
-      if (!w || !atLeast(w.role, "member")) throw new ApiError("denied", "a viewer cannot change the workspace's secrets");
+      // In the workspace the card showed (page_workspace), as /v1/secrets: the member role.
+      const w = (await requireFormWorkspace(request, form, "member")).workspace;
       const name = field(form, "name");
       if (intent === "secret-delete") {
         await deleteSecret(w.id, name);
@@ -51,6 +46,14 @@ export async function action({ request }: Route.ActionArgs) {
       }
       await putSecret(w.id, name, field(form, "value"));
       return { ok: `Secret “${name}” saved.`, savedAtMs: Date.now() };
+    }
+    // The account's own settings and the server's: no workspace.
+    const ctx = await requireConsole(request);
+    requireCsrf(form, ctx);
+    if (intent === "signups") {
+      if (!ctx.user.is_admin) throw new ApiError("denied", "only the server's administrator changes this");
+      await setSetting("signups_open", field(form, "open") === "true" ? "true" : "false");
+      return { ok: "Saved." };
     }
     if (field(form, "next") !== field(form, "confirm")) throw new ApiError("bad_request", "the new passwords differ");
     // Every session of the account ends, this one included; a fresh one replaces it.

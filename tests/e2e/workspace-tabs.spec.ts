@@ -4,9 +4,10 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // One person in several workspaces, with the console open in several tabs: a page's forms act in
-// the workspace the page shows, whatever another tab picked since; a box page opens for a box of
+// the workspace the page shows, whatever another tab picked since (keys, members, secrets, a box
+// list's row buttons and pictures); a box page opens for a box of
 // any of your workspaces. A member whose role changes (or who is removed) while on a box page is
-// told, and its controls go. An invitation for someone already a member is refused, and a link
+// told, and its controls go (on its pop-out screen too). An invitation for someone already a member is refused, and a link
 // such a person opens says so. A path that does not decode gets the console's own not-found page.
 
 let server: TestServer;
@@ -59,6 +60,10 @@ test("forms act in the workspace their page shows, whatever another tab switched
   refuseNativeDialogs(tab3);
   await tab3.goto(`${server.base}/members`);
   await expect(tab3.getByRole("heading", { name: "Members of Crew" })).toBeVisible();
+  const tab4 = await context.newPage();
+  refuseNativeDialogs(tab4);
+  await tab4.goto(`${server.base}/settings`);
+  await expect(tab4.getByRole("heading", { name: "Secrets of Crew" })).toBeVisible();
   const tab2 = await context.newPage();
   await tab2.goto(server.base);
   await switchTo(tab2, "Research");
@@ -93,6 +98,37 @@ test("forms act in the workspace their page shows, whatever another tab switched
   await expect(cy.getByText("You are invited to Crew as admin")).toBeVisible();
   await stranger.close();
 
+  // Tab 4's secret is Crew's; Research's secret of the same name is not the one it deletes.
+  // (Tab 1's and tab 3's forms made Crew current again: tab 2, drawn afresh, picks Research once more.)
+  await tab2.reload();
+  await switchTo(tab2, "Research");
+  await tab2.goto(`${server.base}/keys`);
+  await expect(tab2.getByRole("heading", { name: "API keys for Research" })).toBeVisible();
+  await tab4.getByLabel("Name", { exact: true }).fill("PROD_DB_PASSWORD");
+  await tab4.getByLabel("Value", { exact: true }).fill("crew-value");
+  await tab4.getByRole("button", { name: "Save secret" }).click();
+  await expect(tab4.getByText("Secret “PROD_DB_PASSWORD” saved.")).toBeVisible();
+  await expect(tab4.getByRole("heading", { name: "Secrets of Crew" })).toBeVisible();
+  await expect(tab4.getByRole("cell", { name: "PROD_DB_PASSWORD", exact: true })).toBeVisible();
+  await tab2.goto(`${server.base}/settings`);
+  await switchTo(tab2, "Research");
+  await expect(tab2.getByRole("heading", { name: "Secrets of Research" })).toBeVisible();
+  await expect(tab2.getByText("No secrets yet.")).toBeVisible();
+  await tab2.getByLabel("Name", { exact: true }).fill("PROD_DB_PASSWORD");
+  await tab2.getByLabel("Value", { exact: true }).fill("research-value");
+  await tab2.getByRole("button", { name: "Save secret" }).click();
+  await expect(tab2.getByText("Secret “PROD_DB_PASSWORD” saved.")).toBeVisible();
+  await tab4.getByRole("button", { name: "Delete PROD_DB_PASSWORD" }).click();
+  await tab4.getByRole("dialog").getByRole("button", { name: "Delete secret" }).click();
+  await expect(tab4.getByText("Secret “PROD_DB_PASSWORD” deleted.")).toBeVisible();
+  await expect(tab4.getByRole("heading", { name: "Secrets of Crew" })).toBeVisible();
+  await expect(tab4.getByText("No secrets yet.")).toBeVisible();
+  await tab2.reload();
+  await switchTo(tab2, "Research");
+  await expect(tab2.getByRole("heading", { name: "Secrets of Research" })).toBeVisible();
+  await expect(tab2.getByRole("cell", { name: "PROD_DB_PASSWORD", exact: true })).toBeVisible();
+  await attachShot(tab4, info, "tab 4: Crew's secret saved and deleted while Research was current");
+
   // Research has no such key.
   await tab2.goto(`${server.base}/keys`);
   await switchTo(tab2, "Research");
@@ -122,6 +158,28 @@ test("a box page of another of your workspaces opens, and its buttons act on the
   await other.goto(`${server.base}/boxes/${boxId}/trace`);
   await expect(other.getByTestId("trace-entry").first()).toBeVisible();
   await attachShot(other, info, "Crew's trace opened while Research is current");
+});
+
+test("a box list left open acts on its own rows, and keeps asking for their pictures, after another tab switches", async ({ page, context }, info) => {
+  refuseNativeDialogs(page);
+  await logIn(page, "ada@example.com");
+  await switchTo(page, "Crew");
+  const row = page.locator(`[data-box-id="${boxId}"]`);
+  await expect(row).toContainText("ready");
+  const other = await context.newPage();
+  await other.goto(server.base);
+  await switchTo(other, "Research");
+  // The list's next round about its pictures is about Crew's boxes, this one among them.
+  const round = await page.waitForResponse((r) => r.url().includes("/boxes/thumbs?"), { timeout: 15_000 });
+  expect(round.status()).toBe(200);
+  expect(Object.keys((await round.json()).thumbs)).toContain(boxId);
+  await page.getByRole("button", { name: `Pause ${boxId}` }).click();
+  await expect(row).toContainText("paused");
+  await expect(page.getByText("no such box")).toHaveCount(0);
+  await attachShot(page, info, "the stale list paused its own box");
+  await switchTo(other, "Research");
+  await page.getByRole("button", { name: `Resume ${boxId}` }).click();
+  await expect(row).toContainText("ready", { timeout: 60_000 });
 });
 
 test("an invitation for a member is refused, and a member opening a link is told", async ({ page, browser }) => {
@@ -166,6 +224,9 @@ test("a member on a box page is told when made a viewer, and when removed", asyn
   await bo.goto(`${server.base}/boxes/${boxId}`);
   await bo.getByRole("button", { name: "Take over" }).click();
   await expect(bo.getByTestId("control-banner")).toContainText("You have control");
+  const boScreen = await boContext.newPage();
+  await boScreen.goto(`${server.base}/boxes/${boxId}/screen`);
+  await expect(boScreen.getByTestId("control-banner")).toBeVisible();
 
   await logIn(page, "ada@example.com");
   await switchTo(page, "Crew");
@@ -185,6 +246,9 @@ test("a member on a box page is told when made a viewer, and when removed", asyn
   await expect(bo.getByRole("button", { name: "Take over" })).toHaveCount(0);
   await expect(bo.getByText("View only")).toHaveCount(0);
   await attachShot(bo, info, "Bo told he is no longer a member");
+  // The popped-out screen says so too, not "connecting…" for good.
+  await expect(boScreen.getByText("You are no longer a member of Crew")).toBeVisible();
+  await attachShot(boScreen, info, "Bo's pop-out screen told he is no longer a member");
   await boContext.close();
   await fetch(`${server.base}/v1/boxes/${boxId}`, { method: "DELETE", headers: { authorization: `Bearer ${crewKey}`, "x-holm-confirm-delete": "true" } });
 });
