@@ -92,7 +92,7 @@ describe("secrets", () => {
     expect(html).toContain("LOGIN_PASSWORD");
     expect(html).not.toContain('name="value"');
     const forged = await c.form(vic, "/settings", { intent: "secret-put", name: "LOGIN_PASSWORD", value: "viewer-value", csrf });
-    expect(await forged.text()).toContain("a viewer cannot change the workspace");
+    expect(await forged.text()).toContain("this needs the member role");
     expect((await call(asA, "GET", "/v1/secrets")).body.secrets).toHaveLength(1);
   });
 
