@@ -6,13 +6,26 @@ export { holm } from "../server/holm.server";
 
 import type { AppLoadContext, EntryContext } from "react-router";
 import { createReadableStreamFromReadable } from "@react-router/node";
-import { ServerRouter } from "react-router";
+import { ServerRouter, isRouteErrorResponse } from "react-router";
 import { isbot } from "isbot";
 import type { RenderToPipeableStreamOptions } from "react-dom/server";
 import { renderToPipeableStream } from "react-dom/server";
 import { log } from "~/utils/log.server";
 
 export const streamTimeout = 5_000;
+
+/**
+ * React Router's own errors go to the server's log, not to stderr: a path no route matches (404)
+ * or a method none answers (405) is the person's answer (the not-found page), not the server's
+ * fault, and a request whose client went away is nobody's.
+ */
+export function handleError(error: unknown, { request }: { request: Request }): void {
+  if (request.signal.aborted) return;
+  const status = isRouteErrorResponse(error) ? error.status : 500;
+  if (status === 404 || status === 405) return;
+  const inner = isRouteErrorResponse(error) && (error as { error?: unknown }).error ? (error as { error?: unknown }).error : error;
+  log.error({ err: inner, status, method: request.method }, "a console request failed");
+}
 
 export default function handleRequest(
   request: Request,

@@ -64,6 +64,10 @@ note_failure() {
   failed+=("$1")
   # vitest's "FAIL file > test" lines and Playwright's numbered "✘" ones, without colours.
   sed 's/\x1b\[[0-9;]*m//g' "$2" 2>/dev/null | grep -E '^ *(FAIL|✘) ' | sort -u | head -20 >>"$LOGS/summary" || true
+  # And why: vitest's failure reports (the assertion, its expected/received and the test line),
+  # without the code frames, printed last, since CI keeps only a run's tail.
+  sed 's/\x1b\[[0-9;]*m//g' "$2" 2>/dev/null | sed -n '/Failed Tests [0-9]/,/^ *Test Files /p' |
+    grep -vE '^ *[0-9]+\|( |$)|^ *\| |^[[:space:]]*$|^ *Test Files |⎯⎯⎯⎯ Failed' | cut -c1-240 | head -40 >>"$LOGS/why" || true
 }
 echo "== layers (docs/decisions/0009)"
 node scripts/check-layers.mjs || { status=1; failed+=(layers); }
@@ -109,8 +113,12 @@ else
   # A server that died mid-test says so outside its JSON log lines (a stack on stderr, or the test
   # harness's "exited by itself"), or at pino's fatal level: the last of those, since the logs go
   # with the run.
-  echo "== what the test servers said outside their log lines (the last 30)"
+  echo "== what the test servers said outside their log lines (the last 12)"
   { grep -hv '^{' "$HOLM_TEST_LOG_DIR"/*.log; grep -h '"level":60' "$HOLM_TEST_LOG_DIR"/*.log; } 2>/dev/null |
-    grep -v '^[[:space:]]*$' | tail -30 | cut -c1-300 || true
+    grep -v '^[[:space:]]*$' | tail -12 | cut -c1-300 || true
+  if [[ -s $LOGS/why ]]; then
+    echo "== why the tests failed"
+    cat "$LOGS/why"
+  fi
 fi
 exit $status
