@@ -47,9 +47,9 @@ async function stillAlive(id: string) {
   await sleep(3000);
   expect(await running(id)).toBe(true);
   const box = await json(await server.api(`/v1/boxes/${id}`));
-  expect(box.state).toBe("ready");
+  expect(box.state, JSON.stringify(box)).toBe("ready");
   const now = await tabs(id);
-  expect(now.length).toBe(1);
+  expect(now.length, JSON.stringify(now)).toBe(1);
   expect(now[0].url).toBe("about:blank");
 }
 
@@ -79,6 +79,7 @@ describe("closing the browser's last tab or window", () => {
       const res = await server.api(`/v1/boxes/${id}/screens/0/windows/${browser[0].id}`, { method: "DELETE" });
       const out = await json(res);
       expect(res.status, JSON.stringify(out)).toBe(200);
+      expect(JSON.stringify(out)).toMatch(/"closed":true/);
       await stillAlive(id);
       const after = await json(await server.api(`/v1/boxes/${id}/screens/0/windows`));
       const now = (after.windows ?? after).filter((w: any) => /chromium/i.test(w.class));

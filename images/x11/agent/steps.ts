@@ -108,11 +108,16 @@ async function pressChord(screen: Screen, s: Desk, chord: string): Promise<void>
 
 /**
  * Before Chromium's last window closes, a blank window of its own: otherwise Chromium quits and
- * the box stops with it (pages.ts openBlank). Other windows close as asked.
+ * the box stops with it (pages.ts openBlank). Other windows close as asked. The close waits (up
+ * to 5 s) for the blank window to be on the screen: Chromium answers before it maps it, and on a
+ * loaded machine the next call's window list had no browser in it.
  */
-async function keepBrowserOpen(screen: Screen, w: WindowInfo, all: WindowInfo[]): Promise<void> {
+async function keepBrowserOpen(screen: Screen, w: WindowInfo, windows: () => Promise<WindowInfo[]>): Promise<void> {
+  const all = await windows();
   if (!isBrowserWindow(w) || all.filter(isBrowserWindow).length > 1) return;
   await openBlank(screen, true);
+  const deadline = Date.now() + 5000;
+  while (!(await windows()).some((x) => isBrowserWindow(x) && x.id !== w.id) && Date.now() < deadline) await sleep(50);
 }
 
 const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
@@ -287,14 +292,14 @@ const RUNNERS: { [T in StepType]: Runner<T> } = {
       const desk = await screen.wayland();
       if (st.what.do !== "close") return onWaylandWindow(desk, st.window, st.what);
       const w = await findWaylandWindow(desk, st.window);
-      await keepBrowserOpen(screen, w, await waylandWindows(desk));
+      await keepBrowserOpen(screen, w, () => waylandWindows(desk));
       return onWaylandWindow(desk, w.id, st.what);
     }
     const s = await screen.session();
     const w = await findWindow(s, st.window);
     if (st.what.do === "focus") return { window: await focusWindow(s, w) };
     if (st.what.do === "close") {
-      await keepBrowserOpen(screen, w, await listWindows(s));
+      await keepBrowserOpen(screen, w, () => listWindows(s));
       return { window: w.id, ...(await closeWindow(s, w)) };
     }
     const { do: _arrange, ...how } = st.what;

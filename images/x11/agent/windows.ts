@@ -216,7 +216,8 @@ export async function closeWindow(s: Session, w: WindowInfo): Promise<{ closed: 
     // Sent to the window itself, as a window manager would.
     sendClientMessageTo(s.conn, id, protocols, ev);
   }
-  const after = await until(s, id, 2000, (x) => x === null);
+  // 5 s: a loaded machine's Chromium took over 2 s to close a window.
+  const after = await until(s, id, 5000, (x) => x === null);
   // A window may ask "save changes?" and stay: that is an answer, not an error.
   return { closed: after === null };
 }
