@@ -162,8 +162,8 @@ describe("page actions are agent input", () => {
 
 describe("trace and fork", () => {
   it("page steps are `acted` entries, and a fork replays them into its own page", async () => {
-    // A box of its own: a fork replays the whole trace, and the shared box's has the site's.
-    const source = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+    // A box of its own (on the suite's desktop): a fork replays the whole trace, and the shared box's has the site's.
+    const source = await json(await server.api("/v1/boxes", { method: "POST", json: DESKTOP === "wayland" ? { spec: { desktop: { server: "wayland" } } } : {} }));
     expect(source.state, JSON.stringify(source)).toBe("ready");
     await okBatch(
       {
@@ -185,13 +185,16 @@ describe("trace and fork", () => {
     const forked = await json(await server.api(`/v1/boxes/${source.id}/fork`, { method: "POST", json: { mode: "replay" } }));
     try {
       expect(forked.box?.id, JSON.stringify(forked)).toBeTruthy();
+      expect(forked.replay, JSON.stringify(forked.replay)).toMatchObject({ stopped_at: null });
       expect(forked.replay.ok).toBeGreaterThan(0);
       const deadline = Date.now() + 10_000;
       let title = "";
-      while (Date.now() < deadline && (title = await inPage<string>("document.title", forked.box.id).catch(() => "")) !== "sent fork@example.com") {
+      let why = "";
+      const read = () => inPage<string>("document.title", forked.box.id).catch((err: Error) => ((why = err.message), ""));
+      while (Date.now() < deadline && (title = await read()) !== "sent fork@example.com") {
         await new Promise((r) => setTimeout(r, 200));
       }
-      expect(title).toBe("sent fork@example.com");
+      expect(title, `${why} ${JSON.stringify(forked.replay)}`).toBe("sent fork@example.com");
     } finally {
       for (const id of [forked.box?.id, source.id]) if (id) await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
     }

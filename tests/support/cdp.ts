@@ -41,10 +41,15 @@ export class Page {
     return new Page(ws);
   }
 
+  /** A call's answer; one that never comes fails the call after 20 s, naming it, instead of hanging the test. */
   send(method: string, params: Record<string, unknown> = {}): Promise<any> {
     const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`DevTools gave no answer to ${method} within 20 s`));
+      }, 20_000);
+      this.pending.set(id, (v) => (clearTimeout(timer), resolve(v)));
       this.ws.send(JSON.stringify({ id, method, params }));
     });
   }
