@@ -55,9 +55,14 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
   let title = "Something went wrong";
   let detail = "The console hit an unexpected error.";
   const cut = isCutRequest(error);
+  // A route's 404 may say what is missing and where to go instead (a box's screen it lacks).
+  let link: { href: string; label: string } | undefined;
   if (isRouteErrorResponse(error)) {
     title = error.status === 404 ? "Not found" : `Error ${error.status}`;
     detail = error.status === 404 ? "There is no page at this address." : error.statusText || detail;
+    const said = error.data as { detail?: unknown; link?: { href?: unknown; label?: unknown } } | null;
+    if (error.status === 404 && typeof said?.detail === "string") detail = said.detail;
+    if (error.status === 404 && typeof said?.link?.href === "string" && typeof said.link.label === "string") link = { href: said.link.href, label: said.link.label };
   } else if (cut) {
     // A read was already tried twice (components/network-cut-guard); a change is never sent twice,
     // so the person is told it may or may not have been made.
@@ -80,6 +85,11 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
             Reload
           </Button>
         )}
+        {link ? (
+          <a className="text-indigo-600 underline" href={link.href}>
+            {link.label}
+          </a>
+        ) : null}
         <a className="text-indigo-600 underline" href="/">
           Back to boxes
         </a>

@@ -111,6 +111,15 @@ export function ScreenFrame({
     if (mode === "control") frame.current?.scrollIntoView({ block: "nearest", behavior: "instant" });
   }, [mode]);
   const ready = box.state === "ready";
+  const why =
+    box.state === "paused" || box.state === "stopped"
+      ? `The box is ${box.state}. Resume it to see the screen.`
+      : `The box is ${box.state}${box.reason ? `: ${box.reason}` : "."}`;
+  // Once the box was not ready on this page, its coming back is news too.
+  const [wasDown, setWasDown] = useState(!ready);
+  useEffect(() => {
+    if (!ready) setWasDown(true);
+  }, [ready]);
   const label = `Screen ${screen} of box ${box.id}`;
   const filling = fill || fullscreen;
   const ratio = box.width / box.height;
@@ -176,17 +185,23 @@ export function ScreenFrame({
             onStatus={onStatus}
             onClipboard={onClipboard}
           />
-        ) : (
-          <div
-            className="grid w-full place-items-center break-words bg-slate-950 p-4 text-center text-sm text-slate-300 [overflow-wrap:anywhere]"
-            style={{ aspectRatio: `${box.width} / ${box.height}`, maxHeight: "78vh" }}
-          >
-            {/* A starting or failed box shows its start instead (start-panel.tsx). */}
-            {box.state === "paused" || box.state === "stopped"
-              ? `The box is ${box.state}. Resume it to see the screen.`
-              : `The box is ${box.state}${box.reason ? `: ${box.reason}` : "."}`}
-          </div>
-        )}
+        ) : null}
+        {/* Why there is no screen (a starting or failed box shows its start instead: start-panel.tsx),
+            in place of it. The same element stays mounted while the box runs (hidden, and empty until
+            the box was down), so a pause by an agent, a stop or a lost box is announced: a live region
+            is heard when its text changes, and the control banner goes away with the screen. */}
+        <div
+          role="status"
+          data-testid="screen-state"
+          className={
+            ready
+              ? "sr-only"
+              : "grid w-full place-items-center break-words bg-slate-950 p-4 text-center text-sm text-slate-300 [overflow-wrap:anywhere]"
+          }
+          style={ready ? undefined : { aspectRatio: `${box.width} / ${box.height}`, maxHeight: "78vh" }}
+        >
+          {ready ? (wasDown ? "The box is ready: its screen is live again." : "") : why}
+        </div>
         {ready && viewer.kind !== "connected" ? <ViewerOverlay status={viewer} framed={shown} /> : null}
       </div>
     </div>

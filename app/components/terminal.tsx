@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
 import type { Terminal as XTerm } from "@xterm/xterm";
 
 // A shell in the box: xterm.js over the socket.io namespace /terminal (server/terminal.ts).
@@ -19,6 +19,7 @@ function fit(term: XTerm, el: HTMLElement) {
 
 export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: string }) {
   const host = useRef<HTMLDivElement>(null);
+  const hintId = useId();
   const [status, setStatus] = useState<Status>({ kind: "connecting" });
   const [session, setSession] = useState(0);
 
@@ -44,6 +45,18 @@ export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: st
       });
       term.open(el);
       fit(term, el);
+      // A way out for the keyboard (WCAG 2.1.2): Tab right after Escape leaves the terminal, as in
+      // CodeMirror. Escape itself still goes to the shell (vi, less, readline need it), and so does
+      // Tab any other time (completion); only the Tab that follows an Escape is the browser's.
+      let escaped = false;
+      term.attachCustomKeyEventHandler((e) => {
+        if (e.type !== "keydown" || ["Shift", "Control", "Alt", "Meta"].includes(e.key)) return true;
+        const leave = escaped && e.key === "Tab" && !e.ctrlKey && !e.altKey && !e.metaKey;
+        escaped = e.key === "Escape";
+        // false: xterm leaves the key alone, so the browser moves focus on (Shift+Tab: back).
+        return !leave;
+      });
+      term.textarea?.setAttribute("aria-describedby", hintId);
       const socket = io("/terminal", {
         transports: ["websocket"],
         reconnection: false,
@@ -83,7 +96,7 @@ export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: st
       disposed = true;
       cleanup();
     };
-  }, [boxId, workspace, session]);
+  }, [boxId, workspace, session, hintId]);
 
   return (
     <div className="space-y-2">
@@ -107,6 +120,9 @@ export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: st
         aria-label="Terminal: a shell in the box"
         className="h-80 w-full overflow-hidden rounded-lg bg-slate-950 p-2 ring-1 ring-slate-800"
       />
+      <p id={hintId} className="text-xs text-slate-600">
+        Keys go to the shell. To leave the terminal, press <kbd>Escape</kbd> then <kbd>Tab</kbd> (or <kbd>Shift</kbd>+<kbd>Tab</kbd>).
+      </p>
     </div>
   );
 }

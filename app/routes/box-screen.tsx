@@ -5,6 +5,7 @@ import { ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame } from "~/components/screen-view";
 import { useLiveBox } from "~/components/use-live-box";
 import { requireBoxWorkspace } from "~/edge/console.server";
+import { screenOfUrl } from "~/edge/screen-param.server";
 import { type BoxJson, getBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { isApiError } from "~/utils/api-error.server";
@@ -31,8 +32,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
     throw e;
   }
-  const raw = new URL(request.url).searchParams.get("screen") ?? "0";
-  const screen = /^[0-9]{1,2}$/.test(raw) && Number(raw) < box.screens ? Number(raw) : 0;
+  const screen = screenOfUrl(request, box, `/boxes/${encodeURIComponent(box.id)}/screen`);
   const screens = await Promise.all(Array.from({ length: box.screens }, (_, n) => screenStatus(box.id, n)));
   return { ...common, box, removed: null, screen, screens };
 }

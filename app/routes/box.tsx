@@ -14,6 +14,7 @@ import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
 import { requireBoxWorkspace, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
+import { screenOfUrl } from "~/edge/screen-param.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
@@ -35,12 +36,6 @@ export const meta: Route.MetaFunction = ({ data }) => [
   { title: `${data && "box" in data && data.box ? boxTitle(data.box) : "Box"} · holm` },
 ];
 
-function screenParam(request: Request, screens: number): number {
-  const raw = new URL(request.url).searchParams.get("screen") ?? "0";
-  const n = /^[0-9]{1,2}$/.test(raw) ? Number(raw) : 0;
-  return n < screens ? n : 0;
-}
-
 export async function loader({ request, params }: Route.LoaderArgs) {
   const ctx = await requireBoxWorkspace(request, params.id);
   const common = {
@@ -60,10 +55,11 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
     throw e;
   }
+  const screen = screenOfUrl(request, box, `/boxes/${encodeURIComponent(box.id)}`);
   const screens = await Promise.all(Array.from({ length: box.screens }, (_, n) => screenStatus(box.id, n)));
   // A viewer URL names the desktop it was made for (`desktop=`); without one, the current one.
   const desktop = new URL(request.url).searchParams.get("desktop");
-  return { ...common, box, removed: null, screen: screenParam(request, box.screens), screens, desktop };
+  return { ...common, box, removed: null, screen, screens, desktop };
 }
 
 export async function action({ request, params }: Route.ActionArgs) {
