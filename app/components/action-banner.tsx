@@ -40,9 +40,19 @@ export function useActionBanner<T extends Answer>(answer: T | undefined, opts: {
 }
 
 /** A page's banner with a Dismiss button: an error (role alert) or a success (role status). */
-export function ActionBanner({ tone, onDismiss, children }: { tone: "error" | "success" | "info"; onDismiss: () => void; children: ReactNode }) {
+export function ActionBanner({
+  tone,
+  onDismiss,
+  focus,
+  children,
+}: {
+  tone: "error" | "success" | "info";
+  onDismiss: () => void;
+  focus?: boolean;
+  children: ReactNode;
+}) {
   return (
-    <Alert tone={tone}>
+    <Alert tone={tone} focus={focus}>
       <div className="flex items-start gap-3">
         <div className="min-w-0 flex-1 break-words">{children}</div>
         <button
@@ -58,10 +68,14 @@ export function ActionBanner({ tone, onDismiss, children }: { tone: "error" | "s
   );
 }
 
-/** The usual banners of `{ok}` and `{error}` answers; pages add their own for other shapes. */
+/**
+ * The usual banners of `{ok}` and `{error}` answers; pages add their own for other shapes. An
+ * answer with `focus: true` (an action that removed what had the focus) puts the focus on its banner.
+ */
 export function OkOrError({ shown, dismiss }: { shown: Answer | undefined; dismiss: () => void }) {
   if (!shown) return null;
-  if ("error" in shown && typeof shown.error === "string") return <ActionBanner tone="error" onDismiss={dismiss}>{shown.error}</ActionBanner>;
-  if ("ok" in shown && typeof shown.ok === "string") return <ActionBanner tone="success" onDismiss={dismiss}>{shown.ok}</ActionBanner>;
+  const focus = "focus" in shown && shown.focus === true;
+  if ("error" in shown && typeof shown.error === "string") return <ActionBanner tone="error" onDismiss={dismiss} focus={focus}>{shown.error}</ActionBanner>;
+  if ("ok" in shown && typeof shown.ok === "string") return <ActionBanner tone="success" onDismiss={dismiss} focus={focus}>{shown.ok}</ActionBanner>;
   return null;
 }

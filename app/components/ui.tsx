@@ -1,5 +1,5 @@
 import { useLoaderData } from "react-router";
-import type { ComponentProps, ReactNode } from "react";
+import { type ComponentProps, type ReactNode, useEffect, useRef } from "react";
 
 // Small building blocks so every console page looks and behaves the same.
 
@@ -39,14 +39,27 @@ export function Field({ label, hint, ...props }: ComponentProps<"input"> & { lab
   );
 }
 
-export function Alert({ children, tone = "error" }: { children: ReactNode; tone?: "error" | "success" | "info" }) {
+export function Alert({
+  children,
+  tone = "error",
+  focus = false,
+}: {
+  children: ReactNode;
+  tone?: "error" | "success" | "info";
+  /** Take the keyboard's focus when shown: after an action that removed the element that had it. */
+  focus?: boolean;
+}) {
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (focus) ref.current?.focus();
+  }, [focus]);
   const styles = {
     error: "bg-red-50 text-red-800 ring-red-200",
     success: "bg-emerald-50 text-emerald-800 ring-emerald-200",
     info: "bg-sky-50 text-sky-900 ring-sky-200",
   }[tone];
   return (
-    <div role={tone === "error" ? "alert" : "status"} className={`rounded-md px-3 py-2 text-sm ring-1 ${styles}`}>
+    <div ref={ref} tabIndex={focus ? -1 : undefined} role={tone === "error" ? "alert" : "status"} className={`rounded-md px-3 py-2 text-sm ring-1 ${styles}`}>
       {children}
     </div>
   );

@@ -1,5 +1,5 @@
-import { useEffect } from "react";
-import { useActionData, useRevalidator } from "react-router";
+import { useEffect, useRef, useState } from "react";
+import { data, useActionData, useRevalidator } from "react-router";
 import { OkOrError, useActionBanner } from "~/components/action-banner";
 import { ImageProgress } from "~/components/image-progress";
 import { PostForm } from "~/components/post-form";
@@ -10,7 +10,7 @@ import { field, formAction } from "~/edge/form.server";
 import { ImageBuildSchema, buildImage, deleteImage, listAllImages } from "~/models/image.server";
 import { atLeast } from "~/models/roles";
 import { requireRuntimeAdmin } from "~/models/runtime-store.server";
-import { ApiError } from "~/utils/api-error.server";
+import { ApiError, isApiError } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { Route } from "./+types/images";
 
@@ -43,21 +43,29 @@ export async function action({ request }: Route.ActionArgs) {
     const intent = field(form, "intent");
     if (intent === "build") {
       if (!atLeast(ctx.workspace.role, "member")) throw new ApiError("denied", "a viewer cannot build images");
-      const text = field(form, "spec").trim();
-      let spec: unknown;
+      let body: ReturnType<typeof validate<typeof ImageBuildSchema>>;
       try {
-        spec = text ? JSON.parse(text) : undefined;
-      } catch {
-        throw new ApiError("bad_request", "the spec is not valid JSON");
+        const text = field(form, "spec").trim();
+        let spec: unknown;
+        try {
+          spec = text ? JSON.parse(text) : undefined;
+        } catch {
+          throw new ApiError("bad_request", "the spec is not valid JSON");
+        }
+        body = validate(ImageBuildSchema, spec === undefined ? {} : { spec }, "form");
+      } catch (e) {
+        // The spec's own faults are said at its field (marked invalid, described by the message).
+        if (isApiError(e)) return data({ error: e.message, spec: true }, { status: 400 });
+        throw e;
       }
-      const body = validate(ImageBuildSchema, spec === undefined ? {} : { spec }, "form");
       const out = await buildImage(ctx.actor, "docker", body, { queue: true });
       return { ok: out.queued ? `Building image ${String(out.body.digest)}.` : `Image ${String(out.body.digest)} is built already.` };
     }
     if (intent === "remove") {
       await requireRuntimeAdmin(ctx.actor);
       const out = await deleteImage(ctx.actor, field(form, "runtime"), field(form, "digest"));
-      return { ok: `Image ${out.image} removed.` };
+      // Its row, which had the focus, is gone: the banner takes it.
+      return { ok: `Image ${out.image} removed.`, focus: true };
     }
     throw new ApiError("bad_request", `unknown intent "${intent}"`);
   });
@@ -66,7 +74,9 @@ export async function action({ request }: Route.ActionArgs) {
 export default function Images({ loaderData }: Route.ComponentProps) {
   const answer = useActionData<typeof action>();
   const { shown, dismiss } = useActionBanner(answer, { okMs: 10_000 });
+  const specError = shown && "spec" in shown && "error" in shown ? shown.error : undefined;
   const { csrf, canBuild, admin, runtimes } = loaderData;
+  const news = useBuildNews(runtimes);
   const building = runtimes.some((r) => r.images.some((i) => i.state === "building"));
   const revalidator = useRevalidator();
   // A build moves on its own: read the page again every second while one is under way.
@@ -81,7 +91,12 @@ export default function Images({ loaderData }: Route.ComponentProps) {
     <Shell>
       <h1 className="mb-6 text-2xl font-semibold tracking-tight">Images</h1>
       <div className="space-y-6">
-        <OkOrError shown={shown} dismiss={dismiss} />
+        {/* What the builds did since the page was drawn, for screen readers: the banner that said
+            "Building image …" goes after 10 s, and a row's state is plain text. */}
+        <p role="status" className="sr-only" data-testid="build-news">
+          {news}
+        </p>
+        {specError ? null : <OkOrError shown={shown} dismiss={dismiss} />}
         {canBuild ? (
           <Card title="Build an image">
             <PostForm csrf={csrf} intent="build" className="space-y-3">
@@ -93,8 +108,15 @@ export default function Images({ loaderData }: Route.ComponentProps) {
                 name="spec"
                 rows={3}
                 placeholder='{"desktop": {"packages": ["gimp"]}}'
+                aria-invalid={specError ? true : undefined}
+                aria-describedby={specError ? "build-spec-error" : undefined}
                 className="w-full rounded-md border border-slate-300 bg-white px-3 py-2 font-mono text-xs"
               />
+              {specError ? (
+                <p id="build-spec-error" role="alert" className="text-sm text-red-700">
+                  {specError}
+                </p>
+              ) : null}
               <Button type="submit">Build image</Button>
             </PostForm>
           </Card>
@@ -124,7 +146,7 @@ export default function Images({ loaderData }: Route.ComponentProps) {
                               csrf={csrf}
                               intent="remove"
                               fields={{ runtime: rt.name, digest: img.digest }}
-                              confirm={{ title: `Remove the image ${label}?`, body: "A box that needs it later builds it again. A box using it now keeps it.", action: "Remove image" }}
+                              confirm={{ title: `Remove the image ${label}?`, body: "It is refused while a box uses it: remove that box first. A box that needs it later builds it again.", action: "Remove image" }}
                             >
                               <Button type="submit" variant="danger" aria-label={`Remove ${label}`}>
                                 Remove
@@ -145,4 +167,33 @@ export default function Images({ loaderData }: Route.ComponentProps) {
       </div>
     </Shell>
   );
+}
+
+type Runtimes = Route.ComponentProps["loaderData"]["runtimes"];
+
+/** A sentence for each build that started, finished or failed since the last read of the page. */
+function useBuildNews(runtimes: Runtimes): string {
+  const seen = useRef<Map<string, string> | null>(null);
+  const [news, setNews] = useState("");
+  useEffect(() => {
+    const before = seen.current;
+    const now = new Map<string, string>();
+    const lines: string[] = [];
+    for (const rt of runtimes) {
+      for (const img of rt.images) {
+        const key = `${rt.name}/${img.digest}`;
+        const state = img.state ?? "built";
+        now.set(key, state);
+        const was = before?.get(key);
+        if (!before || was === state) continue;
+        const label = img.image || key;
+        if (state === "building") lines.push(`Building ${label}.`);
+        else if (state === "failed") lines.push(`The build of ${label} failed${img.reason ? `: ${img.reason}` : "."}`);
+        else if (was === "building") lines.push(`${label} is built.`);
+      }
+    }
+    seen.current = now;
+    if (lines.length) setNews(lines.join(" "));
+  }, [runtimes]);
+  return news;
 }

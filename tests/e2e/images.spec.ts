@@ -36,8 +36,18 @@ test("the images page lists the built default image, shows a build's progress li
   await expect(page.getByRole("heading", { name: "Images", exact: true })).toBeVisible();
   await expect(page.getByText("No images yet")).toBeVisible();
 
+  // A spec that is not JSON: the field says so, marked invalid and described by the message.
+  const spec = page.getByRole("textbox", { name: /^Box spec/ });
+  await spec.fill("{not json");
+  await page.getByRole("button", { name: "Build image" }).click();
+  await expect(page.getByRole("alert")).toHaveText("the spec is not valid JSON");
+  await expect(spec).toHaveAttribute("aria-invalid", "true");
+  await expect(spec).toHaveAccessibleDescription("the spec is not valid JSON");
+  await spec.fill("");
+
   await page.getByRole("button", { name: "Build image" }).click();
   await expect(page.getByText(/is built already/)).toBeVisible();
+  await expect(spec).not.toHaveAttribute("aria-invalid", "true");
   const runtime = page.getByRole("heading", { name: "Runtime docker" });
   await expect(runtime).toBeVisible();
   const built = page.getByRole("listitem", { name: /^Image holm-x11:[0-9a-f]{16}$/ });
@@ -64,18 +74,28 @@ test("the images page lists the built default image, shows a build's progress li
   // on a 390 px phone, with a build under way on it.
   await expectCleanOnPhone(page, `${server.base}/images`, (phone) => expect(phone.getByRole("progressbar")).toBeVisible());
 
-  // The page follows the build without a reload: here it ends failed.
+  // The page follows the build without a reload: here it ends failed, and a screen reader hears it
+  // from a live region that was there (empty) before.
+  const news = page.getByRole("status").and(page.getByTestId("build-news"));
+  await expect(news).toHaveText("");
   const db2 = store();
   db2.prepare("update image set state = 'failed', reason = 'E: Unable to locate package gimp' where digest = ?").run(FAKE);
   db2.close();
   await expect(fake).toContainText("failed");
   await expect(fake).toContainText("E: Unable to locate package gimp");
   await expect(page.getByRole("progressbar")).toHaveCount(0);
+  await expect(news).toHaveText(`The build of holm-x11:${FAKE} failed: E: Unable to locate package gimp`);
 
   // Removing asks in the page first; only that image goes.
+  // The dialog says what the server does: it refuses while a box uses the image.
   await fake.getByRole("button", { name: `Remove holm-x11:${FAKE}` }).click();
-  await page.getByRole("button", { name: "Remove image" }).click();
-  await expect(page.getByText(`Image holm-x11:${FAKE} removed.`)).toBeVisible();
+  const ask = page.getByRole("dialog", { name: `Remove the image holm-x11:${FAKE}?` });
+  await expect(ask).toContainText("It is refused while a box uses it: remove that box first. A box that needs it later builds it again.");
+  await ask.getByRole("button", { name: "Remove image" }).click();
+  // The row that had the focus is gone: the answer has it now, not the page's body.
+  const removed = page.getByRole("status").filter({ hasText: `Image holm-x11:${FAKE} removed.` });
+  await expect(removed).toBeVisible();
+  await expect(removed).toBeFocused();
   await expect(fake).toHaveCount(0);
   await expect(built).toHaveCount(1);
 });
