@@ -3,6 +3,7 @@ import { boxTitle } from "~/components/box-name";
 import { AccessGone, RemovedBox } from "~/components/box-page-notices";
 import { ScreenControl, controlOf } from "~/components/screen-control";
 import { ScreenFrame } from "~/components/screen-view";
+import { Alert } from "~/components/ui";
 import { useLiveBox } from "~/components/use-live-box";
 import { requireBoxWorkspace } from "~/edge/console.server";
 import { screenOfUrl } from "~/edge/screen-param.server";
@@ -54,7 +55,17 @@ function LiveScreen({ loaderData }: { loaderData: Loaded }) {
   const control = controlOf(status, me, canDrive);
   const mode = control.mine && canDrive ? "control" : "view";
   return (
-    <div className="tone-fixed flex h-dvh flex-col gap-1.5 bg-slate-950 p-1.5">
+    <main className="tone-fixed flex h-dvh flex-col gap-1.5 bg-slate-950 p-1.5">
+      {/* The window's name for screen readers; the screen's own bar says it to the eye. */}
+      <h1 className="sr-only">
+        Screen {screen} of {boxTitle(box)}
+      </h1>
+      {/* Made a viewer while here (maybe holding control): say why Take over went, as the box page does. */}
+      {access?.kind === "role" ? (
+        <Alert tone="info">
+          Your role in {workspaceName} is now {access.role}.
+        </Alert>
+      ) : null}
       <ScreenControl
         control={control}
         status={status}
@@ -68,6 +79,6 @@ function LiveScreen({ loaderData }: { loaderData: Loaded }) {
       <div className="min-h-0 flex-1">
         <ScreenFrame box={box} screen={screen} mode={mode} onClipboard={() => undefined} popOut={false} fill />
       </div>
-    </div>
+    </main>
   );
 }

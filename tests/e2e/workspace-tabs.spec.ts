@@ -226,7 +226,9 @@ test("a member on a box page is told when made a viewer, and when removed", asyn
   await expect(bo.getByTestId("control-banner")).toContainText("You have control");
   const boScreen = await boContext.newPage();
   await boScreen.goto(`${server.base}/boxes/${boxId}/screen`);
-  await expect(boScreen.getByTestId("control-banner")).toBeVisible();
+  await expect(boScreen.getByTestId("control-banner")).toContainText("You have control");
+  // The pop-out is a page of its own to a screen reader: a main landmark with a heading.
+  await expect(boScreen.getByRole("main").getByRole("heading", { level: 1, name: /^Screen 0 of / })).toHaveCount(1);
 
   await logIn(page, "ada@example.com");
   await switchTo(page, "Crew");
@@ -238,6 +240,10 @@ test("a member on a box page is told when made a viewer, and when removed", asyn
   await expect(bo.getByText("Your role in Crew is now viewer")).toBeVisible();
   await expect(bo.getByRole("button", { name: "Take over" })).toHaveCount(0);
   await attachShot(bo, info, "Bo told he is a viewer now");
+  // The pop-out, where he held control, tells him why it went, too.
+  await expect(boScreen.getByRole("status").filter({ hasText: "Your role in Crew is now viewer." })).toBeVisible();
+  await expect(boScreen.getByRole("button", { name: "Take over" })).toHaveCount(0);
+  await attachShot(boScreen, info, "Bo's pop-out told he is a viewer now");
 
   await page.getByRole("button", { name: "Remove bo@example.com" }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Remove member" }).click();
