@@ -12,6 +12,13 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
     `rounded-md px-3 py-1.5 text-sm font-medium ${isActive ? "bg-slate-900 text-white" : "text-slate-700 hover:bg-slate-200"}`;
   return (
     <div className="min-h-screen">
+      {/* The first Tab stop: past the header's links and switcher to the page itself (WCAG 2.4.1). */}
+      <a
+        href="#content"
+        className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:z-50 focus:rounded-md focus:bg-white focus:px-3 focus:py-2 focus:text-sm focus:font-medium focus:text-indigo-700 focus:ring-2 focus:ring-indigo-500"
+      >
+        Skip to content
+      </a>
       <header className="border-b border-slate-200 bg-white">
         <div className={`mx-auto flex ${width} flex-wrap items-center gap-3 px-4 py-3 sm:px-6`}>
           <a href="/" className="mr-2 text-lg font-semibold tracking-tight text-indigo-700">
@@ -77,7 +84,9 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
           ) : null}
         </div>
       </header>
-      <main className={`mx-auto ${width} px-4 py-8 sm:px-6`}>{children}</main>
+      <main id="content" tabIndex={-1} className={`mx-auto ${width} px-4 py-8 outline-none sm:px-6`}>
+        {children}
+      </main>
     </div>
   );
 }

@@ -160,3 +160,20 @@ for (const { scheme, width } of PAIRS) {
     });
   }
 }
+
+test("the first Tab on a console page offers 'Skip to content', which takes the keyboard past the header", async ({ browser }) => {
+  const context = await browser.newContext();
+  await context.addCookies(cookies);
+  const page = await context.newPage();
+  await page.goto(`${server.base}/keys`);
+  const skip = page.getByRole("link", { name: "Skip to content" });
+  await page.keyboard.press("Tab");
+  await expect(skip).toBeFocused();
+  await expect(skip).toBeVisible();
+  await page.keyboard.press("Enter");
+  await expect(page.getByRole("main")).toBeFocused();
+  // The next Tab lands in the page, not on the header's workspace switcher.
+  await page.keyboard.press("Tab");
+  expect(await page.evaluate(() => !!document.activeElement?.closest("main"))).toBe(true);
+  await context.close();
+});
