@@ -124,3 +124,43 @@ describe("an engine's address and TLS pair", () => {
     expect((await server.api("/v1/runtimes/keep", { method: "DELETE" })).status).toBe(200);
   });
 });
+
+describe("removing a box whose engine does not answer", () => {
+  it("is 200: the box is gone from holm, its trace and event say why its container was left, and the next start removes it", async () => {
+    const port = await deadPort();
+    const made = await server.api("/v1/runtimes", { method: "POST", json: tcp("away", `tcp://127.0.0.1:${port}`) });
+    expect(made.status, await made.clone().text()).toBe(200);
+    // A box whose engine then went away: a real box here, its record moved onto `away` (an
+    // engine at a port nothing listens on), so its container stays where the test can see it.
+    const launched = await server.api("/v1/boxes", { method: "POST", json: {} });
+    const box = await json(launched);
+    expect(launched.status, JSON.stringify(box)).toBe(200);
+    const id = box.id as string;
+    const db = openStore(server);
+    db.pragma("busy_timeout = 5000");
+    db.prepare("update box set runtime = 'away' where id = ?").run(id);
+    db.close();
+
+    const del = await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+    const text = await del.text();
+    expect(del.status, text).toBe(200);
+    const gone = await server.api(`/v1/boxes/${id}`);
+    expect(gone.status).toBe(410);
+    const why = (await json(gone)).message as string;
+    expect(why).toMatch(/was removed: removed; its container could not be removed because the away runtime does not answer; it is removed when this server next starts/);
+    const trace = await json(await server.api(`/v1/boxes/${id}/trace?limit=100`));
+    const entry = trace.entries.find((e: { kind: string }) => e.kind === "gone");
+    expect(entry?.data?.reason ?? JSON.stringify(trace.entries)).toMatch(/its container could not be removed because the away runtime does not answer/);
+    const events = (await json(await server.api("/v1/events?limit=1000"))).events.filter((e: { box_id: string }) => e.box_id === id);
+    expect(events.map((e: { kind: string }) => e.kind)).toContain("box.removed");
+    // Removed, so the runtime may go.
+    expect((await server.api("/v1/runtimes/away", { method: "DELETE" })).status).toBe(200);
+
+    // The container is still on its engine (here, this machine's) until the server next starts
+    // with that engine answering: adoption removes the containers of removed boxes.
+    expect((await docker.getContainer(`holm-${id}`).inspect()).State.Running).toBe(true);
+    await server.stop();
+    server = await server.restart();
+    await expect(docker.getContainer(`holm-${id}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  }, 180_000);
+});
