@@ -266,11 +266,35 @@ export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERV
   return serial(row.id, async () => {
     const cur = (await loadRow(row.id))!;
     for (const step of beforeRemove) await step(cur).catch((err) => log.error({ err, box: cur.id }, "before removing the box"));
-    if (cur.runtime_ref) await runtimeOf(cur).remove(cur.runtime_ref);
+    const left = cur.runtime_ref ? await removeContainer(cur, cur.runtime_ref) : undefined;
+    const why = left ? `${reason}; ${left}` : reason;
     forgetAddress(row.id);
-    await setState(cur, "gone", reason, { removed_at_ms: at });
-    await trace(cur.id, "gone", { reason }, actor);
-    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason }, by: actor });
+    await setState(cur, "gone", why, { removed_at_ms: at });
+    await trace(cur.id, "gone", { reason: why }, actor);
+    await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why }, by: actor });
     return toBoxJson(cur);
   });
+}
+
+// What a client says when the engine is not there to answer (refused, cut off, not resolved).
+const NO_ANSWER = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE"]);
+
+/**
+ * Removes the box's container; when its engine does not answer (or refuses), says so instead of
+ * failing the removal: the box was already marked removed, and a user asking to remove a box on
+ * an engine that went away expects it gone from holm. The leftover is the engine's until the
+ * server next starts with that runtime answering: adoption removes every container of a removed
+ * box it finds (box-sync.server.ts, scanRuntime).
+ */
+async function removeContainer(cur: BoxRow, ref: string): Promise<string | undefined> {
+  try {
+    await runtimeOf(cur).remove(ref);
+    return undefined;
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    log.error({ err, box: cur.id }, `box ${cur.id}: its container on the ${cur.runtime} runtime was not removed`);
+    const silent = (err instanceof ApiError && err.code === "unavailable") || NO_ANSWER.has(String(e.code)) || /timed out|hang up|not connected/i.test(e.message ?? "");
+    const cause = silent ? `the ${cur.runtime} runtime does not answer` : `the ${cur.runtime} runtime refused (${String(e.message).slice(0, 200)})`;
+    return `its container could not be removed because ${cause}; it is removed when this server next starts with that runtime answering`;
+  }
 }

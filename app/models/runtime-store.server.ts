@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { DEFAULT_RUNTIME, localDocker, runtime, useStoredRuntime } from "~/runtime/index.server";
 import { type Capabilities, type Fields, LOCAL_DOCKER_CAN, type Secrets, provider } from "~/runtime/provider.server";
-import { ApiError, notFound, unsupported } from "~/utils/api-error.server";
+import type { Runtime } from "~/runtime/runtime";
+import { ApiError, badRequest, notFound, unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { seal, unseal } from "~/utils/seal.server";
@@ -156,13 +157,24 @@ export async function createRuntime(input: z.infer<typeof RuntimeCreateSchema>):
   if (input.name === DEFAULT_RUNTIME) throw new ApiError("denied", `"${DEFAULT_RUNTIME}" is the built-in runtime's name`);
   const secrets = input.secrets ?? {};
   const fields = p.check(input.fields ?? {}, secrets);
+  // Opened before the row is written: a runtime that cannot be opened is not stored.
+  const opened = openOnly(input.name, p.name, fields, secrets);
   const now = Date.now();
   const row = { name: input.name, provider: p.name, fields_json: JSON.stringify(fields), ...sealSecrets(input.name, secrets), created_at_ms: now, updated_at_ms: now };
-  const done = await db().insertInto("runtime").values(row).onConflict((oc) => oc.column("name").doNothing()).executeTakeFirst();
+  const done = await db()
+    .insertInto("runtime")
+    .values(row)
+    .onConflict((oc) => oc.column("name").doNothing())
+    .executeTakeFirst()
+    .catch((err: unknown) => {
+      dispose(opened);
+      throw err;
+    });
   if (Number(done.numInsertedOrUpdatedRows ?? 0) === 0) {
+    dispose(opened);
     throw new ApiError("denied", `a runtime named "${input.name}" exists; change it with PATCH or remove it first`);
   }
-  openRuntime(row.name, p.name, fields, secrets);
+  useStoredRuntime(row.name, opened);
   return toJson(row);
 }
 
@@ -179,11 +191,21 @@ export async function patchRuntime(name: string, input: z.infer<typeof RuntimePa
     else secrets[k] = v;
   }
   const checked = p.check(fields, secrets);
+  // Opened before the write: a change that cannot be opened leaves the runtime as it was.
+  const opened = openOnly(name, p.name, checked, secrets);
   const now = Date.now();
   const next = { fields_json: JSON.stringify(checked), ...sealSecrets(name, secrets), updated_at_ms: now };
-  await db().updateTable("runtime").set(next).where("name", "=", name).execute();
+  await db()
+    .updateTable("runtime")
+    .set(next)
+    .where("name", "=", name)
+    .execute()
+    .catch((err: unknown) => {
+      dispose(opened);
+      throw err;
+    });
   // The old client (its secrets, its listeners) goes; the next use dials with the new settings.
-  openRuntime(name, p.name, checked, secrets);
+  useStoredRuntime(name, opened);
   return toJson({ ...row, ...next });
 }
 
@@ -214,10 +236,29 @@ export async function requireLaunchable(name: string): Promise<void> {
 
 /** Opens a stored runtime this server launches on and registers it; drops it otherwise. */
 function openRuntime(name: string, providerName: string, fields: Fields, secrets: Secrets): void {
+  useStoredRuntime(name, openOnly(name, providerName, fields, secrets));
+}
+
+/**
+ * The Runtime for these settings, not registered (undefined when this server does not launch
+ * there). What the provider's client refuses is a 400: its checks should have caught it first.
+ */
+function openOnly(name: string, providerName: string, fields: Fields, secrets: Secrets): Runtime | undefined {
   const p = provider(providerName);
   const local = localDocker();
-  if (p.notLaunchable(fields) || !local) return useStoredRuntime(name, undefined);
-  useStoredRuntime(name, p.open(name, fields, secrets, local));
+  if (p.notLaunchable(fields) || !local) return undefined;
+  try {
+    return p.open(name, fields, secrets, local);
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The client's own words (such as "Invalid URL"), never a secret's value.
+    throw badRequest(`fields.host: runtime "${name}" cannot be opened with these settings: ${(err as Error).message}`);
+  }
+}
+
+/** Lets go of a Runtime opened for a change that was not stored (its client, its SSH connections). */
+function dispose(rt: Runtime | undefined): void {
+  (rt as { dispose?: () => Promise<void> } | undefined)?.dispose?.().catch(() => undefined);
 }
 
 /**

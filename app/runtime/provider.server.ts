@@ -1,8 +1,8 @@
-import { X509Certificate, createPrivateKey } from "node:crypto";
 import { z } from "zod";
 import { badRequest, unsupported } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { DockerRuntime } from "./docker.server";
+import { checkEngineHost, checkTlsPair } from "./engine-host.server";
 import { RemoteDockerRuntime } from "./remote-docker.server";
 import { normalHostKey, privateKeyProblem, sshClient, sshTarget } from "./ssh-engine.server";
 import { SwarmRuntime } from "./swarm.server";
@@ -86,6 +86,7 @@ export const LOCAL_DOCKER_CAN: Capabilities = {
 };
 
 // tcp://host:port (TLS client auth) or ssh://[user@]host[:port] (a key, the host's key pinned): another Docker engine.
+// The shape only: checkEngineHost takes it apart (port range, a real name or address).
 const HOST_RE = /^(tcp|ssh):\/\/(?:[A-Za-z0-9._-]{1,64}@)?(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?\/?$/;
 
 const DockerFields = z.strictObject({
@@ -97,16 +98,6 @@ const DockerFields = z.strictObject({
 
 const TLS_SECRETS = ["ca", "cert", "key"] as const;
 const SSH_SECRETS = ["ssh_key", "ssh_passphrase"] as const;
-
-function checkPem(name: string, value: string, kind: "cert" | "key"): void {
-  // The message names the secret, never its value: it may be a private key.
-  try {
-    if (kind === "cert") new X509Certificate(value);
-    else createPrivateKey(value);
-  } catch {
-    throw badRequest(`secrets.${name}: not a PEM ${kind === "cert" ? "certificate" : "private key"}`);
-  }
-}
 
 const HOST_KEY_HELP =
   "the host's public key (a line of `ssh-keyscan -t ed25519 HOST`, or its /etc/ssh/ssh_host_ed25519_key.pub) or its SHA256: fingerprint (`ssh-keygen -lf` of that file)";
@@ -125,15 +116,13 @@ const docker: RuntimeProvider = {
       if (tls && !(TLS_SECRETS as readonly string[]).includes(name)) throw badRequest(`secrets.${name}: a tcp:// engine takes "ca", "cert" and "key"`);
       if (!tls && !(SSH_SECRETS as readonly string[]).includes(name)) throw badRequest(`secrets.${name}: an ssh:// engine takes "ssh_key" and "ssh_passphrase"`);
     }
-    const host = f.host.replace(/\/$/, "");
+    const host = checkEngineHost(f.host, ["tcp", "ssh"]);
     if (tls) {
       if (f.host_key != null) throw badRequest("fields.host_key: only an ssh:// engine takes a host key (set it to null)");
       // An engine on plain tcp answers anyone who reaches it as root: TLS client auth or nothing.
       const missing = TLS_SECRETS.filter((n) => !secrets[n]);
       if (missing.length) throw badRequest(`secrets: a tcp:// engine needs TLS client auth; missing ${missing.join(", ")}`);
-      checkPem("ca", secrets.ca!, "cert");
-      checkPem("cert", secrets.cert!, "cert");
-      checkPem("key", secrets.key!, "key");
+      checkTlsPair({ ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! });
       return { host };
     }
     // ssh://: the host proves itself with the key pinned here, or nothing is sent to it. There is
@@ -189,16 +178,15 @@ const swarm: RuntimeProvider = {
   secretNames: TLS_SECRETS,
   check(fields, secrets) {
     const f = validate(z.strictObject({ fields: SwarmFields }), { fields }, "body").fields;
+    const host = checkEngineHost(f.host, ["tcp"]);
     for (const name of Object.keys(secrets)) {
       if (!this.secretNames.includes(name)) throw badRequest(`secrets: unknown key "${name}"; a swarm runtime takes ${this.secretNames.join(", ")}`);
     }
     const missing = TLS_SECRETS.filter((n) => !secrets[n]);
     if (missing.length) throw badRequest(`secrets: a swarm's engines need TLS client auth; missing ${missing.join(", ")}`);
-    checkPem("ca", secrets.ca!, "cert");
-    checkPem("cert", secrets.cert!, "cert");
-    checkPem("key", secrets.key!, "key");
+    checkTlsPair({ ca: secrets.ca!, cert: secrets.cert!, key: secrets.key! });
     return {
-      host: f.host.replace(/\/$/, ""),
+      host,
       engine_port: f.engine_port ?? 2376,
       ...(f.constraints?.length ? { constraints: f.constraints.map((c) => c.replace(/\s+/g, "")) } : {}),
     };
