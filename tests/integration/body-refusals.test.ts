@@ -56,3 +56,37 @@ describe("spec.apps text the image could not hold", () => {
     expect(await made()).toEqual(before);
   });
 });
+
+describe("a __proto__ key in a body", () => {
+  it("is 400 naming where, on box create (apps, labels) and the image build; nothing is made", async () => {
+    const before = await made();
+    const cases: [string, string, string][] = [
+      ["/v1/boxes", '{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}', "spec.apps.__proto__"],
+      ["/v1/boxes", '{"metadata":{"labels":{"team":"a","__proto__":"b"}}}', "metadata.labels.__proto__"],
+      ["/v1/boxes", '{"__proto__":{},"spec":{}}', "__proto__"],
+      ["/v1/runtimes/docker/image", '{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}', "spec.apps.__proto__"],
+    ];
+    for (const [path, text, field] of cases) refusedNaming(await post(path, text), field, `${path} ${text}`);
+    expect(await made()).toEqual(before);
+  });
+
+  it("in an MCP tool call's arguments is refused as an invalid request naming where; no box is launched", async () => {
+    const before = await made();
+    const accept = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
+    const init = await server.api("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...accept },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+    const sid = init.headers.get("mcp-session-id")!;
+    expect(init.status, await init.text()).toBe(200);
+    expect(sid).toBeTruthy();
+    const session = { ...accept, "mcp-session-id": sid };
+    expect((await post("/mcp", '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)).status).toBe(202);
+    const call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"launch_box","arguments":{"metadata":{"labels":{"__proto__":"x"}}}}}';
+    const r = await post("/mcp", call, session);
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.error.message).toContain("params.arguments.metadata.labels.__proto__");
+    expect(await made()).toEqual(before);
+  });
+});

@@ -197,6 +197,15 @@ describe("spec.apps", () => {
     expect(normalizeSpec(parse({ spec: { apps: { e: { argv: ["x"], title: "Éditeur — 中文 ✓" } } } }).spec).apps.e!.title).toBe("Éditeur — 中文 ✓");
   });
 
+  it("refuses a __proto__ key anywhere in a body, naming where (z.record would drop it unseen)", () => {
+    const text = (t: string) => refusal(() => parseJsonText(t, CreateBoxSchema));
+    expect(text('{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}').message).toMatch(/^spec\.apps\.__proto__: /);
+    expect(text('{"metadata":{"labels":{"a":"b","__proto__":"c"}}}').message).toMatch(/^metadata\.labels\.__proto__: /);
+    expect(text('{"__proto__":{}}').code).toBe("bad_request");
+    // Deep nesting is answered, not a stack overflow.
+    expect(text(`${"[".repeat(100_000)}${"]".repeat(100_000)}`).code).toBe("bad_request");
+  });
+
   it("goes into the image as NUL-separated argv and a desktop entry whose Exec is ours alone", () => {
     const req = imageRequest(normalizeSpec({ apps: { eyes } }));
     const files = appFiles(req.apps!);
