@@ -5,6 +5,7 @@ import { rememberPeer } from "~/edge/peer.server";
 import { readText } from "~/edge/route.server";
 import { issuerOf } from "~/models/actor";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
+import { protoKeyAt } from "~/utils/proto-key";
 import { findSession, openSession } from "./sessions.server";
 
 // `/mcp`: MCP over Streamable HTTP (docs/decisions/0013). POST carries JSON-RPC (an initialize
@@ -43,6 +44,10 @@ export async function serveMcp(request: Request, context: unknown): Promise<Resp
         if (e instanceof ApiError) throw e;
         return rpcError(400, -32700, "Parse error: the body is not JSON");
       }
+      // The SDK reads a message through its own schemas (tool arguments are a z.record, which
+      // drops a `__proto__` key unseen) before a tool's validate() could refuse it.
+      const proto = protoKeyAt(parsedBody);
+      if (proto !== undefined) return rpcError(400, -32600, `Invalid Request: ${proto}: "__proto__" cannot be a key`);
     }
     const sessionId = request.headers.get("mcp-session-id");
     if (sessionId !== null) {

@@ -1,8 +1,9 @@
 import { sql } from "kysely";
 import { z } from "zod";
+import { normalizeRequest } from "~/runtime/image-source.server";
 import { runtime } from "~/runtime/index.server";
 import type { ImageRequest, Runtime } from "~/runtime/runtime";
-import { ApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { type Actor, ownerOf } from "./actor";
 import { recordEvent } from "./event.server";
@@ -144,6 +145,13 @@ export async function buildImage(
   const spec = normalizeSpec(input.spec);
   const req = imageRequest(spec);
   const spec_digest = specDigest(spec);
+  // The image's own checks of the request (the schema makes the same ones first): what fails them
+  // is the caller's to fix (400), not a runtime that cannot answer (503, below).
+  try {
+    normalizeRequest(req);
+  } catch (err) {
+    throw badRequest(`spec: ${(err as Error).message}`);
+  }
   let status;
   try {
     status = await rt.imageStatus(req);

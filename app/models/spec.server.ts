@@ -43,15 +43,23 @@ export const PolicySchema = z.strictObject({
   advertise: z.string().regex(HOST_NAME_RE, "a host name such as viewer.example.com, with no scheme, port or path").optional(),
 });
 
-/** One line of text for a desktop entry (no control characters: a newline would add a key). */
-const EntryText = z.string().min(1).max(200).regex(/^[^\x00-\x1f\x7f]+$/, "one line of text, no control characters");
+/**
+ * One line of text for a desktop entry: no control characters (a newline would add a key), C1's
+ * included (U+0085 is NEL), nor U+2028/U+2029, which JavaScript's regular expressions take for
+ * line ends (the Wayland dock's config.cjs reads the entry). As ENTRY_TEXT_RE (image-source.server.ts).
+ */
+const EntryText = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\x00-\x1f\x7f-\x9f\u2028\u2029]+$/, "one line of text, no control characters or line/paragraph separators");
 
 /** `spec.apps`: applications outside the catalog, installed when the box's image is built. */
 export const AppSpecSchema = z.strictObject({
   /** Debian packages the app needs (none: it is already in the image). */
   packages: z.array(PackageName).max(32).optional(),
   /** What starts it: the `launch` step runs this (then the step's `args`), and so does its dock launcher. */
-  argv: z.array(z.string().min(1).max(4096)).min(1).max(32),
+  argv: z.array(z.string().min(1).max(4096).regex(/^[^\0]+$/, "no NUL bytes (the image keeps argv NUL-separated)")).min(1).max(32),
   /** The name on its dock launcher and in its desktop entry; the app's key by default. */
   title: EntryText.optional(),
   /** Its window's class, as `await_window` and `windows` see it. */

@@ -143,7 +143,8 @@ export function normalizeRequest(req: ImageRequest): ImageRequest {
 }
 
 const APP_NAME_RE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
-const ENTRY_TEXT_RE = /^[^\x00-\x1f\x7f]{1,200}$/;
+// As spec.server.ts's EntryText: C1 controls (U+0085 NEL) and U+2028/U+2029 end a line too, for some readers.
+const ENTRY_TEXT_RE = /^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,200}$/;
 
 /** An app as an image holds it; checked again here, as its text goes into files of the image. */
 function checkApp(a: ImageApp): ImageApp {

@@ -1,9 +1,12 @@
 import type { z } from "zod";
 import { badRequest } from "./api-error.server";
+import { protoKeyAt } from "./proto-key";
 
 // A zod check whose failure is a 400 naming the first bad field, for routes and models alike.
 
 export function validate<S extends z.ZodType>(schema: S, raw: unknown, where: string): z.output<S> {
+  const proto = protoKeyAt(raw);
+  if (proto !== undefined) throw badRequest(`${proto}: "__proto__" cannot be a key in the ${where}`);
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
   throw badRequest(describeIssue(result.error.issues[0], where));

@@ -157,6 +157,29 @@ describe("windows", () => {
     }
   });
 
+  // The dock (tint2 in a box) is the desktop's, not an app's: as on Wayland (waybar is no window
+  // there), it is not listed and its id answers as an unknown window's, so the person keeps it.
+  it("leaves out dock and desktop windows: not listed, and their id is not_found to arrange, focus and close", async () => {
+    for (const type of ["_NET_WM_WINDOW_TYPE_DOCK", "_NET_WM_WINDOW_TYPE_DESKTOP"]) {
+      const w = await xterm(`shell ${type}`);
+      const xid = String(parseInt(w.id, 16));
+      await windows(); // a listing kept, which the type's change must make stale
+      xrun(D, "xprop", ["-id", xid, "-f", "_NET_WM_WINDOW_TYPE", "32a", "-set", "_NET_WM_WINDOW_TYPE", type]);
+      await until(async () => xrun(D, "xprop", ["-id", xid, "_NET_WM_WINDOW_TYPE"]).includes(type), type);
+      const place = xwinPlace(xid);
+      expect((await windows()).map((x) => x.id), type).not.toContain(w.id);
+      const arranged = await agent.call("POST", `/screens/0/windows/${w.id}/arrange`, { how: "at", to: { x: 10, y: 10 } });
+      expect(arranged.status, type).toBe(404);
+      expect(arranged.body.code).toBe("not_found");
+      const r = await batch(agent, 0, { keep_going: true, actions: ["focus", "close"].map((what) => ({ type: "on_window", window: w.id, what: { do: what } })) });
+      expect(r.results.map((x: any) => x.code), type).toEqual(["not_found", "not_found"]);
+      expect((await batch(agent, 0, { actions: [{ type: "on_window", window: "XTerm", what: { do: "focus" } }] })).results[0].window.id).not.toBe(w.id);
+      // Still there, where it was.
+      expect(xwinPlace(xid)).toEqual(place);
+      xrun(D, "xdotool", ["windowkill", xid]);
+    }
+  });
+
   it("answers not_found for a window that does not exist, in a batch and on a route", async () => {
     const r = await batch(agent, 0, { actions: [{ type: "on_window", window: "0x00000123", what: { do: "focus" } }] });
     expect(r.results[0]).toMatchObject({ ok: false, code: "not_found" });

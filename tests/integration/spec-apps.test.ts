@@ -86,6 +86,23 @@ describe("spec.apps", () => {
     expect(await json(unknown)).toMatchObject({ code: "not_found" });
   }, 60_000);
 
+  it("the dock is the desktop's, not a window to drive (as on Wayland): not listed, and its id answers 404", async () => {
+    const found = await json(await server.api(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["env", "DISPLAY=:99", "xdotool", "search", "--onlyvisible", "--class", "tint2"] } }));
+    const ids = String(found.stdout).trim().split(/\s+/).filter(Boolean).map((d) => `0x${Number(d).toString(16).padStart(8, "0")}`);
+    expect(ids.length, JSON.stringify(found)).toBeGreaterThan(0);
+    const listed = await json(await server.api(`/v1/boxes/${box.id}/screens/0/windows`));
+    expect(listed.windows.map((w: any) => w.class.toLowerCase())).not.toContain("tint2");
+    for (const id of ids) {
+      expect(listed.windows.map((w: any) => w.id)).not.toContain(id);
+      for (const [method, path, body] of [["POST", "arrange", { how: "at", to: { x: 10, y: 10 } }], ["POST", "arrange", { how: "minimise" }], ["DELETE", "", undefined]] as const) {
+        const res = await server.api(`/v1/boxes/${box.id}/screens/0/windows/${id}${path ? `/${path}` : ""}`, { method, ...(body && { json: body }) });
+        expect(res.status, `${method} ${path} ${id}`).toBe(404);
+        expect(await json(res)).toMatchObject({ code: "not_found" });
+      }
+    }
+    // It is still at the bottom of the screen: the next test clicks its launcher there.
+  }, 60_000);
+
   it("the dock has a launcher for it: a click there starts it", async () => {
     // tint2 puts launchers first, at the left of the 30 px panel at the bottom of the screen.
     const { height } = box;

@@ -183,19 +183,25 @@ describe("Wayland boxes", () => {
       { type: "await_window", what: { class: "WlXterm", within_ms: 20_000 } },
     ]);
     expect(out.results[1], JSON.stringify(out.results)).toMatchObject({ ok: true, window: { class: "WlXterm" } });
-    // Arranged through sway: moved and sized (it floats), minimised to the scratchpad, restored, maximised.
+    // Arranged through sway: moved and sized (it floats), minimised to the scratchpad, restored,
+    // maximised. As on X11: a size keeps the window where it is, and a restore with nothing to
+    // restore leaves it as it is (sway would centre a resized window, and tile a floating one).
     const id = out.results[1].window.id;
     const arranged = await batch([
       { type: "on_window", window: id, what: { do: "arrange", how: "at", to: { x: 100, y: 120 } } },
       { type: "on_window", window: id, what: { do: "arrange", how: "size", width: 500, height: 300 } },
+      { type: "on_window", window: id, what: { do: "arrange", how: "restore" } },
       { type: "on_window", window: id, what: { do: "arrange", how: "minimise" } },
       { type: "on_window", window: id, what: { do: "arrange", how: "restore" } },
       { type: "on_window", window: id, what: { do: "arrange", how: "maximise" } },
     ]);
-    const [at, size, min, restored, max] = arranged.results;
+    const [at, size, kept, min, restored, max] = arranged.results;
     expect(at, JSON.stringify(arranged.results)).toMatchObject({ ok: true, window: { x: 100, y: 120 } });
+    expect(size, JSON.stringify(arranged.results)).toMatchObject({ ok: true, window: { x: 100, y: 120 } });
     expect(Math.abs(size.window.width - 500)).toBeLessThanOrEqual(16);
     expect(Math.abs(size.window.height - 300)).toBeLessThanOrEqual(16);
+    const { x, y, width, height } = size.window;
+    expect(kept, JSON.stringify(arranged.results)).toMatchObject({ ok: true, window: { x, y, width, height, minimised: false, maximised: false } });
     expect(min).toMatchObject({ ok: true, window: { minimised: true } });
     expect(restored).toMatchObject({ ok: true, window: { minimised: false } });
     expect(max).toMatchObject({ ok: true, window: { maximised: true, width: 1280, height: 800 } });

@@ -183,6 +183,29 @@ describe("spec.apps", () => {
     expect(refusal(() => parse({ spec: { apps: many } })).code).toBe("bad_request");
   });
 
+  it("refuses what the image's own check (checkApp) refuses, naming the field: a NUL in argv, a title or class with a line end of any kind", () => {
+    const at = (apps: unknown) => refusal(() => parse({ spec: { apps } }));
+    expect(at({ e: { argv: ["a\u0000b"] } }).message).toMatch(/^spec\.apps\.e\.argv\.0: /);
+    expect(at({ e: { argv: ["x", "\u0000"] } }).message).toMatch(/^spec\.apps\.e\.argv\.1: /);
+    for (const c of ["\u0085", "\u2028", "\u2029", "\u009b"]) {
+      expect(at({ e: { argv: ["x"], title: `a${c}b` } }).message, JSON.stringify(c)).toMatch(/^spec\.apps\.e\.title: /);
+      expect(at({ e: { argv: ["x"], window_class: `a${c}b` } }).message, JSON.stringify(c)).toMatch(/^spec\.apps\.e\.window_class: /);
+      // The second guard, where the text goes into the image, agrees.
+      expect(() => normalizeRequest({ features: [], packages: [], apps: [{ name: "e", packages: [], argv: ["x"], title: `a${c}b` }] })).toThrow(/one line/);
+    }
+    // What people write is still taken.
+    expect(normalizeSpec(parse({ spec: { apps: { e: { argv: ["x"], title: "Éditeur — 中文 ✓" } } } }).spec).apps.e!.title).toBe("Éditeur — 中文 ✓");
+  });
+
+  it("refuses a __proto__ key anywhere in a body, naming where (z.record would drop it unseen)", () => {
+    const text = (t: string) => refusal(() => parseJsonText(t, CreateBoxSchema));
+    expect(text('{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}').message).toMatch(/^spec\.apps\.__proto__: /);
+    expect(text('{"metadata":{"labels":{"a":"b","__proto__":"c"}}}').message).toMatch(/^metadata\.labels\.__proto__: /);
+    expect(text('{"__proto__":{}}').code).toBe("bad_request");
+    // Deep nesting is answered, not a stack overflow.
+    expect(text(`${"[".repeat(100_000)}${"]".repeat(100_000)}`).code).toBe("bad_request");
+  });
+
   it("goes into the image as NUL-separated argv and a desktop entry whose Exec is ours alone", () => {
     const req = imageRequest(normalizeSpec({ apps: { eyes } }));
     const files = appFiles(req.apps!);

@@ -100,7 +100,9 @@ export async function awaitWaylandWindow(desk: WaylandDesk, klass: string, withi
 
 /**
  * Focus, close or arrange through sway's commands. sway tiles: moving or sizing a window floats
- * it first; maximise is fullscreen, minimise the scratchpad, restore undoes either (or floating).
+ * it first; maximise is fullscreen, minimise the scratchpad, restore undoes either. As on X11, a
+ * size keeps the window's place (sway centres a window it floats) and restore with nothing to
+ * undo changes nothing (not a floating window tiled again).
  */
 export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: { do: "focus" } | { do: "close" } | ({ do: "arrange" } & Arrange)): Promise<Record<string, unknown>> {
   const w = await findWaylandWindow(desk, ref);
@@ -116,8 +118,8 @@ export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: { do
     await on(`floating enable, move position ${Math.round(what.to.x)} ${Math.round(what.to.y)}`);
     done = (x) => x.x === Math.round(what.to.x) && x.y === Math.round(what.to.y);
   } else if (what.how === "size") {
-    await on(`floating enable, resize set ${what.width} ${what.height}`);
-    done = (x) => Math.abs(x.width - what.width) <= 16 && Math.abs(x.height - what.height) <= 16;
+    await on(`floating enable, resize set ${what.width} ${what.height}, move position ${w.x} ${w.y}`);
+    done = (x) => Math.abs(x.width - what.width) <= 16 && Math.abs(x.height - what.height) <= 16 && x.x === w.x && x.y === w.y;
   } else if (what.how === "maximise") {
     await on("fullscreen enable");
     done = (x) => x.maximised;
@@ -125,7 +127,8 @@ export async function onWaylandWindow(desk: WaylandDesk, ref: string, what: { do
     await on("move scratchpad");
     done = (x) => x.minimised;
   } else {
-    await on(w.minimised ? "scratchpad show, floating disable" : w.maximised ? "fullscreen disable" : "floating disable");
+    if (w.minimised) await on("scratchpad show, floating disable");
+    else if (w.maximised) await on("fullscreen disable");
     done = (x) => !x.minimised && !x.maximised;
   }
   // sway applies a layout change once the client has drawn at its new size: wait for it a little.

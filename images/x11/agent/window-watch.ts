@@ -19,7 +19,7 @@ import {
 } from "./x11-requests";
 
 /** What a listing reads, by property name. Any other property (_NET_WM_USER_TIME, set on every click) changes nothing listed. */
-const WATCHED = ["_NET_CLIENT_LIST", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_WM_NAME", "_NET_WM_PID", "_NET_WM_STATE"];
+const WATCHED = ["_NET_CLIENT_LIST", "_NET_ACTIVE_WINDOW", "_NET_SUPPORTING_WM_CHECK", "_NET_WM_NAME", "_NET_WM_PID", "_NET_WM_STATE", "_NET_WM_WINDOW_TYPE"];
 
 /** CreateNotify, UnmapNotify, MapNotify, ReparentNotify, GravityNotify, CirculateNotify. */
 const STRUCTURE_EVENTS = new Set([16, 18, 19, 21, 24, 26]);

@@ -46,22 +46,32 @@ async function activeId(s: Session): Promise<{ id: number; ewmh: boolean }> {
   return { id: await getInputFocus(s.conn), ewmh: false };
 }
 
+/**
+ * A window of the desktop itself (EWMH type dock or desktop: the tint2 panel), not an app's: it is
+ * not listed, so not focused, arranged or closed by id either (the person would lose the dock),
+ * as on Wayland, where waybar is a layer surface and no window at all.
+ */
+const SHELL = "shell";
+
 /** A client window as it is now; `active` is set by the caller, which knows the active window. */
-async function describe(s: Session, id: number): Promise<WindowInfo | null> {
-  const [netName, utf8, netPid, netState, hidden, maxV, maxH] = await Promise.all([
+async function describe(s: Session, id: number): Promise<WindowInfo | typeof SHELL | null> {
+  const [netName, utf8, netPid, netState, hidden, maxV, maxH, netType, dock, desktop] = await Promise.all([
     s.atom("_NET_WM_NAME"), s.atom("UTF8_STRING"), s.atom("_NET_WM_PID"), s.atom("_NET_WM_STATE"),
     s.atom("_NET_WM_STATE_HIDDEN"), s.atom("_NET_WM_STATE_MAXIMIZED_VERT"), s.atom("_NET_WM_STATE_MAXIMIZED_HORZ"),
+    s.atom("_NET_WM_WINDOW_TYPE"), s.atom("_NET_WM_WINDOW_TYPE_DOCK"), s.atom("_NET_WM_WINDOW_TYPE_DESKTOP"),
   ]);
   try {
-    const [nameU, nameL, cls, pid, state, geo, pos] = await Promise.all([
+    const [nameU, nameL, cls, pid, state, type, geo, pos] = await Promise.all([
       getProperty(s.conn, id, netName, utf8),
       getProperty(s.conn, id, ATOM_WM_NAME),
       getProperty(s.conn, id, ATOM_WM_CLASS),
       getProperty(s.conn, id, netPid),
       getProperty(s.conn, id, netState),
+      getProperty(s.conn, id, netType),
       getGeometry(s.conn, id),
       translateCoordinates(s.conn, id, s.root, 0, 0),
     ]);
+    if (propU32s(type).some((t) => t === dock || t === desktop)) return SHELL;
     const [instance = "", klass = ""] = cls ? cls.value.toString("latin1").split("\0") : [];
     const states = propU32s(state);
     return {
@@ -119,7 +129,7 @@ export async function listWindows(s: Session, since?: number): Promise<WindowInf
   // Gone when asked about (a guess from the last listing, or an id the list still held).
   for (const [ids, got] of [[guess, guessed], [list.ids, all]] as const) ids.forEach((id, i) => got[i] === null && s.windows.forget(id));
   const windows = all
-    .filter((w): w is WindowInfo => w !== null)
+    .filter((w): w is WindowInfo => w !== null && w !== SHELL)
     .map((w) => ({ ...w, active: parseInt(w.id.slice(2), 16) === active.id }));
   s.windows.keep(generation, windows, list.ewmh && active.ewmh);
   return windows.map((w) => ({ ...w }));

@@ -10,7 +10,10 @@ const apps = process.argv
   .filter((f) => path.basename(f).startsWith("holm-app-") && fs.existsSync(f))
   .map((f) => {
     const name = path.basename(f, ".desktop").slice("holm-app-".length);
-    const title = (/^Name=(.*)$/m.exec(fs.readFileSync(f, "utf8")) || [])[1] || name;
+    // Lines split at "\n" alone, as the entry is written: a regular expression's ^, $ and . also
+    // take U+2028/U+2029 for line ends and would cut the title there.
+    const line = fs.readFileSync(f, "utf8").split("\n").find((l) => l.startsWith("Name="));
+    const title = (line && line.slice("Name=".length).replace(/\r$/, "")) || name;
     return { name, title };
   })
   .filter((a) => /^[a-z0-9][a-z0-9_-]{0,31}$/.test(a.name));

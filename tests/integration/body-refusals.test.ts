@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+
+// Bodies our schemas must refuse before anything is made (seed 000: 400 `bad_request` naming the
+// field): a spec.apps argv with a NUL byte or a title with a line end of any kind (the image keeps
+// argv NUL-separated, the dock reads the title as one line), and a `__proto__` key anywhere, which
+// zod's z.record would drop unseen (the app gone, the label lost, and a 200). On /v1 and on /mcp.
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer();
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+/** A POST with `text` as its JSON body as it is (a `__proto__` key written in a JS object would be its prototype). */
+async function post(path: string, text: string, headers: Record<string, string> = {}) {
+  const res = await server.api(path, { method: "POST", body: text, headers: { "content-type": "application/json", ...headers }, signal: AbortSignal.timeout(60_000) });
+  const body = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(body) };
+  } catch {
+    return { status: res.status, body };
+  }
+}
+
+const made = async () => ({
+  boxes: (await json(await server.api("/v1/boxes"))).boxes.length,
+  images: (await json(await server.api("/v1/runtimes/docker/images"))).images.length,
+});
+
+function refusedNaming(r: { status: number; body: any }, field: string, what: string) {
+  expect(r.status, `${what}: ${JSON.stringify(r.body)}`).toBe(400);
+  expect(r.body, what).toMatchObject({ code: "bad_request", retryable: false });
+  expect(r.body.message, what).toContain(field);
+}
+
+describe("spec.apps text the image could not hold", () => {
+  it("a NUL byte in argv, or U+0085/U+2028/U+2029 in a title, is 400 naming the field on POST /v1/boxes and /v1/runtimes/docker/image; nothing is made", async () => {
+    const before = await made();
+    const cases: [unknown, string][] = [
+      [{ ok: { argv: ["a\u0000b"] } }, "spec.apps.ok.argv.0"],
+      [{ ok: { argv: ["x"], title: "a\u0085b" } }, "spec.apps.ok.title"],
+      [{ ok: { argv: ["x"], title: "a\u2028b" } }, "spec.apps.ok.title"],
+      [{ ok: { argv: ["x"], window_class: "a\u2029b" } }, "spec.apps.ok.window_class"],
+    ];
+    for (const [apps, field] of cases) {
+      for (const path of ["/v1/boxes", "/v1/runtimes/docker/image"]) {
+        refusedNaming(await post(path, JSON.stringify({ spec: { apps } })), field, `${path} ${JSON.stringify(apps)}`);
+      }
+    }
+    expect(await made()).toEqual(before);
+  });
+});
+
+describe("a __proto__ key in a body", () => {
+  it("is 400 naming where, on box create (apps, labels) and the image build; nothing is made", async () => {
+    const before = await made();
+    const cases: [string, string, string][] = [
+      ["/v1/boxes", '{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}', "spec.apps.__proto__"],
+      ["/v1/boxes", '{"metadata":{"labels":{"team":"a","__proto__":"b"}}}', "metadata.labels.__proto__"],
+      ["/v1/boxes", '{"__proto__":{},"spec":{}}', "__proto__"],
+      ["/v1/runtimes/docker/image", '{"spec":{"apps":{"__proto__":{"argv":["x"]}}}}', "spec.apps.__proto__"],
+    ];
+    for (const [path, text, field] of cases) refusedNaming(await post(path, text), field, `${path} ${text}`);
+    expect(await made()).toEqual(before);
+  });
+
+  it("in an MCP tool call's arguments is refused as an invalid request naming where; no box is launched", async () => {
+    const before = await made();
+    const accept = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
+    const init = await server.api("/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", ...accept },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    });
+    const sid = init.headers.get("mcp-session-id")!;
+    expect(init.status, await init.text()).toBe(200);
+    expect(sid).toBeTruthy();
+    const session = { ...accept, "mcp-session-id": sid };
+    expect((await post("/mcp", '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)).status).toBe(202);
+    const call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"launch_box","arguments":{"metadata":{"labels":{"__proto__":"x"}}}}}';
+    const r = await post("/mcp", call, session);
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.error.message).toContain("params.arguments.metadata.labels.__proto__");
+    expect(await made()).toEqual(before);
+  });
+});
