@@ -1,5 +1,7 @@
 import type { AgentHealth } from "~/protocol/agent";
 import { START_LOG_LINES, type StartPhase } from "~/protocol/box-console";
+import { EngineTimeout } from "~/runtime/engine-bound.server";
+import { DEFAULT_RUNTIME } from "~/runtime/index.server";
 import type { Runtime } from "~/runtime/runtime";
 import { withClusterSlot } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
@@ -45,37 +47,47 @@ function labelsFor(row: BoxRow): Record<string, string> {
   return labels;
 }
 
-// Desktops starting at once compete for the CPU; past a few, each takes longer than the ready
-// timeout allows. The rest wait their turn in `starting`.
-let starting = 0;
+// Desktops starting at once compete for the CPU of their engine's host; past a few, each takes
+// longer than the ready timeout allows. The rest wait their turn in `starting`. Slots are per
+// runtime: one engine's starts (or one that stopped answering) never hold another's.
+interface Slots {
+  starting: number;
+  queue: (() => void)[];
+  // Pool refills wait behind every caller's launch, so a warm pool never delays a cold create.
+  refills: (() => void)[];
+}
+const slotsByRuntime = new Map<string, Slots>();
 
-const startQueue: (() => void)[] = [];
+function slotsOf(runtime: string): Slots {
+  let s = slotsByRuntime.get(runtime);
+  if (!s) slotsByRuntime.set(runtime, (s = { starting: 0, queue: [], refills: [] }));
+  return s;
+}
 
-// Pool refills wait behind every caller's launch, so a warm pool never delays a cold create.
-const refillQueue: (() => void)[] = [];
-
-async function startSlot(refill: boolean): Promise<() => void> {
-  if (starting >= env().HOLM_LAUNCH_CONCURRENCY) await new Promise<void>((r) => (refill ? refillQueue : startQueue).push(r));
-  starting++;
+async function startSlot(runtime: string, refill: boolean): Promise<() => void> {
+  const s = slotsOf(runtime);
+  if (s.starting >= env().HOLM_LAUNCH_CONCURRENCY) await new Promise<void>((r) => (refill ? s.refills : s.queue).push(r));
+  s.starting++;
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    starting--;
-    (startQueue.shift() ?? refillQueue.shift())?.();
+    s.starting--;
+    (s.queue.shift() ?? s.refills.shift())?.();
   };
 }
 
-/** Launches waiting for a start slot, and those holding one (the pool refills only when idle). */
-export function launchLoad(): { starting: number; waiting: number } {
-  return { starting, waiting: startQueue.length + refillQueue.length };
+/** Launches on `runtime` waiting for a start slot, and those holding one (the pool refills only when idle). */
+export function launchLoad(runtime = DEFAULT_RUNTIME): { starting: number; waiting: number } {
+  const s = slotsOf(runtime);
+  return { starting: s.starting, waiting: s.queue.length + s.refills.length };
 }
 
 export async function launch(row: BoxRow): Promise<void> {
   const start = new StartTracker(row);
   countLaunch();
   log.info({ box: row.id, runtime: row.runtime, pooled: row.pooled ? true : undefined }, "box launch queued");
-  const release = await startSlot(!!row.pooled);
+  const release = await startSlot(row.runtime, !!row.pooled);
   try {
     // Several servers on one engine (docs/decisions/0021) share its start slots too.
     await withClusterSlot(`start:${row.runtime}`, env().HOLM_LAUNCH_CONCURRENCY, () => launchNow(row, start));
@@ -92,6 +104,8 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
   const placement = JSON.parse(row.placement_json) as NormalPlacement;
   const stillWanted = async () => (await loadRow(row.id))?.removed_at_ms === null;
   try {
+    // Removed while it waited for its start slot: nothing to start.
+    if (!(await stillWanted())) return;
     await start.enter("image");
     const { image, built } = await withTimeout(
       rt.ensureImage(imageRequest(spec), (line) => {
@@ -151,7 +165,10 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     log.warn({ box: row.id, phase: start.phase, err }, "box did not start");
     let lines: string[] = [];
     // The container's own output says why it died; read it before the container goes.
-    if (row.runtime_ref) {
+    // Not asked of an engine that just did not answer: each would cost another wait, holding the
+    // start slot and the box's chain. The failed box keeps its container's ref; its removal (or
+    // the reaper's, when it expires) removes the container once the engine answers again.
+    if (row.runtime_ref && !(err instanceof EngineTimeout)) {
       // More than the log keeps, so the entrypoint's last word is found behind a chatty part.
       lines = await rt.logs(row.runtime_ref, START_LOG_LINES * 5).catch(() => []);
       start.containerLines(lines.slice(-START_LOG_LINES));

@@ -1,4 +1,5 @@
 import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
+import { EngineTimeout, orAfter } from "~/runtime/engine-bound.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
 import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
@@ -33,10 +34,46 @@ async function liveRows(): Promise<BoxRow[]> {
   return db().selectFrom("box").selectAll().where("removed_at_ms", "is", null).where("state", "!=", "gone").execute();
 }
 
-/** Removes expired and idle boxes and brings records in line with the runtime. */
+/** How long the reaper and boot wait for an engine's ping before its boxes are `unreachable`. */
+const PING_MS = 5_000;
+/** How long a sweep waits for one runtime's rows; the rest goes on alone, and later sweeps skip that runtime until it ends. */
+const SWEEP_WAIT_MS = 20_000;
+
+/** Each runtime's answer to one ping, asked once per sweep and bounded: a frozen engine costs 5 s, not one wait per box. */
+type Pings = Map<string, Promise<boolean>>;
+
+function answers(name: string, pings?: Pings): Promise<boolean> {
+  const rt = runtime(name);
+  if (!rt) return Promise.resolve(false);
+  const asked = pings?.get(name) ?? orAfter(rt.ping().catch(() => false), PING_MS, false);
+  pings?.set(name, asked);
+  return asked;
+}
+
+/** The runtimes whose rows a sweep is still going through (one whose engine is slow). */
+const sweeping = new Map<string, Promise<number>>();
+
+/**
+ * Removes expired and idle boxes and brings records in line with the runtime. Each runtime's
+ * rows are gone through on their own, side by side, so an engine that does not answer delays
+ * only its own boxes (review I): the local box that expires meanwhile is still removed on time.
+ */
 export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> {
+  const byRuntime = new Map<string, BoxRow[]>();
+  for (const row of await liveRows()) byRuntime.set(row.runtime, [...(byRuntime.get(row.runtime) ?? []), row]);
+  const pings: Pings = new Map();
+  const counts = [...byRuntime].map(([name, rows]) => {
+    if (sweeping.has(name)) return Promise.resolve(0);
+    const run = reapRows(rows, now, pings).finally(() => sweeping.delete(name));
+    sweeping.set(name, run);
+    return orAfter(run, SWEEP_WAIT_MS, 0);
+  });
+  return { removed: (await Promise.all(counts)).reduce((a, b) => a + b, 0) };
+}
+
+async function reapRows(rows: BoxRow[], now: number, pings: Pings): Promise<number> {
   let removed = 0;
-  for (const row of await liveRows()) {
+  for (const row of rows) {
     try {
       if (now >= Number(row.expires_at_ms)) {
         await removeRow(row, "expired: the box passed its deadline");
@@ -47,14 +84,14 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
       } else if (row.state === "starting") {
         // Without Redis there is one server (ADR 0021): an earlier process's starts are its boot's.
         if (clustered()) await abandonIfOrphaned(row, false);
-      } else if ((await reconcile(row)) === "forgotten") {
+      } else if ((await reconcile(row, pings)) === "forgotten") {
         removed++;
       }
     } catch (err) {
       log.error({ err }, `reaper: box ${row.id}`);
     }
   }
-  return { removed };
+  return removed;
 }
 
 /**
@@ -84,17 +121,25 @@ async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
 }
 
 /** Syncs one record with what the runtime reports. */
-async function reconcile(row: BoxRow): Promise<"kept" | "forgotten"> {
+async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotten"> {
   const rt = runtime(row.runtime);
-  if (!rt || !(await rt.ping())) {
+  const away = async () => {
     if (row.state !== "unreachable") {
       await setState(row, "unreachable", `the ${row.runtime} runtime does not answer`);
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     }
-    return "kept";
-  }
+    return "kept" as const;
+  };
+  if (!rt || !(await answers(row.runtime, pings))) return away();
   if (row.state === "failed") return "kept";
-  const info = row.runtime_ref ? await rt.inspect(row.runtime_ref) : undefined;
+  let info: Awaited<ReturnType<Runtime["inspect"]>> | undefined;
+  try {
+    info = row.runtime_ref ? await rt.inspect(row.runtime_ref) : undefined;
+  } catch (err) {
+    // It answered the ping, then stopped answering (ADR 0019: its boxes are `unreachable`).
+    if (err instanceof EngineTimeout) return away();
+    throw err;
+  }
   if (!info || info.state === "missing") {
     await serial(row.id, async () => {
       forgetAddress(row.id);
@@ -212,18 +257,20 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   let adopted = 0;
   const rows = await liveRows();
   const known = new Set(rows.map((r) => r.id));
+  // One bounded ping per runtime: a server started while an engine is frozen still comes up.
+  const pings: Pings = new Map();
   for (const row of rows) {
     try {
       // With the memory store a box taken back starts a new trace (a pool box has none yet).
       if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
       if (row.state === "starting") await abandonIfOrphaned(row, true);
-      else await reconcile(row);
+      else await reconcile(row, pings);
     } catch (err) {
       log.error({ err }, `adopt: box ${row.id}`);
     }
   }
   const rt = runtime(DEFAULT_RUNTIME)!;
-  if (!(await rt.ping())) {
+  if (!(await answers(DEFAULT_RUNTIME, pings))) {
     log.error("adopt: the docker runtime does not answer; boxes come back when it does");
     return { adopted, known: rows.length };
   }
@@ -239,7 +286,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   // cleaned up and their unknown boxes taken back the same way. One that does not answer is
   // skipped; its recorded boxes are already `unreachable`, and the reaper brings them back.
   for (const [name, other] of storedRuntimes()) {
-    if (!(await other.ping().catch(() => false))) {
+    if (!(await answers(name, pings))) {
       log.error(`adopt: the ${name} runtime does not answer; its boxes come back when it does`);
       continue;
     }

@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import { DockerRuntime } from "./docker.server";
+import { boundEngine } from "./engine-bound.server";
 import { LoopbackForwards } from "./exec-tunnel.server";
 import { guardScript } from "./firewall.server";
 import { x11ImageStatus } from "./image-builder.server";
@@ -80,7 +81,8 @@ export class RemoteDockerRuntime extends DockerRuntime {
     private readonly local: DockerRuntime,
     private readonly closeTransport: () => void = () => {},
   ) {
-    super(engine instanceof Docker ? engine : remoteClient(host, engine), name);
+    // Every call bounded: a frozen engine answers 503 naming the runtime, never hangs a caller.
+    super(boundEngine(engine instanceof Docker ? engine : remoteClient(host, engine), name), name);
     this.forwards = new LoopbackForwards(this.docker, this.freezeGate);
   }
 

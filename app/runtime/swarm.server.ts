@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { ApiError, unsupported } from "~/utils/api-error.server";
 import { parseBytes } from "~/utils/size";
 import type { DockerRuntime } from "./docker.server";
+import { boundEngine } from "./engine-bound.server";
 import { x11ImageStatus } from "./image-builder.server";
 import { type TlsSecrets, remoteClient, sendImage } from "./remote-docker.server";
 import { CONFIG, ENDED, NodeEngine, SWARM_CLOSED, SWARM_OPEN, type Snapshot, type SwarmNode, type SwarmTask, placementRefusal } from "./swarm-node.server";
@@ -80,7 +81,7 @@ export class SwarmRuntime implements Runtime {
     private readonly local: DockerRuntime,
     private readonly opts: SwarmOptions,
   ) {
-    this.manager = remoteClient(host, tls);
+    this.manager = boundEngine(remoteClient(host, tls), name);
   }
 
   // --- the swarm as the manager sees it ---

@@ -66,6 +66,11 @@ const EnvSchema = z.object({
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Boxes that may be starting at the same time; more wait in `starting`. */
   HOLM_LAUNCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /**
+   * How long a remote engine (tcp://, ssh://, swarm) may take to answer a call (its headers; a
+   * stream's data is not timed) before the call fails `503 unavailable` naming the runtime.
+   */
+  HOLM_ENGINE_TIMEOUT_SECS: z.coerce.number().int().min(1).max(600).default(15),
   HOLM_SERVER_JOBS: z.enum(["inline", "queue"]).default("inline"),
   HOLM_PUBLIC_URL: z.url().optional(),
   HOLM_SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
