@@ -141,12 +141,19 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
   let firstFrame: () => void = () => {};
   const grabbing = new Promise<"grabbing">((resolve) => (firstFrame = () => resolve("grabbing")));
   let progress = "";
+  // The video's length so far, from ffmpeg's progress (out_time_us, microseconds): at its end, the
+  // length of the file it wrote. Under load the wall time between "first frame" and "stop" is not
+  // it (a CI run: a 5.7 s video reported as 3.8 s): ffmpeg says its first frame late and grabs on
+  // until it reads the signal.
+  let videoUs: number | undefined;
   child.stdout?.on("data", (c: Buffer) => {
-    progress = (progress + c.toString()).slice(-200);
+    progress = (progress + c.toString()).slice(-400);
     const m = /frame=(\d+)\s*$/m.exec(progress);
     if (m && Number(m[1]) > 0) firstFrame();
+    for (const t of progress.matchAll(/^out_time_(?:us|ms)=(\d+)\s*$/gm)) videoUs = Number(t[1]);
   });
-  const exited = new Promise<{ code: number | null }>((resolve) => child.on("exit", (code) => resolve({ code })));
+  // "close", not "exit": ffmpeg's last progress block (its whole length) may still be in the pipe at exit.
+  const exited = new Promise<{ code: number | null }>((resolve) => child.on("close", (code) => resolve({ code })));
   exited.then(() => {
     feeder?.stop();
     follow?.close();
@@ -183,7 +190,7 @@ export async function startRecording(screen: Screen, fps: number): Promise<Recor
       const t = setTimeout(() => child.kill("SIGKILL"), 5000);
       const r = await exited;
       clearTimeout(t);
-      return r;
+      return { ...r, videoMs: videoUs === undefined ? undefined : Math.round(videoUs / 1000) };
     },
   };
   return { recording: true, path: file, fps, started_at_ms: screen.recording.startedAt };
@@ -196,14 +203,16 @@ export async function stopRecording(screen: Screen): Promise<RecordState> {
   // The video ends now (the feeder's last frame, or ffmpeg's SIGINT), not when ffmpeg has
   // finished writing it, which on a busy box is a second or more later.
   const stoppedAt = Date.now();
-  await rec.stop();
+  const { videoMs } = await rec.stop();
   let bytes = 0;
   try {
     bytes = fs.statSync(rec.path).size;
   } catch {
     // reported as 0 bytes
   }
-  return { recording: false, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: stoppedAt - rec.startedAt, bytes };
+  // The file's own length where ffmpeg said it (a file without frames says 0: the wall time then).
+  const duration = videoMs && videoMs > 0 ? videoMs : stoppedAt - rec.startedAt;
+  return { recording: false, path: rec.path, fps: rec.fps, started_at_ms: rec.startedAt, duration_ms: duration, bytes };
 }
 
 export function recordingStatus(screen: Screen): RecordState {

@@ -40,7 +40,8 @@ export interface Recording {
   path: string;
   fps: number;
   startedAt: number;
-  stop(): Promise<{ code: number | null }>;
+  /** ffmpeg's exit code, and the video's own length as ffmpeg said at its end (ms), when it said. */
+  stop(): Promise<{ code: number | null; videoMs?: number }>;
 }
 
 export class Screen {
