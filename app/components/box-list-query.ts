@@ -122,7 +122,9 @@ export const isFiltered = (q: ListQuery) => q.q !== "" || q.state !== "" || q.la
 
 /** `team=web, env` → {team: "web", env: ""}; undefined when a part is not `key` or `key=value`. */
 export function parseLabelsText(text: string): Record<string, string> | undefined {
-  const out: Record<string, string> = {};
+  // No prototype: `out["__proto__"] = …` on a plain object sets nothing and the label would be
+  // lost in silence; here it is an own key, which the /v1 schema check refuses by name.
+  const out: Record<string, string> = Object.create(null);
   for (const part of text.split(/[,\n]/)) {
     const p = part.trim();
     if (!p) continue;

@@ -122,9 +122,11 @@ export function parseJsonText<S extends z.ZodType>(text: string, schema: S): z.o
 /** Validates query parameters (all strings) against a schema that coerces. */
 export function parseQuery<S extends z.ZodType>(request: Request, schema: S): z.output<S> {
   const url = new URL(request.url);
-  const raw: Record<string, string> = {};
+  // No prototype, and own keys only: `?__proto__=1` is a key the check refuses (not a prototype
+  // set in silence), and `?constructor=1` an unknown key (`in` would find Object's).
+  const raw: Record<string, string> = Object.create(null);
   for (const [k, v] of url.searchParams) {
-    if (k in raw) throw badRequest(`query parameter "${k}" is given more than once`);
+    if (Object.hasOwn(raw, k)) throw badRequest(`query parameter "${k}" is given more than once`);
     raw[k] = v;
   }
   return validate(schema, raw, "query");

@@ -5,7 +5,7 @@
 
 type Node = { v: unknown; key: string; up: Node | null };
 
-/** Where the first `__proto__` key in `value` is (a dotted path, ending in it); undefined when none. */
+/** Where the first `__proto__` key in `value` is (a dotted path, ending in it, cut to its ends when long); undefined when none. */
 export function protoKeyAt(value: unknown): string | undefined {
   // A loop, and each node linked to its parent rather than holding its path: a body nested
   // thousands deep must neither overflow the stack nor cost its depth squared.
@@ -21,8 +21,13 @@ export function protoKeyAt(value: unknown): string | undefined {
   return undefined;
 }
 
+/** How much of a path a message names: its start (where) and its end (the `__proto__`). */
+const PATH_MAX = 200;
+
 function pathOf(node: Node): string {
   const keys: string[] = [];
   for (let n: Node | null = node; n?.up; n = n.up) keys.push(n.key);
-  return keys.reverse().join(".");
+  const path = keys.reverse().join(".");
+  // A body nested thousands deep would make a 400 message as long as the body.
+  return path.length <= PATH_MAX ? path : `${path.slice(0, PATH_MAX / 2)}…${path.slice(-PATH_MAX / 2)}`;
 }

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // Bodies our schemas must refuse before anything is made (seed 000: 400 `bad_request` naming the
 // field): a spec.apps argv with a NUL byte or a title with a line end of any kind (the image keeps
 // argv NUL-separated, the dock reads the title as one line), and a `__proto__` key anywhere, which
-// zod's z.record would drop unseen (the app gone, the label lost, and a 200). On /v1 and on /mcp.
+// zod's z.record would drop unseen (the app gone, the label lost, and a 200). On /v1, on /mcp,
+// in the console's launch form, and in a query (where `constructor` is an unknown key like any).
 
 let server: TestServer;
 
@@ -88,5 +90,28 @@ describe("a __proto__ key in a body", () => {
     expect(r.status, JSON.stringify(r.body)).toBe(400);
     expect(r.body.error.message).toContain("params.arguments.metadata.labels.__proto__");
     expect(await made()).toEqual(before);
+  });
+});
+
+describe("a __proto__ key from the console's launch form or in a /v1 query", () => {
+  it("a launch form label `__proto__=x` is refused naming it, and no box is launched", async () => {
+    const c = consoleClient(server);
+    const ada: Person = await c.signUp("ada@example.com", "Refusals");
+    const csrf = c.csrfIn(await c.page(ada, "/"));
+    const before = await made();
+    const res = await c.form(ada, "/?index", { intent: "launch", csrf, labels: "team=web, __proto__=x" });
+    const html = await res.text();
+    expect(res.status, html.slice(0, 300)).toBe(400);
+    expect(html).toContain("metadata.labels.__proto__: &quot;__proto__&quot; cannot be a key in the form");
+    expect(await made()).toEqual(before);
+  });
+
+  it("`?constructor=1` is an unknown key, not a key given twice; `?__proto__=1` is refused, not ignored", async () => {
+    const ctor = await server.api("/v1/boxes?constructor=1");
+    expect(ctor.status).toBe(400);
+    expect((await ctor.json()).message).toBe('unknown key "constructor" in the query');
+    const proto = await server.api("/v1/boxes?__proto__=1");
+    expect(proto.status).toBe(400);
+    expect((await proto.json()).message).toBe('__proto__: "__proto__" cannot be a key in the query');
   });
 });
