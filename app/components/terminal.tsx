@@ -5,6 +5,9 @@ import type { Terminal as XTerm } from "@xterm/xterm";
 // Client-only (xterm, its CSS and the socket are imported inside the effect). One mount is one
 // shell session; when it ends, "New session" starts another.
 
+/** How long after an Escape a Tab still leaves the terminal. */
+const ESCAPE_MS = 1_500;
+
 type Status = { kind: "connecting" } | { kind: "open" } | { kind: "closed"; why: string };
 
 /** Fits the terminal to its element from the renderer's cell size. */
@@ -48,14 +51,20 @@ export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: st
       // A way out for the keyboard (WCAG 2.1.2): Tab right after Escape leaves the terminal, as in
       // CodeMirror. Escape itself still goes to the shell (vi, less, readline need it), and so does
       // Tab any other time (completion); only the Tab that follows an Escape is the browser's.
-      let escaped = false;
+      // The Escape is forgotten on any other key, when the focus leaves the terminal, and after
+      // ESCAPE_MS: an Escape pressed for vi long ago must not turn a later Tab into a way out.
+      let escapedAt = -Infinity;
       term.attachCustomKeyEventHandler((e) => {
         if (e.type !== "keydown" || ["Shift", "Control", "Alt", "Meta"].includes(e.key)) return true;
-        const leave = escaped && e.key === "Tab" && !e.ctrlKey && !e.altKey && !e.metaKey;
-        escaped = e.key === "Escape";
+        const leave = performance.now() - escapedAt < ESCAPE_MS && e.key === "Tab" && !e.ctrlKey && !e.altKey && !e.metaKey;
+        escapedAt = e.key === "Escape" ? performance.now() : -Infinity;
         // false: xterm leaves the key alone, so the browser moves focus on (Shift+Tab: back).
         return !leave;
       });
+      const forget = () => {
+        escapedAt = -Infinity;
+      };
+      term.textarea?.addEventListener("blur", forget);
       term.textarea?.setAttribute("aria-describedby", hintId);
       const socket = io("/terminal", {
         transports: ["websocket"],
@@ -84,6 +93,7 @@ export function BoxTerminal({ boxId, workspace }: { boxId: string; workspace: st
       const ro = new ResizeObserver(() => fit(term, el));
       ro.observe(el);
       cleanup = () => {
+        term.textarea?.removeEventListener("blur", forget);
         ro.disconnect();
         input.dispose();
         binary.dispose();
