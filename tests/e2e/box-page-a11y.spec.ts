@@ -5,8 +5,9 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 // The box page as a keyboard and screen-reader user meets it, on one box: an agent's pause (and
 // resume) is said through a live region that was there before it (the control banner goes away
 // with the screen); the terminal lets the keyboard out (Escape then Tab, written under it) while
-// Tab alone still goes to bash; an old link to a screen the box does not have is not found, on
-// the box page and in the pop-out, saying which screens it has.
+// Tab alone still goes to bash (and after an Escape forgotten: the focus left, or time passed);
+// an old link to a screen the box does not have is not found, on the box page and in the pop-out,
+// saying which screens it has, and what the link said only quoted and cut short.
 
 let server: TestServer;
 let key = "";
@@ -64,6 +65,18 @@ test("the terminal lets the keyboard out with Escape then Tab, and an agent's pa
   await page.keyboard.press("Escape");
   await page.keyboard.press("Tab");
   await expect(input).not.toBeFocused();
+  // An Escape is forgotten when the focus leaves the terminal, and after a moment: the next Tab
+  // is bash's completion again, not a way out.
+  await input.focus();
+  await page.keyboard.press("Escape");
+  await page.getByText("Terminal", { exact: true }).focus();
+  await input.focus();
+  await page.keyboard.press("Tab");
+  await expect(input).toBeFocused();
+  await page.keyboard.press("Escape");
+  await page.waitForTimeout(1_700);
+  await page.keyboard.press("Tab");
+  await expect(input).toBeFocused();
 
   // The screen's status line is there (and empty) before the agent pauses the box; the same
   // element then says it, which is what makes a screen reader speak.
@@ -90,7 +103,11 @@ test("an old link to a screen the box does not have gets the not-found page, say
     const res = await page.goto(`${server.base}${path}?screen=7`);
     expect(res?.status(), path).toBe(404);
     await expect(page.getByRole("heading", { name: "Not found", level: 1 })).toBeVisible();
-    await expect(page.getByText(`Box ${boxId} has one screen, screen 0; there is no screen 7.`)).toBeVisible();
+    await expect(page.getByText(`Box ${boxId} has one screen, screen 0; there is no screen "7".`)).toBeVisible();
+    // The link's own text is not repeated whole on this page of ours: quoted and cut short.
+    await page.goto(`${server.base}${path}?screen=${encodeURIComponent("Call support at 555-0100")}`);
+    await expect(page.getByText(`Box ${boxId} has one screen, screen 0; there is no screen "Call sup…".`)).toBeVisible();
+    await expect(page.getByText(/555-0100/)).toHaveCount(0);
     await page.getByRole("link", { name: "Open its screen 0" }).click();
     await expect(page).toHaveURL(`${server.base}${path}`);
     await expect(page.getByTestId("vnc")).toHaveAttribute("data-state", "connected");
