@@ -48,7 +48,8 @@ export function ActionBanner({
 }: {
   tone: "error" | "success" | "info";
   onDismiss: () => void;
-  focus?: boolean;
+  /** See Alert's: the answer itself, so that each new answer takes the focus. */
+  focus?: boolean | object;
   children: ReactNode;
 }) {
   return (
@@ -74,7 +75,8 @@ export function ActionBanner({
  */
 export function OkOrError({ shown, dismiss }: { shown: Answer | undefined; dismiss: () => void }) {
   if (!shown) return null;
-  const focus = "focus" in shown && shown.focus === true;
+  // The answer, not `true`: the banner may stay mounted from one answer to the next.
+  const focus = "focus" in shown && shown.focus === true ? shown : undefined;
   if ("error" in shown && typeof shown.error === "string") return <ActionBanner tone="error" onDismiss={dismiss} focus={focus}>{shown.error}</ActionBanner>;
   if ("ok" in shown && typeof shown.ok === "string") return <ActionBanner tone="success" onDismiss={dismiss} focus={focus}>{shown.ok}</ActionBanner>;
   return null;

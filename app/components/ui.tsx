@@ -46,8 +46,12 @@ export function Alert({
 }: {
   children: ReactNode;
   tone?: "error" | "success" | "info";
-  /** Take the keyboard's focus when shown: after an action that removed the element that had it. */
-  focus?: boolean;
+  /**
+   * Take the keyboard's focus when shown: after an action that removed the element that had it.
+   * An answer object rather than `true` takes it again for each new answer shown in the same
+   * banner (a second removal while the first one's answer is still up).
+   */
+  focus?: boolean | object;
 }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
