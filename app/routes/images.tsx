@@ -59,7 +59,9 @@ export async function action({ request }: Route.ActionArgs) {
         throw e;
       }
       const out = await buildImage(ctx.actor, "docker", body, { queue: true });
-      return { ok: out.queued ? `Building image ${String(out.body.digest)}.` : `Image ${String(out.body.digest)} is built already.` };
+      // `building`: the banner says it, so the page's live region does not say it again.
+      if (out.queued) return { ok: `Building image ${String(out.body.digest)}.`, building: String(out.body.digest) };
+      return { ok: `Image ${String(out.body.digest)} is built already.` };
     }
     if (intent === "remove") {
       await requireRuntimeAdmin(ctx.actor);
@@ -76,7 +78,7 @@ export default function Images({ loaderData }: Route.ComponentProps) {
   const { shown, dismiss } = useActionBanner(answer, { okMs: 10_000 });
   const specError = shown && "spec" in shown && "error" in shown ? shown.error : undefined;
   const { csrf, canBuild, admin, runtimes } = loaderData;
-  const news = useBuildNews(runtimes);
+  const news = useBuildNews(runtimes, answer && "building" in answer ? answer.building : undefined);
   const building = runtimes.some((r) => r.images.some((i) => i.state === "building"));
   const revalidator = useRevalidator();
   // A build moves on its own: read the page again every second while one is under way.
@@ -171,10 +173,15 @@ export default function Images({ loaderData }: Route.ComponentProps) {
 
 type Runtimes = Route.ComponentProps["loaderData"]["runtimes"];
 
-/** A sentence for each build that started, finished or failed since the last read of the page. */
-function useBuildNews(runtimes: Runtimes): string {
+/**
+ * A sentence for each build that started, finished or failed since the last read of the page;
+ * not the start of `announced`, the build this page asked for (its banner says that).
+ */
+function useBuildNews(runtimes: Runtimes, announced: string | undefined): string {
   const seen = useRef<Map<string, string> | null>(null);
   const [news, setNews] = useState("");
+  const pending = useRef<ReturnType<typeof setTimeout>>(undefined);
+  useEffect(() => () => clearTimeout(pending.current), []);
   useEffect(() => {
     const before = seen.current;
     const now = new Map<string, string>();
@@ -187,13 +194,21 @@ function useBuildNews(runtimes: Runtimes): string {
         const was = before?.get(key);
         if (!before || was === state) continue;
         const label = img.image || key;
-        if (state === "building") lines.push(`Building ${label}.`);
+        if (state === "building") {
+          if (img.digest !== announced) lines.push(`Building ${label}.`);
+        }
         else if (state === "failed") lines.push(`The build of ${label} failed${img.reason ? `: ${img.reason}` : "."}`);
         else if (was === "building") lines.push(`${label} is built.`);
       }
     }
     seen.current = now;
-    if (lines.length) setNews(lines.join(" "));
-  }, [runtimes]);
+    if (!lines.length) return;
+    // Emptied first and said on the next tick: a screen reader hears a change, and the same
+    // sentence again (a rebuild that fails as the last one did) would be no change at all.
+    setNews("");
+    clearTimeout(pending.current);
+    const text = lines.join(" ");
+    pending.current = setTimeout(() => setNews(text), 100);
+  }, [runtimes, announced]);
   return news;
 }

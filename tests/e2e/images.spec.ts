@@ -9,7 +9,9 @@ import { openStore } from "../support/store";
 // the suites' boxes need it anyway), and the page lists it. A build under way is a row the test
 // writes into the store (no real build): its progress bar and step show, the page reads itself
 // again every second while it builds and so shows it failed, with its reason, once the row says
-// so; then the administrator removes that row's image. No real image is ever removed.
+// so; then the administrator removes that row's image (and two more in a row, each answer taking
+// the focus). A build asked for while the row says it is under way joins it, announced once, and
+// a failure said twice is heard twice. No real image is ever built or removed.
 
 let server: TestServer;
 const FAKE = `e2e${Date.now().toString(16).padStart(13, "0")}`.slice(0, 16);
@@ -98,4 +100,58 @@ test("the images page lists the built default image, shows a build's progress li
   await expect(removed).toBeFocused();
   await expect(fake).toHaveCount(0);
   await expect(built).toHaveCount(1);
+
+  // Two removals in a row, the first one's answer still shown: each answer takes the focus.
+  const others = [`${FAKE.slice(0, 15)}2`, `${FAKE.slice(0, 15)}3`];
+  const db3 = store();
+  for (const digest of others) {
+    db3.prepare("insert into image (runtime, digest, image, state, reason, request_json, spec_digest, owner, created_at_ms, built_at_ms) values ('docker', ?, ?, 'failed', 'E: no', ?, null, null, ?, null)").run(
+      digest,
+      `holm-x11:${digest}`,
+      JSON.stringify({ features: [], packages: ["gimp"] }),
+      Date.now(),
+    );
+  }
+  db3.close();
+  await page.reload();
+  for (const digest of others) {
+    await page.getByRole("button", { name: `Remove holm-x11:${digest}` }).click();
+    await page.getByRole("dialog", { name: `Remove the image holm-x11:${digest}?` }).getByRole("button", { name: "Remove image" }).click();
+    const said = page.getByRole("status").filter({ hasText: `Image holm-x11:${digest} removed.` });
+    await expect(said).toBeVisible();
+    await expect(said).toBeFocused();
+  }
+
+  // "Build image" for an image whose build is under way joins it (no real build here): the banner
+  // says "Building image …", and the live region does not say it a second time. Two builds that
+  // fail the same way are both heard: the region empties before it says the same sentence again.
+  await page.evaluate(() => {
+    const el = document.querySelector('[data-testid="build-news"]')!;
+    const said: string[] = ((window as unknown as { said: string[] }).said = []);
+    new MutationObserver(() => said.push(el.textContent ?? "")).observe(el, { childList: true, characterData: true, subtree: true });
+  });
+  const digest = (await built.getAttribute("aria-label"))!.replace(/^Image holm-x11:/, "");
+  const failedAgain = `The build of holm-x11:${digest} failed: E: disk full`;
+  for (const round of [1, 2]) {
+    const db4 = store();
+    db4.prepare("update image set state = 'building', built_at_ms = null where digest = ?").run(digest);
+    db4.close();
+    await spec.fill("");
+    await page.getByRole("button", { name: "Build image" }).click();
+    await expect(page.getByRole("status").filter({ hasText: `Building image ${digest}.` })).toBeVisible();
+    await expect(built).toContainText("building");
+    const db5 = store();
+    db5.prepare("update image set state = 'failed', reason = 'E: disk full' where digest = ?").run(digest);
+    db5.close();
+    await expect(built).toContainText("failed");
+    const heard = async () => (await page.evaluate(() => (window as unknown as { said: string[] }).said)).filter((t) => t === failedAgain).length;
+    await expect.poll(heard, { message: `round ${round}` }).toBe(round);
+    await expect(news).toHaveText(failedAgain);
+  }
+  const said = await page.evaluate(() => (window as unknown as { said: string[] }).said);
+  expect(said.filter((t) => t.includes("Building"))).toEqual([]);
+  expect(said.filter((t) => t === failedAgain)).toHaveLength(2);
+  const db6 = store();
+  db6.prepare("update image set state = 'built', reason = null, built_at_ms = ? where digest = ?").run(Date.now(), digest);
+  db6.close();
 });
