@@ -99,7 +99,10 @@ export class DockerRuntime implements Runtime {
 
   async ping(): Promise<boolean> {
     try {
-      await this.docker.ping();
+      // The reaper gives up on a ping after 5 s (box-sync.server.ts); the request ends then too,
+      // or a hung engine's pings pile up, one per sweep.
+      const ping = this.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await ping.call(this.docker, { abortSignal: AbortSignal.timeout(5_000) });
       return true;
     } catch {
       return false;
