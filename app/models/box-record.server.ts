@@ -9,6 +9,7 @@ import { prepared } from "~/utils/prepared-query.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { type Actor, ownerOf } from "./actor";
+import { leftovers } from "./box-leftovers.server";
 import { recordEvent } from "./event.server";
 import type { BoxStart, CreatedBy } from "~/protocol/box-console";
 import { SERVER_ITSELF, attribution, kindOfIssuer } from "./actor-name.server";
@@ -308,9 +309,8 @@ const NO_ANSWER = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNRE
 /**
  * Removes the box's container; when its engine does not answer (or refuses), says so instead of
  * failing the removal: the box was already marked removed, and a user asking to remove a box on
- * an engine that went away expects it gone from holm. The leftover is the engine's until the
- * server next starts with that runtime answering: adoption removes every container of a removed
- * box it finds (box-sync.server.ts, scanRuntime).
+ * an engine that went away expects it gone from holm. The container is a leftover the reaper
+ * removes once the engine answers (box-sync.server.ts).
  */
 async function removeContainer(cur: BoxRow, ref: string): Promise<string | undefined> {
   try {
@@ -321,6 +321,7 @@ async function removeContainer(cur: BoxRow, ref: string): Promise<string | undef
     log.error({ err, box: cur.id }, `box ${cur.id}: its container on the ${cur.runtime} runtime was not removed`);
     const silent = (err instanceof ApiError && err.code === "unavailable") || NO_ANSWER.has(String(e.code)) || /timed out|hang up|not connected/i.test(e.message ?? "");
     const cause = silent ? `the ${cur.runtime} runtime does not answer` : `the ${cur.runtime} runtime refused (${String(e.message).slice(0, 200)})`;
-    return `its container could not be removed because ${cause}; it is removed when this server next starts with that runtime answering`;
+    leftovers.set(cur.id, { boxId: cur.id, runtime: cur.runtime, ref });
+    return `its container could not be removed because ${cause}; it is removed when that runtime answers again`;
   }
 }

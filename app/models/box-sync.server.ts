@@ -20,6 +20,7 @@ import {
   boxChanges,
   toBoxJson,
 } from "./box-record.server";
+import { leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
@@ -62,10 +63,13 @@ const sweeping = new Map<string, Promise<number>>();
 export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> {
   const byRuntime = new Map<string, BoxRow[]>();
   for (const row of await liveRows()) byRuntime.set(row.runtime, [...(byRuntime.get(row.runtime) ?? []), row]);
+  for (const left of leftovers.values()) if (!byRuntime.has(left.runtime)) byRuntime.set(left.runtime, []);
   const pings: Pings = new Map();
   const counts = [...byRuntime].map(([name, rows]) => {
     if (sweeping.has(name)) return Promise.resolve(0);
-    const run = reapRows(rows, now, pings).finally(() => sweeping.delete(name));
+    const run = reapRows(rows, now, pings)
+      .then(async (n) => (await removeLeftovers(name, () => answers(name, pings)), n))
+      .finally(() => sweeping.delete(name));
     sweeping.set(name, run);
     return orAfter(run, SWEEP_WAIT_MS, 0);
   });

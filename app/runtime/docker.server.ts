@@ -99,8 +99,7 @@ export class DockerRuntime implements Runtime {
 
   async ping(): Promise<boolean> {
     try {
-      // The reaper gives up on a ping after 5 s (box-sync.server.ts); the request ends then too,
-      // or a hung engine's pings pile up, one per sweep.
+      // Ends when the reaper gives up on it (5 s, box-sync.server.ts): hung pings do not pile up.
       const ping = this.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
       await ping.call(this.docker, { abortSignal: AbortSignal.timeout(5_000) });
       return true;

@@ -24,6 +24,11 @@ const held = new Set<{ destroy(): void }>();
 let mute: net.Server;
 let half: https.Server;
 let deaf: https.Server;
+/** `later`: frozen as `half` until thawed, then an engine holding `laterBoxes` (box id by container id), answering their removal. */
+let later: https.Server;
+let laterThawed = false;
+const laterBoxes = new Map<string, string>();
+const laterRemoved: string[] = [];
 /** When `half` was asked for a ping (each sweep of its rows asks once, right after reading them). */
 const halfPings: number[] = [];
 
@@ -119,11 +124,28 @@ beforeAll(async () => {
   const tls = { key: read("server-key.pem"), cert: read("server.pem") };
   half = https.createServer(tls, engine(false));
   deaf = https.createServer(tls, engine(true));
-  for (const srv of [half, deaf]) srv.on("connection", (s) => held.add(s));
-  await Promise.all([mute, half, deaf].map((srv) => new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()))));
+  const frozen = engine(false);
+  later = https.createServer(tls, (req, res) => {
+    if (!laterThawed) return frozen(req, res);
+    const url = new URL(req.url ?? "/", "http://x");
+    const one = /\/containers\/([^/]+)(\/json)?$/.exec(url.pathname);
+    const answer = (body: unknown, status = 200) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (url.pathname.endsWith("/_ping")) res.end("OK");
+    else if (url.pathname.endsWith("/containers/json")) answer([...laterBoxes].map(([Id, box]) => ({ Id, State: "exited", Labels: { "holm.box": box } })));
+    else if (one && req.method === "GET" && laterBoxes.has(one[1]!)) answer({ Id: one[1], Mounts: [] });
+    else if (one && req.method === "DELETE" && laterBoxes.delete(one[1]!)) {
+      laterRemoved.push(one[1]!);
+      res.writeHead(204).end();
+    } else if (one) answer({ message: "No such container" }, 404);
+  });
+  for (const srv of [half, deaf, later]) srv.on("connection", (s) => held.add(s));
+  await Promise.all([mute, half, deaf, later].map((srv) => new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()))));
 
   server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_ENGINE_TIMEOUT_SECS: String(BOUND_S), HOLM_LAUNCH_CONCURRENCY: "1", HOLM_SERVER_REAP_SECS: "2" });
-  for (const [name, srv] of [["mute", mute], ["half", half], ["deaf", deaf]] as const) {
+  for (const [name, srv] of [["mute", mute], ["half", half], ["deaf", deaf], ["later", later]] as const) {
     const res = await server.api("/v1/runtimes", { method: "POST", json: runtimeBody(name, (srv.address() as net.AddressInfo).port) });
     expect(res.status, JSON.stringify(await json(res))).toBeLessThan(300);
   }
@@ -136,6 +158,7 @@ afterAll(async () => {
   mute?.close();
   half?.close();
   deaf?.close();
+  later?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -239,6 +262,18 @@ describe("an engine that does not answer", () => {
       db.close();
     }
   }, 120_000);
+
+  it("the container of a launch that timed out is removed once its engine answers again", async () => {
+    const far = await timed("/v1/boxes", { method: "POST", json: { placement: { runtime: "later" } } });
+    expect(far.res.status, JSON.stringify(far.body)).toBe(503);
+    const failed = (await boxesOn("later")).find((b) => b.state === "failed")!;
+    expect(failed).toBeDefined();
+    // The slow engine made the container after all (no row names it), and now answers.
+    laterBoxes.set("c0ffee00", failed.id);
+    laterThawed = true;
+    for (let i = 0; i < 150 && !laterRemoved.length; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(laterRemoved).toEqual(["c0ffee00"]);
+  }, 60_000);
 
   it("a server restarted while an engine answers its ping but not its containers listens within one bound of it", async () => {
     // Six boxes there: one bound each before (18 s and the engine's scan), one in all now.
