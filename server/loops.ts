@@ -1,4 +1,4 @@
-import { reapBoxes, watchBoxExits } from "~/models/box-sync.server";
+import { reapBoxes, sweepsDone, watchBoxExits } from "~/models/box-sync.server";
 import { collectDirectInput, recheckUnreached } from "~/models/direct-viewer-access.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
@@ -64,4 +64,6 @@ export async function stopLoops() {
   for (const loop of loops) clearInterval(loop.timer);
   await Promise.all(loops.map((loop) => loop.running));
   loops.length = 0;
+  // A reaper's loop ends after 20 s while a slow runtime's rows are still gone through: those too.
+  await sweepsDone();
 }

@@ -10,6 +10,7 @@ import { log } from "~/utils/log.server";
 import { countLaunch } from "~/utils/metrics.server";
 import { PROFILE_TARGET, profileVolume } from "./profile.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
+import { leftovers } from "./box-leftovers.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
 import { StartTracker } from "./box-start.server";
 import { recordEvent } from "./event.server";
@@ -172,7 +173,14 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       // More than the log keeps, so the entrypoint's last word is found behind a chatty part.
       lines = await rt.logs(row.runtime_ref, START_LOG_LINES * 5).catch(() => []);
       start.containerLines(lines.slice(-START_LOG_LINES));
-      await rt.remove(row.runtime_ref).catch((e) => log.error({ box: row.id, err: e }, "cleanup failed"));
+      await rt.remove(row.runtime_ref).catch((e) => {
+        log.error({ box: row.id, err: e }, "cleanup failed");
+        leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: row.runtime_ref });
+      });
+    } else if (err instanceof EngineTimeout) {
+      // A slow engine may still create or start the container after the call gave up (a desktop
+      // held until the box's expiry, or one no row names): the reaper removes it once it answers.
+      leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: row.runtime_ref });
     }
     if (!(await stillWanted())) return;
     const why = start.reason(causeOf(err, lines));

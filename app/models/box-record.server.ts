@@ -9,6 +9,7 @@ import { prepared } from "~/utils/prepared-query.server";
 import { publicUrl } from "~/utils/env.server";
 import { derive } from "~/utils/secret.server";
 import { type Actor, ownerOf } from "./actor";
+import { leftovers } from "./box-leftovers.server";
 import { recordEvent } from "./event.server";
 import type { BoxStart, CreatedBy } from "~/protocol/box-console";
 import { SERVER_ITSELF, attribution, kindOfIssuer } from "./actor-name.server";
@@ -199,6 +200,26 @@ export async function setState(row: BoxRow, state: BoxState, reason: string | nu
   boxChanges.emit("change", toBoxJson(row));
 }
 
+/**
+ * setState only while the box is not removed and still `expected`, answering whether it wrote: a
+ * write from an older look at the box (the reaper's sweep, whose engine took its time) never
+ * undoes a newer one (a removal, a pause that landed meanwhile).
+ */
+export async function setStateIf(row: BoxRow, expected: string, state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}): Promise<boolean> {
+  const patch = { state, reason, ...extra };
+  const done = await db()
+    .updateTable("box")
+    .set(patch)
+    .where("id", "=", row.id)
+    .where("removed_at_ms", "is", null)
+    .where("state", "=", expected)
+    .executeTakeFirst();
+  if (Number(done.numUpdatedRows) === 0) return false;
+  Object.assign(row, patch);
+  boxChanges.emit("change", toBoxJson(row));
+  return true;
+}
+
 export function runtimeOf(row: Pick<BoxRow, "runtime">): Runtime {
   const rt = runtime(row.runtime);
   if (!rt) throw new ApiError("unavailable", `the runtime ${row.runtime} is not configured on this server`);
@@ -255,12 +276,18 @@ export function onBeforeRemove(step: (row: BoxRow) => Promise<void>): void {
 export async function removeRow(row: BoxRow, reason: string, actor?: Actor): Promise<BoxJson>;
 export async function removeRow(row: BoxRow, reason: string, actor: Actor, only: { pooledBy: string }): Promise<BoxJson | undefined>;
 export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERVER_ITSELF, only?: { pooledBy: string }): Promise<BoxJson | undefined> {
-  // Marked first, outside the chain, so a launch in progress sees it and stops.
+  // Marked first, outside the chain, so a launch in progress sees it and stops. Only once: a
+  // second removal (the reaper's, from a row read before a user's delete) is no second `gone`
+  // entry or `box.removed` event.
   const at = Date.now();
-  let mark = db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id);
-  if (only) mark = mark.where("pooled", "=", 1).where("server_id", "=", only.pooledBy).where("removed_at_ms", "is", null);
+  let mark = db().updateTable("box").set({ removed_at_ms: at }).where("id", "=", row.id).where("removed_at_ms", "is", null);
+  if (only) mark = mark.where("pooled", "=", 1).where("server_id", "=", only.pooledBy);
   const marked = await mark.executeTakeFirst();
-  if (only && Number(marked.numUpdatedRows) === 0) return undefined;
+  if (Number(marked.numUpdatedRows) === 0) {
+    if (only) return undefined;
+    // The removal under way answers for it, once it is done.
+    return serial(row.id, async () => toBoxJson((await loadRow(row.id)) ?? row));
+  }
   // A start under way stops pushing its progress: nothing may show the box again after `gone`.
   setLiveStart(row.id, undefined);
   return serial(row.id, async () => {
@@ -282,9 +309,8 @@ const NO_ANSWER = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNRE
 /**
  * Removes the box's container; when its engine does not answer (or refuses), says so instead of
  * failing the removal: the box was already marked removed, and a user asking to remove a box on
- * an engine that went away expects it gone from holm. The leftover is the engine's until the
- * server next starts with that runtime answering: adoption removes every container of a removed
- * box it finds (box-sync.server.ts, scanRuntime).
+ * an engine that went away expects it gone from holm. The container is a leftover the reaper
+ * removes once the engine answers (box-sync.server.ts).
  */
 async function removeContainer(cur: BoxRow, ref: string): Promise<string | undefined> {
   try {
@@ -295,6 +321,7 @@ async function removeContainer(cur: BoxRow, ref: string): Promise<string | undef
     log.error({ err, box: cur.id }, `box ${cur.id}: its container on the ${cur.runtime} runtime was not removed`);
     const silent = (err instanceof ApiError && err.code === "unavailable") || NO_ANSWER.has(String(e.code)) || /timed out|hang up|not connected/i.test(e.message ?? "");
     const cause = silent ? `the ${cur.runtime} runtime does not answer` : `the ${cur.runtime} runtime refused (${String(e.message).slice(0, 200)})`;
-    return `its container could not be removed because ${cause}; it is removed when this server next starts with that runtime answering`;
+    leftovers.set(cur.id, { boxId: cur.id, runtime: cur.runtime, ref });
+    return `its container could not be removed because ${cause}; it is removed when that runtime answers again`;
   }
 }

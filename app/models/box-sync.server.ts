@@ -1,5 +1,5 @@
 import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server";
-import { EngineTimeout, orAfter } from "~/runtime/engine-bound.server";
+import { EngineTimeout, engineTimeoutMs, orAfter } from "~/runtime/engine-bound.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
 import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
@@ -14,11 +14,13 @@ import {
   runtimeOf,
   serial,
   setState,
+  setStateIf,
   trace,
   serverId,
   boxChanges,
   toBoxJson,
 } from "./box-record.server";
+import { leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
@@ -61,20 +63,37 @@ const sweeping = new Map<string, Promise<number>>();
 export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> {
   const byRuntime = new Map<string, BoxRow[]>();
   for (const row of await liveRows()) byRuntime.set(row.runtime, [...(byRuntime.get(row.runtime) ?? []), row]);
+  for (const left of leftovers.values()) if (!byRuntime.has(left.runtime)) byRuntime.set(left.runtime, []);
   const pings: Pings = new Map();
   const counts = [...byRuntime].map(([name, rows]) => {
     if (sweeping.has(name)) return Promise.resolve(0);
-    const run = reapRows(rows, now, pings).finally(() => sweeping.delete(name));
+    const run = reapRows(rows, now, pings)
+      .then(async (n) => (await removeLeftovers(name, () => answers(name, pings)), n))
+      .finally(() => sweeping.delete(name));
     sweeping.set(name, run);
     return orAfter(run, SWEEP_WAIT_MS, 0);
   });
   return { removed: (await Promise.all(counts)).reduce((a, b) => a + b, 0) };
 }
 
+/**
+ * Waits for the sweeps still going through a runtime's rows, for as long as one can take once
+ * its engine stops answering (a ping, then one bound: the rest is taken as away): shutdown must
+ * not close the store under a sweep, nor a test's next server find its writes.
+ */
+export async function sweepsDone(): Promise<void> {
+  await orAfter(Promise.allSettled([...sweeping.values()]).then(() => undefined), PING_MS + 2 * engineTimeoutMs(), undefined);
+}
+
 async function reapRows(rows: BoxRow[], now: number, pings: Pings): Promise<number> {
   let removed = 0;
-  for (const row of rows) {
+  for (const read of rows) {
     try {
+      // The rows were read when the sweep began, and an engine that does not answer makes a
+      // sweep long: each is read again, so a box removed, paused or given more time meanwhile
+      // is taken as it is now.
+      const row = await loadRow(read.id);
+      if (!row || row.removed_at_ms !== null || row.state === "gone") continue;
       if (now >= Number(row.expires_at_ms)) {
         await removeRow(row, "expired: the box passed its deadline");
         removed++;
@@ -88,7 +107,7 @@ async function reapRows(rows: BoxRow[], now: number, pings: Pings): Promise<numb
         removed++;
       }
     } catch (err) {
-      log.error({ err }, `reaper: box ${row.id}`);
+      log.error({ err }, `reaper: box ${read.id}`);
     }
   }
   return removed;
@@ -120,53 +139,59 @@ async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
   if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
 }
 
-/** Syncs one record with what the runtime reports. */
+/**
+ * Syncs one record with what the runtime reports. Each write is in the box's serial chain and
+ * conditional on the state this look began from (setStateIf): an answer that took the engine
+ * its time never undoes what happened meanwhile (a removal, a pause).
+ */
 async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotten"> {
   const rt = runtime(row.runtime);
+  const seen = row.state;
+  const write = (state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) =>
+    serial(row.id, () => setStateIf(row, seen, state, reason, extra));
   const away = async () => {
-    if (row.state !== "unreachable") {
-      await setState(row, "unreachable", `the ${row.runtime} runtime does not answer`);
+    if (seen !== "unreachable" && (await write("unreachable", `the ${row.runtime} runtime does not answer`))) {
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     }
     return "kept" as const;
   };
-  if (!rt || !(await answers(row.runtime, pings))) return away();
+  // A failed box stays failed, with why, whether or not its engine answers now.
   if (row.state === "failed") return "kept";
+  if (!rt || !(await answers(row.runtime, pings))) return away();
   let info: Awaited<ReturnType<Runtime["inspect"]>> | undefined;
   try {
     info = row.runtime_ref ? await rt.inspect(row.runtime_ref) : undefined;
   } catch (err) {
-    // It answered the ping, then stopped answering (ADR 0019: its boxes are `unreachable`).
-    if (err instanceof EngineTimeout) return away();
+    // It answered the ping, then stopped answering (ADR 0019: its boxes are `unreachable`). The
+    // rest of this sweep (or boot) takes it as not answering: one bound, not one per box.
+    if (err instanceof EngineTimeout) {
+      pings?.set(row.runtime, Promise.resolve(false));
+      return away();
+    }
     throw err;
   }
   if (!info || info.state === "missing") {
-    await serial(row.id, async () => {
-      forgetAddress(row.id);
-      await setState(row, "gone", "the runtime no longer has the box", { removed_at_ms: Date.now() });
-      await trace(row.id, "gone", { reason: "the runtime no longer has the box" });
-      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
-    });
+    const why = "the runtime no longer has the box";
+    if (!(await write("gone", why, { removed_at_ms: Date.now() }))) return "kept";
+    forgetAddress(row.id);
+    await trace(row.id, "gone", { reason: why });
+    await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     return "forgotten";
   }
   if (info.state === "unreachable") {
     // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
     forgetAddress(row.id);
     const why = info.reason ?? `the ${row.runtime} runtime cannot reach the box`;
-    if (row.state !== "unreachable" || row.reason !== why) {
-      const was = row.state;
-      await setState(row, "unreachable", why);
-      if (was !== "unreachable") {
-        await trace(row.id, "unreachable", { reason: why });
-        await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
-      }
+    if ((seen !== "unreachable" || row.reason !== why) && (await write("unreachable", why)) && seen !== "unreachable") {
+      await trace(row.id, "unreachable", { reason: why });
+      await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
     }
     return "kept";
   }
   const state: BoxState = info.state === "running" ? "ready" : info.state === "paused" ? "paused" : "stopped";
   if (info.address) rememberAddress(row.id, info.address);
-  if (state === "stopped" && (row.state === "ready" || row.state === "paused")) await stoppedOnItsOwn(row, rt);
-  else if (state !== row.state) await setState(row, state, null);
+  if (state === "stopped" && (seen === "ready" || seen === "paused")) await stoppedOnItsOwn(row, rt);
+  else if (state !== seen) await write(state, null);
   return "kept";
 }
 

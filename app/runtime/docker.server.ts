@@ -99,7 +99,9 @@ export class DockerRuntime implements Runtime {
 
   async ping(): Promise<boolean> {
     try {
-      await this.docker.ping();
+      // Ends when the reaper gives up on it (5 s, box-sync.server.ts): hung pings do not pile up.
+      const ping = this.docker.ping as unknown as (opts: { abortSignal: AbortSignal }) => Promise<unknown>;
+      await ping.call(this.docker, { abortSignal: AbortSignal.timeout(5_000) });
       return true;
     } catch {
       return false;

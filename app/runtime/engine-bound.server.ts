@@ -11,6 +11,9 @@ import { env } from "~/utils/env.server";
 // (the headers of a stream, the upgrade of a hijacked exec, the whole body of a JSON answer).
 // An upload (an image load, a build context) is timed while it is sent by the time between its
 // chunks, and after its last one by UPLOAD_DONE_MS: the engine unpacks before it says a word.
+// A container's /wait answers its headers at once and its body only when the container exits
+// (moby's postContainersWait flushes the headers first): it is bounded to its headers, so a
+// helper that runs for a while is not taken for an engine that does not answer.
 
 /** How long an engine may work on an upload it has received before answering (an image load unpacks it). */
 const UPLOAD_DONE_MS = 10 * 60_000;
@@ -56,11 +59,21 @@ export function boundEngine(docker: Docker, runtime: string, ms = engineTimeoutM
         done = true;
         // Ends the request and its socket: nothing of it lingers on the frozen engine.
         abort.abort();
+        dropUpload();
         callback(new EngineTimeout(runtime, Math.round(ms / 1000)));
       }, wait);
     };
     let file = options.file;
     const upload = file && typeof (file as NodeJS.ReadableStream).pipe === "function" && !Buffer.isBuffer(file);
+    let source: { src: NodeJS.ReadableStream; counted: Transform } | undefined;
+    // A request that failed (timed out, refused) closes its upload's source: a `docker save`
+    // export feeding it would otherwise stay open on the local engine, stuck on a full pipe.
+    const dropUpload = () => {
+      if (!source) return;
+      source.src.unpipe(source.counted);
+      source.counted.destroy();
+      (source.src as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    };
     if (upload) {
       // Timed by its flow: each chunk the engine takes restarts the clock.
       const src = file as NodeJS.ReadableStream;
@@ -76,9 +89,12 @@ export function boundEngine(docker: Docker, runtime: string, ms = engineTimeoutM
       });
       src.on("error", (err) => counted.destroy(err as Error));
       file = src.pipe(counted);
+      source = { src, counted };
     }
+    // Asked as a stream, so the bound ends at its headers; its JSON body is read here, unbounded.
+    const waits = !options.isStream && /^\/containers\/[^/]+\/wait\?/.test(String(options.path ?? ""));
     arm(ms);
-    dial({ ...options, file, abortSignal: abort.signal }, (err, data) => {
+    dial({ ...options, file, abortSignal: abort.signal, ...(waits ? { isStream: true } : {}) }, (err, data) => {
       if (done) {
         // Answered after the caller was told it did not: nobody reads it.
         (data as { destroy?: () => void } | undefined)?.destroy?.();
@@ -86,10 +102,27 @@ export function boundEngine(docker: Docker, runtime: string, ms = engineTimeoutM
       }
       done = true;
       clearTimeout(timer);
+      if (err) dropUpload();
+      if (waits && !err) return readJson(data as NodeJS.ReadableStream, callback);
       callback(err, data);
     });
   };
   return docker;
+}
+
+/** The whole JSON body of `res`, to `callback` as docker-modem gives a JSON answer. */
+function readJson(res: NodeJS.ReadableStream, callback: (err: unknown, data?: unknown) => void) {
+  const chunks: Buffer[] = [];
+  res.on("data", (c: Buffer) => chunks.push(c));
+  res.on("error", (err) => callback(err));
+  res.on("end", () => {
+    const text = Buffer.concat(chunks).toString("utf8");
+    try {
+      callback(null, JSON.parse(text));
+    } catch {
+      callback(null, text);
+    }
+  });
 }
 
 /** `p`, or `fallback` once `ms` passed (the reaper's and boot's ping: an engine that is slow is taken as away). */

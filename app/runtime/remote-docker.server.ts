@@ -48,17 +48,26 @@ export async function sendImage(local: Docker, image: string, targets: { docker:
   // The slowest engine sets the pace: the export pauses while any copy is full.
   for (const c of copies) tar.pipe(c);
   tar.on("error", (err) => copies.forEach((c) => c.destroy(err as Error)));
-  await Promise.all(
-    targets.map(async (t, i) => {
-      const res = await t.docker.loadImage(copies[i]!);
-      await new Promise<void>((resolve, reject) => {
-        t.docker.modem.followProgress(res, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {
-          if (ev.error) reject(new Error(ev.error));
-          else if (ev.stream?.trim()) log(ev.stream.trim());
+  try {
+    await Promise.all(
+      targets.map(async (t, i) => {
+        const res = await t.docker.loadImage(copies[i]!);
+        await new Promise<void>((resolve, reject) => {
+          t.docker.modem.followProgress(res, (err: Error | null) => (err ? reject(err) : resolve()), (ev: { stream?: string; error?: string }) => {
+            if (ev.error) reject(new Error(ev.error));
+            else if (ev.stream?.trim()) log(ev.stream.trim());
+          });
         });
-      });
-    }),
-  );
+      }),
+    );
+  } catch (err) {
+    // One target failed (or did not answer): the export ends for all, or it stays open on the
+    // local engine, paused on a copy nobody reads.
+    for (const c of copies) tar.unpipe(c);
+    copies.forEach((c) => c.destroy());
+    (tar as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+    throw err;
+  }
   log(`Sent ${image} to ${where} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import https from "node:https";
 import net from "node:net";
@@ -22,6 +23,14 @@ const pem: Record<string, string> = {};
 const held = new Set<{ destroy(): void }>();
 let mute: net.Server;
 let half: https.Server;
+let deaf: https.Server;
+/** `later`: frozen as `half` until thawed, then an engine holding `laterBoxes` (box id by container id), answering their removal. */
+let later: https.Server;
+let laterThawed = false;
+const laterBoxes = new Map<string, string>();
+const laterRemoved: string[] = [];
+/** When `half` was asked for a ping (each sweep of its rows asks once, right after reading them). */
+const halfPings: number[] = [];
 
 function openssl(...args: string[]) {
   execFileSync("openssl", args, { cwd: tmp, stdio: "ignore" });
@@ -48,6 +57,29 @@ async function waitFor(id: string, want: (s: { status: number; state?: string })
     s = await stateOf(id);
   }
   return { ...s, secs: (Date.now() - t0) / 1000 };
+}
+
+/** Writes a box the store says is ready on `runtime` (as one is when its engine froze), copied from any row. */
+function plantBox(runtime: string, ref: string | null = "f00d"): string {
+  const db = openStore(server);
+  try {
+    const row = db.prepare("select * from box order by created_at_ms limit 1").get() as Record<string, unknown>;
+    const id = `box_${crypto.randomBytes(8).toString("hex")}`;
+    const placement = { ...JSON.parse(String(row.placement_json)), runtime };
+    Object.assign(row, { id, runtime, state: "ready", reason: null, runtime_ref: ref && `${ref}${id.slice(4)}`, removed_at_ms: null, start_json: null });
+    Object.assign(row, { placement_json: JSON.stringify(placement), expires_at_ms: Date.now() + 3_600_000, idle_timeout_secs: null, last_used_ms: Date.now() });
+    const cols = Object.keys(row);
+    db.prepare(`insert into box (${cols.map((c) => `"${c}"`).join(", ")}) values (${cols.map(() => "?").join(", ")})`).run(...cols.map((c) => row[c]));
+    return id;
+  } finally {
+    db.close();
+  }
+}
+
+type Event = { kind: string; box_id?: string; seq: number };
+async function eventsOf(id: string): Promise<Event[]> {
+  const all = (await json(await server.api("/v1/events?limit=1000"))).events as Event[];
+  return all.filter((e) => e.box_id === id).sort((a, b) => a.seq - b.seq);
 }
 
 async function boxesOn(runtime: string): Promise<{ id: string; state: string; reason?: string }[]> {
@@ -78,18 +110,42 @@ beforeAll(async () => {
     held.add(s);
     s.on("error", () => undefined);
   });
-  half = https.createServer({ key: read("server-key.pem"), cert: read("server.pem") }, (req, res) => {
-    // The image a box needs is there; every other call (ping, networks, containers) never answers.
+  // `half`: the image a box needs is there; every other call (ping, networks, containers) never
+  // answers. `deaf` answers its ping as well: an engine up whose container calls hang.
+  const engine = (pings: boolean) => (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => {
     if (req.method === "GET" && /^\/(v[\d.]+\/)?images\/.+\/json$/.test(req.url ?? "")) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ Id: "sha256:00", Size: 1, Created: new Date().toISOString() }));
+    } else if (/\/_ping$/.test(req.url ?? "")) {
+      if (pings) res.end("OK");
+      else halfPings.push(Date.now());
     }
+  };
+  const tls = { key: read("server-key.pem"), cert: read("server.pem") };
+  half = https.createServer(tls, engine(false));
+  deaf = https.createServer(tls, engine(true));
+  const frozen = engine(false);
+  later = https.createServer(tls, (req, res) => {
+    if (!laterThawed) return frozen(req, res);
+    const url = new URL(req.url ?? "/", "http://x");
+    const one = /\/containers\/([^/]+)(\/json)?$/.exec(url.pathname);
+    const answer = (body: unknown, status = 200) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(body));
+    };
+    if (url.pathname.endsWith("/_ping")) res.end("OK");
+    else if (url.pathname.endsWith("/containers/json")) answer([...laterBoxes].map(([Id, box]) => ({ Id, State: "exited", Labels: { "holm.box": box } })));
+    else if (one && req.method === "GET" && laterBoxes.has(one[1]!)) answer({ Id: one[1], Mounts: [] });
+    else if (one && req.method === "DELETE" && laterBoxes.delete(one[1]!)) {
+      laterRemoved.push(one[1]!);
+      res.writeHead(204).end();
+    } else if (one) answer({ message: "No such container" }, 404);
   });
-  half.on("connection", (s) => held.add(s));
-  await Promise.all([mute, half].map((srv) => new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()))));
+  for (const srv of [half, deaf, later]) srv.on("connection", (s) => held.add(s));
+  await Promise.all([mute, half, deaf, later].map((srv) => new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()))));
 
   server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_ENGINE_TIMEOUT_SECS: String(BOUND_S), HOLM_LAUNCH_CONCURRENCY: "1", HOLM_SERVER_REAP_SECS: "2" });
-  for (const [name, srv] of [["mute", mute], ["half", half]] as const) {
+  for (const [name, srv] of [["mute", mute], ["half", half], ["deaf", deaf], ["later", later]] as const) {
     const res = await server.api("/v1/runtimes", { method: "POST", json: runtimeBody(name, (srv.address() as net.AddressInfo).port) });
     expect(res.status, JSON.stringify(await json(res))).toBeLessThan(300);
   }
@@ -101,6 +157,8 @@ afterAll(async () => {
   for (const s of held) s.destroy();
   mute?.close();
   half?.close();
+  deaf?.close();
+  later?.close();
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -172,6 +230,64 @@ describe("an engine that does not answer", () => {
     expect(far2.state).toBe("unreachable");
     expect(far2.reason).toMatch(/half runtime does not answer/);
   }, 240_000);
+
+  it("a box deleted while the reaper's sweep waits on its engine stays gone, with one box.removed", async () => {
+    // A row to copy: a launch that fails there records one (when this test runs alone).
+    if (!(await boxesOn("half")).length) await timed("/v1/boxes", { method: "POST", json: { placement: { runtime: "half" } } });
+    // The second has no container (its create timed out): its delete is done at once, well
+    // before the sweep, which waits a bound for the ping, comes to it.
+    const [first, second] = [plantBox("half"), plantBox("half", null)];
+    // A ping asked a while after the rows were written is from a sweep that read them (sweeps
+    // come 5 s apart here); it waits those 5 s for `half`'s answer, and the delete lands meanwhile.
+    const planted = Date.now();
+    const swept = () => halfPings.some((t) => t > planted + 500);
+    for (let i = 0; i < 200 && !swept(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(swept()).toBe(true);
+    const del = await timed(`/v1/boxes/${second}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } });
+    expect(del.res.status, JSON.stringify(del.body)).toBeLessThan(300);
+    // That sweep goes on to both rows; one more after it.
+    expect((await waitFor(first, (s) => s.state === "unreachable", 30)).state).toBe("unreachable");
+    // And the sweep after it.
+    await new Promise((r) => setTimeout(r, 8_000));
+    expect(await stateOf(second)).toMatchObject({ status: 410 });
+    const listed = await boxesOn("half");
+    expect(listed.map((b) => b.id)).not.toContain(second);
+    const kinds = (await eventsOf(second)).map((e) => e.kind);
+    expect(kinds.filter((k) => k === "box.removed"), kinds.join(", ")).toHaveLength(1);
+    expect(kinds.slice(kinds.indexOf("box.removed") + 1), "events after box.removed").toEqual([]);
+    const db = openStore(server);
+    try {
+      expect(db.prepare("select state from box where id = ?").get(second)).toMatchObject({ state: "gone" });
+    } finally {
+      db.close();
+    }
+  }, 120_000);
+
+  it("the container of a launch that timed out is removed once its engine answers again", async () => {
+    const far = await timed("/v1/boxes", { method: "POST", json: { placement: { runtime: "later" } } });
+    expect(far.res.status, JSON.stringify(far.body)).toBe(503);
+    const failed = (await boxesOn("later")).find((b) => b.state === "failed")!;
+    expect(failed).toBeDefined();
+    // The slow engine made the container after all (no row names it), and now answers.
+    laterBoxes.set("c0ffee00", failed.id);
+    laterThawed = true;
+    for (let i = 0; i < 150 && !laterRemoved.length; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(laterRemoved).toEqual(["c0ffee00"]);
+  }, 60_000);
+
+  it("a server restarted while an engine answers its ping but not its containers listens within one bound of it", async () => {
+    // Six boxes there: one bound each before (18 s and the engine's scan), one in all now.
+    for (let i = 0; i < 6; i++) plantBox("deaf");
+    await server.stop();
+    const t0 = Date.now();
+    server = await server.restart();
+    const secs = (Date.now() - t0) / 1000;
+    // A start here takes a few seconds; `half` and `mute` cost a 5 s ping each.
+    expect(secs, `listening after ${secs} s`).toBeLessThan(2 * 5 + BOUND_S + 8);
+    const deafs = await boxesOn("deaf");
+    expect(deafs).toHaveLength(6);
+    for (const b of deafs) expect(b).toMatchObject({ state: "unreachable" });
+  }, 120_000);
 
   it("a server restarted while the engine hangs listens and answers", async () => {
     await server.stop();
