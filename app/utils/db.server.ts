@@ -141,6 +141,12 @@ export function postgresPool(connectionString: string, max = 10): pg.Pool {
   // An idle connection the server drops (a restart of PostgreSQL) must not end this process; the
   // next query opens a new one.
   pool.on("error", (err) => log.error(`PostgreSQL connection lost: ${err.message}`));
+  // The pool listens only while a connection is idle: one that dies while checked out between two
+  // queries (a transaction's) emits 'error' on its client, which ended the process (CI run 73).
+  // Its transaction fails with the next query; the pool drops the connection on its release.
+  pool.on("connect", (client) => {
+    client.on("error", (err) => log.error(`PostgreSQL connection lost while in use: ${err.message}`));
+  });
   return pool;
 }
 

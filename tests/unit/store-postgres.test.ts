@@ -77,6 +77,34 @@ describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
     }
   });
 
+  it("a connection that dies while a transaction holds it fails that transaction, not the process", async () => {
+    // CI run 73: PostgreSQL cut while a connection was checked out between two queries: pg emitted
+    // 'error' on the client, which the pool listens to only while the client is idle, and the
+    // server exited. Here the backend is ended from another connection mid-transaction.
+    const { dbm } = await open();
+    const { Kysely, PostgresDialect, sql } = await import("kysely");
+    const url = process.env.HOLM_DATABASE_URL!;
+    const pool = dbm.postgresPool(url, 2);
+    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    const killer = dbm.postgresPool(url, 1);
+    try {
+      const died = db.transaction().execute(async (trx) => {
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        await killer.query("select pg_terminate_backend($1)", [rows[0]!.pid]);
+        // The socket's end arrives while no query runs on it: the case that killed the server.
+        await new Promise((r) => setTimeout(r, 500));
+        await sql`select 1`.execute(trx);
+      });
+      await expect(died).rejects.toThrow();
+      // The pool opens a new connection for the next query.
+      const { rows } = await sql<{ x: number }>`select 1 as x`.execute(db);
+      expect(rows[0]!.x).toBe(1);
+    } finally {
+      await db.destroy();
+      await killer.end();
+    }
+  });
+
   it("gives numbers back for bigint columns and counts, keeps bytes, sorts text by bytes, and ends a box row as it went in", async () => {
     const { db } = await open();
     const id = newBoxId();
