@@ -1,5 +1,5 @@
 import { type Page, expect, test } from "@playwright/test";
-import { signUp } from "../support/browser";
+import { signUpAndKey } from "../support/browser";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // The box page as a keyboard and screen-reader user meets it, on one box: an agent's pause (and
@@ -32,13 +32,7 @@ const asKey = (path: string, body?: unknown) =>
   });
 
 async function signUpWithBox(page: Page) {
-  await page.goto(`${server.base}/signup`);
-  await signUp(page, "Ada", "ada@example.com", "Research");
-  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
-  await page.getByRole("link", { name: "API keys" }).click();
-  await page.getByLabel("Name", { exact: true }).fill("agent");
-  await page.getByRole("button", { name: "Create key" }).click();
-  key = (await page.getByTestId("new-key").textContent())!.trim();
+  key = await signUpAndKey(page, server, "Ada");
   const box = await json(await asKey("/v1/boxes", {}));
   expect(box.state, JSON.stringify(box)).toBe("ready");
   boxId = box.id;
