@@ -10,7 +10,7 @@ import { log } from "~/utils/log.server";
 import { countLaunch } from "~/utils/metrics.server";
 import { PROFILE_TARGET, profileVolume } from "./profile.server";
 import { allUp, boxSecretFiles, probeHealth } from "./agent.server";
-import { leftovers } from "./box-leftovers.server";
+import { LATE_CREATE_MS, leftovers } from "./box-leftovers.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
 import { StartTracker } from "./box-start.server";
 import { recordEvent } from "./event.server";
@@ -180,7 +180,7 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     } else if (err instanceof EngineTimeout) {
       // A slow engine may still create or start the container after the call gave up (a desktop
       // held until the box's expiry, or one no row names): the reaper removes it once it answers.
-      leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: row.runtime_ref });
+      leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: row.runtime_ref, lookUntil: Date.now() + LATE_CREATE_MS });
     }
     if (!(await stillWanted())) return;
     const why = start.reason(causeOf(err, lines));

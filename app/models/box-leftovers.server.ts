@@ -14,7 +14,16 @@ export interface Leftover {
   boxId: string;
   runtime: string;
   ref: string | null;
+  /**
+   * With no ref: looked for by label until then (ms), not only once. An engine that took the
+   * create and then stalled may make the container minutes after the call gave up, and after
+   * the first sweep that found none.
+   */
+  lookUntil?: number;
 }
+
+/** How long a create that timed out is watched for a container it makes late. */
+export const LATE_CREATE_MS = 10 * 60_000;
 
 /** The containers left on engines, by box. */
 export const leftovers = new Map<string, Leftover>();
@@ -29,6 +38,7 @@ export async function removeLeftovers(name: string, answering: () => Promise<boo
     try {
       const ref = left.ref ?? (found ??= await rt.list()).find((b) => b.boxId === left.boxId)?.ref;
       if (ref) await rt.remove(ref);
+      else if (Date.now() < (left.lookUntil ?? 0)) continue;
       leftovers.delete(left.boxId);
       log.info({ box: left.boxId, runtime: name }, ref ? "removed the container its runtime had not removed" : "its runtime has no container for the box");
     } catch (err) {

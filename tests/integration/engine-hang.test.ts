@@ -29,6 +29,8 @@ let later: https.Server;
 let laterThawed = false;
 const laterBoxes = new Map<string, string>();
 const laterRemoved: string[] = [];
+/** How many times the thawed `later` listed its containers. */
+let laterLists = 0;
 /** When `half` was asked for a ping (each sweep of its rows asks once, right after reading them). */
 const halfPings: number[] = [];
 
@@ -134,7 +136,7 @@ beforeAll(async () => {
       res.end(JSON.stringify(body));
     };
     if (url.pathname.endsWith("/_ping")) res.end("OK");
-    else if (url.pathname.endsWith("/containers/json")) answer([...laterBoxes].map(([Id, box]) => ({ Id, State: "exited", Labels: { "holm.box": box } })));
+    else if (url.pathname.endsWith("/containers/json") && ++laterLists) answer([...laterBoxes].map(([Id, box]) => ({ Id, State: "exited", Labels: { "holm.box": box } })));
     else if (one && req.method === "GET" && laterBoxes.has(one[1]!)) answer({ Id: one[1], Mounts: [] });
     else if (one && req.method === "DELETE" && laterBoxes.delete(one[1]!)) {
       laterRemoved.push(one[1]!);
@@ -268,11 +270,15 @@ describe("an engine that does not answer", () => {
     expect(far.res.status, JSON.stringify(far.body)).toBe(503);
     const failed = (await boxesOn("later")).find((b) => b.state === "failed")!;
     expect(failed).toBeDefined();
-    // The slow engine made the container after all (no row names it), and now answers.
-    laterBoxes.set("c0ffee00", failed.id);
+    // The engine answers again, with no container for the box yet: a sweep looks and finds none.
     laterThawed = true;
+    const lists = laterLists;
+    for (let i = 0; i < 150 && laterLists <= lists; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(laterLists, "no sweep listed the engine's containers").toBeGreaterThan(lists);
+    // Then the slow engine makes the container after all (no row names it): a later sweep removes it.
+    laterBoxes.set("c0ffee00", failed.id);
     for (let i = 0; i < 150 && !laterRemoved.length; i++) await new Promise((r) => setTimeout(r, 100));
-    expect(laterRemoved).toEqual(["c0ffee00"]);
+    expect(laterRemoved, "the container the engine made late was not removed").toEqual(["c0ffee00"]);
   }, 60_000);
 
   it("a server restarted while an engine answers its ping but not its containers listens within one bound of it", async () => {
