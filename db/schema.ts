@@ -301,6 +301,9 @@ export interface BrowserProfileTable {
   holder: string | null;
   created_at_ms: Timestamp;
   last_used_ms: Timestamp;
+  /** Bytes of its volume when a box last let it go (migration 0022); null until measured. */
+  size_bytes: ColumnType<number | null, number | null | undefined, number | null>;
+  measured_at_ms: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** Who holds direct viewer tickets for a box, and until when (migration 0019). */

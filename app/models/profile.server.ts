@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { DEFAULT_RUNTIME, localDocker } from "~/runtime/index.server";
 import { ApiError, badRequest, notFound, unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
+import { refuseOversize } from "./profile-size.server";
 import { ProfileNameSchema } from "./spec.server";
 
 // Named browser profiles (`placement.profile`, seed 000/002, issue 18). A profile is a Chromium
@@ -20,6 +21,8 @@ export interface ProfileJson {
   last_used_ms: number;
   /** The live box holding it now, or null. */
   held_by: string | null;
+  /** Bytes it held when a box last let it go (profile-size.server.ts); null until measured. */
+  size_bytes: number | null;
 }
 
 /** Where screen 0's Chromium keeps its profile in the box (images/x11/entrypoint.sh). */
@@ -74,6 +77,7 @@ export async function takeProfile(owner: string | null | undefined, name: string
     if (holder && holder !== boxId) {
       throw new ApiError("denied", `browser profile "${name}" is held by box ${holder}; remove that box first`, { retryable: true });
     }
+    refuseOversize(name, row.size_bytes);
     let update = db().updateTable("browser_profile").set({ holder: boxId, last_used_ms: now }).where("owner", "=", key).where("name", "=", name);
     update = row.holder === null ? update.where("holder", "is", null) : update.where("holder", "=", row.holder);
     const done = await update.executeTakeFirst();
@@ -91,6 +95,7 @@ export async function listProfiles(owner: string | null | undefined): Promise<Pr
       created_at_ms: Number(r.created_at_ms),
       last_used_ms: Number(r.last_used_ms),
       held_by: await liveHolder(r.holder),
+      size_bytes: r.size_bytes === null ? null : Number(r.size_bytes),
     })),
   );
 }

@@ -7,16 +7,19 @@ import { Button, Card, when } from "~/components/ui";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { deleteProfile, listProfiles } from "~/models/profile.server";
+import { env } from "~/utils/env.server";
+import { showBytes } from "~/utils/size";
 import type { Route } from "./+types/profiles";
 
-// The workspace's browser profiles (`placement.profile`): which box holds each, and removing one
-// (refused while a box holds it, as through /v1).
+// The workspace's browser profiles (`placement.profile`): which box holds each, how big each was
+// when a box last let it go (one over HOLM_PROFILE_MAX_BYTES is refused at launch), and removing
+// one (refused while a box holds it, as through /v1).
 
 export const meta: Route.MetaFunction = () => [{ title: "Browser profiles · holm" }];
 
 export async function loader({ request }: Route.LoaderArgs) {
   const ctx = await requireWorkspace(request);
-  return { pageWorkspace: ctx.workspace.id, csrf: ctx.csrf, role: ctx.workspace.role, workspace: ctx.workspace.name, profiles: await listProfiles(ctx.workspace.id) };
+  return { pageWorkspace: ctx.workspace.id, csrf: ctx.csrf, role: ctx.workspace.role, workspace: ctx.workspace.name, profiles: await listProfiles(ctx.workspace.id), maxBytes: env().HOLM_PROFILE_MAX_BYTES };
 }
 
 export async function action({ request }: Route.ActionArgs) {
@@ -31,7 +34,7 @@ export async function action({ request }: Route.ActionArgs) {
 export default function Profiles({ loaderData }: Route.ComponentProps) {
   const answer = useActionData<typeof action>();
   const { shown, dismiss } = useActionBanner(answer);
-  const { profiles, csrf, role, workspace } = loaderData;
+  const { profiles, csrf, role, workspace, maxBytes } = loaderData;
   const canEdit = role !== "viewer";
   const example = `{"placement": {"profile": "work"}}`;
   return (
@@ -46,7 +49,7 @@ export default function Profiles({ loaderData }: Route.ComponentProps) {
               cookies and storage for the next box with that profile.
             </p>
           ) : (
-            <Table caption="Browser profiles" columns={["Name", "Held by", "Created", "Last used"]} cell="py-2 pr-4" actions>
+            <Table caption="Browser profiles" columns={["Name", "Held by", "Size", "Created", "Last used"]} cell="py-2 pr-4" actions>
               {profiles.map((p) => (
                 <tr key={p.name}>
                   <td className="py-2 pr-4 font-mono text-xs">{p.name}</td>
@@ -57,6 +60,15 @@ export default function Profiles({ loaderData }: Route.ComponentProps) {
                       </Link>
                     ) : (
                       "free"
+                    )}
+                  </td>
+                  <td className="py-2 pr-4">
+                    {p.size_bytes === null ? (
+                      <span className="text-slate-500">not measured yet</span>
+                    ) : p.size_bytes > maxBytes ? (
+                      <span className="text-red-700">{showBytes(p.size_bytes)}: over the {showBytes(maxBytes)} limit; remove it to launch with it again</span>
+                    ) : (
+                      showBytes(p.size_bytes)
                     )}
                   </td>
                   <td className="py-2 pr-4">{when(p.created_at_ms)}</td>

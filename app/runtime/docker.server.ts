@@ -63,7 +63,7 @@ async function secretsTar(files: SecretFile[]): Promise<Buffer> {
  * The text of a container's log as the engine sends it without a TTY: frames of an 8-byte
  * header (stream, 0, 0, 0, length) and that many bytes, stdout and stderr interleaved in order.
  */
-function demuxLog(buf: Buffer): string {
+export function demuxLog(buf: Buffer): string {
   if (buf.length < 8 || buf[0]! > 2 || buf[1] !== 0 || buf[2] !== 0 || buf[3] !== 0) return buf.toString("utf8");
   const parts: Buffer[] = [];
   for (let at = 0; at + 8 <= buf.length; ) {

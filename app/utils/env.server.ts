@@ -100,6 +100,11 @@ const EnvSchema = z.object({
   /** Processes and threads one box may hold: a fork bomb stops there. An idle box holds ~130. */
   HOLM_BOX_PIDS: z.coerce.number().int().min(256).max(65_536).default(1024),
   /**
+   * The most a browser profile may hold (ADR 0025), as a size ("2g") or bytes: one measured over it
+   * when its last box let it go is refused at launch (409) until it is deleted.
+   */
+  HOLM_PROFILE_MAX_BYTES: z.string().regex(SIZE_RE, 'a size such as "2g" or "500m", or bytes').default("2g").transform((v) => (SIZE_RE.test(v) ? parseBytes(v) : 0)),
+  /**
    * Admission (app/models/capacity.server.ts, ADR 0016): the most boxes that may hold a
    * container on this server at once (starting, ready, paused, unreachable); 0: no count limit,
    * only memory decides. Past it, POST /v1/boxes answers 503 `unavailable`, retryable.

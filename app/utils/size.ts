@@ -13,3 +13,10 @@ export function parseBytes(size: string): number {
 
 /** The smallest memory limit a box may get: below it the desktop itself does not fit. */
 export const MIN_BOX_MEMORY = "256m";
+
+/** Bytes as people read them: "812 B", "3.4 MiB", "1.8 GiB" (binary units, as sizes are written here). */
+export function showBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const [unit, div] = bytes < 1024 ** 2 ? ["KiB", 1024] : bytes < 1024 ** 3 ? ["MiB", 1024 ** 2] : ["GiB", 1024 ** 3];
+  return `${(bytes / (div as number)).toFixed(1)} ${unit}`;
+}

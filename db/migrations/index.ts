@@ -19,6 +19,7 @@ import { takeoverRecording } from "./0018-takeover-recording";
 import { directTickets } from "./0019-direct-tickets";
 import { serverOwnership } from "./0020-server-ownership";
 import { recordingParts } from "./0021-recording-parts";
+import { profileSize } from "./0022-profile-size";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -42,6 +43,7 @@ const migrations: Record<string, Migration> = {
   "0019-direct-tickets": directTickets,
   "0020-server-ownership": serverOwnership,
   "0021-recording-parts": recordingParts,
+  "0022-profile-size": profileSize,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -5,7 +5,8 @@ import { type TestServer, startServer } from "../support/server";
 import { openStore } from "../support/store";
 
 // The Profiles page as a member uses it: the workspace's browser profiles, which box holds each,
-// and removing a free one after an in-page confirm. The rows are written into the server's store,
+// how big each is (one over HOLM_PROFILE_MAX_BYTES, 2 GiB by default, says so), and removing a
+// free one after an in-page confirm. The rows are written into the server's store,
 // as boxes launched with `placement.profile` would leave them (tests/integration/profiles.test.ts
 // launches real boxes with profiles); the one "held" is held by a box row written the same way.
 
@@ -33,6 +34,11 @@ test("a member sees the workspace's browser profiles and removes a free one", as
   const add = db.prepare("insert into browser_profile (owner, name, runtime, volume, holder, created_at_ms, last_used_ms) values (?, ?, 'docker', ?, ?, ?, ?)");
   add.run(owner, "work", "holm-profile-e2e-work", null, now - 86_400_000, now - 3_600_000);
   add.run(owner, "shop", "holm-profile-e2e-shop", "box_e2e_holder", now - 86_400_000, now);
+  // Sizes as measured when a box let a profile go (null: not yet).
+  add.run(owner, "huge", "holm-profile-e2e-huge", null, now - 86_400_000, now - 60_000);
+  const size = db.prepare("update browser_profile set size_bytes = ? where owner = ? and name = ?");
+  size.run(3_565_158, owner, "work");
+  size.run(3 * 1024 ** 3, owner, "huge");
   // Another workspace's profile is not shown.
   add.run("ws_someone_else", "theirs", "holm-profile-e2e-theirs", null, now, now);
   // The holder: a live box row (only its state matters to the page).
@@ -43,8 +49,11 @@ test("a member sees the workspace's browser profiles and removes a free one", as
 
   await page.reload();
   const table = page.getByRole("table", { name: "Browser profiles" });
-  await expect(table.getByRole("row")).toHaveCount(3);
+  await expect(table.getByRole("row")).toHaveCount(4);
   await expect(table.getByRole("row", { name: /work/ })).toContainText("free");
+  await expect(table.getByRole("row", { name: /work/ })).toContainText("3.4 MiB");
+  await expect(table.getByRole("row", { name: /shop/ })).toContainText("not measured yet");
+  await expect(table.getByRole("row", { name: /huge/ })).toContainText("3.0 GiB: over the 2.0 GiB limit; remove it to launch with it again");
   await expect(table.getByRole("row", { name: /shop/ }).getByRole("link", { name: "box_e2e_holder" })).toBeVisible();
   await expect(table.getByRole("row", { name: /shop/ })).toContainText("in use");
   await expect(page.getByRole("button", { name: "Remove profile shop" })).toHaveCount(0);
@@ -57,6 +66,6 @@ test("a member sees the workspace's browser profiles and removes a free one", as
   await page.getByRole("button", { name: "Remove profile work" }).click();
   await page.getByRole("button", { name: "Remove profile", exact: true }).click();
   await expect(page.getByText("Profile “work” removed")).toBeVisible();
-  await expect(table.getByRole("row")).toHaveCount(2);
+  await expect(table.getByRole("row")).toHaveCount(3);
   await expect(table.getByRole("row", { name: /shop/ })).toBeVisible();
 });

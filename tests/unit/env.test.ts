@@ -42,6 +42,13 @@ describe("environment", () => {
     }
   });
 
+  it("bounds a browser profile at 2 GiB by default, as a size or bytes, and refuses a bound that is none", () => {
+    expect(parseEnv({}).HOLM_PROFILE_MAX_BYTES).toBe(2 * 1024 ** 3);
+    expect(parseEnv({ HOLM_PROFILE_MAX_BYTES: "500m" }).HOLM_PROFILE_MAX_BYTES).toBe(500 * 1024 ** 2);
+    expect(parseEnv({ HOLM_PROFILE_MAX_BYTES: "41943040" }).HOLM_PROFILE_MAX_BYTES).toBe(41_943_040);
+    for (const v of ["0", "lots", "-1g"]) expect(() => parseEnv({ HOLM_PROFILE_MAX_BYTES: v }), v).toThrow(/HOLM_PROFILE_MAX_BYTES/);
+  });
+
   it("has box limits by default and refuses ones a box cannot run with", () => {
     const e = parseEnv({});
     expect(e.HOLM_BOX_MEMORY).toBe("2g");

@@ -31,6 +31,7 @@ const RELEASED = [
   "0019-direct-tickets",
   "0020-server-ownership",
   "0021-recording-parts",
+  "0022-profile-size",
 ];
 
 describe("the migration list", () => {
