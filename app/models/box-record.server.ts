@@ -269,6 +269,19 @@ export function onBeforeRemove(step: (row: BoxRow) => Promise<void>): void {
 }
 
 /**
+ * The same for a stop of a running box (POST …/stop): a browser profile's flush, which closes
+ * Chromium so its last 30 s of cookies are written (profile-flush.server.ts). Run in the box's
+ * serial chain, so the exit that closing Chromium causes is seen as this stop, not "on its own".
+ */
+const beforeStop = new Set<(row: BoxRow) => Promise<void>>();
+export function onBeforeStop(step: (row: BoxRow) => Promise<void>): void {
+  beforeStop.add(step);
+}
+export async function runBeforeStop(row: BoxRow): Promise<void> {
+  for (const step of beforeStop) await step(row).catch((err) => log.error({ err, box: row.id }, "before stopping the box"));
+}
+
+/**
  * `pooledBy`: remove a pool box only while it is still that server's and unclaimed, decided by
  * the one conditional update that marks it; otherwise (claimed meanwhile, or taken over by
  * another server) it is left alone and `undefined` is answered.

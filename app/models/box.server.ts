@@ -26,6 +26,7 @@ import {
   rememberAddress,
   removeRow,
   requireSettled,
+  runBeforeStop,
   runtimeOf,
   serial,
   setState,
@@ -288,16 +289,15 @@ export function stopBox(actor: Actor, id: string): Promise<BoxJson> {
     const rt = runtimeOf(cur);
     // Refused before a paused box is woken for a stop that cannot happen.
     if (rt.noStop) throw new ApiError("unsupported", rt.noStop);
-    // A paused container ignores the stop signal until it runs again.
-    if (cur.state === "paused") await rt.unpause(cur.runtime_ref!);
+    // A paused container ignores the stop signal until it runs again; then a browser profile's last writes (box-record.server.ts).
+    if (cur.state !== "paused" || (await rt.unpause(cur.runtime_ref!)) !== "restarted") await runBeforeStop(cur);
     await rt.stop(cur.runtime_ref!);
     forgetAddress(id);
   });
 }
 
 export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {
-  const row = await visibleRow(actor, id);
-  return removeRow(row, "removed", actor);
+  return removeRow(await visibleRow(actor, id), "removed", actor);
 }
 
 const lastTouch = new Map<string, number>();

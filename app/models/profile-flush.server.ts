@@ -1,27 +1,40 @@
 import { log } from "~/utils/log.server";
-import { type BoxRow, boxAddress, onBeforeRemove, runtimeOf } from "./box-record.server";
+import { type BoxRow, boxAddress, onBeforeRemove, onBeforeStop, runtimeOf } from "./box-record.server";
 import { browserOf } from "./page-browser.server";
+import { measureProfile } from "./profile-size.server";
 
-// A browser profile's last writes (profile.server.ts), made before its box is removed. Apart from
-// the profile's store so that the box model, which takes profiles, does not reach the pages'
-// browser connections (and they the box model) in a cycle; the server registers it at boot.
+// A browser profile's last writes (profile.server.ts), made before its box is stopped or removed,
+// and its size then (profile-size.server.ts). Apart from the profile's store so that the box
+// model, which takes profiles, does not reach the pages' browser connections (and they the box
+// model) in a cycle; the server registers it at boot.
 
 const FLUSH_MS = 8000;
 
 /**
  * Chromium writes cookies out every 30 s and when it closes, not when it is sent TERM or killed
- * (tried here: a cookie set 3 s before `docker stop` was lost; after `Browser.close` it was on
- * disk). So before a running box with a profile is removed, its screen-0 browser is closed over
- * CDP and given up to 8 s to exit; the box stops with it (its entrypoint ends when Chromium
- * does). A paused box is not woken for it: what it set in its last 30 s may be lost.
+ * (tried here: a cookie set 3 s before `docker stop` was lost, also for every later box with the
+ * profile; after `Browser.close` it was on disk). So before a running box with a profile is
+ * stopped or removed, its screen-0 browser is closed over CDP and given up to 8 s to exit; the
+ * box stops with it (its entrypoint ends when Chromium does). A stop does this in the box's
+ * serial chain, so the exit watcher (box-sync.server.ts) finds the box `stopped` by the user, not
+ * on its own; a resume starts Chromium again on the profile. A paused box being removed is not
+ * woken for it: what it set in its last 30 s may be lost (a stop wakes it anyway, so it flushes).
  */
 export function registerProfileFlush(): void {
-  onBeforeRemove(flushProfile);
+  onBeforeRemove((row) => letGo(row, row.state === "ready"));
+  onBeforeStop((row) => letGo(row, true));
 }
 
-async function flushProfile(row: BoxRow): Promise<void> {
+async function letGo(row: BoxRow, running: boolean): Promise<void> {
   const placement = JSON.parse(row.placement_json) as { profile?: string };
-  if (!placement.profile || row.state !== "ready") return;
+  if (!placement.profile) return;
+  if (running) await flushProfile(row, placement.profile);
+  // After the close, so what Chromium wrote last counts; from the engine, so a box whose
+  // Chromium died (out of memory, filling the profile) is measured too.
+  await measureProfile(row, placement.profile);
+}
+
+async function flushProfile(row: BoxRow, profile: string): Promise<void> {
   const address = await boxAddress(row.id);
   if (!address) return;
   const box = { id: row.id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
@@ -42,6 +55,6 @@ async function flushProfile(row: BoxRow): Promise<void> {
   const closed = await Promise.race([closing.then(() => true), new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), FLUSH_MS)))]).finally(() =>
     clearTimeout(timer),
   );
-  if (closed) log.info({ box: row.id }, `browser closed for profile "${placement.profile}" in ${Date.now() - began} ms`);
-  else log.warn({ box: row.id }, `browser did not close in ${FLUSH_MS} ms; profile "${placement.profile}" may miss its last 30 s`);
+  if (closed) log.info({ box: row.id }, `browser closed for profile "${profile}" in ${Date.now() - began} ms`);
+  else log.warn({ box: row.id }, `browser did not close in ${FLUSH_MS} ms; profile "${profile}" may miss its last 30 s`);
 }
