@@ -1,11 +1,12 @@
 import { type ReactNode, useEffect, useState } from "react";
 import { useNavigation } from "react-router";
-import { Alert } from "./ui";
+import { Alert, type FieldError } from "./ui";
 
 // What a console page says about its last action ("Role changed.", an error, a new link) belongs
 // to that action only. useActionBanner keeps it while it is the last: it goes when the next form
 // is sent (the new answer replaces it), when the person leaves the page (React Router drops
-// action data), when they dismiss it, and, for a plain `ok` message, by itself after `okMs`.
+// action data), when they dismiss it, and, for a plain `ok` message that did not take the focus,
+// by itself after `okMs`.
 // It also counts answers, so a page can reset what an answer made stale: a form's fields after
 // a success (`key={successes}`), a select a refusal left on the refused value (`key={answers}`).
 
@@ -30,7 +31,8 @@ export function useActionBanner<T extends Answer>(answer: T | undefined, opts: {
   const sending = navigation.state !== "idle" && navigation.formMethod !== undefined && navigation.formMethod.toUpperCase() !== "GET";
 
   useEffect(() => {
-    if (!answer || !opts.okMs || !("ok" in answer)) return;
+    // Not one that took the focus (OkOrError): going by itself, it would drop the focus on the body.
+    if (!answer || !opts.okMs || !("ok" in answer) || ("focus" in answer && answer.focus === true)) return;
     const timer = setTimeout(() => setDismissed(answer), opts.okMs);
     return () => clearTimeout(timer);
   }, [answer, opts.okMs]);
@@ -75,9 +77,17 @@ export function ActionBanner({
  */
 export function OkOrError({ shown, dismiss }: { shown: Answer | undefined; dismiss: () => void }) {
   if (!shown) return null;
+  // A refusal about one field is said at that field (fieldError), not twice.
+  if ("field" in shown && typeof shown.field === "string") return null;
   // The answer, not `true`: the banner may stay mounted from one answer to the next.
   const focus = "focus" in shown && shown.focus === true ? shown : undefined;
   if ("error" in shown && typeof shown.error === "string") return <ActionBanner tone="error" onDismiss={dismiss} focus={focus}>{shown.error}</ActionBanner>;
   if ("ok" in shown && typeof shown.ok === "string") return <ActionBanner tone="success" onDismiss={dismiss} focus={focus}>{shown.ok}</ActionBanner>;
   return null;
+}
+
+/** The refusal `shown` says at the form's field `name` (an action's `{error, field}`), if it is that field's. */
+export function fieldError(shown: Answer | undefined, name: string): FieldError | undefined {
+  if (!shown || !("field" in shown) || shown.field !== name || !("error" in shown) || typeof shown.error !== "string") return undefined;
+  return { message: shown.error, answer: shown };
 }

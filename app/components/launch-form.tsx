@@ -1,8 +1,9 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { Form } from "react-router";
 import { type Feature, FEATURES } from "~/protocol/features";
 import { BOX_NAME_MAX } from "~/protocol/box-console";
-import { Button, CsrfInput } from "./ui";
+import { fieldError } from "./action-banner";
+import { Button, CsrfInput, type FieldError, FieldMessage, useInvalid } from "./ui";
 
 // The console's "Launch a box": the same spec and placement as POST /v1/boxes, plus the box's
 // name and labels (its `metadata`). Every field says in plain words what it does; a feature
@@ -30,45 +31,70 @@ function Help({ id, children }: { id: string; children: string }) {
   );
 }
 
-function NumberField({ label, name, min, max, value, help }: { label: string; name: string; min: number; max: number; value: number; help: string }) {
+type FieldProps = { label: string; name: string; help: string; error: FieldError | undefined };
+
+function NumberField({ label, name, min, max, value, help, error }: FieldProps & { min: number; max: number; value: number }) {
+  const invalid = useInvalid(name, error, `${name}-help`);
   return (
     <label className="block min-w-0 text-sm">
       <span className="font-medium text-slate-700">{label}</span>
-      <input name={name} type="number" min={min} max={max} defaultValue={value} aria-describedby={`${name}-help`} className={input} />
+      <input name={name} type="number" min={min} max={max} defaultValue={value} {...invalid} className={input} />
       <Help id={`${name}-help`}>{help}</Help>
+      <FieldMessage name={name} error={error} />
     </label>
   );
 }
 
-function TextField({ label, name, placeholder, maxLength, help }: { label: string; name: string; placeholder: string; maxLength?: number; help: string }) {
+function TextField({ label, name, placeholder, maxLength, help, error }: FieldProps & { placeholder: string; maxLength?: number }) {
+  const invalid = useInvalid(name, error, `${name}-help`);
   return (
     <label className="col-span-2 block min-w-0 text-sm">
       <span className="font-medium text-slate-700">{label}</span>
-      <input name={name} placeholder={placeholder} maxLength={maxLength} aria-describedby={`${name}-help`} className={input} />
+      <input name={name} placeholder={placeholder} maxLength={maxLength} {...invalid} className={input} />
       <Help id={`${name}-help`}>{help}</Help>
+      <FieldMessage name={name} error={error} />
     </label>
   );
 }
 
-/** `resetKey`: a new value empties the fields (after a launch went through); the panel stays open. */
-export function LaunchForm({ csrf, open, launching, resetKey }: { csrf: string; open: boolean; launching: boolean; resetKey?: number }) {
+/**
+ * `resetKey`: a new value empties the fields (after a launch went through); the panel stays open.
+ * `answer`: the page's shown answer; a refusal about one of the fields is said there (fieldError).
+ */
+export function LaunchForm({ csrf, open, launching, resetKey, answer }: { csrf: string; open: boolean; launching: boolean; resetKey?: number; answer?: object }) {
   // Open at first when there is nothing else to see; from then on the person opens and closes it
   // (a launch that makes the list non-empty does not snap it shut under them).
   const [initiallyOpen] = useState(open);
+  // Emptied in place rather than drawn anew (a `key`): the Launch button that had the focus keeps it.
+  const form = useRef<HTMLFormElement>(null);
+  useEffect(() => {
+    if (resetKey) form.current?.reset();
+  }, [resetKey]);
+  const err = (name: string) => fieldError(answer, name);
   return (
     <details className="rounded-xl border border-slate-200 bg-white p-4 shadow-sm" open={initiallyOpen}>
       <summary className="cursor-pointer text-sm font-semibold">Launch a box</summary>
-      <Form key={resetKey} method="post" className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4" aria-label="Launch a box">
+      <Form
+        ref={form}
+        method="post"
+        className="mt-4 grid grid-cols-2 gap-4 lg:grid-cols-4"
+        aria-label="Launch a box"
+        // One launch at a time; the button is not `disabled`, which would drop its focus on the body.
+        onSubmit={(e) => {
+          if (launching) e.preventDefault();
+        }}
+      >
         <CsrfInput token={csrf} />
         <input type="hidden" name="intent" value="launch" />
-        <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX}
+        <TextField label="Name (optional)" name="name" placeholder="checkout flow" maxLength={BOX_NAME_MAX} error={err("name")}
           help="How the box shows in the list. Change it any time." />
-        <TextField label="Labels (optional)" name="labels" placeholder="team=web, env=dev"
+        <TextField label="Labels (optional)" name="labels" placeholder="team=web, env=dev" error={err("labels")}
           help="key=value pairs, separated by commas, to filter the list by." />
-        <NumberField label="Width" name="width" min={320} max={7680} value={1280} help="Screen width in pixels." />
-        <NumberField label="Height" name="height" min={240} max={4320} value={800} help="Screen height in pixels." />
-        <NumberField label="Screens" name="screens" min={1} max={8} value={1} help="Each screen is its own display with its own Chromium." />
-        <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60}
+        <NumberField label="Width" name="width" min={320} max={7680} value={1280} error={err("width")} help="Screen width in pixels." />
+        <NumberField label="Height" name="height" min={240} max={4320} value={800} error={err("height")} help="Screen height in pixels." />
+        <NumberField label="Screens" name="screens" min={1} max={8} value={1} error={err("screens")}
+          help="Each screen is its own display with its own Chromium." />
+        <NumberField label="Lifetime (minutes)" name="lifetime_minutes" min={1} max={43200} value={60} error={err("lifetime_minutes")}
           help="The box is removed this long after launch; its trace stays." />
         <label className="col-span-2 block min-w-0 text-sm">
           <span className="font-medium text-slate-700">Display server</span>
@@ -101,7 +127,7 @@ export function LaunchForm({ csrf, open, launching, resetKey }: { csrf: string; 
           </span>
         </label>
         <div className="col-span-2 lg:col-span-4">
-          <Button type="submit" disabled={launching}>{launching ? "Launching…" : "Launch box"}</Button>
+          <Button type="submit" aria-disabled={launching || undefined}>{launching ? "Launching…" : "Launch box"}</Button>
         </div>
       </Form>
     </details>

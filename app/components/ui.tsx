@@ -13,21 +13,23 @@ export function Button({ variant = "primary", className = "", ...props }: Compon
   return (
     <button
       {...props}
-      className={`inline-flex items-center justify-center gap-1 rounded-md px-3 py-1.5 text-sm font-medium focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-600 disabled:cursor-not-allowed disabled:opacity-50 ${styles} ${className}`}
+      className={`inline-flex items-center justify-center gap-1 rounded-md px-3 py-1.5 text-sm font-medium focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-indigo-600 disabled:cursor-not-allowed disabled:opacity-50 aria-disabled:cursor-not-allowed aria-disabled:opacity-50 ${styles} ${className}`}
     />
   );
 }
 
-export function Field({ label, hint, ...props }: ComponentProps<"input"> & { label: string; hint?: ReactNode }) {
+export function Field({ label, hint, error, ...props }: ComponentProps<"input"> & { label: string; hint?: ReactNode; error?: FieldError }) {
+  const name = props.name ?? "field";
   const hintId = hint && props.name ? `${props.name}-hint` : undefined;
+  const invalid = useInvalid(name, error, hintId);
   return (
     <div className="text-sm">
       <label className="block">
         <span className="font-medium text-slate-700">{label}</span>
         <input
           {...props}
-          aria-describedby={hintId}
-          className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500"
+          {...invalid}
+          className="mt-1 block w-full rounded-md border border-slate-300 px-3 py-1.5 text-sm shadow-sm focus:border-indigo-500 focus:outline-none focus:ring-1 focus:ring-indigo-500 aria-invalid:border-red-600"
         />
       </label>
       {hint ? (
@@ -35,7 +37,39 @@ export function Field({ label, hint, ...props }: ComponentProps<"input"> & { lab
           {hint}
         </span>
       ) : null}
+      <FieldMessage name={name} error={error} />
     </div>
+  );
+}
+
+/** A refusal said at one field: its message, and the answer it came in (each new one takes the focus). */
+export type FieldError = { message: string; answer: object };
+
+/**
+ * What ties an input to its refusal (WCAG 3.3.1, 1.3.1): marked invalid, described by the message
+ * as well as its help (`describedBy`), and focused when a new refusal comes, so the person lands
+ * where it is mended, with what they typed still there.
+ */
+export function useInvalid(name: string, error: FieldError | undefined, describedBy?: string) {
+  const ref = useRef<HTMLInputElement>(null);
+  const answer = error?.answer;
+  useEffect(() => {
+    if (answer) ref.current?.focus();
+  }, [answer]);
+  return {
+    ref,
+    "aria-invalid": error ? true : undefined,
+    "aria-describedby": [describedBy, error ? `${name}-error` : undefined].filter(Boolean).join(" ") || undefined,
+  };
+}
+
+/** The refusal's message under its field, with the id useInvalid describes the input by. */
+export function FieldMessage({ name, error }: { name: string; error: FieldError | undefined }) {
+  if (!error) return null;
+  return (
+    <span id={`${name}-error`} role="alert" className="mt-1 block text-xs font-medium break-words text-red-700">
+      {error.message}
+    </span>
   );
 }
 
@@ -69,9 +103,14 @@ export function Alert({
   );
 }
 
-export function Card({ title, children, actions }: { title?: string; children: ReactNode; actions?: ReactNode }) {
+/** `focus`: an answer that takes the focus to this card when it is new (see Alert's). */
+export function Card({ title, children, actions, focus }: { title?: string; children: ReactNode; actions?: ReactNode; focus?: object }) {
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    if (focus) ref.current?.focus();
+  }, [focus]);
   return (
-    <section className="rounded-xl border border-slate-200 bg-white p-5 shadow-sm">
+    <section ref={ref} tabIndex={focus ? -1 : undefined} className="rounded-xl border border-slate-200 bg-white p-5 shadow-sm">
       {title || actions ? (
         <div className="mb-4 flex items-center justify-between gap-2">
           {title ? <h2 className="min-w-0 text-base font-semibold [overflow-wrap:anywhere]">{title}</h2> : <span />}

@@ -34,7 +34,7 @@ const INVITE_MS = INVITE_DAYS * 24 * 3600 * 1000;
 /** A workspace's name as it is kept; refused when it is empty or longer than 80 characters. */
 export function workspaceName(name: string): string {
   const trimmed = name.trim();
-  if (!trimmed || trimmed.length > 80) throw badRequest("a workspace name is 1 to 80 characters");
+  if (!trimmed || trimmed.length > 80) throw badRequest("a workspace name is 1 to 80 characters", "name");
   return trimmed;
 }
 
@@ -151,7 +151,7 @@ export async function invite(workspaceId: string, actorRole: Role, actorId: stri
     .where("user.email", "=", normalizeEmail(email))
     .executeTakeFirst();
   if (member) {
-    throw new ApiError("denied", `${normalizeEmail(email)} is already a member of ${member.name} (${member.role}); change their role instead`);
+    throw new ApiError("denied", `${normalizeEmail(email)} is already a member of ${member.name} (${member.role}); change their role instead`, { at: "email" });
   }
   const token = newInviteToken();
   const now = Date.now();

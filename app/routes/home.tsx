@@ -21,13 +21,13 @@ import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-
 import { Card } from "~/components/ui";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { validate } from "~/edge/route.server";
 import type { BoxJson } from "~/models/box.server";
 import { createBox, listBoxes } from "~/models/box.server";
 import { CreateBoxSchema } from "~/models/spec.server";
 import type { FEATURES } from "~/protocol/features";
-import { ApiError } from "~/utils/api-error.server";
+import { ApiError, badRequest } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
 import type { Route } from "./+types/home";
 
@@ -55,7 +55,7 @@ function num(form: FormData, name: string, fallback: number): number {
   const raw = field(form, name);
   if (raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n)) throw new ApiError("bad_request", `${name} must be a whole number`);
+  if (!Number.isInteger(n)) throw badRequest(`${name} must be a whole number`, name);
   return n;
 }
 
@@ -63,8 +63,41 @@ function num(form: FormData, name: string, fallback: number): number {
 function metadataOf(form: FormData) {
   const name = field(form, "name").trim();
   const labels = parseLabelsText(field(form, "labels"));
-  if (!labels) throw new ApiError("bad_request", "labels: write key=value, separated by commas");
+  if (!labels) throw badRequest("labels: write key=value, separated by commas", "metadata.labels");
   return { ...(name ? { name } : {}), ...(Object.keys(labels).length ? { labels } : {}) };
+}
+
+/** The launch form's fields by the request fields they become (formFields); the rest (features, a quota) are said in the banner. */
+const LAUNCH_FIELDS = {
+  "metadata.name": "name",
+  "metadata.labels": "labels",
+  "spec.desktop.width": "width",
+  "spec.desktop.height": "height",
+  "spec.desktop.screens": "screens",
+  "placement.expires_after_secs": "lifetime_minutes",
+  width: "width",
+  height: "height",
+  screens: "screens",
+  lifetime_minutes: "lifetime_minutes",
+};
+
+/** The launch form's box, made as POST /v1/boxes makes one. */
+async function launch(actor: Parameters<typeof createBox>[0], form: FormData) {
+  const server = field(form, "server") === "wayland" ? "wayland" : "x11";
+  const features = form.getAll("features").map(String) as (typeof FEATURES)[number][];
+  const minutes = num(form, "lifetime_minutes", 60);
+  // Through the same schema as /v1, so the console cannot launch what the API would refuse.
+  const input = validate(CreateBoxSchema, {
+    spec: {
+      desktop: { server, width: num(form, "width", 1280), height: num(form, "height", 800), screens: num(form, "screens", 1), features },
+      policy: { network: form.get("network") !== "off" },
+    },
+    placement: { expires_after_secs: minutes * 60 },
+    metadata: metadataOf(form),
+  }, "form");
+  // Queued, so the list shows the box `starting` and then `ready` as it happens.
+  const { box } = await createBox(actor, input, { queue: true });
+  return { ok: `Launching ${boxTitle(box)}…` };
 }
 
 export async function action({ request }: Route.ActionArgs) {
@@ -73,23 +106,8 @@ export async function action({ request }: Route.ActionArgs) {
     const ctx = await requireFormWorkspace(request, form, "member");
     const id = field(form, "id");
     switch (field(form, "intent")) {
-      case "launch": {
-        const server = field(form, "server") === "wayland" ? "wayland" : "x11";
-        const features = form.getAll("features").map(String) as (typeof FEATURES)[number][];
-        const minutes = num(form, "lifetime_minutes", 60);
-        // Through the same schema as /v1, so the console cannot launch what the API would refuse.
-        const input = validate(CreateBoxSchema, {
-          spec: {
-            desktop: { server, width: num(form, "width", 1280), height: num(form, "height", 800), screens: num(form, "screens", 1), features },
-            policy: { network: form.get("network") !== "off" },
-          },
-          placement: { expires_after_secs: minutes * 60 },
-          metadata: metadataOf(form),
-        }, "form");
-        // Queued, so the list shows the box `starting` and then `ready` as it happens.
-        const { box } = await createBox(ctx.actor, input, { queue: true });
-        return { ok: `Launching ${boxTitle(box)}…` };
-      }
+      case "launch":
+        return formFields(LAUNCH_FIELDS, () => launch(ctx.actor, form));
       default: {
         const intent = field(form, "intent");
         const done = (await metadataIntent(ctx.actor, intent, id, form)) ?? (await lifecycleIntent(ctx.actor, intent, id));
@@ -207,7 +225,7 @@ export default function Home({ loaderData, actionData }: Route.ComponentProps) {
       </div>
       <div className="mt-4 space-y-4">
         <OkOrError shown={banner.shown} dismiss={banner.dismiss} />
-        {canDrive ? <LaunchForm resetKey={launches} csrf={csrf} open={boxes.length === 0} launching={launching} /> : null}
+        {canDrive ? <LaunchForm resetKey={launches} csrf={csrf} open={boxes.length === 0} launching={launching} answer={banner.shown} /> : null}
         {boxes.length === 0 ? (
           <EmptyState base={base} canDrive={canDrive} />
         ) : (

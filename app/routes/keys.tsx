@@ -32,7 +32,8 @@ export async function action({ request }: Route.ActionArgs) {
     const ctx = await requireFormWorkspace(request, form, "member");
     if (field(form, "intent") === "revoke") {
       await revokeKey(ctx.workspace.id, field(form, "id"));
-      return { ok: "Key revoked. Requests with it are refused from now on." };
+      // Its Revoke button, which had the focus, is gone: the banner takes it.
+      return { ok: "Key revoked. Requests with it are refused from now on.", focus: true };
     }
     const days = field(form, "expires_days");
     let expiresAtMs: number | null = null;
@@ -64,7 +65,8 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
       <div className="space-y-6">
         <OkOrError shown={shown} dismiss={dismiss} />
         {created ? (
-          <Card title={`Key “${created.name}” created`}>
+          // It takes the focus: the form whose button had it starts anew.
+          <Card title={`Key “${created.name}” created`} focus={shown}>
             <p className="text-sm text-slate-600">Copy it now: it is shown once and stored only as a hash.</p>
             <div className="mt-3 flex items-center gap-2">
               <code data-testid="new-key" className="flex-1 break-all rounded-md bg-slate-900 px-3 py-2 font-mono text-xs text-emerald-200">

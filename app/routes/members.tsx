@@ -1,16 +1,16 @@
 import { useActionData } from "react-router";
-import { ActionBanner, OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { ActionBanner, OkOrError, fieldError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { CopyButton } from "~/components/copy-button";
 import { type PendingInvitation, type PersonKey, MembersTable } from "~/components/members-table";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Button, Card, Field, when } from "~/components/ui";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { listKeys } from "~/models/key.server";
 import { ROLES, type Role, atLeast } from "~/models/roles";
 import { changeRole, invite, membersOf, pendingInvitations, removeMember, renewInvitation, revokeInvitation } from "~/models/workspace.server";
-import { ApiError } from "~/utils/api-error.server";
+import { ApiError, badRequest } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
 import type { Route } from "./+types/members";
 
@@ -54,20 +54,23 @@ export async function action({ request }: Route.ActionArgs) {
     const ctx = await requireFormWorkspace(request, form);
     const ws = ctx.workspace;
     switch (field(form, "intent")) {
-      case "invite": {
-        const email = field(form, "email");
-        if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
-        const role = parseRole(field(form, "role"));
-        const { token } = await invite(ws.id, ws.role, ctx.user.id, email, role);
-        return { invited: email, role, link: linkOf(token), renewed: false };
-      }
+      case "invite":
+        // A refusal about the address is said at its field; any other (the role) in the banner.
+        return formFields({ email: "email" }, async () => {
+          const email = field(form, "email");
+          if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw badRequest("enter an email address", "email");
+          const role = parseRole(field(form, "role"));
+          const { token } = await invite(ws.id, ws.role, ctx.user.id, email, role);
+          return { invited: email, role, link: linkOf(token), renewed: false };
+        });
       case "renew": {
         const r = await renewInvitation(ws.id, ws.role, field(form, "invitation"));
         return { invited: r.email, role: r.role, link: linkOf(r.token), renewed: true };
       }
       case "revoke": {
         const r = await revokeInvitation(ws.id, ws.role, field(form, "invitation"));
-        return { ok: `Invitation for ${r.email} revoked: its link no longer works.` };
+        // Its row, which had the focus, is gone: the banner takes it.
+        return { ok: `Invitation for ${r.email} revoked: its link no longer works.`, focus: true };
       }
       case "role":
         try {
@@ -80,7 +83,7 @@ export async function action({ request }: Route.ActionArgs) {
         return { ok: "Role changed." };
       case "remove":
         await removeMember(ws.id, ws.role, field(form, "user"));
-        return { ok: "Member removed." };
+        return { ok: "Member removed.", focus: true };
       default:
         throw new ApiError("bad_request", "unknown action");
     }
@@ -103,7 +106,9 @@ export default function Members({ loaderData }: Route.ComponentProps) {
       <div className="space-y-6">
         <OkOrError shown={shown} dismiss={dismiss} />
         {shown && "link" in shown && shown.link ? (
-          <ActionBanner tone="success" onDismiss={dismiss}>
+          // It takes the focus (Copy link is next): the invite form that had it is drawn anew, and
+          // so is a renewed invitation's row (a new id).
+          <ActionBanner tone="success" onDismiss={dismiss} focus={shown}>
             <p>
               {shown.renewed ? "New link" : "Invitation"} for {shown.invited} as {shown.role}
               {shown.renewed ? " (the old link no longer works)" : ""}. Send them this link; it is shown only now:
@@ -122,7 +127,7 @@ export default function Members({ loaderData }: Route.ComponentProps) {
         {manage ? (
           <Card title="Invite someone">
             <PostForm key={`invite-${invites}`} csrf={csrf} intent="invite" className="grid gap-3 sm:grid-cols-[1fr_10rem_auto] sm:items-end">
-              <Field label="Email" name="email" type="email" required />
+              <Field label="Email" name="email" type="email" required error={fieldError(shown, "email")} />
               <div className="text-sm">
                 <label htmlFor="invite-role" className="block font-medium text-slate-700">Role</label>
                 <select id="invite-role" name="role" defaultValue="member" className="mt-1 block w-full rounded-md border border-slate-300 px-2 py-1.5 text-sm">

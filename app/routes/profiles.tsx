@@ -27,7 +27,8 @@ export async function action({ request }: Route.ActionArgs) {
     const form = await request.formData();
     const ctx = await requireFormWorkspace(request, form, "member");
     const { name } = await deleteProfile(ctx.workspace.id, field(form, "name"));
-    return { ok: `Profile “${name}” removed, with its cookies and storage.` };
+    // Its row, which had the focus, is gone: the banner takes it.
+    return { ok: `Profile “${name}” removed, with its cookies and storage.`, focus: true };
   });
 }
 

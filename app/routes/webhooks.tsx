@@ -1,13 +1,13 @@
 import { useEffect } from "react";
 import { useActionData, useRevalidator } from "react-router";
-import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { OkOrError, fieldError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { CopyButton } from "~/components/copy-button";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Button, Card, Field, when } from "~/components/ui";
 import { WebhookDeliveries } from "~/components/webhook-deliveries";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { atLeast } from "~/models/roles";
 import { listDeliveries, replayDelivery } from "~/models/webhook-delivery.server";
 import { createWebhook, deleteWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from "~/models/webhook.server";
@@ -50,10 +50,13 @@ export async function action({ request }: Route.ActionArgs) {
     const intent = field(form, "intent");
     const id = field(form, "id");
     if (intent === "create") {
-      const events = form.getAll("events").filter((v): v is string => typeof v === "string");
-      const body = validate(WebhookCreateSchema, { url: field(form, "url"), events: events.includes("*") ? ["*"] : events }, "form");
-      const made = await createWebhook(owner, `user:${ctx.user.id}`, body);
-      return { created: { url: made.url, secret: made.secret } };
+      // A refusal of the URL is said at its field; the events' or the count's in the banner.
+      return formFields({ url: "url" }, async () => {
+        const events = form.getAll("events").filter((v): v is string => typeof v === "string");
+        const body = validate(WebhookCreateSchema, { url: field(form, "url"), events: events.includes("*") ? ["*"] : events }, "form");
+        const made = await createWebhook(owner, `user:${ctx.user.id}`, body);
+        return { created: { url: made.url, secret: made.secret } };
+      });
     }
     if (intent === "enable" || intent === "disable") {
       await updateWebhook(owner, id, { enabled: intent === "enable" });
@@ -66,7 +69,8 @@ export async function action({ request }: Route.ActionArgs) {
     }
     if (intent === "delete") {
       await deleteWebhook(owner, id);
-      return { ok: "Webhook deleted, with its delivery log." };
+      // Its card, which had the focus, is gone: the banner takes it.
+      return { ok: "Webhook deleted, with its delivery log.", focus: true };
     }
     if (intent === "replay") {
       await replayDelivery(owner, id, field(form, "delivery"));
@@ -98,7 +102,8 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
       <div className="space-y-6">
         <OkOrError shown={shown} dismiss={dismiss} />
         {created ? (
-          <Card title="Webhook created">
+          // It takes the focus: the form whose button had it starts anew.
+          <Card title="Webhook created" focus={shown}>
             <p className="text-sm text-slate-600">
               Copy its signing secret now: it is shown once and stored encrypted. Each delivery carries{" "}
               <code>Holm-Signature: t=…,v1=…</code>, the HMAC-SHA256 of <code>t.body</code> under this secret.
@@ -134,7 +139,7 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
           <>
             <Card title="Add a webhook">
               <PostForm key={`create-${made}`} csrf={csrf} intent="create" className="space-y-3">
-                <Field label="URL" name="url" type="url" required maxLength={2048} placeholder="https://hooks.example.com/holm" />
+                <Field label="URL" name="url" type="url" required maxLength={2048} placeholder="https://hooks.example.com/holm" error={fieldError(shown, "url")} />
                 <fieldset>
                   <legend className="mb-1 text-sm font-medium text-slate-700">Events</legend>
                   <div className="flex flex-wrap gap-x-4 gap-y-1 text-sm">

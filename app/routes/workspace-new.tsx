@@ -1,8 +1,9 @@
 import { Form, redirect, useActionData, useRouteLoaderData } from "react-router";
+import { fieldError } from "~/components/action-banner";
 import { Shell } from "~/components/shell";
 import { Alert, Button, Card, CsrfInput, Field } from "~/components/ui";
 import { requireConsole, requireCsrf } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { setSessionWorkspace } from "~/models/session.server";
 import { createWorkspace } from "~/models/workspace.server";
 import type { loader as rootLoader } from "~/root";
@@ -20,7 +21,7 @@ export async function action({ request }: Route.ActionArgs) {
     const ctx = await requireConsole(request);
     const form = await request.formData();
     requireCsrf(form, ctx);
-    const ws = await createWorkspace(ctx.user.id, field(form, "name"));
+    const ws = await formFields({ name: "name" }, () => createWorkspace(ctx.user.id, field(form, "name")));
     await setSessionWorkspace(ctx.session.id, ws.id);
     throw redirect("/");
   });
@@ -36,8 +37,9 @@ export default function NewWorkspace() {
           <p className="mb-4 text-sm text-slate-600">A workspace holds boxes, members and API keys. You will own it.</p>
           <Form method="post" className="space-y-4">
             <CsrfInput token={root?.me?.csrf ?? ""} />
-            {result && "error" in result ? <Alert>{result.error}</Alert> : null}
-            <Field label="Workspace name" name="name" required maxLength={80} />
+            {/* A refusal of the name is said at its field (fieldError); any other here, with the focus. */}
+            {result && "error" in result && !result.field ? <Alert focus={result}>{result.error}</Alert> : null}
+            <Field label="Workspace name" name="name" required maxLength={80} error={fieldError(result, "name")} />
             <Button type="submit">Create workspace</Button>
           </Form>
         </Card>

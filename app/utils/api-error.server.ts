@@ -12,10 +12,16 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
   readonly status: number;
-  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean } = {}) {
+  /**
+   * The request field the refusal is about, as a dotted path (`metadata.labels.team`), when it is
+   * about one: the console marks that field of its form. Not in the /v1 body (the message says it).
+   */
+  readonly at: string | undefined;
+  constructor(code: ErrorCode, message: string, opts: { retryable?: boolean; at?: string } = {}) {
     super(message);
     this.name = "ApiError";
     this.code = code;
+    this.at = opts.at;
     this.retryable = opts.retryable ?? RETRYABLE_BY_DEFAULT.has(code);
     // One status per code, always: a status of its own needs a code of its own.
     this.status = ERROR_STATUS[code];
@@ -25,7 +31,7 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string) => new ApiError("bad_request", message);
+export const badRequest = (message: string, at?: string) => new ApiError("bad_request", message, { at });
 export const unsupported = (message: string) => new ApiError("unsupported", message);
 export const notFound = (message: string) => new ApiError("not_found", message);
 

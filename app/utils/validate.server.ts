@@ -6,10 +6,11 @@ import { protoKeyAt } from "./proto-key";
 
 export function validate<S extends z.ZodType>(schema: S, raw: unknown, where: string): z.output<S> {
   const proto = protoKeyAt(raw);
-  if (proto !== undefined) throw badRequest(`${proto}: "__proto__" cannot be a key in the ${where}`);
+  if (proto !== undefined) throw badRequest(`${proto}: "__proto__" cannot be a key in the ${where}`, proto);
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
-  throw badRequest(describeIssue(result.error.issues[0], where));
+  const issue = result.error.issues[0];
+  throw badRequest(describeIssue(issue, where), issue?.path.length ? issue.path.map(String).join(".") : undefined);
 }
 
 function describeIssue(issue: z.core.$ZodIssue | undefined, where: string): string {

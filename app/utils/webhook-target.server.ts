@@ -54,20 +54,20 @@ export function blockedRange(address: string): string | undefined {
  * Control characters and surrounding spaces are refused here, and the caller keeps `href`.
  */
 export function parseWebhookUrl(raw: string): URL {
-  if (raw.length > WEBHOOK_URL_MAX) throw badRequest(`url: at most ${WEBHOOK_URL_MAX} characters`);
-  if (/[\u0000-\u001f\u007f]/.test(raw)) throw badRequest("url: a webhook URL has no control characters (tab, newline, NUL …)");
-  if (raw.trim() !== raw) throw badRequest("url: a webhook URL has no space before or after it");
+  if (raw.length > WEBHOOK_URL_MAX) throw badRequest(`url: at most ${WEBHOOK_URL_MAX} characters`, "url");
+  if (/[\u0000-\u001f\u007f]/.test(raw)) throw badRequest("url: a webhook URL has no control characters (tab, newline, NUL …)", "url");
+  if (raw.trim() !== raw) throw badRequest("url: a webhook URL has no space before or after it", "url");
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw badRequest("url: not a URL");
+    throw badRequest("url: not a URL", "url");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw badRequest("url: only http and https URLs are webhook targets");
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw badRequest("url: only http and https URLs are webhook targets", "url");
   // Credentials in the URL would be shown in every list; the signature authenticates instead.
-  if (url.username || url.password) throw badRequest("url: a webhook URL carries no user name or password");
-  if (url.hash) throw badRequest("url: a webhook URL has no #fragment");
-  if (url.port === "0") throw badRequest("url: port 0 cannot be sent to");
+  if (url.username || url.password) throw badRequest("url: a webhook URL carries no user name or password", "url");
+  if (url.hash) throw badRequest("url: a webhook URL has no #fragment", "url");
+  if (url.port === "0") throw badRequest("url: port 0 cannot be sent to", "url");
   return url;
 }
 
@@ -93,9 +93,9 @@ export async function resolveTarget(raw: string, allowPrivate: boolean): Promise
   const addresses = ipaddr.isValid(host)
     ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
     : await lookup(host, { all: true, verbatim: true }).catch(() => {
-        throw badRequest(`url: the host "${host}" does not resolve`);
+        throw badRequest(`url: the host "${host}" does not resolve`, "url");
       });
-  if (addresses.length === 0) throw badRequest(`url: the host "${host}" does not resolve`);
+  if (addresses.length === 0) throw badRequest(`url: the host "${host}" does not resolve`, "url");
   if (!allowPrivate) {
     for (const a of addresses) {
       const range = blockedRange(a.address);
@@ -104,7 +104,7 @@ export async function resolveTarget(raw: string, allowPrivate: boolean): Promise
         // of the operator's internal names for any member. The log (debug) has them.
         if (a.address !== host) log.debug(`webhook url: "${host}" resolves to ${a.address}, a ${range} address: refused`);
         const what = a.address === host ? `is a ${range} address` : "resolves to a private or loopback address";
-        throw badRequest(`url: "${host}" ${what}; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`);
+        throw badRequest(`url: "${host}" ${what}; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`, "url");
       }
     }
   }

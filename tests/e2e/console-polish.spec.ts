@@ -38,6 +38,8 @@ test("launch form help, a banner that does not go stale, and removal asked in th
   const banner = page.getByRole("status").filter({ hasText: "Launching polish-one" });
   await expect(banner).toBeVisible();
   await expect(form.getByLabel("Name (optional)")).toHaveValue("");
+  // The Launch button keeps the focus through the launch (not dropped on the page's body).
+  await expect(form.getByRole("button", { name: "Launch box" })).toBeFocused();
   // Dismissed, it stays gone (done at once: by itself it goes after 10 s, and a busy machine
   // boots the box slower than that); the next action's answer replaces it rather than joining it.
   await banner.getByRole("button", { name: "Dismiss" }).click();

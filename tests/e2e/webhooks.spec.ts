@@ -88,8 +88,9 @@ test("a member adds a webhook, sees its secret once, sees a delivery, and replay
   // and no sideways scrolling on a 390 px phone, with a webhook and its log on it.
   await expectCleanOnPhone(page, `${server.base}/webhooks`, (phone) => expect(phone.getByTestId("delivery")).toHaveCount(2));
 
-  // Delete asks in the page first.
+  // Delete asks in the page first; its button gone, the answer has the focus, not the page's body.
   await page.getByRole("button", { name: `Delete ${rxUrl}` }).click();
   await page.getByRole("button", { name: "Delete webhook" }).click();
   await expect(page.getByText("No webhooks yet")).toBeVisible();
+  await expect(page.getByRole("status").filter({ hasText: "Webhook deleted" })).toBeFocused();
 });

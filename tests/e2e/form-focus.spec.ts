@@ -1,0 +1,126 @@
+import { type Locator, type Page, expect, test } from "@playwright/test";
+import { signUp } from "../support/browser";
+import { type TestServer, startServer } from "../support/server";
+import { refuseNativeDialogs } from "../support/shots";
+
+// Where the keyboard's focus goes after a console form's answer (WCAG 2.4.3, 3.3.1, 1.3.1): a
+// refusal that names a field marks that field invalid, ties the message to it and puts the focus
+// in it, keeping what was typed; one that names no field (a quota) puts it on the banner that
+// says it; an action that removed the control that had the focus puts it on its answer's banner.
+// Never on the page's body. No box is started: the workspace may have none.
+
+let server: TestServer;
+
+test.beforeAll(async ({ browser }) => {
+  server = await startServer({ HOLM_WORKSPACE_BOXES: "0" });
+  const page = await browser.newPage();
+  await page.goto(`${server.base}/signup`);
+  await signUp(page, "Ada", "ada@example.com", "Crew");
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+  await page.close();
+});
+
+test.afterAll(async () => {
+  await server?.stop();
+});
+
+async function logIn(page: Page) {
+  await page.goto(`${server.base}/login`);
+  await page.getByLabel("Email").fill("ada@example.com");
+  await page.getByLabel("Password").fill("correct horse battery");
+  await page.getByRole("button", { name: "Log in" }).click();
+  await expect(page.getByRole("heading", { name: "Boxes", exact: true })).toBeVisible();
+}
+
+/** The field is refused: marked, described by the message, focused, and still holds `value`. */
+async function expectRefused(field: Locator, message: RegExp, value: string) {
+  await expect(field).toHaveAttribute("aria-invalid", "true");
+  await expect(field).toHaveAccessibleDescription(message);
+  await expect(field).toBeFocused();
+  await expect(field).toHaveValue(value);
+}
+
+/** The heading inside the element that has the focus (a card). */
+const focusedHeading = (page: Page) => page.evaluate(() => document.activeElement?.querySelector("h2")?.textContent ?? null);
+
+async function launchWith(page: Page, labels: string) {
+  const form = page.getByRole("form", { name: "Launch a box" });
+  const field = form.getByRole("textbox", { name: "Labels (optional)" });
+  await field.fill(labels);
+  await form.getByRole("button", { name: "Launch box" }).click();
+  return field;
+}
+
+test("the launch form's refusals: at the labels field they name, else on the banner", async ({ page }) => {
+  refuseNativeDialogs(page);
+  await logIn(page);
+  let field = await launchWith(page, "team web=x");
+  await expectRefused(field, /a label key is 1–63/, "team web=x");
+  field = await launchWith(page, "=x");
+  await expectRefused(field, /labels: write key=value/, "=x");
+  const long = `team=${"v".repeat(400)}`;
+  field = await launchWith(page, long);
+  await expectRefused(field, /metadata\.labels\.team/, long);
+
+  // The quota names no field: its banner takes the focus; the labels are not marked.
+  field = await launchWith(page, "team=web");
+  const banner = page.getByRole("alert").filter({ hasText: "HOLM_WORKSPACE_BOXES=0" });
+  await expect(banner).toBeFocused();
+  await expect(field).not.toHaveAttribute("aria-invalid", "true");
+  await expect(field).toHaveAccessibleDescription("key=value pairs, separated by commas, to filter the list by.");
+  await expect(field).toHaveValue("team=web");
+});
+
+test("a new workspace's name refused: the name field says it and has the focus", async ({ page }) => {
+  await logIn(page);
+  await page.goto(`${server.base}/workspaces/new`);
+  const name = page.getByRole("textbox", { name: "Workspace name" });
+  await name.fill("   ");
+  await page.getByRole("button", { name: "Create workspace" }).click();
+  await expectRefused(name, /a workspace name is 1 to 80 characters/, "   ");
+});
+
+test("keys, invitations and webhooks: removals focus their banner, refusals their field", async ({ page }) => {
+  refuseNativeDialogs(page);
+  await logIn(page);
+
+  // A key revoked: its button is gone, the banner saying so has the focus.
+  await page.goto(`${server.base}/keys`);
+  await page.getByLabel("Name", { exact: true }).fill("k1");
+  await page.getByRole("button", { name: "Create key" }).click();
+  await expect(page.getByTestId("new-key")).toBeVisible();
+  // The form starts anew: its card, with the key to copy, has the focus.
+  await expect.poll(() => focusedHeading(page)).toBe("Key “k1” created");
+  await page.getByRole("button", { name: "Revoke k1" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Revoke key" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Key revoked" })).toBeFocused();
+
+  // An invitation revoked: the same.
+  await page.goto(`${server.base}/members`);
+  const email = page.getByRole("textbox", { name: "Email" });
+  await email.fill("bo@example.com");
+  await page.getByRole("button", { name: "Create invitation" }).click();
+  await expect(page.getByRole("status").filter({ has: page.getByTestId("invite-link") })).toBeFocused();
+  // A new link: the invitation's row is drawn anew; the answer takes the focus again.
+  await page.getByRole("button", { name: "New link for bo@example.com" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "New link for bo@example.com" })).toBeFocused();
+  await page.getByRole("button", { name: "Revoke the invitation for bo@example.com" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Revoke invitation" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Invitation for bo@example.com revoked" })).toBeFocused();
+
+  // Inviting a member: refused at the email field.
+  await email.fill("ada@example.com");
+  await page.getByRole("button", { name: "Create invitation" }).click();
+  await expectRefused(email, /ada@example\.com is already a member/, "ada@example.com");
+
+  // A webhook to a loopback address: refused at the URL field.
+  await page.goto(`${server.base}/webhooks`);
+  const url = page.getByRole("textbox", { name: "URL" });
+  await url.fill("http://127.0.0.1:1/x");
+  await page.getByRole("button", { name: "Add webhook" }).click();
+  await expectRefused(url, /url: "127\.0\.0\.1" is a loopback address/, "http://127.0.0.1:1/x");
+  // A public one is added: the form starts anew, the card with its secret has the focus.
+  await url.fill("http://93.184.216.34/hook");
+  await page.getByRole("button", { name: "Add webhook" }).click();
+  await expect.poll(() => focusedHeading(page)).toBe("Webhook created");
+});
