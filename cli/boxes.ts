@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import type { Box, CreateBox, Holm } from "~/client/holm";
+import { createInterruptibly } from "./create";
 import { type Out, UsageError, fail, printJson, printTable, progress, ticker, when } from "./output";
 
 // holm boxes ls|create|get|rm, and the seed's short forms (002): holm new, box, rm, pause,
@@ -96,12 +97,11 @@ export function boxCommands(program: Command, ctx: Ctx) {
   boxes.command("ls").alias("list").description("list boxes").action(ls);
 
   const create = async (f: CreateFlags, cmd: Command) => {
+    const body = createBody(f);
     const tick = ticker("creating a box");
     try {
-      const box = await ctx.holm().boxes.create(createBody(f), {
-        wait: f.wait !== false,
-        onProgress: (b) => tick.update(`${b.id} is starting`),
-      });
+      // A Ctrl-C before the id is printed removes the box being made (cli/create.ts).
+      const box = await createInterruptibly(ctx.holm(), body, { wait: f.wait !== false, tick });
       tick.done(`${box.id} ${box.state}`);
       // Only the id on stdout, so BOX=$(holm boxes create) works.
       if (ctx.out(cmd).json) printJson(box);

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { Command } from "commander";
 import type { BatchBody, Holm } from "~/client/holm";
-import { type Out, UsageError, printJson, printable } from "./output";
+import { type Out, UsageError, printJson, printable, progress } from "./output";
 
 // holm batch, frame, exec and view: driving one box.
 
@@ -36,6 +36,8 @@ export function driveCommands(program: Command, ctx: Ctx) {
       const out = await ctx.holm().screens.batch(box, body, { screen: screenOf(f.screen), idempotencyKey: f.idempotencyKey });
       if (ctx.out(cmd).json) printJson(out);
       else {
+        // The server takes an empty batch (it does nothing): say so rather than print nothing.
+        if (out.results.length === 0) progress("the batch has no actions: nothing was done");
         out.results.forEach((r, i) => {
           const type = (body.actions[i] as { type?: string } | undefined)?.type ?? "?";
           const what = r.ok === false ? `${r.code}: ${r.message}` : "ok";

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import type { Holm, HolmEvent, TraceEntry } from "~/client/holm";
+import { type Holm, HolmApiError, type HolmEvent, type TraceEntry } from "~/client/holm";
 import { describeEntry } from "~/components/trace-describe";
 import { type Out, UsageError, jsonText, printJson, printable, progress, ticker, when } from "./output";
 
@@ -28,6 +28,19 @@ function untilInterrupted(): AbortSignal {
   return ac.signal;
 }
 
+/**
+ * Whether the box was removed and its trace already ends with its `gone` entry (written just
+ * after the box is marked removed, so a box marked but not yet entered is still followed).
+ */
+async function removedWithEntry(holm: Holm, box: string): Promise<boolean> {
+  const state = await holm.boxes.get(box).then(
+    (b) => b.state,
+    (e) => (e instanceof HolmApiError && e.code === "gone" ? "gone" : undefined),
+  );
+  if (state !== "gone") return false;
+  return (await holm.trace.all(box)).some((e) => e.event === "gone");
+}
+
 export function historyCommands(program: Command, ctx: Ctx) {
   program
     .command("trace <box>")
@@ -39,16 +52,26 @@ export function historyCommands(program: Command, ctx: Ctx) {
       const holm = ctx.holm();
       const json = ctx.out(cmd).json;
       const after = intOpt("after", f.after) ?? -1;
+      const print = (e: TraceEntry) => process.stdout.write(json ? `${jsonText(e)}\n` : entryLine(e));
       if (f.follow) {
+        // A removed box's trace cannot grow: the follow ends with its `gone` entry (as `kubectl
+        // logs -f` does when the pod ends), and at once for a box removed before it began.
+        if (await removedWithEntry(holm, box)) {
+          for (const e of await holm.trace.all(box, after)) print(e);
+          return;
+        }
         // One JSON object a line with --json, so a script reads entries as they come.
-        for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) process.stdout.write(json ? `${jsonText(e)}\n` : entryLine(e));
+        for await (const e of holm.trace.follow(box, { after, signal: untilInterrupted() })) {
+          print(e);
+          if (e.event === "gone") return;
+        }
         return;
       }
       const limit = intOpt("limit", f.limit, true);
       let entries = await holm.trace.all(box, after);
       if (limit !== undefined) entries = entries.slice(0, limit);
       if (json) printJson({ entries });
-      else for (const e of entries) process.stdout.write(entryLine(e));
+      else for (const e of entries) print(e);
     });
 
   program

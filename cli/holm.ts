@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
-import { Holm } from "~/client/holm";
 import { boxCommands } from "./boxes";
+import { connect } from "./connect";
 import { driveCommands } from "./drive";
 import { historyCommands } from "./history";
 import { opsCommands } from "./ops";
@@ -8,7 +8,7 @@ import { fail } from "./output";
 import { runtimeCommands } from "./runtimes";
 
 // `holm`: the /v1 API from a shell (seeds 001, 002), on the typed client (app/client/). The
-// server is HOLM_URL (default http://127.0.0.1:8080), the credential HOLM_TOKEN (a holm_sk_ key,
+// server is --url or HOLM_URL (default http://127.0.0.1:8080), the credential HOLM_TOKEN (a holm_sk_ key,
 // a workspace or the server token; none in open mode). Built by scripts/build-cli.mjs into
 // build/cli/holm.js, the package's `bin`.
 
@@ -23,7 +23,7 @@ const program = new Command("holm")
   .exitOverride();
 
 const ctx = {
-  holm: () => Holm.fromEnv(process.env, program.opts().url ? { baseUrl: program.opts().url } : {}),
+  holm: () => connect(process.env, program.opts().url),
   out: (cmd: Command) => ({ json: cmd.optsWithGlobals().json === true }),
 };
 

@@ -78,20 +78,50 @@ export function ticker(label: string) {
 
 export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
 
+/** The server the CLI talks to and where its address came from (`--url`, HOLM_URL, the default), for errors about it. */
+const server = { url: "http://127.0.0.1:8080", from: "the default; set HOLM_URL or --url" };
+export function useServer(url: string, from: string) {
+  server.url = url;
+  server.from = from;
+}
+
+/** An answer that is a web page (a proxy's, another app's, a 404 page): never JSON from holm. */
+const HTML = /^\s*<(!doctype|html|head|body)\b/i;
+
 /** `code: message` on stderr, and the exit code. */
 export function fail(e: unknown): number {
   if (e instanceof HolmApiError) {
+    // The client's message for an answer without holm's error body: `HTTP 404: <the body>`.
+    const page = /^HTTP (\d+): ([\s\S]*)$/.exec(e.message);
+    if (page && HTML.test(page[2]!)) return notHolm(`answered ${page[1]} with an HTML page`);
     process.stderr.write(`${printable(e.code)}: ${printable(e.message)}\n`);
     return 1;
   }
   const err = e as Error & { cause?: { code?: string; message?: string } };
   if (err?.name === "TypeError" && err.message === "fetch failed") {
-    const url = process.env.HOLM_URL || "http://127.0.0.1:8080";
-    process.stderr.write(`transport: could not reach ${url} (${err.cause?.code ?? err.cause?.message ?? "no answer"}); is the server running? (HOLM_URL)\n`);
+    process.stderr.write(`transport: could not reach ${printable(server.url)} (${printable(err.cause?.code ?? err.cause?.message ?? "no answer")}); is the server running? (${server.from})\n`);
     return 1;
   }
+  if (e instanceof NotJsonAnswer) return notHolm(`answered ${e.status} with ${HTML.test(e.text) ? "an HTML page" : "something that is not JSON"}`);
   process.stderr.write(`bad_request: ${printable(err?.message ?? String(e))}\n`);
   return 1;
+}
+
+/** The address reaches a server, but not holm's API (a path after the host, another app). */
+function notHolm(what: string): number {
+  const name = server.from === "--url" ? "--url" : "HOLM_URL";
+  process.stderr.write(`bad_request: the server at ${printable(server.url)} ${what}, not holm's API; is ${name} the holm server's root?\n`);
+  return 1;
+}
+
+/** A success answer that is not JSON: not holm's API answering (cli/connect.ts). */
+export class NotJsonAnswer extends Error {
+  constructor(
+    readonly status: number,
+    readonly text: string,
+  ) {
+    super(`HTTP ${status}: the answer is not JSON`);
+  }
 }
 
 /** A usage error the CLI finds itself (before any request), in the same `code: message` form. */
