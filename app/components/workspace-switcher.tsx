@@ -123,7 +123,7 @@ function WorkspaceList({
           );
         })}
         <li className="mt-1 border-t border-slate-100 pt-1">
-          <Link to="/workspaces/new" className={`${item} text-indigo-700`}>
+          <Link to="/workspaces/new" className={item}>
             New workspace…
           </Link>
         </li>
