@@ -2,6 +2,7 @@ import type { ReactNode } from "react";
 import { Form, NavLink, useRouteLoaderData } from "react-router";
 import type { loader as rootLoader } from "~/root";
 import { CsrfInput } from "./ui";
+import { WorkspaceSwitcher } from "./workspace-switcher";
 
 /** The console frame: product name, workspace switcher, navigation, account. `wide`: the page uses the window's width (a box's screen). */
 export function Shell({ children, wide = false }: { children: ReactNode; wide?: boolean }) {
@@ -26,28 +27,7 @@ export function Shell({ children, wide = false }: { children: ReactNode; wide?: 
           </a>
           {me ? (
             <>
-              <Form method="post" action="/workspace" className="flex items-center gap-2" aria-label="Switch workspace">
-                <CsrfInput token={me.csrf} />
-                <label htmlFor="ws" className="sr-only">
-                  Workspace
-                </label>
-                <select
-                  id="ws"
-                  name="workspace"
-                  defaultValue={me.workspace?.id}
-                  onChange={(e) => e.currentTarget.form?.requestSubmit()}
-                  className="rounded-md border border-slate-300 bg-white px-2 py-1 text-sm"
-                >
-                  {me.workspaces.map((w) => (
-                    <option key={w.id} value={w.id}>
-                      {w.name} ({w.role})
-                    </option>
-                  ))}
-                </select>
-                <noscript>
-                  <button type="submit">Switch</button>
-                </noscript>
-              </Form>
+              <WorkspaceSwitcher workspaces={me.workspaces} current={me.workspace} csrf={me.csrf} />
               <nav aria-label="Console" className="flex flex-wrap gap-1">
                 <NavLink to="/" end className={link}>
                   Boxes

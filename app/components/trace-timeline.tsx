@@ -177,7 +177,6 @@ export function Timeline({
         ref={selected ? selectedEl : undefined}
         aria-posinset={s - first + 1}
         aria-setsize={total}
-        aria-current={selected ? "true" : undefined}
         data-seq={s}
         data-open={isOpen ? "true" : undefined}
         data-testid="trace-entry"
@@ -191,6 +190,8 @@ export function Timeline({
         <button
           type="button"
           onClick={() => onSeq(s)}
+          // On the button, which has the focus in the list, so "current" is heard with its name.
+          aria-current={selected ? "true" : undefined}
           title={text}
           className="flex min-w-0 flex-1 items-center gap-2 px-2 py-0.5 text-left hover:bg-slate-50 focus-visible:outline-2 focus-visible:-outline-offset-2 focus-visible:outline-indigo-600"
         >

@@ -3,7 +3,7 @@ import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
 import { useFrameCache } from "~/components/frame-cache";
 import { boxTitle, shortId } from "~/components/box-name";
 import { Shell } from "~/components/shell";
-import { clock } from "~/components/trace-describe";
+import { clock, describeEntry } from "~/components/trace-describe";
 import { ForkPanel, type ForkResult } from "~/components/fork-panel";
 import { ForkCard } from "~/components/fork-card";
 import { SelectedEntry } from "~/components/trace-entry-panel";
@@ -161,11 +161,17 @@ function TracePage(props: LoaderData) {
   useEffect(() => () => clearTimeout(commitTimer.current), []);
   const bounds = useRef({ first, last });
   bounds.current = { first, last };
-  /** Selects an entry (from the slider, keys, the timeline or the filmstrip). */
+  // The entry to announce once the page catches up with it (see `said` below).
+  const announceSeq = useRef<number | null>(null);
+  /**
+   * Selects an entry (from the slider, keys, the timeline or the filmstrip). `announce`: say it in
+   * the live region; not from the slider, which a screen reader speaks itself (its valuetext).
+   */
   const select = useCallback(
-    (n: number) => {
+    (n: number, announce = false) => {
       const { first, last } = bounds.current;
       scrub.current = Math.min(last, Math.max(first, Math.round(n)));
+      announceSeq.current = announce ? scrub.current : null;
       follow(scrub.current);
       commit();
     },
@@ -180,7 +186,7 @@ function TracePage(props: LoaderData) {
       const target = e.target as HTMLElement | null;
       if (target?.closest("input, textarea, select, [contenteditable=true]")) return;
       e.preventDefault();
-      select(scrub.current + (e.key === "ArrowRight" ? 1 : -1));
+      select(scrub.current + (e.key === "ArrowRight" ? 1 : -1), true);
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
@@ -245,11 +251,26 @@ function TracePage(props: LoaderData) {
   const textFor = useCallback(
     (n: number) => {
       const e = store.get(n);
-      return `entry ${fmt(n - first + 1)} of ${fmt(total)}${e ? `, ${clock(e.at_ms)}` : ""}`;
+      return `entry ${fmt(n - first + 1)} of ${fmt(total)}${e ? `, ${clock(e.at_ms)}, ${describeEntry(e)}` : ""}`;
     },
-    // `version`: the entries' times arrive with their pages.
+    // `version`: the entries' times and descriptions arrive with their pages.
     [store, first, total, version],
   );
+  // What the polite live region says: the entry chosen by the page-wide keys, the timeline or the
+  // filmstrip, once the page has caught up with it. Kept as words, not worked out at each render,
+  // so entries the live tail adds ("of 12" after "of 11") are not announced while the selection
+  // stays; said again only when the entry's description arrives after the move.
+  const [said, setSaid] = useState<{ seq: number; text: string; whole: boolean } | null>(null);
+  useEffect(() => {
+    if (announceSeq.current !== seq) return;
+    announceSeq.current = null;
+    setSaid({ seq, text: textFor(seq), whole: store.get(seq) !== undefined });
+    // Only a change of the selected entry announces; textFor changes with every entry that arrives.
+  }, [seq]);
+  useEffect(() => {
+    if (said && !said.whole && store.get(said.seq)) setSaid({ seq: said.seq, text: textFor(said.seq), whole: true });
+  }, [said, store, textFor, version]);
+  const announced = useCallback((n: number) => select(n, true), [select]);
   const entry = store.get(seq);
   const held = takeoverAt(spans, screen, seq);
   const recording = recordingAt(summary.recordings, screen, seq);
@@ -294,6 +315,9 @@ function TracePage(props: LoaderData) {
           {box.removed ? "The box's page" : "Back to the box"}
         </Link>
       </div>
+      <p role="status" className="sr-only">
+        {said?.text ?? ""}
+      </p>
       {props.fork ? <ForkCard boxId={box.id} fork={props.fork} workspace={workspace} /> : null}
 
       {empty ? (
@@ -343,7 +367,7 @@ function TracePage(props: LoaderData) {
               />
             ) : null}
             <Scrubber first={first} last={last} seq={seq} textFor={textFor} frames={frames} takeovers={spans} onScrub={select} />
-            <Filmstrip frames={frames} index={fi} takeovers={spans} cache={cache} onSeq={select} />
+            <Filmstrip frames={frames} index={fi} takeovers={spans} cache={cache} onSeq={announced} />
             <SelectedEntry seq={seq} entry={entry} held={!!held} />
             {canFork ? <ForkPanel seq={seq} csrf={csrf} workspace={workspace} /> : null}
           </section>
@@ -360,7 +384,7 @@ function TracePage(props: LoaderData) {
               frames={frames}
               takeovers={spans}
               frameUrl={frameUrl}
-              onSeq={select}
+              onSeq={announced}
             />
           </section>
         </div>

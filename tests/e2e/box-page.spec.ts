@@ -319,7 +319,10 @@ test("a viewer watches the screen but has no control and no terminal", async ({ 
   const take = await vic.request.post(`${server.base}/boxes/${boxId}`, { form: { intent: "takeover", screen: "0", csrf } });
   expect(take.status()).toBe(400);
   expect(await take.text()).toContain("needs the member role");
-  const workspace = await vic.locator("#ws").inputValue();
+  // The workspace's id: the value of the switcher's current workspace.
+  await vic.getByRole("button", { name: /^Workspace: / }).click();
+  const workspace = (await vic.getByRole("list", { name: "Your workspaces" }).locator("button[aria-current=true]").getAttribute("value"))!;
+  await vic.keyboard.press("Escape");
   const term = await vic.evaluate(
     ({ box, workspace }) =>
       new Promise<string>((resolve) => {

@@ -268,7 +268,7 @@ for (const width of [1440, 390]) {
 
     // Selected (Enter), it stays open, and the selected entry's panel has the whole text too.
     await page.keyboard.press("Enter");
-    await expect(row).toHaveAttribute("aria-current", "true");
+    await expect(row.getByRole("button").first()).toHaveAttribute("aria-current", "true");
     await expect(page.getByTestId("selected-entry-text")).toHaveText(LONG);
     await page.getByTestId("trace-slider").focus();
     await expect.poll(whole, { timeout: 5000 }).toBe(true);

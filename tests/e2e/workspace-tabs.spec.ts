@@ -36,7 +36,9 @@ async function logIn(page: Page, email: string) {
 }
 
 async function switchTo(page: Page, name: string) {
-  await page.getByLabel("Workspace", { exact: true }).selectOption({ label: `${name} (owner)` });
+  await page.getByRole("button", { name: /^Workspace: / }).click();
+  await page.getByRole("list", { name: "Your workspaces" }).getByRole("button", { name: `${name} (owner)`, exact: true }).click();
+  await expect(page.getByRole("button", { name: `Workspace: ${name}`, exact: true })).toBeVisible();
   await page.waitForLoadState("networkidle");
 }
 
