@@ -1,6 +1,13 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { type CallToolResult, CallToolRequestSchema, type ServerNotification, type ServerRequest, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type CallToolResult,
+  CallToolRequestSchema,
+  type RequestId,
+  type ServerNotification,
+  type ServerRequest,
+  type ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { HolmApiError, HolmClient } from "~/client/holm-client";
 
@@ -57,6 +64,8 @@ type Handler = (args: unknown, extra: Extra) => Promise<CallToolResult>;
 
 /** Each server's tools, by name: what its tools/call handler runs (see `answerToolCalls`). */
 const handlers = new WeakMap<McpServer, Map<string, Handler>>();
+/** Each server's tool calls still running, by JSON-RPC id (see `answerPending`). */
+const running = new WeakMap<McpServer, Set<RequestId>>();
 
 /**
  * The server's tools/call handler, in place of the SDK's own: the SDK validates arguments before
@@ -68,8 +77,32 @@ function answerToolCalls(server: McpServer) {
   server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const run = handlers.get(server)?.get(request.params.name);
     if (!run) return refusal("not_found", `no tool ${request.params.name}; tools/list names them`);
-    return run(request.params.arguments ?? {}, extra);
+    let calls = running.get(server);
+    if (!calls) running.set(server, (calls = new Set()));
+    calls.add(extra.requestId);
+    try {
+      return await run(request.params.arguments ?? {}, extra);
+    } finally {
+      calls.delete(extra.requestId);
+    }
   });
+}
+
+/**
+ * Answers every tool call still running on `server` with the tool error `code: message`, before
+ * its session closes. Closing alone ends a call's SSE stream with no answer: the SDK client then
+ * resumes it by Last-Event-ID, is refused, and waits out its own timeout (60 s) for nothing.
+ * Once closed, the transport drops what the calls themselves answer later (their signal aborts).
+ */
+export async function answerPending(server: McpServer, code: string, message: string) {
+  const transport = server.server.transport;
+  const ids = [...(running.get(server) ?? [])];
+  running.get(server)?.clear();
+  if (!transport) return;
+  for (const id of ids) {
+    // A call that answered meanwhile has no stream left to write to: nothing to do for it.
+    await transport.send({ jsonrpc: "2.0", id, result: refusal(code, message) }).catch(() => {});
+  }
 }
 
 /**
