@@ -15,6 +15,7 @@ export { seg } from "~/client/holm-client";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
 import { validate } from "~/utils/validate.server";
+import { type Where, withImages } from "./images.server";
 
 // What every MCP tool shares (docs/decisions/0013): each tool is a thin call of one /v1 route
 // through the typed client, sent to this same server over loopback with the caller's own bearer,
@@ -48,7 +49,8 @@ export function clientFor(extra: Extra): HolmClient {
 }
 
 export const text = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });
-export const json = (body: unknown): CallToolResult => text(body === undefined ? "{}" : JSON.stringify(body));
+/** A /v1 answer as a tool result: its JSON, each image in it moved to an image block (images.server.ts). */
+export const json = (body: unknown, where?: Where): CallToolResult => withImages(body, where);
 export const refusal = (code: string, message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: `${code}: ${message}` }] });
 
 export interface ToolDef<S extends z.ZodObject> {
@@ -137,6 +139,13 @@ export function split<T extends { box: string; screen?: number }>(args: T): { bo
   return { box, screen: screen ?? 0, rest };
 }
 
-/** Tool annotations (hints for the client; /v1 decides what is allowed). */
+/**
+ * Tool annotations (hints for the client; /v1 decides what is allowed). The MCP spec reads
+ * `destructiveHint: false` as "only additive updates", which clients may approve unasked: so a
+ * tool that can delete, overwrite or kill (a command, a file write, a click in a page, a batch
+ * holding any of those, a stop) is WRITE; ADD is for what only adds or can be undone as it was
+ * (launch, fork, pause, resume, a ticket, a takeover).
+ */
 export const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
-export const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: true };
+export const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, openWorldHint: true };
+export const ADD: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: false };
