@@ -3,7 +3,7 @@ import { z } from "zod";
 import { PathQuerySchema, TraceQuerySchema } from "~/protocol/api-box";
 import { CreateBoxSchema } from "~/models/spec.server";
 import { ExecSchema, WriteFileSchema } from "~/protocol/action-fields";
-import { BoxId, type Extra, READ, WRITE, addTool, json, refusal, seg } from "./tool-kit.server";
+import { ADD, BoxId, type Extra, READ, WRITE, addTool, json, refusal, seg } from "./tool-kit.server";
 
 // The box tools: lifecycle (seed 002's names: launch_box, pause_box, stop_box, resume_box,
 // remove_box; seed 001's fork_box), the trace, commands and files. Each input schema is the
@@ -18,9 +18,12 @@ const LaunchSchema = CreateBoxSchema.extend({
   idle_minutes: z.number().int().min(1).max(43_200).optional().describe("Idle timeout in minutes (placement.idle_timeout_secs / 60)."),
 });
 
-/** Asks the person at the client to confirm a removal, when the client can ask (elicitation). */
-async function confirmedByPerson(server: McpServer, id: string, extra: Extra): Promise<boolean> {
-  if (!server.server.getClientCapabilities()?.elicitation) return false;
+/**
+ * Asks the person at the client to confirm a removal, when the client can ask (elicitation):
+ * `unasked` when it cannot, else what the person answered.
+ */
+async function askPerson(server: McpServer, id: string, extra: Extra): Promise<"unasked" | "confirmed" | "declined" | "cancelled"> {
+  if (!server.server.getClientCapabilities()?.elicitation) return "unasked";
   const answer = await server.server.elicitInput(
     {
       message: `Remove box ${id}? Its desktop and files are deleted; its trace stays.`,
@@ -28,7 +31,8 @@ async function confirmedByPerson(server: McpServer, id: string, extra: Extra): P
     },
     { relatedRequestId: extra.requestId, signal: extra.signal },
   );
-  return answer.action === "accept" && answer.content?.confirm === true;
+  if (answer.action === "accept") return answer.content?.confirm === true ? "confirmed" : "declined";
+  return answer.action === "cancel" ? "cancelled" : "declined";
 }
 
 export function addBoxTools(server: McpServer) {
@@ -48,7 +52,7 @@ export function addBoxTools(server: McpServer) {
       "Launches a new isolated Linux desktop with Chromium and answers the box once it is ready (or `starting` when the server queues launches). " +
       "`spec` describes the desktop (size, screens, packages, network policy), `placement` where and how long it runs. `{}` gives the defaults (1280x800, one screen, one hour).",
     input: LaunchSchema,
-    annotations: { ...WRITE, idempotentHint: false },
+    annotations: { ...ADD, idempotentHint: false, openWorldHint: true },
     run: async ({ ttl_minutes, idle_minutes, ...body }, c, extra) => {
       const placement = { ...body.placement };
       if (ttl_minutes !== undefined) {
@@ -82,25 +86,27 @@ export function addBoxTools(server: McpServer) {
     input: box.extend({ confirm: z.boolean().optional().describe("Must be true: removing cannot be undone.") }),
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     run: async (a, c, extra) => {
-      if (a.confirm !== true && !(await confirmedByPerson(server, a.box, extra))) {
-        return refusal("bad_request", "removing a box needs confirm: true (it deletes the box and its files)");
-      }
+      const asked = a.confirm === true ? "confirmed" : await askPerson(server, a.box, extra);
+      if (asked === "unasked") return refusal("bad_request", "removing a box needs confirm: true (it deletes the box and its files)");
+      // The person's no is final for this call: the agent is told so, not how to get around it.
+      if (asked !== "confirmed") return refusal("denied", `the person at the client ${asked} removing box ${a.box}; it was not removed`);
       return json(await c.request("DELETE", boxPath(a.box), { headers: { "x-holm-confirm-delete": "true" }, signal: extra.signal }));
     },
   });
 
+  // Pausing and resuming lose nothing; stopping ends every process (what was open, unsaved, is lost).
   const lifecycle = [
-    ["pause_box", "Pause a box", "Freezes the box: it keeps its memory, windows and ports and uses no CPU; calls to it wait until it resumes.", "pause"],
-    ["resume_box", "Resume a box", "Resumes a paused box as it was, or starts a stopped one with a new desktop (nothing open).", "resume"],
-    ["stop_box", "Stop a box", "Stops every process of the box and keeps its files; resume_box starts a new desktop.", "stop"],
+    ["pause_box", "Pause a box", "Freezes the box: it keeps its memory, windows and ports and uses no CPU; calls to it wait until it resumes.", "pause", ADD],
+    ["resume_box", "Resume a box", "Resumes a paused box as it was, or starts a stopped one with a new desktop (nothing open).", "resume", ADD],
+    ["stop_box", "Stop a box", "Stops every process of the box and keeps its files; resume_box starts a new desktop.", "stop", WRITE],
   ] as const;
-  for (const [name, title, description, verb] of lifecycle) {
+  for (const [name, title, description, verb, kind] of lifecycle) {
     addTool(server, {
       name,
       title,
       description,
       input: box,
-      annotations: { ...WRITE, idempotentHint: true, openWorldHint: false },
+      annotations: { ...kind, idempotentHint: true, openWorldHint: false },
       run: async (a, c, extra) => json(await c.request("POST", `${boxPath(a.box)}/${verb}`, { signal: extra.signal })),
     });
   }
@@ -112,7 +118,7 @@ export function addBoxTools(server: McpServer) {
       "Makes a new box from the same spec and replays the source's recorded steps (its whole trace) in it. " +
       "Answers the new box and a replay report (attempted, ok, skipped steps and why).",
     input: box,
-    annotations: { ...WRITE, idempotentHint: false },
+    annotations: { ...ADD, idempotentHint: false, openWorldHint: true },
     run: async (a, c, extra) => json(await c.request("POST", `${boxPath(a.box)}/fork`, { body: {}, signal: extra.signal })),
   });
 

@@ -19,6 +19,24 @@ function rpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status });
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * A tools/call request whose params are not `{name, arguments?}`, answered as JSON-RPC's -32602
+ * Invalid params in a sentence. The SDK would parse it in the request handler's wrapper and
+ * answer -32603 Internal error with the whole zod issue dump.
+ */
+function badToolCall(body: unknown): Response | undefined {
+  if (!isObject(body) || body.method !== "tools/call" || !(typeof body.id === "string" || typeof body.id === "number")) return undefined;
+  const p = body.params;
+  let why: string | undefined;
+  if (!isObject(p)) why = "params must be an object, {name, arguments}";
+  else if (typeof p.name !== "string" || p.name === "") why = "params.name must name a tool (a string; tools/list names them)";
+  else if (p.arguments !== undefined && !isObject(p.arguments)) why = "params.arguments must be an object of the tool's arguments by name";
+  if (why === undefined) return undefined;
+  return Response.json({ jsonrpc: "2.0", id: body.id, error: { code: -32602, message: `Invalid params: ${why}` } });
+}
+
 function bearerOf(request: Request): string | undefined {
   return /^Bearer\s+(\S+)\s*$/i.exec(request.headers.get("authorization") ?? "")?.[1];
 }
@@ -54,6 +72,8 @@ export async function serveMcp(request: Request, context: unknown): Promise<Resp
       // Another principal's session is answered exactly as one that does not exist.
       const session = findSession(sessionId, principal);
       if (!session) return rpcError(404, -32001, "Session not found");
+      const invalid = badToolCall(parsedBody);
+      if (invalid) return invalid;
       return await session.transport.handleRequest(request, { parsedBody, authInfo });
     }
     if (request.method !== "POST" || !isInitializeRequest(parsedBody)) {

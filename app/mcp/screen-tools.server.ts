@@ -1,11 +1,10 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { TakeoverSchema, TicketSchema } from "~/protocol/api-box";
 import { ElementQuerySchema, ReadQuerySchema, SnapshotQuerySchema } from "~/protocol/api-page";
 import { FrameQuerySchema } from "~/models/screen.server";
 import { BatchSchema, ElementOpSchema, StepSchema, WidgetOpSchema } from "~/protocol/actions";
-import { BoxId, READ, ScreenNo, WRITE, addTool, json, seg, split } from "./tool-kit.server";
+import { ADD, BoxId, READ, ScreenNo, WRITE, addTool, json, seg, split } from "./tool-kit.server";
 
 // The screen and page tools: one `batch` tool taking the seed's batch body, the frame as an MCP
 // image, human control (takeover, give_back, a viewer ticket), and the page routes (snapshot,
@@ -16,19 +15,22 @@ const screenPath = (box: string, screen: number) => `/v1/boxes/${seg(box)}/scree
 const boxPath = (box: string) => `/v1/boxes/${seg(box)}`;
 const at = { box: BoxId, screen: ScreenNo };
 
-interface Frame {
-  hash?: string;
-  unchanged?: boolean;
-  png_base64?: string;
-}
+/** A query-string flag as an MCP client sends it: a JSON boolean ("true" and "false" still do). */
+const Flag = z.union([z.boolean(), z.enum(["true", "false"])]);
 
-/** A /v1 answer with its frame (`png_base64`) moved into an MCP image block after the JSON. */
-function withImage(body: object & { frame?: Frame }, frame: Frame | undefined): CallToolResult {
-  if (!frame?.png_base64) return json(body);
-  const { png_base64, ...rest } = frame;
-  const shown = body.frame === frame ? { ...body, frame: { ...rest, image: "the image content block" } } : { ...rest, image: "the image content block" };
-  return { content: [{ type: "text", text: JSON.stringify(shown) }, { type: "image", data: png_base64, mimeType: "image/png" }] };
-}
+/** `delta` of page_snapshot in JSON types: true, false, or the rev (a number) of an earlier snapshot. */
+const Delta = z
+  .union([z.boolean(), z.number().int().min(0).max(999_999_999_999_999), z.string().regex(/^(true|false|\d{1,15})$/, "true, false or a rev")])
+  .describe("true: only what changed since this tab's last snapshot; a rev (a number): since that snapshot; false: everything.");
+
+/** Names a batch's images by step: `step 2 (capture)`, and the final screen of `want: ["frame"]`. */
+const batchImage =
+  (actions: { type: string }[]) =>
+  (path: (string | number)[]): string => {
+    if (path[0] === "results" && typeof path[1] === "number") return `step ${path[1]} (${actions[path[1]]?.type ?? "?"})`;
+    if (path[0] === "frame") return "the final frame (want: frame)";
+    return path.join(".");
+  };
 
 export function addScreenTools(server: McpServer) {
   addTool(server, {
@@ -43,8 +45,8 @@ export function addScreenTools(server: McpServer) {
     annotations: WRITE,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
-      const out = await c.request<{ frame?: Frame }>("POST", `${screenPath(box, screen)}/actions`, { body: rest, signal: extra.signal });
-      return withImage(out, out.frame);
+      const out = await c.request("POST", `${screenPath(box, screen)}/actions`, { body: rest, signal: extra.signal });
+      return json(out, batchImage(rest.actions));
     },
   });
 
@@ -53,12 +55,11 @@ export function addScreenTools(server: McpServer) {
     title: "Screenshot a screen",
     description:
       "Captures a screen (or a window, or a rectangle) as a PNG image. `have` (the hash of your last frame) answers unchanged: true and no image when nothing changed.",
-    input: FrameQuerySchema.extend(at),
+    input: FrameQuerySchema.extend({ ...at, pointer: Flag.optional().describe("Draws the pointer into the image.") }),
     annotations: READ,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
-      const out = await c.request<Frame>("GET", `${screenPath(box, screen)}/frame`, { query: rest, signal: extra.signal });
-      return withImage(out as object, out);
+      return json(await c.request("GET", `${screenPath(box, screen)}/frame`, { query: rest, signal: extra.signal }), () => "the frame");
     },
   });
 
@@ -69,7 +70,7 @@ export function addScreenTools(server: McpServer) {
       "Gives the screen to the people of the console: while it is held exclusively (shared: false, the default), agent input to it is refused with `denied`. " +
       "Answers the console URL where a person takes over. give_back ends it.",
     input: TakeoverSchema.extend(at),
-    annotations: { ...WRITE, openWorldHint: false },
+    annotations: ADD,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
       return json(await c.request("POST", `${screenPath(box, screen)}/takeover`, { body: rest, signal: extra.signal }));
@@ -81,7 +82,7 @@ export function addScreenTools(server: McpServer) {
     title: "Take a screen back",
     description: "Ends a takeover this key asked for: the agent drives the screen again.",
     input: z.strictObject(at),
-    annotations: { ...WRITE, idempotentHint: true, openWorldHint: false },
+    annotations: { ...ADD, idempotentHint: true },
     run: async (args, c, extra) => json(await c.request("DELETE", `${screenPath(args.box, args.screen)}/takeover`, { signal: extra.signal })),
   });
 
@@ -90,7 +91,7 @@ export function addScreenTools(server: McpServer) {
     title: "Make a viewer ticket",
     description: "Makes a short-lived ticket (15 minutes) for the screen's viewer socket, to watch (mode view) or drive (mode control) the desktop.",
     input: TicketSchema.extend(at),
-    annotations: { ...WRITE, openWorldHint: false },
+    annotations: ADD,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
       return json(await c.request("POST", `${screenPath(box, screen)}/viewer/ticket`, { body: rest, signal: extra.signal }));
@@ -103,7 +104,7 @@ export function addScreenTools(server: McpServer) {
     description:
       "Lists the controls of a browser tab (screen 0's front tab unless `tab` names one) with refs, roles, names, values and state. " +
       "A ref (e12) is a `query` the page tools and on_page steps take. `delta` (a rev, or true) lists only what changed.",
-    input: SnapshotQuerySchema.extend({ box: BoxId }),
+    input: SnapshotQuerySchema.extend({ box: BoxId, delta: Delta.optional() }),
     annotations: READ,
     run: async ({ box, ...query }, c, extra) => json(await c.request("GET", `${boxPath(box)}/page/snapshot`, { query, signal: extra.signal })),
   });
@@ -135,7 +136,7 @@ export function addScreenTools(server: McpServer) {
     description:
       'One native widget operation through AT-SPI, on a box with the `accessibility` feature: `what` is {"op": "find", "node": {"query": "Street", "role": "text"}}, ' +
       "tree (app, depth), focus, invoke (action), set (value). Works on GTK and Qt applications and on Chromium's own controls. Recorded in the trace.",
-    input: z.object({ ...at, what: WidgetOpSchema }),
+    input: z.strictObject({ ...at, what: WidgetOpSchema }),
     annotations: WRITE,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);

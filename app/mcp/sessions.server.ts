@@ -7,6 +7,7 @@ import { ApiError } from "~/utils/api-error.server";
 import { addBoxTools } from "./box-tools.server";
 import { BoundedEventStore, EVENT_STORE_LIMITS } from "./event-store.server";
 import { addScreenTools } from "./screen-tools.server";
+import { answerPending } from "./tool-kit.server";
 import { log } from "~/utils/log.server";
 
 // MCP sessions (docs/decisions/0013). A session is bound to the principal that opened it
@@ -93,11 +94,29 @@ function buildServer(): McpServer {
   return server;
 }
 
-/** Closes a session and its streams (an open SSE stream ends). */
-export async function closeSession(s: McpSession, why: string) {
+/** Why a session closed, as a tool call still running there hears it (`code: message`). */
+interface Ending {
+  code: string;
+  message: string;
+}
+
+/**
+ * Closes a session and its streams (an open SSE stream ends). A tool call still running is
+ * answered first with `ending` as its tool error: its client gets a result, not a stream that
+ * ends with none (and a 60 s wait).
+ */
+export async function closeSession(s: McpSession, ending: Ending) {
   if (sessions.get(s.id) === s) sessions.delete(s.id);
   if (s.expiry) clearTimeout(s.expiry);
-  await s.server.close().catch((err) => log.error({ err }, `closing MCP session (${why}) failed`));
+  await answerPending(s.server, ending.code, ending.message);
+  await s.server.close().catch((err) => log.error({ err }, `closing MCP session (${ending.message}) failed`));
+}
+
+/** What a call hears when its key lost the workspace (principalAccess says why). */
+function lost(why: string): Ending {
+  if (why.includes("revoked")) return { code: "unauthorized", message: "the API key was revoked" };
+  if (why.includes("expired")) return { code: "unauthorized", message: "the API key expired" };
+  return { code: "unauthorized", message: `the API key no longer reaches its workspace (${why})` };
 }
 
 /**
@@ -109,7 +128,8 @@ export async function openSession(principal: string, owner: string | null): Prom
   const access = await principalAccess(principal, owner, "member");
   if (!access.ok) throw new ApiError("unauthorized", access.why);
   for (const s of sessionsToClose([...sessions.values()], principal, owner)) {
-    await closeSession(s, s.principal === principal ? "too many sessions for one key" : "too many sessions open");
+    const message = s.principal === principal ? "too many MCP sessions for one key" : "too many MCP sessions open";
+    await closeSession(s, { code: "unavailable", message: `the session was closed: ${message}; open a new one` });
   }
   const server = buildServer();
   const transport = new WebStandardStreamableHTTPServerTransport({
@@ -118,7 +138,7 @@ export async function openSession(principal: string, owner: string | null): Prom
     onsessioninitialized: (id) => {
       const s: McpSession = { id, principal, owner, transport, server, lastSeenMs: Date.now() };
       if (access.untilMs !== undefined) {
-        s.expiry = setTimeout(() => void closeSession(s, "the key expired"), Math.max(0, access.untilMs - Date.now()));
+        s.expiry = setTimeout(() => void closeSession(s, lost("expired")), Math.max(0, access.untilMs - Date.now()));
         s.expiry.unref();
       }
       sessions.set(id, s);
@@ -140,9 +160,9 @@ export async function openSession(principal: string, owner: string | null): Prom
 async function recheck(s: McpSession) {
   const access = await principalAccess(s.principal, s.owner, "member").catch((err) => {
     log.error({ err }, "checking an MCP session's access failed");
-    return { ok: false } as const;
+    return { ok: false, why: "its access could not be checked" } as const;
   });
-  if (!access.ok) await closeSession(s, "its key no longer reaches the workspace");
+  if (!access.ok) await closeSession(s, lost(access.why));
 }
 
 /** Starts, once, the idle sweep and the revocation listener. */
@@ -154,6 +174,8 @@ function watch() {
   });
   setInterval(() => {
     const idleSince = Date.now() - SESSION_LIMITS.idleMs;
-    for (const s of sessions.values()) if (s.lastSeenMs < idleSince) void closeSession(s, "idle");
+    for (const s of sessions.values()) {
+      if (s.lastSeenMs < idleSince) void closeSession(s, { code: "unavailable", message: "the session was closed after 30 minutes without a request" });
+    }
   }, SESSION_LIMITS.sweepMs).unref();
 }

@@ -1,6 +1,13 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import { type CallToolResult, CallToolRequestSchema, type ServerNotification, type ServerRequest, type ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type CallToolResult,
+  CallToolRequestSchema,
+  type RequestId,
+  type ServerNotification,
+  type ServerRequest,
+  type ToolAnnotations,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { HolmApiError, HolmClient } from "~/client/holm-client";
 
@@ -8,6 +15,7 @@ export { seg } from "~/client/holm-client";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
 import { validate } from "~/utils/validate.server";
+import { type Where, withImages } from "./images.server";
 
 // What every MCP tool shares (docs/decisions/0013): each tool is a thin call of one /v1 route
 // through the typed client, sent to this same server over loopback with the caller's own bearer,
@@ -41,7 +49,8 @@ export function clientFor(extra: Extra): HolmClient {
 }
 
 export const text = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });
-export const json = (body: unknown): CallToolResult => text(body === undefined ? "{}" : JSON.stringify(body));
+/** A /v1 answer as a tool result: its JSON, each image in it moved to an image block (images.server.ts). */
+export const json = (body: unknown, where?: Where): CallToolResult => withImages(body, where);
 export const refusal = (code: string, message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: `${code}: ${message}` }] });
 
 export interface ToolDef<S extends z.ZodObject> {
@@ -57,6 +66,8 @@ type Handler = (args: unknown, extra: Extra) => Promise<CallToolResult>;
 
 /** Each server's tools, by name: what its tools/call handler runs (see `answerToolCalls`). */
 const handlers = new WeakMap<McpServer, Map<string, Handler>>();
+/** Each server's tool calls still running, by JSON-RPC id (see `answerPending`). */
+const running = new WeakMap<McpServer, Set<RequestId>>();
 
 /**
  * The server's tools/call handler, in place of the SDK's own: the SDK validates arguments before
@@ -68,8 +79,32 @@ function answerToolCalls(server: McpServer) {
   server.server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const run = handlers.get(server)?.get(request.params.name);
     if (!run) return refusal("not_found", `no tool ${request.params.name}; tools/list names them`);
-    return run(request.params.arguments ?? {}, extra);
+    let calls = running.get(server);
+    if (!calls) running.set(server, (calls = new Set()));
+    calls.add(extra.requestId);
+    try {
+      return await run(request.params.arguments ?? {}, extra);
+    } finally {
+      calls.delete(extra.requestId);
+    }
   });
+}
+
+/**
+ * Answers every tool call still running on `server` with the tool error `code: message`, before
+ * its session closes. Closing alone ends a call's SSE stream with no answer: the SDK client then
+ * resumes it by Last-Event-ID, is refused, and waits out its own timeout (60 s) for nothing.
+ * Once closed, the transport drops what the calls themselves answer later (their signal aborts).
+ */
+export async function answerPending(server: McpServer, code: string, message: string) {
+  const transport = server.server.transport;
+  const ids = [...(running.get(server) ?? [])];
+  running.get(server)?.clear();
+  if (!transport) return;
+  for (const id of ids) {
+    // A call that answered meanwhile has no stream left to write to: nothing to do for it.
+    await transport.send({ jsonrpc: "2.0", id, result: refusal(code, message) }).catch(() => {});
+  }
 }
 
 /**
@@ -104,6 +139,13 @@ export function split<T extends { box: string; screen?: number }>(args: T): { bo
   return { box, screen: screen ?? 0, rest };
 }
 
-/** Tool annotations (hints for the client; /v1 decides what is allowed). */
+/**
+ * Tool annotations (hints for the client; /v1 decides what is allowed). The MCP spec reads
+ * `destructiveHint: false` as "only additive updates", which clients may approve unasked: so a
+ * tool that can delete, overwrite or kill (a command, a file write, a click in a page, a batch
+ * holding any of those, a stop) is WRITE; ADD is for what only adds or can be undone as it was
+ * (launch, fork, pause, resume, a ticket, a takeover).
+ */
 export const READ: ToolAnnotations = { readOnlyHint: true, openWorldHint: false };
-export const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: true };
+export const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: true, openWorldHint: true };
+export const ADD: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, openWorldHint: false };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Limit, Ms30, Path, Query, TabRef } from "./action-fields";
+import { MAX_WAIT_MS, Path, Query, TabRef } from "./action-fields";
 import { EvaluateStep, PageShotStep } from "./page-actions";
 
 // The queries and bodies of the box-wide Pages routes (`/v1/boxes/{id}/page…`), written once for
@@ -7,6 +7,14 @@ import { EvaluateStep, PageShotStep } from "./page-actions";
 
 /** `?tab=`, for the POST routes whose body does not name it (evaluate, pdf, console). */
 export const TabQuerySchema = z.strictObject({ tab: TabRef.optional() });
+
+/**
+ * Numbers of a query string, coerced from its text. Written as one coerced number with its
+ * bounds (not `z.coerce.number().pipe(Limit)`): a pipe's JSON Schema is its input's, a bare
+ * number, so OpenAPI and MCP's tool list lost the bounds.
+ */
+const QLimit = z.coerce.number().int().min(1).max(10_000);
+const QMs30 = z.coerce.number().int().min(0).max(MAX_WAIT_MS);
 
 /** A flag in a query string. */
 const Flag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
@@ -22,7 +30,7 @@ export const ReadQuerySchema = z.strictObject({
 /** `GET /v1/boxes/{id}/page/find`. */
 export const FindQuerySchema = z.strictObject({
   q: Query,
-  limit: z.coerce.number().pipe(Limit).optional(),
+  limit: QLimit.optional(),
   scroll: Flag.optional(),
   exact: Flag.optional(),
   role: z.string().min(1).max(100).optional(),
@@ -32,16 +40,16 @@ export const FindQuerySchema = z.strictObject({
 /** `GET /v1/boxes/{id}/page/snapshot`. */
 export const SnapshotQuerySchema = z.strictObject({
   scope: Query.optional(),
-  limit: z.coerce.number().pipe(Limit).optional(),
+  limit: QLimit.optional(),
   // true (since the last snapshot), false, or the rev of an earlier one.
   delta: z.string().min(1).max(200).optional(),
-  quiet_ms: z.coerce.number().pipe(Ms30).optional(),
+  quiet_ms: QMs30.optional(),
   tab: TabRef.optional(),
 });
 
 /** `POST /v1/boxes/{id}/page/element`'s query (its body is ElementOpSchema). */
 export const ElementQuerySchema = z.strictObject({
-  settle_ms: z.coerce.number().pipe(Ms30).optional(),
+  settle_ms: QMs30.optional(),
   tab: TabRef.optional(),
 });
 
