@@ -279,9 +279,18 @@ export class DockerRuntime implements Runtime {
     if (volume) await unlessAlready(404, this.docker.getVolume(volume).remove());
   }
 
-  /** Removes a named volume (a browser profile's); missing is not an error. */
-  async removeVolume(name: string): Promise<void> {
-    await unlessAlready(404, this.docker.getVolume(name).remove());
+  /**
+   * Removes a named volume (a browser profile's); missing is not an error. `in_use`: the engine
+   * refused because a container (running or not) mounts it; the volume is kept.
+   */
+  async removeVolume(name: string): Promise<"removed" | "in_use"> {
+    try {
+      await unlessAlready(404, this.docker.getVolume(name).remove());
+      return "removed";
+    } catch (err) {
+      if (statusOf(err) === 409) return "in_use";
+      throw err;
+    }
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {
@@ -395,6 +404,11 @@ export class DockerRuntime implements Runtime {
 function mountsOf(launch: BoxLaunch): Docker.MountSettings[] | undefined {
   const mounts: Docker.MountSettings[] = [];
   if (launch.persistent) mounts.push({ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" });
-  if (launch.profile) mounts.push({ Type: "volume", Source: launch.profile.volume, Target: launch.profile.target });
+  if (launch.profile) {
+    // Labels say whose profile a volume is when the engine makes it (`docker volume ls`); one
+    // made already keeps its own.
+    const { volume, target, labels } = launch.profile;
+    mounts.push({ Type: "volume", Source: volume, Target: target, VolumeOptions: { NoCopy: false, Labels: labels, DriverConfig: { Name: "local", Options: {} } } });
+  }
   return mounts.length ? mounts : undefined;
 }
