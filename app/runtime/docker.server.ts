@@ -9,6 +9,7 @@ import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, Image
 import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
+import { mountsOf, removeNamedVolume } from "./docker-mounts.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
@@ -279,18 +280,9 @@ export class DockerRuntime implements Runtime {
     if (volume) await unlessAlready(404, this.docker.getVolume(volume).remove());
   }
 
-  /**
-   * Removes a named volume (a browser profile's); missing is not an error. `in_use`: the engine
-   * refused because a container (running or not) mounts it; the volume is kept.
-   */
+  /** Removes a named volume (a browser profile's); missing is not an error (docker-mounts.server.ts). */
   async removeVolume(name: string): Promise<"removed" | "in_use"> {
-    try {
-      await unlessAlready(404, this.docker.getVolume(name).remove());
-      return "removed";
-    } catch (err) {
-      if (statusOf(err) === 409) return "in_use";
-      throw err;
-    }
+    return removeNamedVolume(this.docker, name);
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {
@@ -398,17 +390,4 @@ export class DockerRuntime implements Runtime {
     };
     return { stream, resize, close, exited };
   }
-}
-
-/** The box's volumes: its home when persistent, and a browser profile's. */
-function mountsOf(launch: BoxLaunch): Docker.MountSettings[] | undefined {
-  const mounts: Docker.MountSettings[] = [];
-  if (launch.persistent) mounts.push({ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" });
-  if (launch.profile) {
-    // Labels say whose profile a volume is when the engine makes it (`docker volume ls`); one
-    // made already keeps its own.
-    const { volume, target, labels } = launch.profile;
-    mounts.push({ Type: "volume", Source: volume, Target: target, VolumeOptions: { NoCopy: false, Labels: labels, DriverConfig: { Name: "local", Options: {} } } });
-  }
-  return mounts.length ? mounts : undefined;
 }
