@@ -21,6 +21,11 @@ export interface ProfileJson {
   last_used_ms: number;
   /** The live box holding it now, or null. */
   held_by: string | null;
+  /**
+   * Free, and the engine has no volume for it: its next box starts with an empty profile, logged
+   * out (a restored server: `holm backup` keeps the rows, not the volumes; or removed by hand).
+   */
+  data_missing: boolean;
 }
 
 /** Where screen 0's Chromium keeps its profile in the box (images/x11/entrypoint.sh). */
@@ -98,14 +103,14 @@ export async function takeProfile(owner: string | null | undefined, name: string
 
 export async function listProfiles(owner: string | null | undefined): Promise<ProfileJson[]> {
   const rows = await db().selectFrom("browser_profile").selectAll().where("owner", "=", owner ?? SERVER_OWNER).orderBy("name").execute();
+  const docker = localDocker();
   return Promise.all(
-    rows.map(async (r) => ({
-      name: r.name,
-      runtime: r.runtime,
-      created_at_ms: Number(r.created_at_ms),
-      last_used_ms: Number(r.last_used_ms),
-      held_by: await liveHolder(r.holder),
-    })),
+    rows.map(async (r) => {
+      const held_by = await liveHolder(r.holder);
+      // A held profile's box makes its volume at create; an engine that does not answer says nothing.
+      const data_missing = !held_by && !!docker && !(await docker.hasVolume(r.volume).catch(() => true));
+      return { name: r.name, runtime: r.runtime, created_at_ms: Number(r.created_at_ms), last_used_ms: Number(r.last_used_ms), held_by, data_missing };
+    }),
   );
 }
 

@@ -31,3 +31,14 @@ export async function removeNamedVolume(docker: Docker, name: string): Promise<"
   }
   return "removed";
 }
+
+/** Whether the engine has a volume of that name. */
+export async function volumeExists(docker: Docker, name: string): Promise<boolean> {
+  try {
+    await docker.getVolume(name).inspect();
+    return true;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}

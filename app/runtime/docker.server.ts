@@ -9,7 +9,7 @@ import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, Image
 import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
-import { mountsOf, removeNamedVolume } from "./docker-mounts.server";
+import { mountsOf, removeNamedVolume, volumeExists } from "./docker-mounts.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
@@ -283,6 +283,10 @@ export class DockerRuntime implements Runtime {
   /** Removes a named volume (a browser profile's); missing is not an error (docker-mounts.server.ts). */
   async removeVolume(name: string): Promise<"removed" | "in_use"> {
     return removeNamedVolume(this.docker, name);
+  }
+
+  async hasVolume(name: string): Promise<boolean> {
+    return volumeExists(this.docker, name);
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {

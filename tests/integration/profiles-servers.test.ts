@@ -115,7 +115,7 @@ describe("browser profiles beside another server on the engine", () => {
     expect(await docker.getVolume(oneVolume).inspect().then(() => true, () => false)).toBe(false);
   }, 60_000);
 
-  it("a profile stored with a volume name of its own (an earlier version's) keeps that volume", async () => {
+  it("a profile stored with a volume name of its own (an earlier version's) keeps that volume; listed as without data until it has one", async () => {
     // The server token's profiles are stored under the owner "".
     const owner = "";
     const earlier = `holm-profile-test-${RUN_LABEL}-earlier`;
@@ -128,10 +128,15 @@ describe("browser profiles beside another server on the engine", () => {
       Date.now(),
     );
     db.close();
+    // No such volume on the engine (as after a restore: the archive holds rows, not volumes).
+    const listed = async () => (await json(await two.api("/v1/profiles"))).profiles.find((p: any) => p.name === "kept");
+    expect(await listed()).toMatchObject({ held_by: null, data_missing: true });
     const { box, volume } = await launch(two, "kept");
     volumes.add(earlier);
     expect(volume).toBe(earlier);
+    expect(await listed()).toMatchObject({ held_by: box.id, data_missing: false });
     await remove(two, box.id);
+    expect(await listed()).toMatchObject({ held_by: null, data_missing: false });
   }, 180_000);
 
   it("a profile named only with dots ('.', '..') is refused: no /v1 path could name it to remove it", async () => {
