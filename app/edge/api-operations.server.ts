@@ -265,8 +265,8 @@ const rows: Row[] = [
   { op: `POST ${BOX}/state/load`, id: "loadState", tag: "browser-state", summary: "Load a saved state.", query: browserQuerySchema(), body: LoadSchema, example: { name: "work" } },
   { op: "GET /v1/states", id: "listStates", tag: "browser-state", summary: "The saved names: {states}." },
   { op: "DELETE /v1/states/{name}", id: "deleteState", tag: "browser-state", summary: "Remove a saved name." },
-  { op: "GET /v1/profiles", id: "listProfiles", tag: "browser-state", summary: "Browser profiles (placement.profile): {profiles}, each with the box holding it (held_by) and its size when a box last let it go (size_bytes, null until measured); one over HOLM_PROFILE_MAX_BYTES is refused at launch (409)." },
-  { op: "DELETE /v1/profiles/{name}", id: "deleteProfile", tag: "browser-state", summary: "Remove a browser profile and its files; 409 while a box holds it." },
+  { op: "GET /v1/profiles", id: "listProfiles", tag: "browser-state", summary: "Browser profiles (placement.profile): {profiles}, each with the box holding it (held_by), its size when a box last let it go (size_bytes, null until measured; one over HOLM_PROFILE_MAX_BYTES is refused at launch, 409) and whether its data is missing from the engine (data_missing)." },
+  { op: "DELETE /v1/profiles/{name}", id: "deleteProfile", tag: "browser-state", summary: "Remove a browser profile and its files; 409 while a box holds it or another container uses its volume." },
   { op: `GET ${BOX}/cookies`, id: "listCookies", tag: "browser-state", summary: "List cookies: {cookies}.", query: browserQuerySchema(CookieQuery) },
   {
     op: `POST ${BOX}/cookies`,

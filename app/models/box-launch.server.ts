@@ -140,7 +140,14 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       network: spec.policy.network,
       persistent: placement.persistent,
       ...(spec.policy.auth !== "none" && { directViewer: { bind: spec.policy.bind } }),
-      ...(placement.profile && { profile: { volume: profileVolume(row.owner, placement.profile), target: PROFILE_TARGET } }),
+      ...(placement.profile && {
+        profile: {
+          // The row's volume (profile.server.ts): another server sharing the store may have named it.
+          volume: await profileVolume(row.owner, placement.profile),
+          target: PROFILE_TARGET,
+          labels: { "holm.profile": placement.profile, "holm.server": serverId(), ...(row.owner && { "holm.owner": row.owner }) },
+        },
+      }),
     });
     await db().updateTable("box").set({ runtime_ref: ref, image }).where("id", "=", row.id).execute();
     Object.assign(row, { runtime_ref: ref, image });

@@ -82,7 +82,14 @@ export const SpecSchema = z.strictObject({
 const Lifetime = z.number().int().min(60, "must be at least 60 seconds").max(MAX_LIFETIME_SECS);
 
 /** A browser profile's name (`placement.profile`, `DELETE /v1/profiles/{name}`). */
-export const ProfileNameSchema = z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, "letters, digits, '_', '.', '-'");
+export const PROFILE_NAME_RULE = "letters, digits, '_', '.', '-', 1 to 64, not only dots";
+/** What an earlier version let a profile be named: one still stored may be removed by its name. */
+export const PROFILE_NAME_CHARS = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Only dots ('.', '..') is refused: a URL path cannot name it (`DELETE /v1/profiles/..` is normalised away). */
+export const ProfileNameSchema = z
+  .string()
+  .regex(PROFILE_NAME_CHARS, PROFILE_NAME_RULE)
+  .refine((n) => !/^\.+$/.test(n), PROFILE_NAME_RULE);
 
 export const PlacementSchema = z.strictObject({
   runtime: z.string().min(1).max(64).optional(),

@@ -59,6 +59,9 @@ export default function Profiles({ loaderData }: Route.ComponentProps) {
                       <Link className="font-mono text-xs text-indigo-700 hover:underline" to={`/boxes/${p.held_by}`}>
                         {p.held_by}
                       </Link>
+                    ) : p.data_missing ? (
+                      // Free with no volume on the engine: a restore (backups keep rows, not volumes).
+                      <span>free, no saved data: its next box starts logged out</span>
                     ) : (
                       "free"
                     )}

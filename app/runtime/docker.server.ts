@@ -9,6 +9,7 @@ import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, Image
 import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
+import { mountsOf, removeNamedVolume, volumeExists } from "./docker-mounts.server";
 
 export const NETWORK_OPEN = "holm";
 export const NETWORK_CLOSED = "holm-internal";
@@ -279,9 +280,13 @@ export class DockerRuntime implements Runtime {
     if (volume) await unlessAlready(404, this.docker.getVolume(volume).remove());
   }
 
-  /** Removes a named volume (a browser profile's); missing is not an error. */
-  async removeVolume(name: string): Promise<void> {
-    await unlessAlready(404, this.docker.getVolume(name).remove());
+  /** Removes a named volume (a browser profile's); missing is not an error (docker-mounts.server.ts). */
+  async removeVolume(name: string): Promise<"removed" | "in_use"> {
+    return removeNamedVolume(this.docker, name);
+  }
+
+  async hasVolume(name: string): Promise<boolean> {
+    return volumeExists(this.docker, name);
   }
 
   async inspect(ref: string): Promise<RuntimeBox> {
@@ -389,12 +394,4 @@ export class DockerRuntime implements Runtime {
     };
     return { stream, resize, close, exited };
   }
-}
-
-/** The box's volumes: its home when persistent, and a browser profile's. */
-function mountsOf(launch: BoxLaunch): Docker.MountSettings[] | undefined {
-  const mounts: Docker.MountSettings[] = [];
-  if (launch.persistent) mounts.push({ Type: "volume", Source: `holm-${launch.boxId}-home`, Target: "/root" });
-  if (launch.profile) mounts.push({ Type: "volume", Source: launch.profile.volume, Target: launch.profile.target });
-  return mounts.length ? mounts : undefined;
 }

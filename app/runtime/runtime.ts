@@ -78,7 +78,7 @@ export interface BoxLaunch {
   /** true: files live on a named volume that outlives the container. */
   persistent: boolean;
   /** A browser profile's volume, mounted where screen 0's Chromium keeps its profile. */
-  profile?: { volume: string; target: string };
+  profile?: { volume: string; target: string; labels: Record<string, string> };
   /** Publish the box's direct viewer port (DIRECT_VIEWER_PORT) on the host: loopback or every address. */
   directViewer?: { bind: "loopback" | "any" };
 }

@@ -54,6 +54,8 @@ test("a member sees the workspace's browser profiles and removes a free one", as
   await expect(table.getByRole("row", { name: /work/ })).toContainText("3.4 MiB");
   await expect(table.getByRole("row", { name: /shop/ })).toContainText("not measured yet");
   await expect(table.getByRole("row", { name: /huge/ })).toContainText("3.0 GiB: over the 2.0 GiB limit; remove it to launch with it again");
+  // No volume on the engine for it (as after a restore: backups hold rows, not volumes).
+  await expect(table.getByRole("row", { name: /work/ })).toContainText("no saved data: its next box starts logged out");
   await expect(table.getByRole("row", { name: /shop/ }).getByRole("link", { name: "box_e2e_holder" })).toBeVisible();
   await expect(table.getByRole("row", { name: /shop/ })).toContainText("in use");
   await expect(page.getByRole("button", { name: "Remove profile shop" })).toHaveCount(0);
@@ -69,4 +71,59 @@ test("a member sees the workspace's browser profiles and removes a free one", as
   await expect(page.getByRole("status").filter({ hasText: "Profile “work” removed" })).toBeFocused();
   await expect(table.getByRole("row")).toHaveCount(3);
   await expect(table.getByRole("row", { name: /shop/ })).toBeVisible();
+});
+
+test("a member made a viewer while the page is open is told why Remove is refused, and then is not offered it", async ({ browser }) => {
+  // A server of its own: the first person to sign up owns it.
+  const server = await startServer({ HOLM_STORAGE_BACKEND: "local" });
+  const cyContext = await browser.newContext();
+  const cy = await cyContext.newPage();
+  await cy.goto(`${server.base}/signup`);
+  await signUp(cy, "Cy", "cy@example.com", "Lab");
+  await cy.getByRole("link", { name: "Members" }).click();
+  await cy.getByLabel("Email").fill("dee@example.com");
+  await cy.getByLabel("Role", { exact: true }).selectOption("member");
+  await cy.getByRole("button", { name: "Create invitation" }).click();
+  const invite = (await cy.getByTestId("invite-link").textContent())!.trim();
+
+  const db = openStore(server);
+  const { id: owner } = db.prepare("select id from workspace where name = 'Lab'").get() as { id: string };
+  db.prepare("insert into browser_profile (owner, name, runtime, volume, holder, created_at_ms, last_used_ms) values (?, 'lab', 'docker', 'holm-profile-e2e-lab', null, ?, ?)").run(owner, Date.now(), Date.now());
+  db.close();
+
+  const deeContext = await browser.newContext();
+  const dee = await deeContext.newPage();
+  await dee.goto(invite);
+  await signUp(dee, "Dee", "dee@example.com");
+  await expect(dee.getByText("Isolated desktops in Lab")).toBeVisible();
+  await dee.goto(`${server.base}/profiles`);
+  await expect(dee.getByRole("button", { name: "Remove profile lab" })).toBeVisible();
+
+  await cy.goto(`${server.base}/members`);
+  await cy.getByRole("combobox", { name: "Role of dee@example.com", exact: true }).selectOption("viewer");
+  await cy.getByRole("button", { name: "Save the role of dee@example.com" }).click();
+  await expect(cy.getByRole("status").filter({ hasText: "Role changed." })).toBeVisible();
+
+  // Dee's page was drawn for a member: the form is refused with the reason, as /v1 says it.
+  await dee.getByRole("button", { name: "Remove profile lab" }).click();
+  await dee.getByRole("button", { name: "Remove profile", exact: true }).click();
+  await expect(dee.getByRole("alert")).toContainText("this needs the member role");
+  await expect(dee.getByRole("table", { name: "Browser profiles" }).getByRole("row", { name: /lab/ })).toBeVisible();
+  await dee.reload();
+  await expect(dee.getByRole("table", { name: "Browser profiles" }).getByRole("row", { name: /lab/ })).toBeVisible();
+  await expect(dee.getByRole("button", { name: "Remove profile lab" })).toHaveCount(0);
+  // The same form posted without the page's script (a document POST) answers the page with the reason.
+  const posted = await dee.evaluate(async () => {
+    const form = new FormData();
+    form.set("csrf", (document.querySelector("input[name=csrf]") as HTMLInputElement).value);
+    form.set("intent", "delete");
+    form.set("name", "lab");
+    const res = await fetch("/profiles", { method: "POST", body: form });
+    return { status: res.status, body: await res.text() };
+  });
+  expect(posted.status).toBe(400);
+  expect(posted.body).toMatch(/role="alert"[^>]*>.*this needs the member role in Lab; you are a viewer/s);
+  await cyContext.close();
+  await deeContext.close();
+  await server.stop();
 });
