@@ -5,6 +5,7 @@ import { ElementQuerySchema, ReadQuerySchema, SnapshotQuerySchema } from "~/prot
 import { FrameQuerySchema } from "~/models/screen.server";
 import { BatchSchema, ElementOpSchema, StepSchema, WidgetOpSchema } from "~/protocol/actions";
 import { ADD, BoxId, READ, ScreenNo, WRITE, addTool, json, seg, split } from "./tool-kit.server";
+import type { ImageSpot } from "./images.server";
 
 // The screen and page tools: one `batch` tool taking the seed's batch body, the frame as an MCP
 // image, human control (takeover, give_back, a viewer ticket), and the page routes (snapshot,
@@ -24,13 +25,11 @@ const Delta = z
   .describe("true: only what changed since this tab's last snapshot; a rev (a number): since that snapshot; false: everything.");
 
 /** Names a batch's images by step: `step 2 (capture)`, and the final screen of `want: ["frame"]`. */
-const batchImage =
-  (actions: { type: string }[]) =>
-  (path: (string | number)[]): string => {
-    if (path[0] === "results" && typeof path[1] === "number") return `step ${path[1]} (${actions[path[1]]?.type ?? "?"})`;
-    if (path[0] === "frame") return "the final frame (want: frame)";
-    return path.join(".");
-  };
+/** A batch's images: each `capture` and `page_shot` step's result, and the final frame (`want`). */
+const batchImages = (actions: { type: string }[]): ImageSpot[] => [
+  ...actions.flatMap((a, i) => (a.type === "capture" || a.type === "page_shot" ? [{ path: ["results", i], label: `step ${i} (${a.type})` }] : [])),
+  { path: ["frame"], label: "the final frame (want: frame)" },
+];
 
 export function addScreenTools(server: McpServer) {
   addTool(server, {
@@ -46,7 +45,7 @@ export function addScreenTools(server: McpServer) {
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
       const out = await c.request("POST", `${screenPath(box, screen)}/actions`, { body: rest, signal: extra.signal });
-      return json(out, batchImage(rest.actions));
+      return json(out, batchImages(rest.actions));
     },
   });
 
@@ -59,7 +58,7 @@ export function addScreenTools(server: McpServer) {
     annotations: READ,
     run: async (args, c, extra) => {
       const { box, screen, rest } = split(args);
-      return json(await c.request("GET", `${screenPath(box, screen)}/frame`, { query: rest, signal: extra.signal }), () => "the frame");
+      return json(await c.request("GET", `${screenPath(box, screen)}/frame`, { query: rest, signal: extra.signal }), [{ path: [], label: "the frame" }]);
     },
   });
 

@@ -15,7 +15,7 @@ export { seg } from "~/client/holm-client";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
 import { validate } from "~/utils/validate.server";
-import { type Where, withImages } from "./images.server";
+import { type ImageSpot, withImages } from "./images.server";
 
 // What every MCP tool shares (docs/decisions/0013): each tool is a thin call of one /v1 route
 // through the typed client, sent to this same server over loopback with the caller's own bearer,
@@ -49,8 +49,8 @@ export function clientFor(extra: Extra): HolmClient {
 }
 
 export const text = (t: string): CallToolResult => ({ content: [{ type: "text", text: t }] });
-/** A /v1 answer as a tool result: its JSON, each image in it moved to an image block (images.server.ts). */
-export const json = (body: unknown, where?: Where): CallToolResult => withImages(body, where);
+/** A /v1 answer as a tool result: its JSON, the images at the spots given moved to image blocks (images.server.ts). */
+export const json = (body: unknown, images?: ImageSpot[]): CallToolResult => withImages(body, images);
 export const refusal = (code: string, message: string): CallToolResult => ({ isError: true, content: [{ type: "text", text: `${code}: ${message}` }] });
 
 export interface ToolDef<S extends z.ZodObject> {

@@ -108,6 +108,30 @@ describe("MCP tools as a client sees them", () => {
     expect(labels).toEqual([expect.stringMatching(/step 0 \(capture\)/), expect.stringMatching(/step 2 \(page_shot\)/)]);
   }, 60_000);
 
+  it("a `png_base64` key in data others wrote (a box label, a page's value) stays data: no image block, nothing lost, the tool answers", async () => {
+    const labels = { png_base64: "x", jpeg_base64: "aGVsbG8gd29ybGQ=", image: "mine" };
+    const patched = await server.api(`/v1/boxes/${boxId}`, { method: "PATCH", json: { labels } });
+    expect(patched.status, await patched.clone().text()).toBe(200);
+    try {
+      for (const [tool, args] of [["list_boxes", {}], ["get_box", { box: boxId }]] as const) {
+        const r = await call(tool, args);
+        expect(r.isError, `${tool}: ${r.content[0]?.text?.slice(0, 300)}`).toBeFalsy();
+        expect(r.content.filter((b) => b.type === "image"), tool).toEqual([]);
+        const shown = body(r);
+        const box = tool === "list_boxes" ? shown.boxes.find((b: { id: string }) => b.id === boxId) : shown;
+        expect(box.labels, tool).toEqual(labels);
+      }
+      // A page's value read by a step: the page chose the keys.
+      const value = { png_base64: "not base64 at all!", jpeg_base64: "aGVsbG8gd29ybGQ=", image: "mine" };
+      const r = await call("batch", { box: boxId, actions: [{ type: "evaluate", what: { expression: `(${JSON.stringify(value)})` } }] });
+      expect(r.isError, r.content[0]?.text?.slice(0, 300)).toBeFalsy();
+      expect(r.content.filter((b) => b.type === "image")).toEqual([]);
+      expect(JSON.stringify(body(r).results[0])).toContain(JSON.stringify(value).slice(1, -1));
+    } finally {
+      await server.api(`/v1/boxes/${boxId}`, { method: "PATCH", json: { labels: {} } });
+    }
+  }, 60_000);
+
   it("tool inputs take JSON types (booleans, numbers) and list the real bounds", async () => {
     const { tools } = await client.listTools();
     const props = (n: string) => tools.find((t) => t.name === n)!.inputSchema.properties as Record<string, any>;
