@@ -22,14 +22,26 @@ export function mountsOf(launch: BoxLaunch): Docker.MountSettings[] | undefined 
  * because a container, running or not, mounts it; the volume is kept.
  */
 export async function removeNamedVolume(docker: Docker, name: string): Promise<"removed" | "in_use"> {
-  try {
-    await docker.getVolume(name).remove();
-  } catch (err) {
-    const status = (err as { statusCode?: number }).statusCode;
-    if (status === 409) return "in_use";
-    if (status !== 404) throw err;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await docker.getVolume(name).remove();
+      return "removed";
+    } catch (err) {
+      const status = (err as { statusCode?: number }).statusCode;
+      if (status === 404) return "removed";
+      if (status !== 409) throw err;
+      // A size measurement's container (docker-volume.server.ts) that a server ending mid-measure
+      // left behind, exited, still holds the volume: it goes, and the removal is tried once more.
+      if (attempt > 0 || !(await removeStaleMeasures(docker, name))) return "in_use";
+    }
   }
-  return "removed";
+}
+
+/** Removes the exited measurement containers of a volume; whether there were any. */
+async function removeStaleMeasures(docker: Docker, volume: string): Promise<boolean> {
+  const stale = await docker.listContainers({ all: true, filters: { label: [`holm.measure=${volume}`], status: ["created", "exited", "dead"] } });
+  await Promise.all(stale.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  return stale.length > 0;
 }
 
 /** Whether the engine has a volume of that name. */

@@ -107,12 +107,21 @@ describe("browser profiles beside another server on the engine", () => {
     expect((await json(await one.api("/v1/profiles"))).profiles.map((p: any) => p.name)).toEqual(["shared"]);
     expect(await docker.getVolume(oneVolume).inspect().then(() => true)).toBe(true);
 
-    // Once that container is gone, the removal goes through, with the volume.
+    // Once that container is gone, the removal goes through, with the volume; a size
+    // measurement's container left exited by a server that ended mid-measure does not hold it.
     await holder.remove({ force: true });
+    const measure = await docker.createContainer({
+      Image: image,
+      Cmd: ["true"],
+      Labels: { "holm.test": RUN_LABEL, "holm.measure": oneVolume },
+      HostConfig: { Mounts: [{ Type: "volume", Source: oneVolume, Target: "/p", ReadOnly: true }] },
+    });
+    others.push(measure.id);
     const done = await one.api("/v1/profiles/shared", { method: "DELETE" });
     expect(done.status, await done.clone().text()).toBe(200);
     expect((await json(await one.api("/v1/profiles"))).profiles).toEqual([]);
     expect(await docker.getVolume(oneVolume).inspect().then(() => true, () => false)).toBe(false);
+    expect(await measure.inspect().then(() => true, () => false), "the stale measurement container").toBe(false);
   }, 60_000);
 
   it("a profile stored with a volume name of its own (an earlier version's) keeps that volume; listed as without data until it has one", async () => {
