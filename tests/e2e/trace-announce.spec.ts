@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { signUpAndKey } from "../support/browser";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { apiAs } from "../support/workspaces";
 
 // The trace page as a screen reader user meets it, on a live box an agent keeps painting: the
 // slider's text names the entry, its time and what happened there; the selected timeline row's
@@ -26,12 +27,7 @@ function colourPage(rgb: string): string {
 
 test("a screen reader hears the selected entry: the slider's text, the current row, a polite announcement", async ({ page }) => {
   const key = await signUpAndKey(page, server, "Sam");
-  const api = (p: string, init: { method?: string; json?: unknown; headers?: Record<string, string> } = {}) =>
-    fetch(`${server.base}${p}`, {
-      method: init.method ?? "GET",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers },
-      body: init.json === undefined ? undefined : JSON.stringify(init.json),
-    });
+  const api = apiAs(server, key);
   const box = await json(await api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
   const paint = async (c: string) => {
