@@ -25,7 +25,9 @@ export function settings(stateDir?: string): Env {
  * as root, one's own user's otherwise): a server on the store, whatever address it listens on.
  */
 export function processesUsing(dir: string, names: string[]): number[] {
-  const wanted = new Set(names.map((n) => path.join(path.resolve(dir), n)));
+  // /proc/<pid>/fd links name the real path: a directory named through a symlink (or a store file
+  // that is one) is compared by where it leads, or a server on it would go unseen.
+  const wanted = new Set(names.map((n) => realPath(path.join(realPath(dir), n))));
   const found: number[] = [];
   let pids: string[];
   try {
@@ -52,6 +54,15 @@ export function processesUsing(dir: string, names: string[]): number[] {
     }
   }
   return found;
+}
+
+/** Where a path leads once every symlink is followed; as given (resolved) when it does not exist. */
+function realPath(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
 }
 
 /**
