@@ -87,7 +87,13 @@ async function migrate(store: Kysely<Database>): Promise<void> {
   for (const r of results ?? []) {
     if (r.status === "Error") log.error(`migration ${r.migrationName} failed`);
   }
-  if (error) throw error;
+  if (error) {
+    // A store a newer holm migrated: kysely's "corrupted migrations" would read as damage, and
+    // the store is fine; this holm is older than it (README: Upgrades, migrations are forward-only).
+    const newer = /previously executed migration (\S+) is missing/.exec(error instanceof Error ? error.message : String(error));
+    if (newer) throw new Error(`this store was made by a newer holm (migration ${newer[1]}): run that release or newer on it, or restore a backup taken before it`);
+    throw error;
+  }
 }
 
 /**
