@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { type Out, printJson, progress } from "./output";
+import { type Out, printJson, printable, progress } from "./output";
 
 // holm backup / restore / doctor: run on the server's machine, from its settings (the
 // environment over HOLM_CONFIG_FILE, default /etc/holm/holm.env), not over /v1
@@ -16,6 +16,19 @@ async function local(): Promise<Local> {
   return (await import(bundle)) as Local;
 }
 
+/**
+ * Runs a local command: what it refuses is said as `holm <command>: <why>` and exits 1. Not the
+ * /v1 commands' `code: message`: no server answered, so there is no API error code to give.
+ */
+async function locally(name: string, run: () => Promise<void>): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    process.stderr.write(`holm ${name}: ${printable((err as Error)?.message ?? String(err))}\n`);
+    process.exitCode = 1;
+  }
+}
+
 const STATE_DIR = ["--state-dir <dir>", "the state directory (default: HOLM_STATE_DIR)"] as const;
 
 export function opsCommands(program: Command, ctx: Ctx) {
@@ -25,10 +38,12 @@ export function opsCommands(program: Command, ctx: Ctx) {
     .argument("<file>", "the archive to write (mode 0600)")
     .option(...STATE_DIR)
     .option("--no-key", "leave the server key (secret.key) out: sealed secrets then open only with the original")
-    .action(async (file: string, f: { stateDir?: string; key: boolean }, cmd: Command) => {
-      const manifest = await (await local()).backup(file, { stateDir: f.stateDir, key: f.key, version: typeof HOLM_VERSION === "string" ? HOLM_VERSION : "dev", say: progress });
-      if (ctx.out(cmd).json) printJson(manifest);
-    });
+    .action((file: string, f: { stateDir?: string; key: boolean }, cmd: Command) =>
+      locally("backup", async () => {
+        const manifest = await (await local()).backup(file, { stateDir: f.stateDir, key: f.key, version: typeof HOLM_VERSION === "string" ? HOLM_VERSION : "dev", say: progress });
+        if (ctx.out(cmd).json) printJson(manifest);
+      }),
+    );
 
   program
     .command("restore")
@@ -36,27 +51,31 @@ export function opsCommands(program: Command, ctx: Ctx) {
     .argument("<file>", "an archive holm backup wrote")
     .option(...STATE_DIR)
     .option("--force", "replace the store, frames and key of a directory that has them")
-    .action(async (file: string, f: { stateDir?: string; force?: boolean }, cmd: Command) => {
-      const manifest = await (await local()).restore(file, { stateDir: f.stateDir, force: f.force === true, say: progress });
-      if (ctx.out(cmd).json) printJson(manifest);
-    });
+    .action((file: string, f: { stateDir?: string; force?: boolean }, cmd: Command) =>
+      locally("restore", async () => {
+        const manifest = await (await local()).restore(file, { stateDir: f.stateDir, force: f.force === true, say: progress });
+        if (ctx.out(cmd).json) printJson(manifest);
+      }),
+    );
 
   program
     .command("doctor")
     .description("check the engine, images, store, disk, clock and configuration on this machine; exit 1 on a failure")
     .option(...STATE_DIR)
-    .action(async (f: { stateDir?: string }, cmd: Command) => {
-      const checks = await (await local()).doctor({ stateDir: f.stateDir });
-      const failed = checks.some((c) => c.level === "fail");
-      if (ctx.out(cmd).json) printJson({ ok: !failed, checks });
-      else {
-        for (const c of checks) {
-          process.stdout.write(`${c.level.padEnd(4)}  ${c.area.padEnd(6)}  ${c.says}\n`);
-          if (c.fix && c.level !== "ok") process.stdout.write(`${"".padEnd(14)}fix: ${c.fix}\n`);
+    .action((f: { stateDir?: string }, cmd: Command) =>
+      locally("doctor", async () => {
+        const checks = await (await local()).doctor({ stateDir: f.stateDir });
+        const failed = checks.some((c) => c.level === "fail");
+        if (ctx.out(cmd).json) printJson({ ok: !failed, checks });
+        else {
+          for (const c of checks) {
+            process.stdout.write(`${c.level.padEnd(4)}  ${c.area.padEnd(6)}  ${c.says}\n`);
+            if (c.fix && c.level !== "ok") process.stdout.write(`${"".padEnd(14)}fix: ${c.fix}\n`);
+          }
+          const warned = checks.filter((c) => c.level === "warn").length;
+          process.stdout.write(failed ? "\nsomething must be fixed before the server can run well\n" : warned ? `\n${warned} warning(s); nothing stops the server\n` : "\nall good\n");
         }
-        const warned = checks.filter((c) => c.level === "warn").length;
-        process.stdout.write(failed ? "\nsomething must be fixed before the server can run well\n" : warned ? `\n${warned} warning(s); nothing stops the server\n` : "\nall good\n");
-      }
-      if (failed) process.exitCode = 1;
-    });
+        if (failed) process.exitCode = 1;
+      }),
+    );
 }

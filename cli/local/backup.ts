@@ -57,7 +57,13 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
   const storeFile = path.join(dir, STORE_FILE);
   if (!fs.existsSync(storeFile)) throw new Error(`no store at ${storeFile} (HOLM_STATE_DIR)`);
   const out = path.resolve(file);
-  const work = await fsp.mkdtemp(path.join(path.dirname(out), ".holm-backup-"));
+  const work = await fsp.mkdtemp(path.join(path.dirname(out), ".holm-backup-")).catch((err: NodeJS.ErrnoException) => {
+    // The archive is written beside where it goes (then renamed): say which place fails, in words.
+    if (err.code === "ENOENT") throw new Error(`no directory ${path.dirname(out)} to write the archive in: make it first (mkdir -p)`);
+    if (err.code === "ENOTDIR") throw new Error(`${path.dirname(out)} is not a directory: name a file in a directory`);
+    if (err.code === "EACCES" || err.code === "EPERM") throw new Error(`this user cannot write in ${path.dirname(out)}: run as root, or name another place`);
+    throw err;
+  });
   const partial = path.join(work, "archive.tar.gz");
   try {
     const snapshot = path.join(work, STORE_FILE);
