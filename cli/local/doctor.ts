@@ -66,17 +66,40 @@ function configuration(e: Env, add: Add): void {
   }
 }
 
+/** Each engine call's bound: a socket that accepts and never answers would hold doctor forever. */
+const ENGINE_ANSWER_MS = 5_000;
+
+class NoAnswer extends Error {}
+
+/** `call` within ENGINE_ANSWER_MS, or NoAnswer. */
+function bounded<T>(call: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new NoAnswer()), ENGINE_ANSWER_MS);
+  });
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
+}
+
 async function engine(e: Env, add: Add): Promise<Docker | undefined> {
-  const docker = new Docker({ socketPath: e.HOLM_DOCKER_SOCKET });
+  // The modem's own idle timeout (a little later than ours) closes the hung request's socket, so
+  // the process can exit once the checks are said.
+  const docker = new Docker({ socketPath: e.HOLM_DOCKER_SOCKET, timeout: ENGINE_ANSWER_MS + 1_000 });
+  const fix = "start dockerd (systemctl start docker), or set HOLM_DOCKER_SOCKET; the server's user needs the docker group";
+  let v: Docker.DockerVersion;
+  // dockerode's typings leave info() as any: these are the engine's /info fields.
+  let info: { CgroupVersion?: string; CgroupDriver?: string; MemoryLimit?: boolean; SwapLimit?: boolean; PidsLimit?: boolean; SystemTime?: string; DockerRootDir?: string };
   try {
-    await docker.ping();
+    await bounded(docker.ping());
+    v = await bounded(docker.version());
+    info = await bounded(docker.info());
   } catch (err) {
-    add("fail", "engine", `no Docker engine answers at ${e.HOLM_DOCKER_SOCKET} (${(err as Error).message})`, "start dockerd (systemctl start docker), or set HOLM_DOCKER_SOCKET; the server's user needs the docker group");
+    if (err instanceof NoAnswer) {
+      add("fail", "engine", `the engine at ${e.HOLM_DOCKER_SOCKET} does not answer (nothing within ${ENGINE_ANSWER_MS / 1000} s): the server would hang on it too`, "restart dockerd (systemctl restart docker), or check what listens on HOLM_DOCKER_SOCKET");
+    } else {
+      add("fail", "engine", `no Docker engine answers at ${e.HOLM_DOCKER_SOCKET} (${(err as Error).message})`, fix);
+    }
     return undefined;
   }
-  const v = await docker.version();
-  // dockerode's typings leave info() as any: these are the engine's /info fields.
-  const info = (await docker.info()) as { CgroupVersion?: string; CgroupDriver?: string; MemoryLimit?: boolean; SwapLimit?: boolean; PidsLimit?: boolean; SystemTime?: string; DockerRootDir?: string };
   add("ok", "engine", `Docker ${v.Version} (API ${v.ApiVersion}), cgroup v${info.CgroupVersion ?? "?"} (${info.CgroupDriver ?? "?"})`);
   const missing = (["MemoryLimit", "SwapLimit", "PidsLimit"] as const).filter((k) => info[k] === false);
   if (missing.length) add("warn", "engine", `the kernel does not enforce ${missing.join(", ")}: a box's memory or process limit would not hold`, "enable the memory and pids cgroup controllers (cgroup_enable=memory swapaccount=1 on the kernel command line)");
@@ -99,7 +122,7 @@ async function images(docker: Docker, add: Add): Promise<void> {
   const absent: string[] = [];
   for (const tag of tags) {
     try {
-      await docker.getImage(tag).inspect();
+      await bounded(docker.getImage(tag).inspect());
     } catch {
       absent.push(tag);
     }
@@ -115,6 +138,8 @@ async function store(e: Env, add: Add): Promise<void> {
   try {
     if (e.HOLM_STORAGE_BACKEND === "local") {
       const file = path.join(e.HOLM_STATE_DIR, STORE_FILE);
+      const unusable = stateDirProblem(e.HOLM_STATE_DIR);
+      if (unusable) return add("fail", "store", unusable.says, unusable.fix);
       if (!fs.existsSync(file)) return add("ok", "store", `${file} does not exist yet: the first start makes it`);
       const db = new SQLite(file, { readonly: true, fileMustExist: true });
       try {
@@ -148,6 +173,33 @@ async function store(e: Env, add: Add): Promise<void> {
     const key = path.join(e.HOLM_STATE_DIR, KEY_FILE);
     if (fs.existsSync(key) && (fs.statSync(key).mode & 0o077) !== 0) add("warn", "store", `${key} is readable by others`, `chmod 600 ${key}`);
   }
+}
+
+/**
+ * Why the server could not use the state directory, if it could not: not a directory, or one this
+ * user cannot read and write (existsSync says "absent" for a file it may not see, so a store
+ * behind a 0700 directory would pass as "not made yet"). A missing directory is fine: the server
+ * makes it.
+ */
+function stateDirProblem(dir: string): { says: string; fix: string } | undefined {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    return { says: `HOLM_STATE_DIR ${dir} cannot be looked at by this user (uid ${process.getuid?.()}): ${code}`, fix: "run holm doctor as the server's user (holm) or root, or let that user reach the directory" };
+  }
+  if (!st.isDirectory()) return { says: `HOLM_STATE_DIR ${dir} is not a directory: the server cannot make its store there`, fix: `set HOLM_STATE_DIR to a directory (the server makes a missing one), or move ${dir} away` };
+  try {
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+  } catch {
+    return {
+      says: `HOLM_STATE_DIR ${dir} cannot be read and written by this user (uid ${process.getuid?.()}): a server running as it could not open its store`,
+      fix: `run holm doctor as the server's user (holm) or root; the directory belongs to that user (chown -R holm: ${dir})`,
+    };
+  }
+  return undefined;
 }
 
 function disk(e: Env, add: Add): void {
