@@ -58,6 +58,17 @@ describe("a malformed step refuses the batch before anything runs", () => {
     expect(await inPage<string>("document.querySelector('#t').value")).toBe("");
   });
 
+  it("a secret whose value holds a control character no key types: 400 naming the character, never the value", async () => {
+    expect((await server.api("/v1/secrets/bell", { method: "PUT", json: { value: "ring\u0007bell-value" } })).status).toBe(200);
+    await okBatch({ actions: [{ type: "open_url", url: AREA, target: "current" }, { type: "on_page", what: { op: "wait_for", query: "css=#t" } }] });
+    const res = await batch({ actions: [{ type: "type", text: "A" }, { type: "type", secret_ref: "bell" }] });
+    const body = await json(res);
+    expect(res.status, JSON.stringify(body)).toBe(400);
+    expect(body.message).toMatch(/actions\[1\] \(type\): the value of secret "bell" cannot be typed: .*U\+0007/);
+    expect(body.message).not.toContain("bell-value");
+    expect(await inPage<string>("document.querySelector('#t').value")).toBe("");
+  });
+
   it("well-formed key names still run: aliases, a lone +, hex and U+ names, a modifier alone", async () => {
     await okBatch({ actions: [{ type: "open_url", url: AREA, target: "current" }, { type: "on_page", what: { op: "wait_for", query: "css=#t" } }] });
     const out = await okBatch({
