@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { agentCall } from "~/protocol/agent";
+import { textProblem } from "~/protocol/keys";
 import { withClusterLock } from "~/utils/cluster.server";
 import { noteTyped } from "./secret-mask.server";
 import { ApiError, badRequest } from "~/utils/api-error.server";
@@ -108,13 +109,29 @@ export function forAgent(
   return step;
 }
 
-/** The values of the secrets `type` steps name, from the box's workspace (refused before anything runs). */
+/** The secret a step names: a `type`'s or an `on_page` `fill`'s `secret_ref`. */
+function secretRefOf(s: Step): string | undefined {
+  if (s.type === "type") return s.secret_ref;
+  if (s.type === "on_page" && s.what.op === "fill") return s.what.secret_ref;
+  return undefined;
+}
+
+/**
+ * The values of the secrets the steps name, from the box's workspace, in step order: a name the
+ * workspace lacks, or a value a `type` cannot type, refuses the batch before anything runs (a
+ * `fill` looks its value up again when it runs).
+ */
 async function typedSecrets(owner: string | null, steps: Step[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const [i, s] of steps.entries()) {
-    if (s.type !== "type" || s.secret_ref === undefined || out.has(s.secret_ref)) continue;
+    const name = secretRefOf(s);
+    if (name === undefined) continue;
     try {
-      out.set(s.secret_ref, await secretValue(owner, s.secret_ref));
+      const value = out.get(name) ?? (await secretValue(owner, name));
+      out.set(name, value);
+      const problem = s.type === "type" ? textProblem(value) : null;
+      // Names the character's code only, never the value.
+      if (problem) throw badRequest(`the value of secret "${name}" cannot be typed: ${problem}`);
     } catch (e) {
       stepError(i, s.type, e);
     }

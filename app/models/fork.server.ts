@@ -8,7 +8,7 @@ import { type BatchInput, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
 import { beginReplay, endReplay, stepReplay } from "./fork-progress.server";
 import { enqueue } from "./job.server";
-import { sampleSoon } from "./recorder.server";
+import { recordRefusal, sampleSoon } from "./recorder.server";
 import type { ReplaySkip } from "~/protocol/fork-replay";
 import { type Placement, PlacementSchema, SpecSchema } from "./spec.server";
 import type { BatchMark } from "./trace-types.server";
@@ -42,6 +42,8 @@ export interface ReplayReport {
   stopped_at: number | null;
   truncated: boolean;
   skipped: Skipped[];
+  /** Why the replay ended early, when a batch was refused or could not run (holm's, beside the seed's fields). */
+  reason?: string;
 }
 
 /** All entries up to `up_to`, read page by page. */
@@ -189,7 +191,15 @@ export function batchesOf(planned: Planned[]): ReplayBatch[] {
   return out;
 }
 
-/** Sends one batch and counts each step that ran; the seq of the first that failed, or null. */
+/** A refusal of a whole batch that names one of its steps (`actions[N] (type): …`, batch.server.ts). */
+const STEP_REFUSAL = /^actions\[(\d+)\] \([^)]*\): ([\s\S]*)$/;
+
+/**
+ * Sends one batch and counts each step that ran; the seq of the first that failed, or null. A
+ * batch refused before it ran (a step the server refuses now, as a secret removed since) counts
+ * the step it names as attempted and failed; the report says why and the fork's trace records
+ * the refusal. A refusal (4xx) comes from the trace's content, not from a fault of the server's.
+ */
 async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBatch, report: ReplayReport): Promise<number | null> {
   const steps = batch.planned.map((p) => p.step);
   let results: { ok?: unknown }[] = [];
@@ -197,10 +207,18 @@ async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBa
     const out = await runBatch(actor, { box: running, screen: batch.screen }, { ...batch.options, actions: steps }, steps);
     results = out.results;
   } catch (err) {
-    log.error({ err }, `fork ${running.id}: replay of seq ${batch.planned[0]!.entry.seq} failed`);
+    const message = (err as Error).message;
+    const named = STEP_REFUSAL.exec(message);
+    const at = named ? Math.min(Number(named[1]), batch.planned.length - 1) : 0;
+    const entry = batch.planned[at]!.entry;
+    const refusal = err instanceof ApiError && err.status < 500;
+    report.reason = `the step at seq ${entry.seq} (${batch.planned[at]!.step.type}) ${refusal ? "was refused" : "failed"}: ${named ? named[2] : message}`;
+    if (refusal) log.warn({ box: running.id, seq: entry.seq, err: message }, `fork ${running.id}: replay refused`);
+    else log.error({ err }, `fork ${running.id}: replay of seq ${entry.seq} failed`);
+    if (refusal) await recordRefusal(actor, running.id, batch.screen, steps, message).catch((e) => log.error({ box: running.id, err: e }, "recording a refusal failed"));
+    report.attempted++;
+    return entry.seq;
   }
-  // A batch that did not run at all counts as its first step attempted and failed.
-  if (results.length === 0) results = [{ ok: false }];
   let failed: number | null = null;
   results.forEach((r, i) => {
     report.attempted++;

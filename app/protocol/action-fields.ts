@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { keyProblem, keysymFor, parseChord, textProblem } from "./keys";
 
 // The fields the action vocabulary is made of (seed 000, "Actions"), and the limits both sides
 // hold to. Shared by the server and the in-box agent (bundled for Node 18): zod only, nothing
@@ -29,7 +30,24 @@ export const Seed = int().min(0).max(0xffff_ffff);
 export const HoldMs = int().min(1).max(MAX_HOLD_MS);
 export const Ms30 = int().min(0).max(MAX_WAIT_MS);
 export const Selection = z.enum(["clipboard", "primary"]);
-export const Chord = z.string().min(1).max(200);
+/** A chord ("ctrl+shift+t", "Return", "ctrl++"): every name a key, the ones before the last modifiers. */
+export const Chord = z
+  .string()
+  .min(1)
+  .max(200)
+  .superRefine((c, ctx) => {
+    const problem = keyProblem(c, parseChord);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
+/** One key's name (`key_down`, `key_up`): not a chord. */
+export const KeyName = z
+  .string()
+  .min(1)
+  .max(200)
+  .superRefine((k, ctx) => {
+    const problem = keyProblem(k, keysymFor);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 export const Path = z.string().min(1).max(4096);
 /** A window: its id (`0x…`), class or instance, or part of its title. */
 export const WindowRef = z.string().min(1).max(200);
@@ -47,6 +65,11 @@ export const Query = z
 export const Limit = int().min(1).max(10_000);
 /** Typed text: the trace keeps it, so it is bounded. */
 export const Text = z.string().max(100_000);
+/** Text a `type` step types: every character one a key makes (Text is also `fill`'s, which sets a value). */
+export const TypedText = Text.superRefine((t, ctx) => {
+  const problem = textProblem(t);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
 export const ClipboardText = z.string().max(1_000_000);
 /** A NUL byte cannot be passed to a program: each argument is a C string. */
 export const Argv = z

@@ -11,6 +11,7 @@ import {
   GrepSchema,
   Held,
   HoldMs,
+  KeyName,
   Motion,
   Ms30,
   PageUrl,
@@ -20,6 +21,7 @@ import {
   Selection,
   TabRef,
   Text,
+  TypedText,
   WaitWindowSchema,
   WindowRef,
   WriteFileSchema,
@@ -76,8 +78,8 @@ const COMMON = [
     dy: z.number().int().min(-100).max(100).optional(),
   }),
   step("press", { chord: Chords, then: z.union([Chord, z.array(Chord).max(50)]).optional(), held: Held.optional() }),
-  step("key_down", { key: Chord, hold_ms: HoldMs.optional() }),
-  step("key_up", { key: Chord }),
+  step("key_down", { key: KeyName, hold_ms: HoldMs.optional() }),
+  step("key_up", { key: KeyName }),
   step("wait", { ms: Ms30 }),
   step("wait_still", { settle_ms: Ms30.optional(), within_ms: Ms30.optional() }),
   step("await_window", { what: WaitWindowSchema }),
@@ -119,7 +121,7 @@ export const SecretRef = z.string().min(1).max(200);
  * `type` as a caller writes it: `text`, or `secret_ref` naming a secret of the box's workspace,
  * whose value the server puts in the agent's copy only (never in a result, trace or log).
  */
-const TypeStep = step("type", { text: Text.optional(), secret_ref: SecretRef.optional(), delay_ms: TypeDelay }).refine(
+const TypeStep = step("type", { text: TypedText.optional(), secret_ref: SecretRef.optional(), delay_ms: TypeDelay }).refine(
   (s) => (s.text === undefined) !== (s.secret_ref === undefined),
   { message: "give exactly one of text and secret_ref" },
 );

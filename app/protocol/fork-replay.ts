@@ -2,7 +2,7 @@
 // the `fork` push on socket.io /boxes that the console's trace page follows. Shared by the
 // server, the console and the client. The seed's fork answer ({box, replay: {attempted, ok,
 // stopped_at, truncated, skipped}}) is unchanged; this adds `total` and `done`, and `reason`
-// when the replay could not run to its end for a cause other than a step.
+// when the replay could not run to its end for a cause other than a step that ran and failed.
 
 /** An entry of the trace that a fork does not do again, and why (seed 001). */
 export interface ReplaySkip {
@@ -23,7 +23,7 @@ export interface ForkReplay {
   /** The replay hit its time limit (or was cut short, see `reason`) before its last step. */
   truncated: boolean;
   skipped: ReplaySkip[];
-  /** Why the replay ended without running its steps to the end, other than a failed step. */
+  /** Why the replay ended without running its steps to the end, other than a step that ran and failed (a refused batch says which step and why). */
   reason?: string;
 }
 

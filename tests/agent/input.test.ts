@@ -234,9 +234,11 @@ describe("keys", () => {
 
   it("refuses an unknown key name before pressing anything", async () => {
     await probe.take();
-    const r = await batch(agent, 0, { actions: [{ type: "press", chord: ["a", "ctrl+nosuchkey"] }] });
-    expect(r.results[0]).toMatchObject({ ok: false, code: "bad_request" });
-    expect(r.results[0].message).toMatch(/nosuchkey/);
+    // The step's schema (app/protocol/keys.ts, as the server's) refuses the whole batch.
+    const r = await agent.call("POST", "/screens/0/batch", { actions: [{ type: "key_down", key: "a" }, { type: "press", chord: ["a", "ctrl+nosuchkey"] }] });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: "bad_request" });
+    expect((r.body as { message: string }).message).toMatch(/nosuchkey/);
     expect((await probe.take()).filter((e) => e.type === "key_press")).toHaveLength(0);
   });
 

@@ -7,6 +7,7 @@ import type { XConnection } from "./x11-wire";
 import { changeKeyboardMapping, getKeyboardMapping, getModifierMapping } from "./x11-requests";
 import { AgentError } from "./errors";
 import { charKeysym } from "./keysyms";
+import { untypableControl } from "../../../app/protocol/keys";
 
 export interface TextUnit {
   sym: number;
@@ -25,8 +26,9 @@ export function textUnits(text: string): TextUnit[] {
       continue;
     }
     prevCr = cp === 0x0d;
-    if (cp < 0x20 && cp !== 0x0a && cp !== 0x0d && cp !== 0x09 && cp !== 0x08 && cp !== 0x1b) {
-      throw new AgentError("bad_request", `text holds control character U+${cp.toString(16).padStart(4, "0")}, which has no key`);
+    // The server refuses such text before the batch runs (app/protocol/keys.ts); checked again here.
+    if (untypableControl(cp)) {
+      throw new AgentError("bad_request", `text holds control character U+${cp.toString(16).padStart(4, "0").toUpperCase()}, which has no key`);
     }
     out.push({ sym: charKeysym(cp), ch: cp === 0x0d ? "\n" : ch });
   }
