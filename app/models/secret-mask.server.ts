@@ -61,6 +61,8 @@ function formsOf(value: string): string[] {
   const out = new Set([value]);
   const collapsed = value.replace(/\s+/g, " ").trim();
   if (collapsed) out.add(collapsed);
+  // As a JSON text shows it: an evaluate's value cut to its limit is its JSON text.
+  out.add(JSON.stringify(value).slice(1, -1));
   const url = encodeURIComponent(value);
   out.add(url);
   out.add(url.replace(/%20/g, "+"));
@@ -93,16 +95,27 @@ export function maskerOf(values: readonly string[]): Masker {
   return { inside, whole };
 }
 
-/** `s` with every form of every value replaced by MASK; a string cut with "…" loses a value's start too. */
+/**
+ * `s` with every form of every value replaced by MASK. Where text was cut (a "…" marks it), the
+ * start of a value just before the mark is a value too: "Bq7sEcr3t…" shows no part of it.
+ */
 export function maskText(m: Masker, s: string): string {
   if (m.whole.has(s)) return MASK;
   for (const f of m.inside) if (s.includes(f)) s = s.split(f).join(MASK);
-  if (s.endsWith("…")) {
-    const body = s.slice(0, -1);
-    for (const f of m.inside) {
-      for (let k = Math.min(f.length - 1, body.length); k >= MIN_INSIDE; k--) {
-        if (body.endsWith(f.slice(0, k))) return `${body.slice(0, -k)}${MASK}…`;
-      }
+  if (!s.includes("…")) return s;
+  const parts = s.split("…");
+  for (let i = 0; i < parts.length - 1; i++) parts[i] = maskCutEnd(m, parts[i]!);
+  return parts.join("…");
+}
+
+/**
+ * `s`, cut after its last character (an answer's `cut` content or value, a "…"), with a value's
+ * start at its end (MIN_INSIDE characters or more) replaced by MASK.
+ */
+export function maskCutEnd(m: Masker, s: string): string {
+  for (const f of m.inside) {
+    for (let k = Math.min(f.length - 1, s.length); k >= MIN_INSIDE; k--) {
+      if (s.endsWith(f.slice(0, k))) return `${s.slice(0, -k)}${MASK}`;
     }
   }
   return s;
@@ -110,7 +123,7 @@ export function maskText(m: Masker, s: string): string {
 
 /** Whether a JSON text may hold a value (a cheap look before parsing it again). */
 export function mayHold(m: Masker, json: string): boolean {
-  if (json.includes("…")) return true;
+  if (json.includes("…") || json.includes('"cut":true')) return true;
   for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
   return false;
 }
@@ -122,6 +135,10 @@ export function maskDeep(m: Masker, v: unknown): unknown {
   if (v && typeof v === "object") {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[maskText(m, k)] = maskDeep(m, x);
+    // A read's `content` or an evaluate's `value` cut to its `limit` ends where it was cut.
+    if ((v as { cut?: unknown }).cut === true) {
+      for (const k of ["content", "value"]) if (typeof out[k] === "string") out[k] = maskCutEnd(m, out[k] as string);
+    }
     return out;
   }
   return v;
