@@ -1,5 +1,6 @@
 import { loadRow } from "./box-record.server";
 import { secretValue, secretValues } from "./secret-store.server";
+import { rememberTyped, typedValues } from "./secret-typed.server";
 
 // Seed 004: a secret is typed "without it ever reaching your client, logs, or model context". A
 // page can put a typed value anywhere: copy it into another field or its title, send it in a
@@ -27,10 +28,6 @@ export interface Masker {
 // answers nothing before): the owner is read once per box.
 const owners = new Map<string, string | null>();
 const OWNERS_KEPT = 20_000;
-// Values typed into a box (fill, type): still masked after the secret changes or goes, while this
-// server runs.
-const typed = new Map<string, Set<string>>();
-const TYPED_PER_BOX = 64;
 
 async function ownerOfBox(id: string): Promise<string | null | undefined> {
   if (owners.has(id)) return owners.get(id);
@@ -41,18 +38,18 @@ async function ownerOfBox(id: string): Promise<string | null | undefined> {
   return row.owner;
 }
 
-/** Remembers a value typed into a box from a secret. */
-export function noteTyped(boxId: string, value: string): void {
-  const set = typed.get(boxId) ?? new Set();
-  if (set.size >= TYPED_PER_BOX) set.delete(set.values().next().value!);
-  set.add(value);
-  typed.set(boxId, set);
+/**
+ * Remembers a value typed into a box from a secret: still masked after the secret changes or
+ * goes, after a restart and on every server (kept in the store, secret-typed.server.ts).
+ */
+export function noteTyped(boxId: string, value: string): Promise<void> {
+  return rememberTyped(boxId, value);
 }
 
 /** A secret's value to type into box `boxId`, remembered there for masking. */
 export async function secretToType(owner: string | null, name: string, boxId?: string): Promise<string> {
   const value = await secretValue(owner, name);
-  if (boxId) noteTyped(boxId, value);
+  if (boxId) await noteTyped(boxId, value);
   return value;
 }
 
@@ -73,8 +70,7 @@ function formsOf(value: string): string[] {
 export async function maskerFor(id: string): Promise<Masker | undefined> {
   const owner = await ownerOfBox(id);
   if (owner === undefined) return undefined;
-  const stored = await secretValues(owner);
-  const mine = typed.get(id);
+  const [stored, mine] = await Promise.all([secretValues(owner), typedValues(id)]);
   if (!mine?.size) {
     if (!stored.length) return undefined;
     // The owner's values stay one array until they change: built once for every answer till then.
