@@ -267,6 +267,15 @@ export interface Database {
   direct_ticket: DirectTicketTable;
   trace_recording: TraceRecordingTable;
   trace_recording_part: TraceRecordingPartTable;
+  box_typed_secret: BoxTypedSecretTable;
+}
+
+/** A secret value typed into a box, sealed: masked in answers about the box (0023). */
+export interface BoxTypedSecretTable {
+  box_id: string;
+  tag: string;
+  sealed: string;
+  created_at_ms: number;
 }
 
 /** Who holds a screen (docs/decisions/0021). */

@@ -276,7 +276,7 @@ async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, ste
   };
   guard();
   const secrets = await typedSecrets(t.box.owner, steps);
-  for (const v of secrets.values()) noteTyped(t.box.id, v);
+  for (const v of new Set(secrets.values())) await noteTyped(t.box.id, v);
   const boxApps = steps.some((s) => s.type === "launch") ? await appsOf(t.box.id) : {};
   const actions = steps.map((s, i) => forAgent(s, i, secrets, boxApps));
   const apps = appsAt.length ? await catalogStatus(t) : undefined;

@@ -6,6 +6,7 @@ import { lookAhead } from "./page-element-snap.server";
 import type { RunningBox } from "./box.server";
 import { type ScreenTarget, callAgent } from "./screen.server";
 import { takeoverOf } from "./takeover.server";
+import { cutText } from "~/utils/cut-text";
 
 // Each screen's Chromium, driven by playwright-core over CDP: one connection per screen, opened
 // on first use and kept warm, dropped when Chromium or the box goes away and opened again on the
@@ -61,11 +62,11 @@ function watchPage(page: Page, boxId: string, screen: number): void {
   const s = pageState(page);
   page.on("console", (m: ConsoleMessage) => {
     const loc = m.location();
-    s.console.push({ type: m.type(), text: m.text().slice(0, 10_000), url: loc.url || undefined, line: loc.url ? loc.lineNumber : undefined, at_ms: Date.now() });
+    s.console.push({ type: m.type(), text: cutText(m.text(), 10_000), url: loc.url || undefined, line: loc.url ? loc.lineNumber : undefined, at_ms: Date.now() });
     if (s.console.length > CONSOLE_KEPT) s.console.splice(0, s.console.length - CONSOLE_KEPT);
   });
   page.on("pageerror", (e: Error) => {
-    s.console.push({ type: "error", text: `Uncaught ${e.message}`.slice(0, 10_000), at_ms: Date.now() });
+    s.console.push({ type: "error", text: cutText(`Uncaught ${e.message}`, 10_000), at_ms: Date.now() });
     if (s.console.length > CONSOLE_KEPT) s.console.splice(0, s.console.length - CONSOLE_KEPT);
   });
   // With a listener Playwright leaves the dialog open; it waits for a `dialog` step, and is

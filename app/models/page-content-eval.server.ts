@@ -2,6 +2,7 @@ import { MAX_WAIT_MS } from "~/protocol/action-fields";
 import { ApiError } from "~/utils/api-error.server";
 import { type TabPage, pageState } from "./page-browser.server";
 import { cdpSend, inWorld } from "./page-content-world.server";
+import { cutText } from "~/utils/cut-text";
 
 // `evaluate` (seed 000: POST …/page/evaluate, the `evaluate` step): a JavaScript expression run in
 // the page's own context, as the page's scripts see it, through Playwright (which awaits a
@@ -49,7 +50,7 @@ export async function evaluate(tp: TabPage, q: EvaluateQuery): Promise<Record<st
 /** Playwright's message, less its prefix and the stack: "Error: bad thing". */
 function exceptionText(e: Error): string {
   const first = (e.message ?? String(e)).split("\n")[0] ?? "";
-  return first.replace(/^page\.evaluate: /, "").slice(0, 2000);
+  return cutText(first.replace(/^page\.evaluate: /, ""), 2000);
 }
 
 /**

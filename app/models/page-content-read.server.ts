@@ -57,7 +57,9 @@ const READ = String.raw`(async (opts) => {
       const url = a.href;
       if (typeof url !== "string" || !url || /^(javascript|data|blob):/i.test(url) || seen.has(url)) continue;
       seen.add(url);
-      out.push({ text: (a.textContent || "").replace(/\s+/g, " ").trim().slice(0, 500), url: url.slice(0, 4096) });
+      const text = (a.textContent || "").replace(/\s+/g, " ").trim();
+      // "…" marks a cut: secret masking takes a value's start out before it (secret-mask.server.ts).
+      out.push({ text: text.length > 500 ? text.slice(0, 500) + "…" : text, url: url.slice(0, 4096) });
       if (out.length >= max) break;
     }
     return out;

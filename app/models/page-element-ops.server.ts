@@ -201,7 +201,7 @@ interface OptionInfo {
 
 /** In the page: the options of a select (or a datalist, or an ARIA listbox the element owns). */
 function readOptions(el: Element): { multiple: boolean; options: OptionInfo[] } | null {
-  const cut = (s: string) => s.trim().slice(0, 300);
+  const cut = (s: string) => ((s = s.trim()).length > 300 ? `${s.slice(0, 300)}…` : s); // "…": secret-mask.server.ts
   const sel = el instanceof HTMLSelectElement ? el : el instanceof HTMLLabelElement && el.control instanceof HTMLSelectElement ? el.control : null;
   if (sel) {
     const options = [...sel.options].slice(0, 1000).map((o) => ({ value: o.value, label: cut(o.label), selected: o.selected, ...(o.disabled && { disabled: true }) }));

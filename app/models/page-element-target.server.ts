@@ -1,6 +1,7 @@
 import type { Frame, Locator, Page } from "playwright-core";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { type AriaNode, type CurrentTree, type RefState, REF_RE, ariaTree, byRef, currentTree, refLocator } from "./page-element-snap.server";
+import { cutText } from "~/utils/cut-text";
 
 // From a `query` to a Playwright locator, and from a Playwright failure to the seed's error.
 // A query is a ref from a snapshot (`e12`, `f1e3` in an iframe), a Playwright selector with its
@@ -89,7 +90,7 @@ async function countOf(loc: Locator, q: string): Promise<number> {
     return await loc.count();
   } catch (err) {
     const msg = stripAnsi(String((err as Error).message)).split("\n")[0]!.replace(/^[\w.]+: /, "");
-    if (/selector|unexpected token|parsing|not a valid/i.test(msg)) throw badRequest(`"${q.slice(0, 200)}" is not a selector Playwright can read: ${msg.slice(0, 300)}`);
+    if (/selector|unexpected token|parsing|not a valid/i.test(msg)) throw badRequest(`"${q.slice(0, 200)}" is not a selector Playwright can read: ${cutText(msg, 300)}`);
     throw failure(err, `finding "${q.slice(0, 200)}"`);
   }
 }
@@ -205,7 +206,7 @@ export async function prepare(page: Page, st: RefState, queries: string[], exact
 /** How an answer names the element it acted on: `e5 (button "Save")` or `"Save"`. */
 export function named(q: string, t?: Target): string {
   const n = t?.node;
-  const what = n ? `${n.role}${n.name ? ` "${n.name.slice(0, 80)}"` : ""}` : "";
+  const what = n ? `${n.role}${n.name ? ` "${cutText(n.name, 80)}"` : ""}` : "";
   if (isRef(q)) return what ? `${q} (${what})` : q;
   return what ? `"${q.slice(0, 200)}" (${what})` : `"${q.slice(0, 200)}"`;
 }
@@ -221,7 +222,7 @@ function actionability(log: string[]): { check: string; detail: string } | undef
     const not = /^element is not (visible|enabled|editable|stable)/.exec(l);
     if (not) return { check: not[1]!, detail: l };
     const covered = /^(.*) intercepts pointer events$/.exec(l);
-    if (covered) return { check: "receives events", detail: `${covered[1]!.slice(0, 300)} intercepts pointer events` };
+    if (covered) return { check: "receives events", detail: `${cutText(covered[1]!, 300)} intercepts pointer events` };
     if (/element is outside of the viewport/.test(l)) return { check: "in viewport", detail: l };
   }
   return undefined;
@@ -252,5 +253,5 @@ export function failure(err: unknown, doing: string, st?: RefState, waitedMs = A
     return new ApiError("failed", `${doing} did not finish within ${waitedMs} ms`);
   }
   const msg = head.replace(/^[\w.]+: /, "").replace(/^Error: /, "");
-  return new ApiError("failed", `${doing} failed: ${msg.slice(0, 500)}`);
+  return new ApiError("failed", `${doing} failed: ${cutText(msg, 500)}`);
 }

@@ -235,7 +235,11 @@ async function find(tp: TabPage, q: FindQuery): Promise<Record<string, unknown>>
 
 /** An element the accessibility tree does not list (hidden, or only text): what it says. */
 async function textOf(loc: Locator, node?: AriaNode): Promise<Record<string, unknown>> {
-  const text = await loc.evaluate((el) => ((el as HTMLElement).innerText || el.textContent || "").trim().slice(0, 300), undefined, { timeout: 1000 }).catch(() => "");
+  const text = await loc.evaluate((el) => {
+    // "…" marks a cut: secret masking takes a value's start out before it (secret-mask.server.ts).
+    const all = ((el as HTMLElement).innerText || el.textContent || "").trim();
+    return all.length > 300 ? `${all.slice(0, 300)}…` : all;
+  }, undefined, { timeout: 1000 }).catch(() => "");
   return { ref: null, role: node?.role === "text" ? null : (node?.role ?? null), name: text, ...(node?.box && { box: node.box }) };
 }
 

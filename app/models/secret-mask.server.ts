@@ -1,5 +1,6 @@
 import { loadRow } from "./box-record.server";
 import { secretValue, secretValues } from "./secret-store.server";
+import { rememberTyped, typedValues } from "./secret-typed.server";
 
 // Seed 004: a secret is typed "without it ever reaching your client, logs, or model context". A
 // page can put a typed value anywhere: copy it into another field or its title, send it in a
@@ -27,10 +28,6 @@ export interface Masker {
 // answers nothing before): the owner is read once per box.
 const owners = new Map<string, string | null>();
 const OWNERS_KEPT = 20_000;
-// Values typed into a box (fill, type): still masked after the secret changes or goes, while this
-// server runs.
-const typed = new Map<string, Set<string>>();
-const TYPED_PER_BOX = 64;
 
 async function ownerOfBox(id: string): Promise<string | null | undefined> {
   if (owners.has(id)) return owners.get(id);
@@ -41,18 +38,18 @@ async function ownerOfBox(id: string): Promise<string | null | undefined> {
   return row.owner;
 }
 
-/** Remembers a value typed into a box from a secret. */
-export function noteTyped(boxId: string, value: string): void {
-  const set = typed.get(boxId) ?? new Set();
-  if (set.size >= TYPED_PER_BOX) set.delete(set.values().next().value!);
-  set.add(value);
-  typed.set(boxId, set);
+/**
+ * Remembers a value typed into a box from a secret: still masked after the secret changes or
+ * goes, after a restart and on every server (kept in the store, secret-typed.server.ts).
+ */
+export function noteTyped(boxId: string, value: string): Promise<void> {
+  return rememberTyped(boxId, value);
 }
 
 /** A secret's value to type into box `boxId`, remembered there for masking. */
 export async function secretToType(owner: string | null, name: string, boxId?: string): Promise<string> {
   const value = await secretValue(owner, name);
-  if (boxId) noteTyped(boxId, value);
+  if (boxId) await noteTyped(boxId, value);
   return value;
 }
 
@@ -61,6 +58,8 @@ function formsOf(value: string): string[] {
   const out = new Set([value]);
   const collapsed = value.replace(/\s+/g, " ").trim();
   if (collapsed) out.add(collapsed);
+  // As a JSON text shows it: an evaluate's value cut to its limit is its JSON text.
+  out.add(JSON.stringify(value).slice(1, -1));
   const url = encodeURIComponent(value);
   out.add(url);
   out.add(url.replace(/%20/g, "+"));
@@ -71,8 +70,7 @@ function formsOf(value: string): string[] {
 export async function maskerFor(id: string): Promise<Masker | undefined> {
   const owner = await ownerOfBox(id);
   if (owner === undefined) return undefined;
-  const stored = await secretValues(owner);
-  const mine = typed.get(id);
+  const [stored, mine] = await Promise.all([secretValues(owner), typedValues(id)]);
   if (!mine?.size) {
     if (!stored.length) return undefined;
     // The owner's values stay one array until they change: built once for every answer till then.
@@ -93,16 +91,27 @@ export function maskerOf(values: readonly string[]): Masker {
   return { inside, whole };
 }
 
-/** `s` with every form of every value replaced by MASK; a string cut with "…" loses a value's start too. */
+/**
+ * `s` with every form of every value replaced by MASK. Where text was cut (a "…" marks it), the
+ * start of a value just before the mark is a value too: "Bq7sEcr3t…" shows no part of it.
+ */
 export function maskText(m: Masker, s: string): string {
   if (m.whole.has(s)) return MASK;
   for (const f of m.inside) if (s.includes(f)) s = s.split(f).join(MASK);
-  if (s.endsWith("…")) {
-    const body = s.slice(0, -1);
-    for (const f of m.inside) {
-      for (let k = Math.min(f.length - 1, body.length); k >= MIN_INSIDE; k--) {
-        if (body.endsWith(f.slice(0, k))) return `${body.slice(0, -k)}${MASK}…`;
-      }
+  if (!s.includes("…")) return s;
+  const parts = s.split("…");
+  for (let i = 0; i < parts.length - 1; i++) parts[i] = maskCutEnd(m, parts[i]!);
+  return parts.join("…");
+}
+
+/**
+ * `s`, cut after its last character (an answer's `cut` content or value, a "…"), with a value's
+ * start at its end (MIN_INSIDE characters or more) replaced by MASK.
+ */
+export function maskCutEnd(m: Masker, s: string): string {
+  for (const f of m.inside) {
+    for (let k = Math.min(f.length - 1, s.length); k >= MIN_INSIDE; k--) {
+      if (s.endsWith(f.slice(0, k))) return `${s.slice(0, -k)}${MASK}`;
     }
   }
   return s;
@@ -110,7 +119,7 @@ export function maskText(m: Masker, s: string): string {
 
 /** Whether a JSON text may hold a value (a cheap look before parsing it again). */
 export function mayHold(m: Masker, json: string): boolean {
-  if (json.includes("…")) return true;
+  if (json.includes("…") || json.includes('"cut":true')) return true;
   for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
   return false;
 }
@@ -122,6 +131,10 @@ export function maskDeep(m: Masker, v: unknown): unknown {
   if (v && typeof v === "object") {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[maskText(m, k)] = maskDeep(m, x);
+    // A read's `content` or an evaluate's `value` cut to its `limit` ends where it was cut.
+    if ((v as { cut?: unknown }).cut === true) {
+      for (const k of ["content", "value"]) if (typeof out[k] === "string") out[k] = maskCutEnd(m, out[k] as string);
+    }
     return out;
   }
   return v;

@@ -20,6 +20,7 @@ import { directTickets } from "./0019-direct-tickets";
 import { serverOwnership } from "./0020-server-ownership";
 import { recordingParts } from "./0021-recording-parts";
 import { profileSize } from "./0022-profile-size";
+import { boxTypedSecrets } from "./0023-box-typed-secrets";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -44,6 +45,7 @@ const migrations: Record<string, Migration> = {
   "0020-server-ownership": serverOwnership,
   "0021-recording-parts": recordingParts,
   "0022-profile-size": profileSize,
+  "0023-box-typed-secrets": boxTypedSecrets,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -114,3 +114,48 @@ describe("a typed secret comes back as dots in every answer about the box", () =
     expectNone(await answers(), PLAIN);
   });
 });
+
+// A page that copies what is typed into its heading and its title.
+const COPY_PAGE = `data:text/html,<input aria-label=Name oninput="document.getElementById('h').textContent=this.value;document.title='T:'+this.value"><h1 id=h></h1><p>tail</p>`;
+
+describe("a cut answer and a changed secret still show dots", () => {
+  it("a read or evaluate cut just before a value's last character shows no part of it", async () => {
+    const CUT = "Bq7sEcr3tVaLue1";
+    expect((await server.api("/v1/secrets/mask_cut", { method: "PUT", json: { value: CUT } })).status).toBe(200);
+    await okBatch([
+      { type: "open_url", url: COPY_PAGE, target: "current" },
+      { type: "on_page", what: { op: "fill", query: "Name", secret_ref: "mask_cut" } },
+    ]);
+    await expect.poll(() => inPage<string>("document.getElementById('h').textContent")).toBe(CUT);
+    const texts: Record<string, string> = {};
+    for (const limit of [4, 5, 14, 15]) {
+      texts[`read ${limit}`] = await (await api(`/page?format=text&limit=${limit}`)).text();
+      const ev = await api("/page/evaluate", { method: "POST", json: { expression: "document.getElementById('h').textContent", limit } });
+      texts[`evaluate ${limit}`] = await ev.text();
+      texts[`evaluate json ${limit + 2}`] = await (await api("/page/evaluate", { method: "POST", json: { expression: "[document.getElementById('h').textContent]", limit: limit + 2 } })).text();
+    }
+    // Every cut of the value from 4 characters on is no part of any answer.
+    expectNone(texts, ...[4, 5, 8, 13, 14].map((n) => CUT.slice(0, n)));
+    expect(JSON.parse(texts["read 14"])).toMatchObject({ cut: true });
+    expect(JSON.parse(texts["evaluate 14"]).value).toContain("•");
+  });
+
+  it("a value typed before its secret changed stays dots after the server restarts", async () => {
+    const OLD = "Hx4rOtAtedVal9e", NEW = "Cw2OtherSecr3t2";
+    expect((await server.api("/v1/secrets/mask_rot", { method: "PUT", json: { value: OLD } })).status).toBe(200);
+    await okBatch([
+      { type: "open_url", url: COPY_PAGE, target: "current" },
+      { type: "on_page", what: { op: "fill", query: "Name", secret_ref: "mask_rot" } },
+    ]);
+    expect((await server.api("/v1/secrets/mask_rot", { method: "PUT", json: { value: NEW } })).status).toBe(200);
+    await expect.poll(() => inPage<string>("document.title")).toBe(`T:${OLD}`);
+    const title = async () => (await api("/page/evaluate", { method: "POST", json: { expression: "document.title" } })).text();
+    expect(JSON.parse(await title())).toMatchObject({ value: "T:••••••" });
+    await server.stop();
+    server = await server.restart();
+    expect(await inPage<string>("document.title")).toBe(`T:${OLD}`);
+    const after = { evaluate: await title(), text: await (await api("/page?format=text")).text(), snapshot: await (await api("/page/snapshot")).text() };
+    expectNone(after, OLD);
+    expect(JSON.parse(after.evaluate)).toMatchObject({ value: "T:••••••" });
+  });
+});

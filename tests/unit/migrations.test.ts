@@ -32,6 +32,7 @@ const RELEASED = [
   "0020-server-ownership",
   "0021-recording-parts",
   "0022-profile-size",
+  "0023-box-typed-secrets",
 ];
 
 describe("the migration list", () => {

@@ -21,6 +21,8 @@ describe("maskText", () => {
   it("takes out the start of a value that a cut string ends with", () => {
     expect(maskText(m, "name: hunter 2…")).toBe(`name: ${MASK}…`);
     expect(maskText(m, "name: hun…")).toBe("name: hun…");
+    // A cut inside a message: the name in quotes was cut, the message goes on.
+    expect(maskText(m, 'button "hunter 2…" intercepts pointer events')).toBe(`button "${MASK}…" intercepts pointer events`);
   });
 });
 
@@ -31,5 +33,16 @@ describe("maskDeep and mayHold", () => {
     expect(mayHold(m, JSON.stringify(body))).toBe(true);
     expect(mayHold(m, JSON.stringify({ title: "nothing" }))).toBe(false);
     expect(maskDeep(m, body)).toEqual({ title: `x ${MASK} y`, n: 1, list: [{ k: MASK }] });
+  });
+});
+
+describe("an answer cut to its limit", () => {
+  const m = masker("Bq7sEcr3tVaLue1");
+  it("shows no start of a value its cut content or value ends with, nor a value's JSON text", () => {
+    expect(maskDeep(m, { content: "x Bq7sEcr3tVaLue", cut: true })).toEqual({ content: `x ${MASK}`, cut: true });
+    expect(maskDeep(m, { value: '["Bq7s', cut: true })).toEqual({ value: `["${MASK}`, cut: true });
+    expect(mayHold(m, JSON.stringify({ value: '["Bq7s', cut: true }))).toBe(true);
+    // Not cut: text that happens to end like a value's start is left.
+    expect(maskDeep(m, { content: "x Bq7s", cut: false })).toEqual({ content: "x Bq7s", cut: false });
   });
 });

@@ -191,6 +191,20 @@ describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
     expect(await sealed.listSealed("secrets", "ws_r")).toHaveLength(1);
   });
 
+  it("keeps the secret values typed into a box, sealed, once each, and lets them go with its row", async () => {
+    const { db } = await open();
+    const id = newBoxId();
+    await db.insertInto("box").values(boxRow(id, "ws_t")).execute();
+    const typed = await import("~/models/secret-typed.server");
+    await Promise.all([typed.rememberTyped(id, "Bq7sEcr3tVaLue1"), typed.rememberTyped(id, "Bq7sEcr3tVaLue1"), typed.rememberTyped(id, "Cw2OtherSecr3t2")]);
+    const rows = await db.selectFrom("box_typed_secret").select("sealed").where("box_id", "=", id).execute();
+    expect(rows).toHaveLength(2);
+    for (const r of rows) expect(r.sealed).not.toMatch(/Bq7s|Cw2O/);
+    expect([...(await typed.typedValues(id))].sort()).toEqual(["Bq7sEcr3tVaLue1", "Cw2OtherSecr3t2"]);
+    await db.deleteFrom("box").where("id", "=", id).execute();
+    expect(await db.selectFrom("box_typed_secret").select("tag").where("box_id", "=", id).execute()).toEqual([]);
+  });
+
   it("fans events out to webhooks once, with fan-outs running at once", async () => {
     const { db } = await open();
     const now = Date.now();
