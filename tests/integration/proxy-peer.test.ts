@@ -91,7 +91,7 @@ describe.skipIf(!outside)("behind a loopback proxy (HOLM_PUBLIC_URL set)", () =>
     const proxy = await startProxy(open.base);
     proxies.push(proxy);
     // A stranger on the internet, even one who claims to be loopback in X-Forwarded-For.
-    for (const extra of [{}, { "x-forwarded-for": "127.0.0.1" }]) {
+    for (const extra of [{}, { "x-forwarded-for": "127.0.0.1" }] as Record<string, string>[]) {
       const list = await via(proxy.remote, "/v1/boxes", { headers: extra });
       expect(list.status, list.text).toBe(401);
       expect(JSON.parse(list.text)).toMatchObject({ code: "unauthorized", retryable: false });
