@@ -85,10 +85,11 @@ holm.attach(server);
 // path as it came (an undecodable escape stays as is), so such a console path gets the console's
 // styled "Not found". (/v1 and /mcp paths that do not decode are refused earlier, by http-edge.)
 app.use(
-  // The peer address, for per-address log-in limits and open mode's loopback rule; never a
-  // client-supplied header.
+  // The peer address, for per-address log-in limits and open mode's loopback rule: `req.ip`, the
+  // socket's address, or behind a proxy (trust proxy, above) the client that the loopback proxy
+  // names last in X-Forwarded-For; a header from anyone else is never believed.
   // `note`: the request's log line, which the /v1 routes fill in (server/request-log.ts).
-  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.socket.remoteAddress ?? "unknown", note: holm.noteOf(req) }) }),
+  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.ip ?? req.socket.remoteAddress ?? "unknown", note: holm.noteOf(req) }) }),
 );
 
 server.listen(config.port, config.host, () => {

@@ -124,7 +124,10 @@ export function hotPath(req: IncomingMessage, res: ServerResponse, next: (err?: 
     const request = new Request(urlOf(req), { method, headers });
     Object.defineProperty(request, "signal", { value: controller.signal });
     if (body !== undefined) withBodyText(request, new TextDecoder().decode(body));
-    const response = await h.serve({ request, params, context: { remoteAddress: req.socket.remoteAddress ?? "unknown", note: noteOf(req) } });
+    // The peer as server.ts's handler gives it: express's `req.ip` (X-Forwarded-For from a
+    // trusted loopback proxy only), else the socket's.
+    const peer = (req as { ip?: string }).ip ?? req.socket.remoteAddress ?? "unknown";
+    const response = await h.serve({ request, params, context: { remoteAddress: peer, note: noteOf(req) } });
     await send(res, response, t0);
   })().catch((e) => {
     log.error({ err: e }, "hot path failed");

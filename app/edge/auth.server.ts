@@ -9,7 +9,7 @@ import { env } from "~/utils/env.server";
 import { noteActor } from "~/utils/log.server";
 import { safeEqual } from "~/utils/secret.server";
 import { CSRF_HEADER, csrfMatches } from "./csrf.server";
-import { isLoopback, peerOf } from "./peer.server";
+import { isLoopback, isLoopbackUrl, peerOf } from "./peer.server";
 
 function bearer(request: Request): string | undefined {
   const header = request.headers.get("authorization");
@@ -95,6 +95,12 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
     actor = await sessionActor(request);
     if (!actor) {
       if (token) throw unauthorized(`this server needs credentials: ${SEND_KEY}`);
+      // A public URL on another host means people come through a proxy: such a caller is never
+      // the operator at the machine, whatever address the proxy connects from (ADR 0005).
+      const pub = env().HOLM_PUBLIC_URL;
+      if (pub && !isLoopbackUrl(pub)) {
+        throw unauthorized(`with HOLM_PUBLIC_URL on ${new URL(pub).hostname} and no HOLM_SERVER_TOKEN, /v1 answers no caller without credentials; ${SEND_KEY}`);
+      }
       if (!isLoopback(peerOf(request))) {
         throw unauthorized(`with no HOLM_SERVER_TOKEN, /v1 answers without credentials only to loopback peers; ${SEND_KEY}`);
       }

@@ -1,5 +1,7 @@
-// The network peer of a request, as the HTTP server saw it (never a client-supplied header).
-// The /v1 route wrapper records it from the load context; auth reads it for open mode.
+// The network peer of a request, as the HTTP server saw it: the socket's address, or behind a
+// proxy (HOLM_PUBLIC_URL set, express's trust proxy) the client a loopback proxy named in
+// X-Forwarded-For; never a header from anyone else. The /v1 route wrapper records it from the
+// load context; auth reads it for open mode.
 
 const peers = new WeakMap<Request, string>();
 
@@ -16,4 +18,10 @@ export function isLoopback(address: string | undefined): boolean {
   if (!address) return false;
   const a = address.toLowerCase().replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
   return a === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(a);
+}
+
+/** Whether a URL names this machine's loopback (localhost, 127.0.0.0/8, [::1]). */
+export function isLoopbackUrl(url: string): boolean {
+  const name = new URL(url).hostname.toLowerCase().replace(/^\[|\]$/g, "");
+  return name === "localhost" || name.endsWith(".localhost") || isLoopback(name);
 }

@@ -21,9 +21,9 @@ import { assertMayRunSteps } from "./takeover.server";
 
 export type BatchInput = z.infer<typeof BatchSchema>;
 
-/** Prefixes a validation message with the step it concerns. */
+/** Prefixes a validation message with the step it concerns; whether it is retryable stays the error's. */
 function stepError(i: number, type: string, e: unknown): never {
-  if (e instanceof ApiError) throw new ApiError(e.code, `actions[${i}] (${type}): ${e.message}`);
+  if (e instanceof ApiError) throw new ApiError(e.code, `actions[${i}] (${type}): ${e.message}`, { retryable: e.retryable });
   throw e;
 }
 

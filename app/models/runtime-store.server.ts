@@ -148,7 +148,8 @@ async function storedSecrets(name: string): Promise<Secrets> {
     return JSON.parse(unseal(SEAL_PURPOSE, row.sealed, where(name)).toString("utf8")) as Secrets;
   } catch (e) {
     log.error(`runtime "${name}": ${(e as Error).message}`);
-    throw new ApiError("unavailable", `the secrets of runtime "${name}" cannot be opened with this server's key`);
+    // Not retryable: secrets sealed under another key never open by waiting.
+    throw new ApiError("unavailable", `the secrets of runtime "${name}" cannot be opened with this server's key`, { retryable: false });
   }
 }
 

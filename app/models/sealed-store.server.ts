@@ -74,7 +74,8 @@ export async function readSealed(table: SealedTable, owner: string, name: string
   } catch (e) {
     // The message names neither the value nor the key; the operator learns why from the log.
     log.error(`${table} "${name}": ${(e as Error).message}`);
-    throw new ApiError("unavailable", `"${name}" cannot be opened with this server's key`);
+    // Not retryable: a value sealed under another key never opens by waiting.
+    throw new ApiError("unavailable", `"${name}" cannot be opened with this server's key`, { retryable: false });
   }
 }
 

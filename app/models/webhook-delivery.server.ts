@@ -16,7 +16,8 @@ import { log } from "~/utils/log.server";
 // is still delivered after the restart. Fan-out writes one `webhook_delivery` row per subscribed
 // webhook, `pending` and due now; the loop (server/webhooks.ts) sends due rows, never inside the
 // request that caused the event. A 2xx is `delivered`; anything else is retried with exponential
-// backoff and jitter until 24 h after the delivery was made, then `failed`.
+// backoff and jitter until 24 h after the delivery was made, then `failed` (at once when the
+// webhook's secret does not open with this server's key: no retry fixes that).
 
 export const RETRY_WINDOW_MS = 24 * 3600 * 1000;
 const RETRY_MAX_DELAY_MS = 3600 * 1000;
@@ -120,7 +121,9 @@ export async function attemptDelivery(id: string): Promise<void> {
   if (Number(claim.numUpdatedRows) === 0) return;
   const d = await db().selectFrom("webhook_delivery").selectAll().where("id", "=", id).executeTakeFirst();
   if (!d || d.status !== "pending") return;
-  const hook = await webhookTarget(d.webhook_id).catch((e: Error) => ({ error: e.message }));
+  // A secret that does not open with this server's key never will: that delivery fails at once
+  // (`final`); a store error is retried as any failed attempt.
+  const hook = await webhookTarget(d.webhook_id).catch((e: Error) => ({ error: e.message, final: e instanceof ApiError && !e.retryable }));
   if (!hook) {
     await db().deleteFrom("webhook_delivery").where("id", "=", id).execute();
     return;
@@ -144,7 +147,8 @@ export async function attemptDelivery(id: string): Promise<void> {
   }
   const attempts = d.attempts + 1;
   const next = started + retryDelay(attempts, e.HOLM_WEBHOOK_RETRY_BASE_MS);
-  const status = result.ok ? "delivered" : next > Number(d.created_at_ms) + RETRY_WINDOW_MS ? "failed" : "pending";
+  const final = "error" in hook && hook.final;
+  const status = result.ok ? "delivered" : final || next > Number(d.created_at_ms) + RETRY_WINDOW_MS ? "failed" : "pending";
   await db()
     .updateTable("webhook_delivery")
     .set({

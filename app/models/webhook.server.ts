@@ -173,9 +173,17 @@ export async function webhookTarget(id: string, now = Date.now()): Promise<{ url
     .where("id", "=", id)
     .executeTakeFirst();
   if (!row) return undefined;
-  const secrets = [unseal("webhooks", row.sealed_secret, where(id)).toString("utf8")];
+  const open = (sealed: string) => {
+    try {
+      return unseal("webhooks", sealed, where(id)).toString("utf8");
+    } catch {
+      // Sealed under another server key (a store restored without its key): waiting never helps.
+      throw new ApiError("unavailable", "the webhook's secret does not open with this server's key", { retryable: false });
+    }
+  };
+  const secrets = [open(row.sealed_secret)];
   if (row.sealed_previous_secret && row.previous_until_ms !== null && Number(row.previous_until_ms) > now) {
-    secrets.push(unseal("webhooks", row.sealed_previous_secret, where(id)).toString("utf8"));
+    secrets.push(open(row.sealed_previous_secret));
   }
   return { url: row.url, secrets, enabled: row.enabled === 1 };
 }

@@ -1,4 +1,5 @@
 import { requireActor } from "~/edge/auth.server";
+import { baseUrlOf } from "~/edge/base-url.server";
 import { changeBox } from "~/edge/box-actions.server";
 import { param, parseBody, refuseBody, refuseQuery, v1 } from "~/edge/route.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
@@ -13,7 +14,7 @@ const route = v1({
     const actor = await requireActor(args.request);
     refuseQuery(args.request);
     // holm's `replay` on a fork: its replay's progress, for a caller polling a 202 fork.
-    return withForkReplay(withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), new URL(args.request.url).origin));
+    return withForkReplay(withDevtoolsUrl(actor, await getBox(actor, param(args, "id")), baseUrlOf(args.request)));
   },
   // holm's: the box's name and labels (member role, as every change).
   PATCH: async (args) => {

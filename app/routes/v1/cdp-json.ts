@@ -1,3 +1,4 @@
+import { baseUrlOf } from "~/edge/base-url.server";
 import { v1 } from "~/edge/route.server";
 import { cdpAccess } from "~/models/cdp-access.server";
 import { cdpBox, relayDevtoolsHttp } from "~/models/cdp-relay.server";
@@ -15,7 +16,7 @@ const relay = async ({ request, params }: { request: Request; params: Record<str
   const url = new URL(request.url);
   const rest = url.pathname.slice(url.pathname.indexOf("/json") + "/json".length);
   const method = request.method === "HEAD" ? "GET" : request.method;
-  const out = await relayDevtoolsHttp(access, box, method, rest, url.search, url.origin, token);
+  const out = await relayDevtoolsHttp(access, box, method, rest, url.search, baseUrlOf(request), token);
   return new Response(out.text, { status: out.status, headers: { "content-type": out.contentType, "cache-control": "no-store" } });
 };
 
