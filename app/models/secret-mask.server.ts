@@ -9,7 +9,7 @@ import { rememberTyped, typedValues } from "./secret-typed.server";
 // has the values of its workspace's secrets, and of those typed into it since, replaced by dots,
 // error messages included (app/edge/route.server.ts). A value is looked for as it is, with its
 // runs of whitespace made one space (as accessibility names and page text show it) and
-// URL-encoded; a value under 4 characters only where it is a whole string. Masking protects
+// URL-encoded, HTML-escaped (a raw read) and markdown-escaped (Turndown's backslashes); a value under 4 characters only where it is a whole string. Masking protects
 // against reading a secret back by accident, not against code run in the box on purpose (exec,
 // evaluate, CDP): that code can encode what it reads.
 
@@ -63,6 +63,19 @@ function formsOf(value: string): string[] {
   const url = encodeURIComponent(value);
   out.add(url);
   out.add(url.replace(/%20/g, "+"));
+  for (const v of collapsed && collapsed !== value ? [value, collapsed] : [value]) {
+    // As a page's HTML shows it (`?format=raw`): text escapes & < > (and a no-break space),
+    // an attribute value & and " (and, in newer Chromium, < and > too).
+    const amp = v.replace(/&/g, "&amp;").replace(/\u00a0/g, "&nbsp;");
+    out.add(amp.replace(/</g, "&lt;").replace(/>/g, "&gt;"));
+    out.add(amp.replace(/"/g, "&quot;"));
+    out.add(amp.replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;"));
+    // As the markdown read shows it: Turndown puts a backslash before \ * _ ` [ ], and before a
+    // few marks (- + = # ~~~ > "1. ") where a line starts.
+    const md = v.replace(/[\\*_`[\]]/g, "\\$&");
+    out.add(md);
+    out.add(md.replace(/^(-|\+ |=+|#{1,6} |~~~|>)/, "\\$1").replace(/^(\d+)\. /, "$1\\. "));
+  }
   return [...out];
 }
 

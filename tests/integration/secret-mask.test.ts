@@ -140,6 +140,32 @@ describe("a cut answer and a changed secret still show dots", () => {
     expect(JSON.parse(texts["evaluate 14"]).value).toContain("•");
   });
 
+  it("a value with HTML or markdown marks in it: the raw read (HTML-escaped) and the markdown read (backslashes) show dots", async () => {
+    const values = { mask_html: 'Rw&LEAK<val>"42', mask_md: "pass_word*[1]`x" };
+    for (const [name, value] of Object.entries(values)) {
+      expect((await server.api(`/v1/secrets/${name}`, { method: "PUT", json: { value } })).status).toBe(200);
+    }
+    const texts: Record<string, string> = {};
+    for (const [name, value] of Object.entries(values)) {
+      await okBatch([
+        { type: "open_url", url: COPY_PAGE, target: "current" },
+        { type: "on_page", what: { op: "fill", query: "Name", secret_ref: name } },
+      ]);
+      await expect.poll(() => inPage<string>("document.getElementById('h').textContent")).toBe(value);
+      // The value in an attribute as well as in text, as a framework's controlled input does.
+      await inPage(`document.getElementById('h').setAttribute('data-v', ${JSON.stringify(value)})`);
+      for (const format of ["raw", "markdown", "text"]) {
+        const res = await api(`/page?format=${format}`);
+        expect(res.status).toBe(200);
+        // The content as the agent reads it (in the JSON text a backslash would be doubled).
+        texts[`${name} ${format}`] = (await res.json()).content;
+      }
+    }
+    expectNone(texts, "Rw&amp;LEAK", "LEAK&lt;val&gt;", "&quot;42", "pass\\_word", "word\\*\\[1\\]", "LEAK<val>", "pass_word");
+    expect(texts["mask_html raw"]).toContain("•");
+    expect(texts["mask_md markdown"]).toContain("•");
+  });
+
   it("a value typed before its secret changed stays dots after the server restarts", async () => {
     const OLD = "Hx4rOtAtedVal9e", NEW = "Cw2OtherSecr3t2";
     expect((await server.api("/v1/secrets/mask_rot", { method: "PUT", json: { value: OLD } })).status).toBe(200);
