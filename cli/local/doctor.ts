@@ -7,6 +7,7 @@ import { migrationProvider } from "../../db/migrations";
 import { imageRequest, normalizeSpec } from "~/models/spec.server";
 import { baseImageTag, imageTag } from "~/runtime/image-source.server";
 import { configFileResult, type Env, publicUrl } from "~/utils/env.server";
+import { isLoopbackUrl } from "~/utils/loopback";
 import { KEY_FILE, STORE_FILE, settings } from "./state-dir";
 
 // `holm doctor`: what an operator checks before starting (or after upgrading) a server, each as
@@ -60,10 +61,11 @@ function configuration(e: Env, add: Add): void {
   const loopback = host === "localhost" || host === "::1" || /^127\./.test(host);
   if (!loopback) add("warn", "config", `HOLM_SERVER_ADDR listens on ${host}: boxes reach services bound beyond loopback through their gateway`, "listen on 127.0.0.1:8080 and put a TLS proxy in front (docs/reverse-proxy.md)");
   // With a public URL elsewhere there is no open mode (app/edge/auth.server.ts): /v1 needs a key.
-  const proxied = e.HOLM_PUBLIC_URL !== undefined && !/^https?:\/\/(127\.|localhost[:/]|localhost$|\[::1\])/.test(e.HOLM_PUBLIC_URL);
+  // The server's own test (open mode ends behind a public URL): *.localhost is loopback too.
+  const proxied = e.HOLM_PUBLIC_URL !== undefined && !isLoopbackUrl(e.HOLM_PUBLIC_URL);
   if (!e.HOLM_SERVER_TOKEN) add("warn", "config", `HOLM_SERVER_TOKEN is unset: ${proxied ? "/v1 answers only holm_sk_ keys and sessions (no open mode behind HOLM_PUBLIC_URL)" : "/v1 is open to loopback callers until the first account exists"}`, "set HOLM_SERVER_TOKEN (16+ characters: openssl rand -hex 24)");
   if (e.HOLM_STORAGE_BACKEND === "memory") add("warn", "config", "HOLM_STORAGE_BACKEND is memory: accounts, keys and traces are lost at every restart", "set HOLM_STORAGE_BACKEND=local (or postgres)");
-  if (e.HOLM_PUBLIC_URL?.startsWith("http:") && !/^http:\/\/(127\.|localhost|\[::1\])/.test(e.HOLM_PUBLIC_URL)) {
+  if (e.HOLM_PUBLIC_URL?.startsWith("http:") && !isLoopbackUrl(e.HOLM_PUBLIC_URL)) {
     add("warn", "config", `HOLM_PUBLIC_URL is ${e.HOLM_PUBLIC_URL}: sessions and keys cross the network in clear`, "serve https through a TLS proxy and set HOLM_PUBLIC_URL=https://…");
   }
 }

@@ -24,8 +24,12 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
   const e = settings(opts.stateDir);
   if (e.HOLM_STORAGE_BACKEND === "postgres") opts.say("note: HOLM_STORAGE_BACKEND is postgres; this restores a local store's directory all the same");
   const dir = path.resolve(e.HOLM_STATE_DIR);
-  const holders = processesUsing(dir, [STORE_FILE, ...STORE_COMPANIONS]);
-  if (holders.length) throw new Error(`${dir} has its store open in process ${holders.join(", ")} (a running server?): stop it first`);
+  const refuseIfOpen = () => {
+    const holders = processesUsing(dir, [STORE_FILE, ...STORE_COMPANIONS]);
+    if (holders.length) throw new Error(`${dir} has its store open in process ${holders.join(", ")} (a running server?): stop it first`);
+  };
+  refuseIfOpen();
+  if (fs.existsSync(dir) && !fs.statSync(dir).isDirectory()) throw new Error(`${dir} is not a directory: HOLM_STATE_DIR (or --state-dir) must name a directory`);
   const present = fs.existsSync(dir) ? fs.readdirSync(dir).filter((n) => !n.startsWith(".holm-restore-")) : [];
   if (present.length && !opts.force) {
     throw new Error(`${dir} is not empty (${present.slice(0, 4).join(", ")}${present.length > 4 ? ", …" : ""}): restore into an empty directory, or pass --force to replace its store`);
@@ -55,7 +59,9 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
     const unknown = ran.filter((m) => !known.includes(m));
     if (unknown.length) throw new Error(`a newer holm made this store (${unknown.join(", ")}): this holm's server would refuse it; restore it with that release or newer`);
 
-    // Checked: now the old state goes (with --force) and the new comes in by rename.
+    // Checked: now the old state goes (with --force) and the new comes in by rename; asked again
+    // first, as a server (a unit restarting on failure) may have started while the archive unpacked.
+    refuseIfOpen();
     const incoming = fs.readdirSync(stage);
     for (const name of [...STORE_COMPANIONS, ...incoming]) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
     for (const name of incoming) await fsp.rename(path.join(stage, name), path.join(dir, name));

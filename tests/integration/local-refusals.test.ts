@@ -193,17 +193,21 @@ describe.skipIf(ON_POSTGRES)("holm restore refuses what it cannot restore safely
     fs.writeFileSync(cut, bytes.subarray(0, Math.floor(bytes.length / 2)));
     const notGzip = path.join(work, "plain.tar.gz");
     fs.writeFileSync(notGzip, "just some text, not an archive\n");
+    const stateFile = path.join(work, "a-state-file");
+    fs.writeFileSync(stateFile, "not a directory\n");
     const cases: [string[], RegExp][] = [
       [["restore", cut, "--state-dir", path.join(work, "r1")], /^.*is cut short: not a whole holm backup/m],
       [["restore", notGzip, "--state-dir", path.join(work, "r2")], /is not a gzip file: not a holm backup/],
       [["restore", path.join(work, "missing.tar.gz"), "--state-dir", path.join(work, "r3")], /no file .*missing\.tar\.gz/],
       [["backup", path.join(work, "nodir", "b.tar.gz"), "--state-dir", server.stateDir], /no directory .*nodir.* to write the archive in/],
+      // A state directory that is a file (or a link to one).
+      [["restore", good, "--state-dir", stateFile, "--force"], /a-state-file is not a directory/],
     ];
     for (const [args, says] of cases) {
       const ran = await holm(args);
       expect(ran.code, args.join(" ")).toBe(1);
       expect(ran.stderr, args.join(" ")).toMatch(says);
-      expect(ran.stderr, args.join(" ")).not.toMatch(/bad_request|ENOENT|incorrect header check|unexpected end of file/);
+      expect(ran.stderr, args.join(" ")).not.toMatch(/bad_request|ENOENT|ENOTDIR|incorrect header check|unexpected end of file/);
     }
     for (const r of ["r1", "r2", "r3"]) expect(fs.existsSync(path.join(work, r)), r).toBe(false);
   }, 60_000);
@@ -226,6 +230,12 @@ describe.skipIf(ON_POSTGRES)("holm doctor on what the server could not use", () 
       for (const c of held) c.destroy();
       hang.close();
     }
+  }, 60_000);
+
+  it("takes a *.localhost public URL as loopback, as the server does (open mode stays)", async () => {
+    const { HOLM_SERVER_TOKEN: _token, ...noToken } = env();
+    const ran = await holm(["doctor"], { ...noToken, HOLM_PUBLIC_URL: "http://holm.localhost:8080" }, 45_000);
+    expect(ran.stdout, ran.stdout + ran.stderr).toMatch(/HOLM_SERVER_TOKEN is unset: \/v1 is open to loopback callers/);
   }, 60_000);
 
   it("fails a state directory that is a file, or that this user cannot read", async () => {
