@@ -262,12 +262,16 @@ export async function runBatch(
   }
 }
 
+/** Refusals this module has already written to the box's trace (a caller must not write them again). */
+export const refusalRecorded = new WeakSet<object>();
+
 async function runBatchNow(actor: Actor, t: ScreenTarget, input: BatchInput, steps: Step[], timings: BatchTimings): Promise<BatchResult> {
   const appsAt = steps.flatMap((s, i) => (s.type === "apps" ? [i] : []));
   const guard = () => {
     try {
       assertMayRunSteps(actor, t.box.id, t.screen, steps);
     } catch (err) {
+      if (err instanceof Error) refusalRecorded.add(err);
       void recordRefusal(actor, t.box.id, t.screen, steps, (err as Error).message).catch((e) =>
         log.error({ box: t.box.id, err: e }, "recording a refusal failed"),
       );

@@ -4,7 +4,7 @@ import { validate } from "~/utils/validate.server";
 import { BatchSchema, type Step, StepSchema } from "./action-schema.server";
 import type { Actor } from "./actor";
 import { attribution } from "./actor-name.server";
-import { type BatchInput, runBatch } from "./batch.server";
+import { type BatchInput, refusalRecorded, runBatch } from "./batch.server";
 import { type BoxJson, type RunningBox, createBox, refuseUnsettled, requireRunningBox, waitUntilSettled } from "./box.server";
 import { beginReplay, endReplay, stepReplay } from "./fork-progress.server";
 import { enqueue } from "./job.server";
@@ -212,10 +212,13 @@ async function runReplayBatch(actor: Actor, running: RunningBox, batch: ReplayBa
     const at = named ? Math.min(Number(named[1]), batch.planned.length - 1) : 0;
     const entry = batch.planned[at]!.entry;
     const refusal = err instanceof ApiError && err.status < 500;
-    report.reason = `the step at seq ${entry.seq} (${batch.planned[at]!.step.type}) ${refusal ? "was refused" : "failed"}: ${named ? named[2] : message}`;
+    const [first, last] = [batch.planned[0]!.entry.seq, batch.planned.at(-1)!.entry.seq];
+    // Refused whole, nothing of the batch ran, the steps before the one named included.
+    const whole = first === last ? "" : `; none of its batch (seq ${first}–${last}) ran`;
+    report.reason = `the step at seq ${entry.seq} (${batch.planned[at]!.step.type}) ${refusal ? "was refused" : "failed"}: ${named ? named[2] : message}${whole}`;
     if (refusal) log.warn({ box: running.id, seq: entry.seq, err: message }, `fork ${running.id}: replay refused`);
     else log.error({ err }, `fork ${running.id}: replay of seq ${entry.seq} failed`);
-    if (refusal) await recordRefusal(actor, running.id, batch.screen, steps, message).catch((e) => log.error({ box: running.id, err: e }, "recording a refusal failed"));
+    if (refusal && !refusalRecorded.has(err as object)) await recordRefusal(actor, running.id, batch.screen, steps, message).catch((e) => log.error({ box: running.id, err: e }, "recording a refusal failed"));
     report.attempted++;
     return entry.seq;
   }

@@ -110,6 +110,8 @@ describe("a fork whose replay meets a secret that is gone", () => {
     expect(forked.replay.stopped_at).toBe(fill.seq);
     expect(forked.replay.reason).toMatch(/no secret named "r5b"/);
     expect(forked.replay.reason).toContain(`seq ${fill.seq}`);
+    // Refused whole: the steps before the fill (the open_url) did not run either, and it says so.
+    expect(forked.replay.reason).toContain(`none of its batch (seq ${open.seq}–`);
     expect(forked.replay.ok).toBe(forked.replay.attempted - 1);
 
     const got = await json(await server.api(`/v1/boxes/${forked.box.id}`));
