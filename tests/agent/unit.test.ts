@@ -15,6 +15,7 @@ import { RfbFrames } from "../../images/x11/agent/wayland-rfb-frames";
 import { Yuv420Planes, yuv420Size } from "../../images/x11/agent/yuv420";
 import { ByteReader } from "../../app/protocol/rfb/handshake";
 import { decodePng } from "./harness";
+import { PressWatch } from "../../images/x11/agent/press-watch";
 
 describe("planPath", () => {
   const from = { x: 10, y: 700 };
@@ -53,6 +54,46 @@ describe("planPath", () => {
       expect(v).toBeGreaterThanOrEqual(0);
       expect(v).toBeLessThan(1);
     }
+  });
+});
+
+describe("PressWatch: a pointer frozen by a window manager's grab on a press", () => {
+  const B1 = 1 << 8;
+  it("after a press and a move elsewhere: frozen while the pointer still shows the press's place", () => {
+    const w = new PressWatch();
+    w.moved(10, 10);
+    w.button(1, true);
+    w.moved(14, 14);
+    expect(w.check({ x: 10, y: 10, mask: B1 })).toBe(false); // frozen: the move waits in the server's queue
+    expect(w.pending).toBe(true);
+    expect(w.check({ x: 14, y: 14, mask: B1 })).toBe(true);
+    expect(w.pending).toBe(false);
+  });
+  it("after a click: frozen while the button still shows down", () => {
+    const w = new PressWatch();
+    w.moved(5, 5);
+    w.button(1, true);
+    w.button(1, false);
+    expect(w.check({ x: 5, y: 5, mask: B1 })).toBe(false);
+    expect(w.check({ x: 5, y: 5, mask: 0 })).toBe(true);
+    expect(w.pending).toBe(false);
+  });
+  it("a press alone shows nothing to tell by: passes, and the watch stays for the next step", () => {
+    const w = new PressWatch();
+    w.button(1, true);
+    expect(w.check({ x: 1, y: 1, mask: B1 })).toBe(true);
+    expect(w.pending).toBe(true);
+  });
+  it("a pointer an application moved on its own (pointer lock) still passes; wheel ticks are not watched", () => {
+    const w = new PressWatch();
+    w.moved(10, 10);
+    w.button(1, true);
+    w.moved(30, 30);
+    expect(w.check({ x: 400, y: 300, mask: B1 })).toBe(true);
+    w.button(4, true);
+    w.button(4, false);
+    expect(w.pending).toBe(false);
+    expect(w.check({ x: 400, y: 300, mask: B1 })).toBe(true); // button 1 still held, as sent
   });
 });
 

@@ -217,11 +217,42 @@ describe("input reaches the page", () => {
     // Page coordinates are screen coordinates less the window's offset: compare within the page.
     const [x0, y0] = st.downs[0];
     for (let n = 0; n < DRAGS; n++) {
-      // On a miss, say what the page saw in order (moves between, presses, releases): one CI run
-      // saw a release land where no drag went, and its cause is still unknown.
+      // On a miss, say what the page saw in order (moves between, presses, releases): CI runs saw
+      // a release land where no drag went, while fluxbox held a press (the test after this one).
       const seen = `; the page saw ${told()}`;
       expect(st.downs[n].slice(0, 2), `press ${n}${seen}`).toEqual([x0, y0 + (n % 8) * 20]);
       expect(st.ups[n].slice(0, 2), `release ${n}${seen}`).toEqual([x0 + 500 - (n % 5) * 10, y0 + (n % 8) * 20 + 5]);
+    }
+  });
+
+  // fluxbox grabs every press on a window synchronously (click to focus) and the pointer stays
+  // frozen until it lets the press through: on a loaded CI machine it answered late, and the
+  // second of 50 drags was released where it was pressed. Here fluxbox is stopped 100 ms at a time.
+  it.skipIf(DESKTOP === "wayland")("a window manager slow to let presses through loses no drag, click or double-click", async () => {
+    const slow = execIn(box.id, ["timeout", "60", "sh", "-c", "while :; do kill -STOP $(pidof fluxbox); sleep 0.1; kill -CONT $(pidof fluxbox); sleep 0.003; done"]);
+    try {
+      const c = await page.centre("#pad");
+      const b = await page.centre("#b");
+      const n = 12;
+      const actions = Array.from({ length: n }, (_, k) => {
+        const y = c.y - 80 + (k % 8) * 20;
+        return { type: "drag", from: { x: c.x - 250, y }, to: { x: c.x + 250, y: y + 5 }, motion: ["instant", "smooth", "human"][k % 3], seed: k };
+      });
+      await okBatch({ actions });
+      await okBatch({ actions: [{ type: "click", at: b }, { type: "double_click", at: b }, { type: "click", at: b }] });
+      const st = await state((s) => s.downs.length >= n && s.clicks >= 4 && s.dbl >= 1);
+      const seen = `the page saw ${JSON.stringify(st.seq)}`;
+      expect(st.downs.length, seen).toBe(n);
+      expect(st.ups.length, seen).toBe(n + 4); // the page counts releases anywhere: the drags', then the clicks'
+      const [x0, y0] = st.downs[0];
+      for (let k = 0; k < n; k++) {
+        expect(st.downs[k].slice(0, 2), `press ${k}; ${seen}`).toEqual([x0, y0 + (k % 8) * 20]);
+        expect(st.ups[k].slice(0, 2), `release ${k}; ${seen}`).toEqual([x0 + 500, y0 + (k % 8) * 20 + 5]);
+      }
+      expect([st.clicks, st.dbl], seen).toEqual([4, 1]);
+    } finally {
+      await execIn(box.id, ["sh", "-c", "kill $(pidof timeout); sleep 0.05; kill -CONT $(pidof fluxbox)"]);
+      await slow.catch(() => undefined);
     }
   });
 

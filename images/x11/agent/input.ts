@@ -1,12 +1,14 @@
 // Pointer and key injection. XTEST on the warm X connection is the normal path (each event is
 // one 36-byte request, no process spawn); xdotool through argv is the fallback.
 import type { XConnection } from "./x11-wire";
-import { EV_BUTTON_PRESS, EV_BUTTON_RELEASE, EV_KEY_PRESS, EV_KEY_RELEASE, EV_MOTION, fakeInput, getInputFocus } from "./x11-requests";
+import { EV_BUTTON_PRESS, EV_BUTTON_RELEASE, EV_KEY_PRESS, EV_KEY_RELEASE, EV_MOTION, fakeInput, getInputFocus, queryPointer } from "./x11-requests";
 import { textUnits, type KeyHooks, type Keyboard } from "./keyboard";
 import type { KeyDelivery } from "./key-delivery";
 import { KS } from "./keysyms";
 import { AgentError } from "./errors";
 import { sleep } from "./util";
+import type { Point } from "./motion";
+import { PressWatch } from "./press-watch";
 
 /** What must be undone to release a key pressed with `keyDown`. */
 export interface KeyToken {
@@ -33,6 +35,12 @@ export interface InputBackend {
    * the keyboard focus; throws on an X error.
    */
   sync(): Promise<number>;
+  /**
+   * As `sync`, and the pointer after it; after a press, first waits (a bounded time) until the
+   * X server has let the press through (press-watch.ts). Backends with nothing to wait for
+   * leave it out.
+   */
+  settledPointer?(): Promise<Point>;
 }
 
 /**
@@ -48,6 +56,13 @@ const PRESS_GAP_MS = 2;
  * by more than this, and the press goes undelayed (a lone click pays nothing).
  */
 const PRESS_NEAR_MS = 5;
+/** The longest a step waits for a window manager to let a press through, then goes on as before. */
+const SETTLE_MAX_MS = 2500;
+/**
+ * Between looks at a pointer still frozen: at once at first (fluxbox usually answers within a
+ * round trip or two, and a click should not pay a timer for it), then up to this long.
+ */
+const SETTLE_POLL_MAX_MS = 3;
 
 export class XtestInput implements InputBackend {
   readonly kind = "xtest";
@@ -55,6 +70,7 @@ export class XtestInput implements InputBackend {
   /** A press went out with no round trip since; when the last round trip after a press returned. */
   private pressUnsynced = false;
   private pressSyncedAt = -Infinity;
+  private readonly watch = new PressWatch();
 
   constructor(
     private readonly conn: XConnection,
@@ -68,9 +84,11 @@ export class XtestInput implements InputBackend {
 
   async move(x: number, y: number): Promise<void> {
     fakeInput(this.conn, this.xtest, EV_MOTION, 0, this.root, x, y);
+    this.watch.moved(x, y);
   }
 
   async button(button: number, down: boolean): Promise<void> {
+    this.watch.button(button, down);
     // Wheel ticks (buttons 4–7) are not counted as clicks: a scroll's ticks go without the gap.
     if (down && button <= 3) this.press(button);
     else fakeInput(this.conn, this.xtest, down ? EV_BUTTON_PRESS : EV_BUTTON_RELEASE, button);
@@ -89,6 +107,8 @@ export class XtestInput implements InputBackend {
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
     fakeInput(this.conn, this.xtest, EV_BUTTON_PRESS, button, 0, 0, 0, gapMs);
     fakeInput(this.conn, this.xtest, EV_BUTTON_RELEASE, button);
+    this.watch.button(button, true);
+    this.watch.button(button, false);
     // The step does not end before the second press is due (the step's round trip normally
     // waits for it anyway): under heavy load a click sent at once after a double-click once had
     // Chromium report the double-click's second press where that click went.
@@ -151,6 +171,19 @@ export class XtestInput implements InputBackend {
       // The focus may have moved while typing (a Return that opened a window): both got keys.
       this.delivery.note(await this.sync());
     });
+  }
+
+  async settledPointer(): Promise<Point> {
+    const deadline = performance.now() + SETTLE_MAX_MS;
+    for (let look = 0; ; look++) {
+      const [, p] = await Promise.all([this.sync(), queryPointer(this.conn, this.root)]);
+      if (this.watch.check(p)) return { x: p.x, y: p.y };
+      if (performance.now() > deadline) {
+        this.watch.giveUp();
+        return { x: p.x, y: p.y };
+      }
+      if (look > 0) await sleep(Math.min(look, SETTLE_POLL_MAX_MS));
+    }
   }
 
   async sync(): Promise<number> {
