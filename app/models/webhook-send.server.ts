@@ -34,6 +34,8 @@ export interface AttemptResult {
 
 /** The most of a receiver's answer read (and thrown away): a receiver cannot make us buffer. */
 const ANSWER_MAX = 64 * 1024;
+/** How long the rest of an answer is read after its status, before the connection is closed. */
+const ANSWER_GRACE_MS = 1000;
 
 export function sendAttempt(
   target: PinnedTarget,
@@ -74,17 +76,20 @@ export function sendAttempt(
         },
       },
       (res) => {
+        // The status decides: a 2xx is delivered the moment it arrives, whatever the body does
+        // after (a receiver that answers 200 and never ends its body has still accepted).
         const status = res.statusCode ?? 0;
+        finish(status >= 200 && status < 300 ? { status, ok: true } : { status, ok: false, error: `the receiver answered ${status}` });
+        // Read (and throw away) what follows for a moment, so a receiver that ends promptly sees
+        // its answer taken; then close: a receiver cannot keep our connection or make us buffer.
         let read = 0;
+        const stop = setTimeout(() => res.destroy(), ANSWER_GRACE_MS);
         res.on("data", (chunk: Buffer) => {
           read += chunk.length;
           if (read > ANSWER_MAX) res.destroy();
         });
-        const settle = () =>
-          finish(status >= 200 && status < 300 ? { status, ok: true } : { status, ok: false, error: `the receiver answered ${status}` });
-        res.on("end", settle);
-        res.on("close", settle);
-        res.on("error", settle);
+        res.on("close", () => clearTimeout(stop));
+        res.on("error", () => {});
       },
     );
     const timer = setTimeout(() => {
