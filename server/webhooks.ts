@@ -1,14 +1,16 @@
 import { events } from "~/models/event.server";
 import { env } from "~/utils/env.server";
-import { SEND_CONCURRENCY, attemptDelivery, dueDeliveries, fanOut, initCursor, pruneDeliveries } from "~/models/webhook-delivery.server";
+import { fanOut, initCursor, pruneDeliveries } from "~/models/webhook-delivery.server";
+import { SendPool } from "~/models/webhook-pool.server";
 import { log } from "~/utils/log.server";
 
 // The webhook sender (docs/decisions/0018): a loop in the server process, separate from the
 // request that caused an event. It wakes on each recorded event (the in-process emitter) and
 // every second (events written by another process, retries coming due, pending deliveries left
-// by a previous process), turns new events into delivery rows, and sends due rows, at most
-// SEND_CONCURRENCY at once. With HOLM_SERVER_SCHEDULE=external (a server that cannot keep a loop
-// alive) it does not run: /v1/jobs/run fans out and sends what is due (job.server.ts).
+// by a previous process), turns new events into delivery rows, and sends due rows through a
+// SendPool: at most 8 at once, shared fairly (one per webhook, two per workspace, workspaces in
+// turn), each attempt's end waking a sweep so its slot takes the next due row at once. With
+// HOLM_SERVER_SCHEDULE=external (a server that cannot keep a loop alive) it does not run: /v1/jobs/run fans out and sends what is due (job.server.ts).
 
 const TICK_MS = 1000;
 const PRUNE_EVERY_MS = 3600 * 1000;
@@ -17,7 +19,7 @@ let timer: NodeJS.Timeout | undefined;
 let sweeping: Promise<void> | undefined;
 let again = false;
 let lastPrune = 0;
-const inFlight = new Map<string, Promise<void>>();
+const pool = new SendPool(() => wake());
 
 async function sweep(): Promise<void> {
   await fanOut();
@@ -26,16 +28,7 @@ async function sweep(): Promise<void> {
     lastPrune = now;
     await pruneDeliveries({ now });
   }
-  for (const id of await dueDeliveries(now, new Set(inFlight.keys()), SEND_CONCURRENCY - inFlight.size)) {
-    // Not awaited: a slow receiver holds one slot, not the loop.
-    const p = attemptDelivery(id)
-      .catch((err) => log.error({ err }, `webhook delivery ${id} failed`))
-      .finally(() => {
-        inFlight.delete(id);
-        wake();
-      });
-    inFlight.set(id, p);
-  }
+  await pool.fill(now);
 }
 
 /** Runs a sweep now, or right after the one in progress. */
@@ -75,5 +68,5 @@ export async function stopWebhooks() {
   if (timer) clearInterval(timer);
   timer = undefined;
   await sweeping;
-  await Promise.all(inFlight.values());
+  await pool.drain();
 }

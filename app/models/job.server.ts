@@ -4,7 +4,8 @@ import { detached } from "./paused-wait.server";
 import { type ImagePruneResult, pruneImages } from "./image-prune.server";
 import { pruneRecordings } from "./recording-store.server";
 import { type PruneResult, pruneCutoffs, pruneTraces } from "./trace.server";
-import { deliverDue, pruneDeliveries } from "./webhook-delivery.server";
+import { pruneDeliveries } from "./webhook-delivery.server";
+import { deliverDue } from "./webhook-pool.server";
 import { log } from "~/utils/log.server";
 
 // Scheduled work (seed 000, "Scheduled work"): the queue of jobs that /v1/jobs/run takes, and

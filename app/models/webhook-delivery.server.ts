@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { ApiError, notFound } from "~/utils/api-error.server";
 import { SERVER_ID } from "~/utils/cluster.server";
+import { sql } from "kysely";
 import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
@@ -24,6 +25,8 @@ const RETRY_MAX_DELAY_MS = 3600 * 1000;
 const CURSOR = "webhook_cursor";
 /** Attempts in flight at once, across all webhooks. */
 export const SEND_CONCURRENCY = 8;
+/** Attempts in flight at once for one workspace: one whose receivers hang holds no more. */
+export const OWNER_CONCURRENCY = 2;
 
 /** A sender's claim outlasts its attempt's timeout by this much; then another server may send. */
 const CLAIM_MARGIN_MS = 30_000;
@@ -79,20 +82,89 @@ export async function fanOut(limit = 500): Promise<number> {
     });
 }
 
-/** Pending deliveries whose time has come, oldest first, not counting those in `busy`. */
-export async function dueDeliveries(now: number, busy: ReadonlySet<string>, limit: number): Promise<string[]> {
+export interface DueDelivery {
+  id: string;
+  webhook_id: string;
+  /** The webhook's workspace (ownerKey): the unit of fairness. */
+  owner: string;
+}
+
+/** What the caller is sending now, and what it must not pick again. */
+export interface Busy {
+  /** Webhooks with an attempt in flight here. */
+  webhooks: ReadonlySet<string>;
+  /** Attempts in flight here, per workspace. */
+  owners: ReadonlyMap<string, number>;
+  /** Deliveries not to pick (each at most once per /v1/jobs/run call). */
+  tried?: ReadonlySet<string>;
+}
+
+/**
+ * Up to `limit` due deliveries to start now, picked fairly (docs/decisions/0018, "Fair share"):
+ * at most one attempt per webhook (none for a webhook with an attempt in flight, here or claimed
+ * by another server), at most OWNER_CONCURRENCY per workspace counting those in flight, and
+ * workspaces taken in turn, the one served longest ago first (`servedAt`: a counter per
+ * workspace, bumped by the caller at each start), not by age of the row: a workspace whose
+ * receivers hang holds at most its own share, and another workspace's new delivery takes the
+ * next free slot. Within a webhook, its oldest due row first.
+ */
+export async function dueDeliveries(now: number, busy: Busy, limit: number, servedAt: ReadonlyMap<string, number>): Promise<DueDelivery[]> {
   if (limit <= 0) return [];
+  const hooks = await db()
+    .selectFrom("webhook_delivery as d")
+    .innerJoin("webhook as w", "w.id", "d.webhook_id")
+    .select(["d.webhook_id as webhook_id", "w.owner as owner", (eb) => eb.fn.min("d.next_at_ms").as("due")])
+    .where("d.status", "=", "pending")
+    .where("d.next_at_ms", "<=", now)
+    .groupBy(["d.webhook_id", "w.owner"])
+    // A webhook one of whose deliveries a server is sending now waits for that attempt to end.
+    .having(sql<number>`max(coalesce(d.claimed_until_ms, 0))`, "<", now)
+    .execute();
+  const byOwner = new Map<string, { webhook_id: string; due: number }[]>();
+  for (const h of hooks) {
+    if (busy.webhooks.has(h.webhook_id)) continue;
+    const list = byOwner.get(h.owner) ?? [];
+    list.push({ webhook_id: h.webhook_id, due: Number(h.due) });
+    byOwner.set(h.owner, list);
+  }
+  for (const list of byOwner.values()) list.sort((a, b) => a.due - b.due);
+  const oldest = (o: string) => byOwner.get(o)![0]!.due;
+  const owners = [...byOwner.keys()].sort((a, b) => (servedAt.get(a) ?? 0) - (servedAt.get(b) ?? 0) || oldest(a) - oldest(b));
+  const picked: DueDelivery[] = [];
+  const taken = new Map<string, number>();
+  // Rounds: each workspace with room left takes one of its webhooks per round.
+  for (let progress = true; progress && picked.length < limit; ) {
+    progress = false;
+    for (const owner of owners) {
+      if (picked.length >= limit) break;
+      const room = OWNER_CONCURRENCY - (busy.owners.get(owner) ?? 0) - (taken.get(owner) ?? 0);
+      const list = byOwner.get(owner)!;
+      if (room <= 0 || list.length === 0) continue;
+      progress = true;
+      const hook = list.shift()!;
+      const id = await oldestDue(hook.webhook_id, now, busy.tried);
+      if (!id) continue;
+      picked.push({ id, webhook_id: hook.webhook_id, owner });
+      taken.set(owner, (taken.get(owner) ?? 0) + 1);
+    }
+  }
+  return picked;
+}
+
+/** A webhook's due, unclaimed delivery to send next (its oldest), not one of `tried`. */
+async function oldestDue(webhookId: string, now: number, tried?: ReadonlySet<string>): Promise<string | undefined> {
   const rows = await db()
     .selectFrom("webhook_delivery")
     .select("id")
+    .where("webhook_id", "=", webhookId)
     .where("status", "=", "pending")
     .where("next_at_ms", "<=", now)
-    // Another server is sending it now.
     .where((eb) => eb.or([eb("claimed_until_ms", "is", null), eb("claimed_until_ms", "<", now)]))
     .orderBy("next_at_ms")
-    .limit(limit + busy.size)
+    .orderBy("id")
+    .limit(tried ? 50 : 1)
     .execute();
-  return rows.map((r) => r.id).filter((id) => !busy.has(id)).slice(0, limit);
+  return rows.find((r) => !tried?.has(r.id))?.id;
 }
 
 /** The delay before attempt `attempts + 1`: base × 2^(attempts−1), at most an hour, ×[0.5, 1.5). */
@@ -167,24 +239,6 @@ export async function attemptDelivery(id: string): Promise<void> {
     .where("claimed_by", "=", SERVER_ID)
     .execute();
   if (!result.ok) log.info(`webhook ${d.webhook_id} delivery ${d.id} (event ${d.event_seq}) attempt ${attempts}: ${result.error}; ${status === "pending" ? "will retry" : status}`);
-}
-
-/**
- * One sweep for a caller without the loop (HOLM_SERVER_SCHEDULE=external: /v1/jobs/run): fans new
- * events out, then sends the deliveries due now, SEND_CONCURRENCY at once, each at most once per
- * call (a retry that comes due again during the call waits for the next), taking none after
- * `until`. Answers how many attempts it made, delivered or not.
- */
-export async function deliverDue(until: number): Promise<number> {
-  await fanOut(10_000);
-  const tried = new Set<string>();
-  while (Date.now() < until) {
-    const ids = await dueDeliveries(Date.now(), tried, SEND_CONCURRENCY);
-    if (ids.length === 0) break;
-    for (const id of ids) tried.add(id);
-    await Promise.all(ids.map((id) => attemptDelivery(id).catch((err) => log.error({ err }, `webhook delivery ${id} failed`))));
-  }
-  return tried.size;
 }
 
 const info = (r: {

@@ -229,6 +229,29 @@ describe.skipIf(!WITH_POSTGRES)("the store on PostgreSQL", () => {
     expect(new Set(rows.map((r) => r.event_seq)).size).toBe(30);
   });
 
+  it("picks due webhook deliveries fairly: one per webhook, two per workspace, none for a webhook another server is sending", async () => {
+    const { db } = await open();
+    const now = Date.now();
+    const hook = (id: string, owner: string) => ({ id, owner, url: "http://example.test/", kinds_json: '["*"]', sealed_secret: "x", sealed_previous_secret: null, previous_until_ms: null, enabled: 1, created_by: owner, created_at_ms: now, updated_at_ms: now });
+    await db.insertInto("webhook").values([hook("whk_a1", "ws_a"), hook("whk_a2", "ws_a"), hook("whk_a3", "ws_a"), hook("whk_b1", "ws_b"), hook("whk_c1", "ws_c")]).execute();
+    const row = (id: string, webhook_id: string, at: number, claimed_until_ms: number | null = null) => ({ id, webhook_id, event_seq: 1, kind: "box.created", body: "{}", status: "pending", attempts: 0, created_at_ms: at, next_at_ms: at, claimed_by: claimed_until_ms ? "other" : null, claimed_until_ms });
+    await db
+      .insertInto("webhook_delivery")
+      .values([
+        ...["whk_a1", "whk_a2", "whk_a3"].flatMap((h) => [row(`${h}_1`, h, now - 9000), row(`${h}_2`, h, now - 8000)]),
+        row("whk_b1_1", "whk_b1", now - 10),
+        row("whk_c1_1", "whk_c1", now - 5000, now + 60_000),
+        row("whk_c1_2", "whk_c1", now - 4000),
+      ])
+      .execute();
+    const delivery = await import("~/models/webhook-delivery.server");
+    const picked = await delivery.dueDeliveries(now, { webhooks: new Set(), owners: new Map() }, 8, new Map());
+    expect(picked.map((d) => d.id).sort()).toEqual(["whk_a1_1", "whk_a2_1", "whk_b1_1"]);
+    // Workspace A already sending one: one more for it; B served most recently goes last.
+    const again = await delivery.dueDeliveries(now, { webhooks: new Set(["whk_a1"]), owners: new Map([["ws_a", 1]]) }, 1, new Map([["ws_b", 2], ["ws_a", 1]]));
+    expect(again.map((d) => d.id)).toEqual(["whk_a2_1"]);
+  });
+
   it("two servers writing one box's trace get one gap-free, ordered seq; a frame written by one is the last frame for the other", async () => {
     await open();
     const trace = await import("~/models/trace.server");
