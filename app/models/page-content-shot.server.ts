@@ -39,11 +39,20 @@ const CONTROL_ROLES = new Set([
   "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "treeitem", "option",
 ]);
 
+interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
 interface AriaNode {
   role?: string;
   name?: string;
   ref?: string;
-  box?: { x: number; y: number; width: number; height: number };
+  box?: Box;
+  /** Inside an iframe: the part of the viewport its frames show. */
+  clip?: Box;
   children?: (AriaNode | string)[];
 }
 
@@ -130,8 +139,9 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: n
   const out: Label[] = [];
   const walk = (n: AriaNode | string) => {
     if (typeof n !== "object" || n === null) return;
-    // Only the top document's refs (e12): an iframe's boxes are in its own viewport.
-    if (n.ref && /^e\d+$/.test(n.ref) && n.role && CONTROL_ROLES.has(n.role) && n.box && n.box.width > 0 && n.box.height > 0) {
+    // Boxes are in the page's viewport, an iframe's too (page-element-frames.server.ts); a
+    // control its frame does not show (scrolled or clipped out of it) is not labelled.
+    if (n.ref && n.role && CONTROL_ROLES.has(n.role) && n.box && n.box.width > 0 && n.box.height > 0 && (!n.clip || overlaps(n.box, n.clip))) {
       const b = n.box;
       const inView = b.x + b.width > 0 && b.y + b.height > 0 && b.x < view.vw && b.y < view.vh;
       if (full || inView) {
@@ -146,6 +156,8 @@ async function controlLabels(tp: TabPage, view: { sx: number; sy: number; dpr: n
   issue(st, gen, out.map((l) => l.ref));
   return out;
 }
+
+const overlaps = (a: Box, b: Box) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
 /** Draws each label's outline and ref on the image, in the page's world; answers the new image. */
 const DRAW = String.raw`(async (o) => {

@@ -1,4 +1,5 @@
 import type { Locator, Page } from "playwright-core";
+import { type Box, treeToViewport } from "./page-element-frames.server";
 import { hasPrefixed, mainPrefixIn, renameRefs } from "./page-element-prefix.server";
 import { type Taken, peek, take } from "./page-element-watch.server";
 
@@ -16,12 +17,7 @@ import { type Taken, peek, take } from "./page-element-watch.server";
 // prefix is read off each whole-page snapshot (the frame of the nodes outside any iframe), taken
 // out of every ref of that frame, and put back to resolve one (`refLocator`).
 
-export interface Box {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
+export type { Box };
 
 /** The states and properties Playwright gives a node, and the API passes on as they are. */
 interface NodeState {
@@ -43,6 +39,8 @@ export interface AriaNode extends NodeState {
   text?: string;
   children?: (AriaNode | string)[];
   box?: Box;
+  /** Inside an iframe: the part of the viewport its frames show (page-element-frames.server.ts). */
+  clip?: Box;
   cursor?: string;
 }
 
@@ -209,6 +207,9 @@ export async function ariaTree(of: Page | Locator, boxes: boolean, depth?: numbe
   }
   const prefix = mainPrefix(st);
   if (prefix) renameRefs(nodes, prefix);
+  // Playwright's boxes are in each frame's own viewport: moved into the page's.
+  const page = whole ? of : of.page();
+  if (boxes) await treeToViewport(nodes, (ref) => refLocator(page, st, ref), whole ? undefined : of);
   return nodes;
 }
 

@@ -8,7 +8,7 @@ import { cutText } from "~/utils/cut-text";
 // engine (`css=`, `xpath=`, `text=`, `role=`, `internal:…`), or plain text, which is tried as a
 // label, a placeholder, the name of a control, text, a title and alt text, in that order; the
 // first of those with a visible match wins. Waiting and actionability are Playwright's own
-// (visible, stable, enabled, editable, receives events), bounded by ACT_MS.
+// (visible, stable, enabled, editable, not inert, receives events), bounded by ACT_MS.
 
 /** How long an operation waits for Playwright's actionability checks before it is refused. */
 export const ACT_MS = 3000;
@@ -221,6 +221,8 @@ function actionability(log: string[]): { check: string; detail: string } | undef
     const l = raw.trim().replace(/^- /, "").replace(/^\d+ × /, "");
     const not = /^element is not (visible|enabled|editable|stable)/.exec(l);
     if (not) return { check: not[1]!, detail: l };
+    // Inside an `inert` subtree: the page takes no clicks, focus or typing there.
+    if (/^element is inert/.test(l)) return { check: "not inert", detail: l };
     const covered = /^(.*) intercepts pointer events$/.exec(l);
     if (covered) return { check: "receives events", detail: `${cutText(covered[1]!, 300)} intercepts pointer events` };
     if (/element is outside of the viewport/.test(l)) return { check: "in viewport", detail: l };

@@ -220,17 +220,27 @@ async function find(tp: TabPage, q: FindQuery): Promise<Record<string, unknown>>
 
   async function describe(f: Found): Promise<Record<string, unknown> | undefined> {
     try {
-      const [node, visible, enabled] = await Promise.all([
+      const [node, visible, enabled, inert] = await Promise.all([
         ariaTree(f.loc, true, 0).then((t) => t[0]),
         f.loc.isVisible(),
         f.loc.isEnabled({ timeout: 1000 }).catch(() => false),
+        f.loc.evaluate(inInert, undefined, { timeout: 1000 }).catch(() => false),
       ]);
       const base = node?.ref ? toElement(st, node, node.ref) : await textOf(f.loc, node);
-      return { ...base, visible, enabled, matched: f.how };
+      // An inert control takes no input, as Playwright's actions say ("element is inert").
+      return { ...base, visible, enabled: enabled && !inert, matched: f.how };
     } catch {
       return undefined; // it went away while we looked
     }
   }
+}
+
+/** Whether the element is in an `inert` subtree (through shadow hosts, as Playwright's check). */
+function inInert(el: Element): boolean {
+  for (let e: Element | null = el; e; e = e.parentElement ?? ((e.parentNode as ShadowRoot | null)?.host ?? null)) {
+    if (e.hasAttribute("inert")) return true;
+  }
+  return false;
 }
 
 /** An element the accessibility tree does not list (hidden, or only text): what it says. */
