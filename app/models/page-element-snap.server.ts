@@ -2,6 +2,7 @@ import type { Locator, Page } from "playwright-core";
 import { type Box, treeToViewport } from "./page-element-frames.server";
 import { hasPrefixed, mainPrefixIn, renameRefs } from "./page-element-prefix.server";
 import { type Taken, peek, take } from "./page-element-watch.server";
+import { type Masker, maskText, maskerOf } from "./secret-mask.server";
 
 // Element refs and snapshots, on top of Playwright's AI-mode aria snapshot. Playwright issues the
 // refs (`e12`, or `f1e3` in an iframe), keeps them for an element whose role and name stay the
@@ -281,18 +282,18 @@ export function lookAhead(page: Page): void {
   ahead.set(page, { since: k.epoch, at: Date.now(), taken: peek(page, k.epoch) });
 }
 
-/** Replaces every secret typed into the tab by dots (short ones only when they are the whole text). */
+/**
+ * Replaces every secret typed into the tab by dots, as every answer about the box does
+ * (secret-mask.server.ts: in its forms and folded; short ones only when they are the whole text).
+ */
 export function masked(st: RefState, s: string): string {
-  for (const secret of st.secrets) {
-    // As typed, and with its whitespace made single spaces, as accessibility names show it.
-    for (const form of new Set([secret, secret.replace(/\s+/g, " ").trim()])) {
-      if (!form) continue;
-      if (s === form) return "••••••";
-      if (form.length >= 4 && s.includes(form)) s = s.split(form).join("••••••");
-    }
-  }
-  return s;
+  if (!st.secrets.size) return s;
+  let kept = tabMaskers.get(st.secrets);
+  if (kept?.size !== st.secrets.size) tabMaskers.set(st.secrets, (kept = { size: st.secrets.size, m: maskerOf([...st.secrets]) }));
+  return maskText(kept.m, s);
 }
+/** A tab's secrets (they are only added to) as a masker, made again when one is added. */
+const tabMaskers = new WeakMap<Set<string>, { size: number; m: Masker }>();
 
 const cap = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 

@@ -1,4 +1,5 @@
 import { loadRow } from "./box-record.server";
+import { fold, folded, foldedSpans } from "./secret-fold.server";
 import { secretValue, secretValues } from "./secret-store.server";
 import { rememberTyped, typedValues } from "./secret-typed.server";
 
@@ -8,20 +9,38 @@ import { rememberTyped, typedValues } from "./secret-typed.server";
 // /v1 answer about a box (its pages, screens, files, exec, trace; not the box resource itself)
 // has the values of its workspace's secrets, and of those typed into it since, replaced by dots,
 // error messages included (app/edge/route.server.ts). A value is looked for as it is, with its
-// runs of whitespace made one space (as accessibility names and page text show it) and
-// URL-encoded, HTML-escaped (a raw read) and markdown-escaped (Turndown's backslashes); a value under 4 characters only where it is a whole string. Masking protects
-// against reading a secret back by accident, not against code run in the box on purpose (exec,
-// evaluate, CDP): that code can encode what it reads.
+// runs of whitespace made one space (as accessibility names and page text show it),
+// URL-encoded, as JSON text, HTML-escaped (a raw read) and markdown-escaped (Turndown's
+// backslashes); a value under 4 characters only where it is a whole string. Pages also change
+// what is typed before showing it (a card number grouped, an IBAN upper-cased, a form's
+// encoding, JSON's \u escapes, another normal form): a value whose folded form
+// (secret-fold.server.ts) has FOLD_MIN characters or more is also looked for in the text's
+// folded view, and the span it came from is masked. A control's value (an element's `value`)
+// that folds to a part of a value's folded form, CONTROL_MIN characters or more, is masked
+// whole: a field's maxlength cuts what is typed. Masking protects against reading a secret back
+// by accident, not against code run in the box on purpose (exec, evaluate, CDP): that code can
+// encode what it reads.
 
 export const MASK = "••••••";
 /** Shorter values are masked only where they are a whole string: "abc" inside words is no leak. */
 const MIN_INSIDE = 4;
+/**
+ * Shorter folded values are not looked for in folded text: with separators gone, "12-34" and
+ * the like would be found in too much that is no secret.
+ */
+const FOLD_MIN = 6;
+/** A control's value folding to fewer characters is not masked for being part of a value. */
+const CONTROL_MIN = 4;
 
 export interface Masker {
   /** The forms looked for inside strings (at least MIN_INSIDE characters), longest first. */
   inside: string[];
   /** Every form, for whole strings. */
   whole: Set<string>;
+  /** The values' folded forms of FOLD_MIN characters or more, longest first. */
+  folded: string[];
+  /** Every value's folded form (a control's value that is part of one is masked whole). */
+  keys: string[];
 }
 
 // Boxes never change owners once they are anyone's (a pool box is no one's until claimed, and
@@ -101,7 +120,8 @@ export function maskerOf(values: readonly string[]): Masker {
   const whole = new Set<string>();
   for (const v of values) for (const f of formsOf(v)) whole.add(f);
   const inside = [...whole].filter((f) => f.length >= MIN_INSIDE).sort((a, b) => b.length - a.length);
-  return { inside, whole };
+  const keys = [...new Set(values.map(folded))].filter(Boolean).sort((a, b) => b.length - a.length);
+  return { inside, whole, folded: keys.filter((k) => k.length >= FOLD_MIN), keys };
 }
 
 /**
@@ -111,20 +131,49 @@ export function maskerOf(values: readonly string[]): Masker {
 export function maskText(m: Masker, s: string): string {
   if (m.whole.has(s)) return MASK;
   for (const f of m.inside) if (s.includes(f)) s = s.split(f).join(MASK);
+  s = maskFolded(m, s);
   if (!s.includes("…")) return s;
   const parts = s.split("…");
   for (let i = 0; i < parts.length - 1; i++) parts[i] = maskCutEnd(m, parts[i]!);
   return parts.join("…");
 }
 
+/** `s` with every span whose folded view is a value's folded form replaced by MASK. */
+function maskFolded(m: Masker, s: string): string {
+  if (!m.folded.length || s.length < FOLD_MIN) return s;
+  const spans = foldedSpans(s, m.folded);
+  if (!spans.length) return s;
+  let out = "";
+  let at = 0;
+  for (const [a, b] of spans) {
+    out += `${s.slice(at, a)}${MASK}`;
+    at = b;
+  }
+  return out + s.slice(at);
+}
+
+/** A control's value: masked whole where it folds to a part of a value (cut by maxlength, say). */
+function maskControl(m: Masker, s: string): string {
+  const f = folded(s);
+  if (f.length >= CONTROL_MIN && m.keys.some((k) => k.includes(f))) return MASK;
+  return maskText(m, s);
+}
+
 /**
  * `s`, cut after its last character (an answer's `cut` content or value, a "…"), with a value's
- * start at its end (MIN_INSIDE characters or more) replaced by MASK.
+ * start at its end (MIN_INSIDE characters or more, as it is or folded) replaced by MASK.
  */
 export function maskCutEnd(m: Masker, s: string): string {
   for (const f of m.inside) {
     for (let k = Math.min(f.length - 1, s.length); k >= MIN_INSIDE; k--) {
       if (s.endsWith(f.slice(0, k))) return `${s.slice(0, -k)}${MASK}`;
+    }
+  }
+  if (!m.keys.length) return s;
+  const f = fold(s);
+  for (const key of m.keys) {
+    for (let k = Math.min(key.length - 1, f.text.length); k >= MIN_INSIDE; k--) {
+      if (f.text.endsWith(key.slice(0, k))) return `${s.slice(0, f.start[f.text.length - k])}${MASK}`;
     }
   }
   return s;
@@ -134,16 +183,34 @@ export function maskCutEnd(m: Masker, s: string): string {
 export function mayHold(m: Masker, json: string): boolean {
   if (json.includes("…") || json.includes('"cut":true')) return true;
   for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
+  // The folded view of the JSON text is that of its strings (the fold reads JSON's escapes,
+  // doubled or not), and no value's folded form reaches from one string into the next.
+  if (m.folded.length) {
+    const view = folded(json);
+    if (m.folded.some((k) => view.includes(k))) return true;
+  }
+  for (const [, v] of json.matchAll(/"value":"((?:[^"\\]|\\.)*)"/g)) {
+    const f = folded(v!);
+    if (f.length >= CONTROL_MIN && m.keys.some((k) => k.includes(f))) return true;
+  }
   return false;
 }
 
-/** A JSON value with every string (and every key) masked. */
-export function maskDeep(m: Masker, v: unknown): unknown {
+/**
+ * A JSON value with every string (and every key) masked. `control`: `v` is (what was) an
+ * element's state, whose `value` is a control's.
+ */
+export function maskDeep(m: Masker, v: unknown, control = false): unknown {
   if (typeof v === "string") return maskText(m, v);
   if (Array.isArray(v)) return v.map((x) => maskDeep(m, x));
   if (v && typeof v === "object") {
+    // An element as snapshots, finds and element answers show it has a role; `was` is its
+    // state before an operation.
+    const element = control || typeof (v as { role?: unknown }).role === "string";
     const out: Record<string, unknown> = {};
-    for (const [k, x] of Object.entries(v)) out[maskText(m, k)] = maskDeep(m, x);
+    for (const [k, x] of Object.entries(v)) {
+      out[maskText(m, k)] = element && k === "value" && typeof x === "string" ? maskControl(m, x) : maskDeep(m, x, element && k === "was");
+    }
     // A read's `content` or an evaluate's `value` cut to its `limit` ends where it was cut.
     if ((v as { cut?: unknown }).cut === true) {
       for (const k of ["content", "value"]) if (typeof out[k] === "string") out[k] = maskCutEnd(m, out[k] as string);
