@@ -33,7 +33,9 @@ export function storeModules(prefix: string) {
     else process.env.HOLM_DATABASE_URL = saved.url;
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
     await dropTestDatabases(databases);
-  });
+    // A file opens a database per test: dropping ten of them took over the default 10 s once
+    // beside the rest of the unit suite on a loaded machine.
+  }, 60_000);
 
   /** Opens the store `backend` in `stateDir` (a new one by default) with fresh modules. */
   const openStore = async (backend: "memory" | "local" | "postgres", stateDir = tempDir()) => {
