@@ -31,6 +31,7 @@ export const v1Routes = [
   route("v1/boxes/:id/screens/:screen/desktop/node", "routes/v1/screen-desktop-node.ts"),
   route("v1/boxes/:id/screens/:screen/windows/:window/arrange", "routes/v1/screen-window-arrange.ts"),
   route("v1/boxes/:id/screens/:screen/viewer/ticket", "routes/v1/screen-viewer-ticket.ts"),
+  route("v1/boxes/:id/screens/:screen/viewer/socket", "routes/v1/screen-viewer-socket.ts"),
   route("v1/boxes/:id/screens/:screen/viewers", "routes/v1/screen-viewers.ts"),
   route("v1/boxes/:id/screens/:screen/takeover", "routes/v1/screen-takeover.ts"),
   route("v1/boxes/:id/trace", "routes/v1/box-trace.ts"),

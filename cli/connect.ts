@@ -32,7 +32,9 @@ export function connect(env: Record<string, string | undefined>, urlFlag: string
     /* below */
   }
   if (parsed?.protocol !== "http:" && parsed?.protocol !== "https:") throw new UsageError(`${from === "--url" ? "--url" : "HOLM_URL"} is not an http(s) URL: ${JSON.stringify(url)}`);
-  return new CliHolm({ baseUrl: url, token: tokenOf(env.HOLM_TOKEN) });
+  const token = tokenOf(env.HOLM_TOKEN);
+  useServer(url, from, token !== undefined);
+  return new CliHolm({ baseUrl: url, token });
 }
 
 /**

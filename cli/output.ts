@@ -79,10 +79,21 @@ export function ticker(label: string) {
 export const when = (ms: number | null | undefined) => (ms ? new Date(ms).toISOString().replace("T", " ").slice(0, 19) : "");
 
 /** The server the CLI talks to and where its address came from (`--url`, HOLM_URL, the default), for errors about it. */
-const server = { url: "http://127.0.0.1:8080", from: "the default; set HOLM_URL or --url" };
-export function useServer(url: string, from: string) {
+const server = { url: "http://127.0.0.1:8080", from: "the default; set HOLM_URL or --url", token: false };
+export function useServer(url: string, from: string, token = false) {
   server.url = url;
   server.from = from;
+  server.token = token;
+}
+
+/**
+ * The server's 401 speaks to an HTTP caller ("send Authorization: Bearer <…>"); a shell user
+ * without HOLM_TOKEN is told to set it, after the server's reason (open mode is over, …).
+ */
+function forShell(e: HolmApiError): string {
+  if (e.code !== "unauthorized" || server.token) return e.message;
+  const reason = e.message.replace(/[;:]?\s*send Authorization: Bearer <[^>]*>\s*$/, "");
+  return `${reason}; HOLM_TOKEN is not set: set it to a holm_sk_ key from the console's Keys page (or the server token)`;
 }
 
 /** An answer that is a web page (a proxy's, another app's, a 404 page): never JSON from holm. */
@@ -94,7 +105,7 @@ export function fail(e: unknown): number {
     // The client's message for an answer without holm's error body: `HTTP 404: <the body>`.
     const page = /^HTTP (\d+): ([\s\S]*)$/.exec(e.message);
     if (page && HTML.test(page[2]!)) return notHolm(`answered ${page[1]} with an HTML page`);
-    process.stderr.write(`${printable(e.code)}: ${printable(e.message)}\n`);
+    process.stderr.write(`${printable(e.code)}: ${printable(forShell(e))}\n`);
     return 1;
   }
   const err = e as Error & { cause?: { code?: string; message?: string } };

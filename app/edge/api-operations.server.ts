@@ -62,8 +62,10 @@ export interface Operation {
   body?: z.ZodType;
   /** A body the route accepts: the drift tests add an unknown key to it. */
   example?: unknown;
-  /** A success that is not JSON (`image/png`), or its description. */
-  binary?: string;
+  /** A success that is not JSON: its media type (the route's content-type) and what it is. */
+  binary?: { type: "image/png" | "video/mp4"; about: string };
+  /** The JSON success's schema when it is not an object (Chromium's `/json` is an array). */
+  answer?: Record<string, unknown>;
   /** Error codes beyond the ones every operation of its kind can answer. */
   errors?: ErrorCode[];
   /** Served without the bearer token (000: health; the CDP token routes). */
@@ -212,6 +214,15 @@ const rows: Row[] = [
     body: TakeoverSchema,
     example: { shared: false },
   },
+  {
+    op: `GET ${SCREEN}/viewer/socket`,
+    id: "viewerSocket",
+    tag: "human-control",
+    summary: "The viewer WebSocket (RFB, for noVNC), through the server: send Upgrade: websocket. No bearer token: the ticket is the credential.",
+    description: "Query: `ticket` (from …/viewer/ticket) and `mode`, `view` (default) or `control`. A refusal is a plain HTTP answer before the upgrade; once open, the server ends a connection with a close code of 4000–4999 saying why.",
+    errors: ["unauthorized"],
+    open: true,
+  },
   { op: `DELETE ${SCREEN}/takeover`, id: "giveBack", tag: "human-control", summary: "Take the screen back." },
   { op: `GET ${SCREEN}/viewers`, id: "viewers", tag: "human-control", summary: "{watching, driving, person_driving, taken_over}." },
   {
@@ -287,12 +298,22 @@ const rows: Row[] = [
     query: CdpQuerySchema,
   },
   ...(["GET", "POST", "PUT", "PATCH", "DELETE"] as const).flatMap((m): Row[] => [
-    { op: `${m} /v1/cdp/{token}/json`, id: `cdpJson${m[0]}${m.slice(1).toLowerCase()}`, tag: "cdp", summary: "Chromium's DevTools HTTP endpoint, through the server.", open: true },
+    {
+      op: `${m} /v1/cdp/{token}/json`,
+      id: `cdpJson${m[0]}${m.slice(1).toLowerCase()}`,
+      tag: "cdp",
+      summary: "Chromium's DevTools HTTP endpoint, through the server: the targets, as `/json/list`.",
+      // Chromium answers `/json` with the target list, an array.
+      answer: { type: "array", items: { type: "object" } },
+      open: true,
+    },
     {
       op: `${m} /v1/cdp/{token}/json/{rest}`,
       id: `cdpJsonRest${m[0]}${m.slice(1).toLowerCase()}`,
       tag: "cdp",
       summary: "Chromium's DevTools HTTP endpoints (`version`, `list`, `new?<url>`, `activate/<target>`, `close/<target>`), through the server; addresses in answers point back through it.",
+      // `list` is an array, `version` and `new` objects, `activate` and `close` a line of text.
+      answer: {},
       open: true,
     },
   ]),
@@ -352,7 +373,7 @@ const rows: Row[] = [
   },
   // History and events
   { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },
-  { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: "The frame, a PNG." },
+  { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: { type: "image/png", about: "The frame, a PNG." } },
   {
     op: `GET ${BOX}/trace/recordings`,
     id: "traceRecordings",
@@ -364,7 +385,7 @@ const rows: Row[] = [
     id: "traceRecording",
     tag: "history",
     summary: "A kept recording (`recording` of a recording_stopped entry). Honours Range.",
-    binary: "The recording, an MP4 (H.264).",
+    binary: { type: "video/mp4", about: "The recording, an MP4 (H.264)." },
   },
   { op: "GET /v1/events", id: "events", tag: "events", summary: "Read events in order: {events, next, more}.", query: EventsQuerySchema },
   // Scheduled work: GET and POST alike, with the server token or CRON_SECRET.

@@ -28,6 +28,23 @@ function defaultRole(request: Request): Role {
 
 const SEND_KEY = "send Authorization: Bearer <a holm_sk_ key from the console's Keys page, or HOLM_SERVER_TOKEN>";
 
+/**
+ * An Authorization header that is not `Bearer <one token>`: a key pasted without the word
+ * (`authorization: holm_sk_…`), another scheme (`Token …`, curl's `-u key:` Basic), or an empty
+ * Bearer. Said as such, never with the value (it is likely a secret).
+ */
+function notBearer(header: string): ApiError {
+  const scheme = /^\s*(\S+)/.exec(header)?.[1] ?? "";
+  const why = scheme.startsWith("holm_sk_")
+    ? "the Authorization header holds a key without the word Bearer"
+    : /^basic$/i.test(scheme)
+      ? "this server takes no Basic authentication (curl -u)"
+      : /^bearer$/i.test(scheme)
+        ? "the Authorization header's Bearer has no single token after it"
+        : "the Authorization header is not of the Bearer scheme";
+  return unauthorized(`${why}; send it as Authorization: Bearer holm_sk_… (a key from the console's Keys page, or HOLM_SERVER_TOKEN)`);
+}
+
 let accountsSeen = false;
 
 /** Whether anyone has signed up; once true it stays true (open mode never comes back). */
@@ -84,11 +101,12 @@ export async function requireActor(request: Request, need: Role = defaultRole(re
     // The request's log line names the key, never its secret.
     noteActor(request, `key:${check.key.name}`);
   } else if (given !== undefined || request.headers.has("authorization")) {
+    if (given === undefined) throw notBearer(request.headers.get("authorization") ?? "");
     if (!token) {
       // A token that this server does not have is a mistake worth reporting.
       throw unauthorized("this server has no token; send a holm_sk_ key or no Authorization header");
     }
-    if (!given || !safeEqual(given, token)) throw unauthorized(`the bearer token is not valid; ${SEND_KEY}`);
+    if (!safeEqual(given, token)) throw unauthorized(`the bearer token is not valid; ${SEND_KEY}`);
     noteActor(request, "server");
     return { kind: "server", via: "token" };
   } else {

@@ -70,8 +70,8 @@ export function errorCodes(op: Operation): ErrorCode[] {
 
 function responses(op: Operation): Json {
   const ok: Json = op.binary
-    ? { description: op.binary, content: { "image/png": { schema: { type: "string", contentMediaType: "image/png" } } } }
-    : { description: op.summary, content: { "application/json": { schema: { type: "object" } } } };
+    ? { description: op.binary.about, content: { [op.binary.type]: { schema: { type: "string", contentMediaType: op.binary.type } } } }
+    : { description: op.summary, content: { "application/json": { schema: op.answer ?? { type: "object" } } } };
   const out: Json = { "200": ok };
   if (op.accepted) {
     const description = typeof op.accepted === "string" ? op.accepted : "Queued: the box is `starting`; read it until it is `ready` or `failed`.";

@@ -1,7 +1,7 @@
 import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
-import { badRequest, notFound } from "~/utils/api-error.server";
+import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { newsEpoch, newsLive } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { onPrincipalChange, principalChanged } from "./principal-changes.server";
@@ -54,6 +54,21 @@ export async function createKey(input: { workspaceId: string; name: string; crea
   if (!name || name.length > 80) throw badRequest("a key name is 1 to 80 characters");
   if (input.expiresAtMs !== undefined && input.expiresAtMs !== null && input.expiresAtMs <= Date.now()) {
     throw badRequest("the expiry must be in the future");
+  }
+  // A name says which key is which (the Keys page's Revoke buttons, "by key …" in the trace and
+  // events), so two usable keys of a workspace never share one. A revoked or expired key's name
+  // is free again: that key cannot be used, and an expired one cannot be revoked to free it.
+  const now = Date.now();
+  const same = await db()
+    .selectFrom("api_key")
+    .select("id")
+    .where("workspace_id", "=", input.workspaceId)
+    .where("name", "=", name)
+    .where("revoked_at_ms", "is", null)
+    .where((eb) => eb.or([eb("expires_at_ms", "is", null), eb("expires_at_ms", ">", now)]))
+    .executeTakeFirst();
+  if (same) {
+    throw new ApiError("denied", `a key named "${name}" is already active in this workspace; give this one another name, or revoke that one first`, { at: "name" });
   }
   const secret = `${KEY_PREFIX}${encodeBase32LowerCaseNoPadding(randomBytes(30))}`;
   const row = {

@@ -16,8 +16,12 @@ export const TRACE_PAGE_DEFAULT = 100;
 // (`metadata` beside spec and placement) and by PATCH /v1/boxes/{id}; the console's rename and
 // label chips send the same values through the same model (app/models/box-metadata.server.ts).
 
-/** No control characters, and no space at either end (a name that looks empty is no name). */
-const PRINTABLE = /^[^\p{Cc}]*$/u;
+/**
+ * No control characters, and no space at either end (a name that looks empty is no name). The
+ * control characters (Unicode's Cc) spelled as their ranges, C0, DEL and C1: the OpenAPI document
+ * carries this pattern, and JSON Schema's regex dialect has no `\p{…}` (it needs the u flag).
+ */
+const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/u;
 export const BoxNameSchema = z
   .string()
   .min(1, "a name needs at least one character")

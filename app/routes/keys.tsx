@@ -1,12 +1,12 @@
 import { useActionData } from "react-router";
-import { OkOrError, useActionBanner, useAnswerCount } from "~/components/action-banner";
+import { OkOrError, fieldError, useActionBanner, useAnswerCount } from "~/components/action-banner";
 import { CopyButton } from "~/components/copy-button";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
 import { Table } from "~/components/table";
 import { Button, Card, Field, when } from "~/components/ui";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { createKey, listKeys, revokeKey } from "~/models/key.server";
 import { ApiError } from "~/utils/api-error.server";
 import { publicUrl } from "~/utils/env.server";
@@ -42,8 +42,11 @@ export async function action({ request }: Route.ActionArgs) {
       if (!Number.isInteger(n) || n < 1 || n > 3650) throw new ApiError("bad_request", "expiry is 1 to 3650 days");
       expiresAtMs = Date.now() + n * 24 * 3600 * 1000;
     }
-    const { secret, key } = await createKey({ workspaceId: ctx.workspace.id, name: field(form, "name"), createdBy: ctx.user.id, expiresAtMs });
-    return { created: { secret, name: key.name } };
+    // A name another active key has is refused at the Name field.
+    return formFields({ name: "name" }, async () => {
+      const { secret, key } = await createKey({ workspaceId: ctx.workspace.id, name: field(form, "name"), createdBy: ctx.user.id, expiresAtMs });
+      return { created: { secret, name: key.name } };
+    });
   });
 }
 
@@ -84,7 +87,7 @@ export default function Keys({ loaderData }: Route.ComponentProps) {
         {canEdit ? (
           <Card title="Create a key">
             <PostForm key={`create-${made}`} csrf={csrf} intent="create" className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end">
-              <Field label="Name" name="name" required maxLength={80} placeholder="my agent" />
+              <Field label="Name" name="name" required maxLength={80} placeholder="my agent" error={fieldError(shown, "name")} />
               <Field label="Expires after (days)" name="expires_days" type="number" min={1} max={3650} placeholder="never" />
               <Button type="submit">Create key</Button>
             </PostForm>

@@ -183,8 +183,9 @@ describe("auth matrix", () => {
             expect(res.status, where).toBe(200);
             continue;
           }
-          // The CDP proxy takes no bearer: the token in its path (here a bogus one) decides.
-          if (p.includes(":token")) {
+          // The CDP proxy takes no bearer: the token in its path (here a bogus one) decides; the
+          // viewer socket's ticket (here none) likewise.
+          if (p.includes(":token") || p.endsWith("/viewer/socket")) {
             expect(res.status, where).toBe(401);
             expect(JSON.parse(text), where).toMatchObject({ code: "unauthorized" });
             continue;
@@ -249,8 +250,8 @@ describe("auth matrix", () => {
           // A change that goes through, or an answer that shows our box, is a leak.
           if (res.ok && (change || text.includes(boxA))) leaks.push(where);
           const body = JSON.parse(text);
-          if (p.includes(":token")) {
-            // The CDP proxy ignores sessions: the token in its path (here a bogus one) decides.
+          if (p.includes(":token") || p.endsWith("/viewer/socket")) {
+            // The CDP proxy ignores sessions: the token in its path (here a bogus one) decides; so does the viewer socket's ticket.
             expect(res.status, where).toBe(401);
           } else if (name === "logged_out_session") {
             expect(res.status, where).toBe(401);

@@ -140,9 +140,10 @@ describe("values that cannot be used", () => {
 
 describe("query keys", () => {
   // Not checked here: the CDP relay passes its query on to Chromium's /json endpoints
-  // (/json/new?url), and a plain GET of the DevTools socket path is 400 whatever it carries.
+  // (/json/new?url), and a plain GET of the DevTools or viewer socket path is 401 or 400 whatever
+  // else it carries (the viewer socket's query is its upgrade's: ticket and mode).
   let hook = "";
-  const RELAYED = new Set(["v1/cdp/:token/json", "v1/cdp/:token/json/*", "v1/cdp/:token/devtools/*", "v1/*"]);
+  const RELAYED = new Set(["v1/cdp/:token/json", "v1/cdp/:token/json/*", "v1/cdp/:token/devtools/*", "v1/boxes/:id/screens/:screen/viewer/socket", "v1/*"]);
   const concrete = (p: string) =>
     `/${p}`
       .replace("/v1/runtimes/:name", "/v1/runtimes/docker")

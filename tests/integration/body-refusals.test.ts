@@ -19,6 +19,22 @@ afterAll(async () => {
   await removeTestBoxes();
 });
 
+/** An initialized MCP session's headers (the server token as the bearer). */
+async function mcpSession(): Promise<Record<string, string>> {
+  const accept = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
+  const init = await server.api("/mcp", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...accept },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+  });
+  const sid = init.headers.get("mcp-session-id")!;
+  expect(init.status, await init.text()).toBe(200);
+  expect(sid).toBeTruthy();
+  const session = { ...accept, "mcp-session-id": sid };
+  expect((await post("/mcp", '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)).status).toBe(202);
+  return session;
+}
+
 /** A POST with `text` as its JSON body as it is (a `__proto__` key written in a JS object would be its prototype). */
 async function post(path: string, text: string, headers: Record<string, string> = {}) {
   const res = await server.api(path, { method: "POST", body: text, headers: { "content-type": "application/json", ...headers }, signal: AbortSignal.timeout(60_000) });
@@ -74,17 +90,7 @@ describe("a __proto__ key in a body", () => {
 
   it("in an MCP tool call's arguments is refused as an invalid request naming where; no box is launched", async () => {
     const before = await made();
-    const accept = { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-11-25" };
-    const init = await server.api("/mcp", {
-      method: "POST",
-      headers: { "content-type": "application/json", ...accept },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
-    });
-    const sid = init.headers.get("mcp-session-id")!;
-    expect(init.status, await init.text()).toBe(200);
-    expect(sid).toBeTruthy();
-    const session = { ...accept, "mcp-session-id": sid };
-    expect((await post("/mcp", '{"jsonrpc":"2.0","method":"notifications/initialized"}', session)).status).toBe(202);
+    const session = await mcpSession();
     const call = '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"launch_box","arguments":{"metadata":{"labels":{"__proto__":"x"}}}}}';
     const r = await post("/mcp", call, session);
     expect(r.status, JSON.stringify(r.body)).toBe(400);
@@ -113,5 +119,26 @@ describe("a __proto__ key from the console's launch form or in a /v1 query", () 
     const proto = await server.api("/v1/boxes?__proto__=1");
     expect(proto.status).toBe(400);
     expect((await proto.json()).message).toBe('__proto__: "__proto__" cannot be a key in the query');
+  });
+});
+
+describe("a misspelled key is named as unknown, not reported as the key it stands for missing (000)", () => {
+  it("on /v1: the unknown key first, with the missing one it likely means", async () => {
+    const hook = await post("/v1/webhooks", '{"uri": "https://hooks.example.com/x", "events": ["*"]}');
+    expect(hook.status).toBe(400);
+    expect(hook.body.message).toBe('unknown key "uri" in the body (did you mean "url"?)');
+    const box = await post("/v1/boxes", '{"specs": {}}');
+    expect(box.body.message).toBe('unknown key "specs" in the body');
+  });
+
+  it("in an MCP tool's arguments: get_box {id} says id is unknown and box is meant", async () => {
+    const session = await mcpSession();
+    const r = await post("/mcp", '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_box","arguments":{"id":"box_0123456789abcdef0123456789abcdef"}}}', session);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    // Answered on the session's event stream: the tool's result is its `data:` line.
+    const data = String(r.body).split("\n").find((l) => l.startsWith("data: {"))!;
+    const result = JSON.parse(data.slice("data: ".length)).result;
+    expect(result.isError).toBe(true);
+    expect(result.content[0].text).toBe('bad_request: unknown key "id" in the arguments (did you mean "box"?)');
   });
 });

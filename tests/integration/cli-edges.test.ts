@@ -75,6 +75,13 @@ describe("holm CLI: which server, and what it answered", () => {
     expect(fromEnv.stderr).toMatch(/^transport: could not reach http:\/\/127\.0\.0\.1:9 .*\(HOLM_URL\)\n$/);
   });
 
+  it("with HOLM_TOKEN unset on a server that needs one: says to set HOLM_TOKEN (not to send an Authorization header)", async () => {
+    const out = await holmCli(["boxes", "ls"], { env: { HOLM_TOKEN: "" } });
+    expect(out.code).toBe(1);
+    expect(out.stderr).toMatch(/^unauthorized: this server needs credentials; HOLM_TOKEN is not set: set it to a holm_sk_ key from the console's Keys page \(or the server token\)\n$/);
+    expect(out.stderr).not.toContain("Authorization");
+  });
+
   it("a HOLM_TOKEN with a control character is called malformed, and is not printed", async () => {
     const out = await holmCli(["boxes", "ls"], { env: { HOLM_TOKEN: "holm_sk_secret\x01part" } });
     expect(out.code).toBe(1);

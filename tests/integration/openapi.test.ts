@@ -66,6 +66,23 @@ describe("GET /v1/openapi.json against the live routes", () => {
     expect((await refusal(anon.boxes.list())).code).toBe("unauthorized");
   });
 
+  it("types each answer as the route sends it, and documents the viewer socket, whose plain GET says what it is", async () => {
+    const doc = (await new Holm({ baseUrl: server.base }).openapi()) as { paths: Record<string, Record<string, any>> };
+    const ok = (p: string) => doc.paths[p]!.get.responses["200"].content;
+    expect(Object.keys(ok("/v1/boxes/{id}/trace/recordings/{rid}"))).toEqual(["video/mp4"]);
+    expect(ok("/v1/cdp/{token}/json")["application/json"].schema.type).toBe("array");
+    expect(doc.paths["/v1/boxes/{id}/screens/{screen}/viewer/socket"]?.get?.security).toEqual([]);
+    const socket = `${server.base}/v1/boxes/${box}/screens/0/viewer/socket`;
+    // No ticket: the ticket is the credential (a bearer token is not).
+    const none = await fetch(socket, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(none.status).toBe(401);
+    expect(await none.json()).toMatchObject({ code: "unauthorized" });
+    const { ticket } = (await holm.request("POST", `/v1/boxes/${box}/screens/0/viewer/ticket`, { body: {} })) as { ticket: string };
+    const plain = await fetch(`${socket}?ticket=${encodeURIComponent(ticket)}`);
+    expect(plain.status).toBe(400);
+    expect((await plain.json()).message).toContain("Upgrade: websocket");
+  });
+
   it("every documented body with an unknown key is refused by its route: 400 naming the key", async () => {
     const withBody = OPERATIONS.filter((op) => op.body && !op.notBuilt);
     const wrong: string[] = [];

@@ -42,14 +42,21 @@ function expectNoCors(headers: Headers | Record<string, unknown>, where: string)
 }
 
 describe("open mode, before the first account", () => {
-  it("runs the README's Try it as written", () => {
+  it("runs the README's Try it as written, and again when it is pasted a second time", () => {
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
     const block = /## Try it\s+```bash\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(block).toContain("BASE=http://127.0.0.1:8080\n");
     const script = block!.replace("BASE=http://127.0.0.1:8080", `BASE=${server.base}`);
-    const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], { encoding: "utf8", timeout: 170_000 });
-    expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
-    expect(run.stdout).toMatch(/"state":"gone"/);
+    // Twice: a fixed idempotency key would answer the second create with the first (removed)
+    // box, and its next curl would fail on 410.
+    const ids: string[] = [];
+    for (const time of ["first", "second"]) {
+      const run = spawnSync("bash", ["-euo", "pipefail", "-c", `${script}\necho "box=$BOX"`], { encoding: "utf8", timeout: 170_000 });
+      expect(run.status, `${time} run: ${run.stdout}\n${run.stderr}`).toBe(0);
+      expect(run.stdout).toMatch(/"state":"gone"/);
+      ids.push(/box=(\S+)/.exec(run.stdout)![1]!);
+    }
+    expect(ids[1]).not.toBe(ids[0]);
   });
 
   it("refuses a body that is not application/json with 400 bad_request (the seed has no 415 code), so a page's simple request launches nothing", async () => {

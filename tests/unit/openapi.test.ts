@@ -2,6 +2,7 @@ import path from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { describe, expect, it } from "vitest";
 import { OPERATIONS } from "~/edge/api-operations.server";
+import { BoxNameSchema } from "~/protocol/api-box";
 import { openApiDocument } from "~/edge/openapi.server";
 import { NOT_BUILT } from "~/routes/v1/not-built-list";
 import { v1Routes } from "../../app/routes";
@@ -111,5 +112,42 @@ describe("GET /v1/openapi.json: the document and the routes", () => {
     expect(batch.properties.actions.items).toEqual({ $ref: "#/components/schemas/Step" });
     expect(batch.additionalProperties).toBe(false);
     expect(doc.components.schemas.Step.oneOf.length).toBeGreaterThan(30);
+  });
+});
+
+describe("GET /v1/openapi.json: what each answer is", () => {
+  const ok = (p: string, m = "get") => doc.paths[p][m].responses["200"].content;
+
+  it("a binary answer has its route's media type: a trace frame is a PNG, a recording an MP4", () => {
+    expect(Object.keys(ok("/v1/boxes/{id}/trace/frames/{hash}"))).toEqual(["image/png"]);
+    expect(Object.keys(ok("/v1/boxes/{id}/trace/recordings/{rid}"))).toEqual(["video/mp4"]);
+    expect(ok("/v1/boxes/{id}/trace/recordings/{rid}")["video/mp4"].schema.contentMediaType).toBe("video/mp4");
+  });
+
+  it("Chromium's /json (the target list) is an array, not an object", () => {
+    expect(ok("/v1/cdp/{token}/json")["application/json"].schema).toMatchObject({ type: "array" });
+  });
+
+  it("documents the viewer socket as it documents the DevTools one: open (the ticket is the credential), 401 for a bad ticket", () => {
+    const op = doc.paths["/v1/boxes/{id}/screens/{screen}/viewer/socket"]?.get;
+    expect(op, "the viewer socket is documented").toBeDefined();
+    expect(op.security).toEqual([]);
+    expect(op.description).toContain("ticket");
+    expect(op.responses["401"]).toBeDefined();
+    expect(doc.paths["/v1/cdp/{token}/devtools/{rest}"].get.security).toEqual([]);
+  });
+
+  it("every pattern is a JSON Schema regex a validator without Unicode property escapes can read (no \\p{…})", () => {
+    const patterns = [...JSON.stringify(doc).matchAll(/"pattern":("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!) as string);
+    expect(patterns.length).toBeGreaterThan(3);
+    // openapi-spec-validator (3.1) refuses `\p{Cc}` as "not a 'regex'": it needs the u flag.
+    expect(patterns.filter((p) => /\\[pP]\{/.test(p))).toEqual([]);
+    // Each still compiles without the u flag (ECMA-262's plain dialect, which JSON Schema names).
+    for (const p of patterns) expect(() => new RegExp(p), p).not.toThrow();
+  });
+
+  it("a box name still refuses every control character (C0, DEL, C1) and takes any other", () => {
+    for (const c of ["\u0000", "\u0009", "\u001f", "\u007f", "\u0085", "\u009f"]) expect(BoxNameSchema.safeParse(`a${c}b`).success, JSON.stringify(c)).toBe(false);
+    for (const n of ["café ☕", "a\u00a0b", "日本語", "x😀y"]) expect(BoxNameSchema.safeParse(n).success, n).toBe(true);
   });
 });
