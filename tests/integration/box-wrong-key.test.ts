@@ -52,6 +52,12 @@ it("a box whose agent refuses the server's signature is failed, says why, and is
   expect(box, JSON.stringify(box)).toMatchObject({ state: "failed", reason: expect.stringMatching(KEY_WHY) });
   expect(box.reason).toMatch(/delete the box, or start the server with the key that launched it/);
 
+  // The console's box page says it started and can no longer be reached, not that it failed to start.
+  const html = await consoleClient(server).page(await consoleClient(server).logIn("ada@example.com"), `/boxes/${running}`);
+  expect(html).toContain("This box can no longer be reached");
+  expect(html).toContain("no call to it can succeed");
+  expect(html).not.toContain("failed to start");
+
   const refusedAsFailed = async (res: Response) => {
     const body = await json(res);
     expect(res.status, JSON.stringify(body)).toBe(409);
