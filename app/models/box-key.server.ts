@@ -1,8 +1,9 @@
 import { agentCall } from "~/protocol/agent";
 import { ApiError } from "~/utils/api-error.server";
+import { clustered } from "~/utils/cluster.server";
 import { log } from "~/utils/log.server";
 import { agentRequest } from "./agent-http.server";
-import { type BoxRow, KEY_REFUSED, boxAddress, forgetAddress, loadRow, requireSettled, setStateIf, trace } from "./box-record.server";
+import { type BoxRow, KEY_REFUSED, boxAddress, forgetAddress, loadRow, removeRow, requireSettled, setStateIf, trace } from "./box-record.server";
 import { recordEvent } from "./event.server";
 
 // A box whose own agent refuses what this server signs. Agent secrets are derived from the server
@@ -41,20 +42,27 @@ export function isBadSignature(message: string): boolean {
 
 /**
  * Checks a `ready` box's agent with this server's key; one that refuses it is failed (with why,
- * a trace entry and a `box.failed` event). Returns whether it was. Conditional on the row still
- * being `ready` rather than in the box's serial chain: a call may come here from inside that chain
- * (a stop's last steps), and a pause or removal meanwhile wins anyway.
+ * a trace entry and a `box.failed` event), a pool box removed. Returns whether it was. Not with
+ * several servers (keyRefusedError). Conditional on the row still being `ready` rather than in
+ * the box's serial chain: a call may come here from inside that chain (a stop's last steps), and
+ * a pause or removal meanwhile wins anyway.
  */
 export async function failIfKeyRefused(row: BoxRow): Promise<boolean> {
-  if (row.state !== "ready" || row.removed_at_ms !== null) return false;
-  const address = await boxAddress(row.id);
-  if (!address || (await keyVerdict(row.id, address)) !== "refused") return false;
+  if (clustered() || !(await refusesOurKey(row))) return false;
+  // A pool box is no one's to delete (pool.server.ts): it goes rather than stay failed.
+  if (row.pooled) return (await removeRow(row, "pool: its agent refuses this server's signature (another server key)"), true);
   if (!(await setStateIf(row, "ready", "failed", KEY_REFUSED))) return false;
   forgetAddress(row.id);
   log.warn({ box: row.id }, "the box's agent refuses this server's signature: failed");
   await trace(row.id, "failed", { why: KEY_REFUSED });
   await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why: KEY_REFUSED } });
   return true;
+}
+
+async function refusesOurKey(row: BoxRow): Promise<boolean> {
+  if (row.state !== "ready" || row.removed_at_ms !== null) return false;
+  const address = await boxAddress(row.id);
+  return !!address && (await keyVerdict(row.id, address)) === "refused";
 }
 
 /**
@@ -65,6 +73,12 @@ export async function failIfKeyRefused(row: BoxRow): Promise<boolean> {
 export async function keyRefusedError(id: string): Promise<ApiError | undefined> {
   const row = await loadRow(id);
   if (!row) return undefined;
+  // Servers sharing a store share one key (README, "Several servers"): a refusal then says this
+  // server's key is wrong, not the box, and the box is not failed for the servers that can reach it.
+  if (clustered()) {
+    if (!(await refusesOurKey(row))) return undefined;
+    return new ApiError("transport", `box ${id}'s agent refuses this server's signature: this server's key is not the one that launched it; give every server the same HOLM_SECRET_KEY`, { retryable: false });
+  }
   if (row.state === "ready" && !(await failIfKeyRefused(row))) return undefined;
   if (row.state !== "failed" || row.reason !== KEY_REFUSED) return undefined;
   try {

@@ -10,7 +10,8 @@ import { consoleClient } from "../support/console";
 // refuse every request the new server signs, and no retry changes that: the boxes are `failed`
 // with why and what to do, their calls answer 409 with `retryable: false`, no viewer ticket is
 // issued, and deleting them works. A running box is found so when the server starts; a paused one
-// (its agent frozen then) at its first call after it resumes.
+// (its agent frozen then) at its first call after it resumes. A pool box (no one's to delete)
+// is removed instead, so no one is handed a box the server cannot drive.
 
 let server: TestServer | undefined;
 afterAll(async () => {
@@ -82,4 +83,26 @@ it("a box whose agent refuses the server's signature is failed, says why, and is
   for (const id of [running, paused]) {
     expect((await asA(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } })).status).toBe(200);
   }
+}, 180_000);
+
+it("a pool box whose agent refuses the server's signature is removed at start: the next box is one the server can drive", async () => {
+  await server?.stop();
+  const first = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_POOL: "default=1", HOLM_POOL_MAX_MEMORY: "4g" });
+  server = first;
+  const logged = async (re: RegExp, from = 0) => {
+    for (let i = 0; i < 600 && !re.test(server!.logs().slice(from)); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(server!.logs().slice(from)).toMatch(re);
+  };
+  await logged(/pool: (box_\w+) ready \(1 of 1 default\)/);
+  const pooled = /pool: (box_\w+) ready/.exec(server.logs())![1]!;
+  await first.stop();
+  fs.rmSync(path.join(first.stateDir, "secret.key"));
+  server = await first.restart();
+  // The pool is full again either way: with a new box, or (before the fix) with the old one taken back.
+  await logged(/pool: box_\w+ ready \(1 of 1 default\)|pool: 1 box\(es\) back in the pool/);
+  const box = await json(await server.api("/v1/boxes", { method: "POST", json: {} }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+  const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "click", at: { x: 10, y: 10 } }] } });
+  expect(res.status, JSON.stringify(await res.clone().json())).toBe(200);
+  expect(box.id, "the old pool box was handed out").not.toBe(pooled);
 }, 180_000);
