@@ -142,6 +142,7 @@ export function FailedPanel({
 }) {
   const pending = usePendingIntent();
   const start = box.start;
+  const ran = start?.phase === "ready";
   const took = start?.ended_ms !== undefined ? ` after ${seconds(startElapsed(start, box.created_at_ms, start.ended_ms))}` : "";
   const button = "rounded-md px-3 py-1.5 text-sm font-medium ring-1 disabled:opacity-50";
   return (
@@ -151,9 +152,14 @@ export function FailedPanel({
       className="min-w-0 space-y-4 rounded-xl border border-red-200 bg-white p-5 shadow-sm"
     >
       <div className="space-y-1">
-        <h2 id="failed-h" className="text-base font-semibold text-red-800">This box failed to start</h2>
+        {/* A box that was ready and failed later (its agent refuses this server's key): it did start. */}
+        <h2 id="failed-h" className="text-base font-semibold text-red-800">
+          {ran ? "This box can no longer be reached" : "This box failed to start"}
+        </h2>
         <p className="text-sm text-slate-700">
-          {start ? `${startWords(start)}${took}.` : "It did not start."} Nothing runs in it: remove it, or launch the same box again.
+          {ran
+            ? "It started, and this server can no longer drive it: remove it, or launch the same box again."
+            : `${start ? `${startWords(start)}${took}.` : "It did not start."} Nothing runs in it: remove it, or launch the same box again.`}
         </p>
       </div>
       <p data-testid="failed-reason" className="whitespace-pre-wrap break-words rounded-lg bg-red-50 p-3 text-sm text-red-900 ring-1 ring-red-200 [overflow-wrap:anywhere]">

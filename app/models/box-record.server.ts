@@ -239,12 +239,20 @@ export async function visibleRow(actor: Actor, id: string): Promise<BoxRow> {
 }
 
 /** A box that can take a call now: `starting` and `failed` refuse with 409. */
+/**
+ * Why a box that was running is `failed`: its agent refuses this server's signature
+ * (box-key.server.ts). Said whole here, as the reason and in every 409 the box answers.
+ */
+export const KEY_REFUSED =
+  "its agent refuses this server's signature: the server key is not the one that launched it (a store restored " +
+  "without its secret.key, or another HOLM_SECRET_KEY), so no call to it can succeed; delete the box, or start the " +
+  "server with the key that launched it";
+
 export function requireSettled(row: BoxRow) {
   if (row.state === "starting") throw new ApiError("denied", `box ${row.id} is starting`, { retryable: true });
   if (row.state === "failed") {
-    throw new ApiError("denied", `box ${row.id} failed to start: ${row.reason ?? "unknown"}; delete it`, {
-      retryable: false,
-    });
+    const message = row.reason === KEY_REFUSED ? `box ${row.id} failed: ${KEY_REFUSED}` : `box ${row.id} failed to start: ${row.reason ?? "unknown"}; delete it`;
+    throw new ApiError("denied", message, { retryable: false });
   }
 }
 

@@ -20,6 +20,7 @@ import {
   boxChanges,
   toBoxJson,
 } from "./box-record.server";
+import { failIfKeyRefused } from "./box-key.server";
 import { leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { recordEvent } from "./event.server";
@@ -294,6 +295,9 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       log.error({ err }, `adopt: box ${row.id}`);
     }
   }
+  // A running box whose agent refuses this server's key (a store restored without it) is failed
+  // now, not at its first call: each agent asked once, side by side and bounded (box-key.server.ts).
+  await Promise.all(rows.map((r) => failIfKeyRefused(r).catch((err) => log.error({ err }, `adopt: box ${r.id}'s key`))));
   const rt = runtime(DEFAULT_RUNTIME)!;
   if (!(await answers(DEFAULT_RUNTIME, pings))) {
     log.error("adopt: the docker runtime does not answer; boxes come back when it does");

@@ -7,6 +7,7 @@ import type { Actor } from "./actor";
 import { AGENT_ANSWER_MAX, AGENT_BULK_MAX } from "./agent.server";
 import { agentRequest } from "./agent-http.server";
 import { type RunningBox, requireRunningBox } from "./box.server";
+import { isBadSignature, keyRefusedError } from "./box-key.server";
 import { stoppedError } from "./box-sync.server";
 import { log } from "~/utils/log.server";
 
@@ -38,7 +39,8 @@ export async function requireScreen(actor: Actor, id: string, screenRaw: string,
  * A call to the agent failed the way a box that went away does. The runtime is asked now: a box
  * that stopped on its own (Chromium died, say) is recorded so (box-sync.server.ts) and the call
  * answers 409 with its state and reason. Otherwise `err` stands (the box's address is asked
- * again on the next call), and a refused signature is a retryable `transport` error, not a 500.
+ * again on the next call), and a refused signature is a retryable `transport` error, not a 500
+ * (unless the box's own agent refuses this server's key: callAgent).
  */
 async function explainAgentFailure(id: string, err: ApiError): Promise<never> {
   throw (await stoppedError(id)) ?? err;
@@ -76,9 +78,13 @@ export async function callAgent<T = Record<string, unknown>>(
   if (res.status >= 200 && res.status < 300) return parsed as T;
   const err = AgentErrorSchema.safeParse(parsed);
   if (!err.success) throw new ApiError("transport", `the box answered ${res.status}`);
-  // The agent refused the signature: this address is not (or no longer) this box's agent.
+  // The agent refused the signature: this address is not (or no longer) this box's agent, or
+  // (a bad signature from the agent at the box's address as the runtime gives it now) the box's
+  // own agent refuses this server's key, which no retry changes: then the box is failed (box-key).
   if (res.status === 401) {
-    await explainAgentFailure(box.id, new ApiError("transport", `the agent at the box's address refused the server's signature (${err.data.message}); try again`, { retryable: true }));
+    const passing = new ApiError("transport", `the agent at the box's address refused the server's signature (${err.data.message}); try again`, { retryable: true });
+    const stopped = await stoppedError(box.id);
+    throw stopped ?? (isBadSignature(err.data.message) ? await keyRefusedError(box.id) : undefined) ?? passing;
   }
   const code = (err.data.code in ERROR_STATUS && err.data.code !== "unauthorized" ? err.data.code : "internal") as ErrorCode;
   if (code === "internal") log.error(`agent of ${box.id} failed: ${err.data.message}`);

@@ -11,7 +11,7 @@ import { KEY_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processe
 // --state-dir). It refuses a directory that holds anything unless --force, and refuses while a
 // process holds the store open (a server on it), whatever --force says: replacing a live store's
 // file under SQLite corrupts it. The archive is unpacked into a directory beside its destination
-// and checked (names, sizes, manifest, SQLite's quick_check, its migrations) before anything of
+// and checked (names, sizes, manifest, SQLite's quick_check, its migrations: holm's, none unknown) before anything of
 // the old state is removed.
 
 export interface RestoreOptions {
@@ -54,8 +54,13 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
       check.close();
     }
     // The store's own migration list, not the manifest's: this holm's server refuses a store with
-    // one it does not know, so such a store must not replace one it can run.
+    // one it does not know, so such a store must not replace one it can run. A store on which no
+    // holm migration ran (another program's SQLite file, or none of our tables) is not a holm
+    // store at all: a server would take it for an empty one and build its tables beside whatever it holds.
     const known = Object.keys(await migrationProvider.getMigrations());
+    if (!ran.some((m) => known.includes(m))) {
+      throw new Error(`the archive's ${STORE_FILE} is not a holm store (no holm migration ran on it): nothing was replaced; name an archive \`holm backup\` wrote`);
+    }
     const unknown = ran.filter((m) => !known.includes(m));
     if (unknown.length) throw new Error(`a newer holm made this store (${unknown.join(", ")}): this holm's server would refuse it; restore it with that release or newer`);
 

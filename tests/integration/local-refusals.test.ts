@@ -14,9 +14,10 @@ import { ROOT, type TestServer, startServer } from "../support/server";
 
 // What `holm restore`, `holm backup` and `holm doctor` (the built CLI) refuse, and how they say
 // it: archives a holm backup never writes (names outside the state directory, links, a manifest
-// without its fields, a store a newer holm opened, an oversized entry, a cut or non-gzip file), a
-// state directory reached through a symlink while a server runs on it, an engine that accepts and
-// never answers, a state directory the server could not use. No box is made: only servers.
+// without its fields, a SQLite file no holm made, a store a newer holm opened, an oversized entry,
+// a cut or non-gzip file), a state directory reached through a symlink while a server runs on it,
+// an engine that accepts and never answers, a state directory the server could not use. No box is
+// made: only servers.
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "holm-refusals-"));
 let server: TestServer;
@@ -144,6 +145,36 @@ describe.skipIf(ON_POSTGRES)("holm restore refuses what it cannot restore safely
     );
     expect(err).toMatch(/this store was made by a newer holm \(migration 9999_from_the_future\)/);
   }, 90_000);
+
+  it("refuses a SQLite file no holm made (no holm migrations) as the store, replacing nothing", async () => {
+    const entries = await goodEntries();
+    const manifest = entries.get("holm-backup.json")!;
+    // Another program's database: valid SQLite, passes quick_check, with tables of its own.
+    const other = path.join(work, "other.db");
+    const s = new SQLite(other);
+    s.exec("create table notes (id integer primary key, body text); insert into notes (body) values ('hello')");
+    s.close();
+    // And a store with a kysely_migration table none of whose names are holm's.
+    const foreign = path.join(work, "foreign.db");
+    const f = new SQLite(foreign);
+    f.exec("create table kysely_migration (name varchar(255) not null primary key, timestamp varchar(255) not null)");
+    f.prepare("insert into kysely_migration (name, timestamp) values (?, ?)").run("20240101_someone_elses_app", new Date().toISOString());
+    f.close();
+    const dir = await goodDir("kept-other");
+    const before = fs.readFileSync(path.join(dir, "holm.db"));
+    for (const [name, db] of [["other", other], ["foreign", foreign]] as const) {
+      const file = await archive(path.join(work, `${name}.tar.gz`), [
+        { name: "holm.db", data: fs.readFileSync(db) },
+        { name: "holm-backup.json", data: manifest },
+      ]);
+      const ran = await holm(["restore", file, "--state-dir", dir, "--force"]);
+      expect(ran.code, `${name}: ${ran.stdout}`).toBe(1);
+      expect(ran.stderr, name).toMatch(/holm\.db is not a holm store \(no holm migration ran on it\): nothing was replaced/);
+      expect(ran.stdout, name).not.toMatch(/restored/);
+      expect(fs.readFileSync(path.join(dir, "holm.db")).equals(before), name).toBe(true);
+      expect(leftovers(dir), name).toEqual([]);
+    }
+  }, 60_000);
 
   it("refuses entries outside the state directory, links and a manifest without its fields, cleanly", async () => {
     const entries = await goodEntries();
