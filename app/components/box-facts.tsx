@@ -1,7 +1,7 @@
-import { type ReactNode, useCallback, useRef, useState } from "react";
+import { type ReactNode, useCallback } from "react";
 import { Link, useNavigate, useNavigation } from "react-router";
 import type { BoxJson } from "~/models/box.server";
-import { BoxLabels, RenameForm, editable } from "./box-meta-edit";
+import { BoxLabels, RenameForm, editable, useEditor } from "./box-meta-edit";
 import { boxTitle, removeBoxConfirm } from "./box-name";
 import type { ConfirmText } from "./confirm-dialog";
 import { CopyButton } from "./copy-button";
@@ -86,8 +86,7 @@ export function BoxHeader({
   canEdit: boolean;
 }) {
   const failed = box.state === "failed";
-  const [renaming, setRenaming] = useState(false);
-  const stopRenaming = useRef(() => setRenaming(false)).current;
+  const { editing: renaming, open: startRenaming, close: stopRenaming, opener: renameButton } = useEditor();
   const navigate = useNavigate();
   const onLabel = useCallback((label: string) => navigate(listOf(label)), [navigate]);
   const title = boxTitle(box);
@@ -108,7 +107,7 @@ export function BoxHeader({
               <StatePill state={box.state} reason={box.reason} />
             </h1>
             {canEdit && editable(box) ? (
-              <button type="button" onClick={() => setRenaming(true)} aria-label={`Rename ${title}`} className="box-small-btn">
+              <button ref={renameButton} type="button" onClick={startRenaming} aria-label={`Rename ${title}`} className="box-small-btn">
                 Rename
               </button>
             ) : null}

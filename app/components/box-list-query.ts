@@ -1,4 +1,5 @@
 import type { BoxJson } from "~/models/box.server";
+import { BOX_LABELS_MAX, BOX_LABEL_KEY, BOX_LABEL_VALUE_MAX } from "~/protocol/box-console";
 import { boxTitle } from "./box-name";
 
 // The box list's filter, search and sort, read from and written to the page's query string
@@ -53,7 +54,8 @@ export function readListQuery(params: URLSearchParams): ListQuery {
   const sort = params.get("sort") ?? "";
   return {
     q: params.get("q") ?? "",
-    state: params.get("state") ?? "",
+    // A state the list never shows (a mistyped link) filters nothing, as the State select shows.
+    state: (STATE_ORDER as readonly string[]).includes(params.get("state") ?? "") ? params.get("state")! : "",
     label: params.get("label") ?? "",
     sort: sort in SORTS ? (sort as Sort) : "newest",
   };
@@ -62,6 +64,8 @@ export function readListQuery(params: URLSearchParams): ListQuery {
 /** The query string for `query`, leaving out what is at its default. */
 export function writeListQuery(params: URLSearchParams, query: Partial<ListQuery>): URLSearchParams {
   const next = new URLSearchParams(params);
+  // React Router's mark of a form posted to the list's own (index) route: not the list's.
+  next.delete("index");
   for (const [k, v] of Object.entries(query)) {
     if (!v || (k === "sort" && v === "newest")) next.delete(k);
     else next.set(k, v);
@@ -134,4 +138,26 @@ export function parseLabelsText(text: string): Record<string, string> | undefine
     out[key] = i === -1 ? "" : p.slice(i + 1).trim();
   }
   return out;
+}
+
+const KEY_RULE = "A key is 1 to 63 lowercase letters, digits, dots, dashes, underscores or slashes, starting with a letter or digit.";
+
+/**
+ * What is wrong with labels a person typed (`team=web, env=dev`), in words for them, or undefined
+ * when the /v1 schema will take them. Checked before the schema, whose message names the request
+ * field (`metadata.labels.team web: …`), which the person never wrote.
+ */
+export function labelsProblem(text: string): string | undefined {
+  const parts = text.split(/[,\n]/).map((p) => p.trim()).filter(Boolean);
+  for (const p of parts) {
+    const i = p.indexOf("=");
+    const key = (i === -1 ? p : p.slice(0, i)).trim();
+    const value = i === -1 ? "" : p.slice(i + 1).trim();
+    if (i === -1 && !BOX_LABEL_KEY.test(key)) return `Write each label as key=value, separated by commas: “${p}” has no “=”. ${KEY_RULE}`;
+    if (!key) return `“${p}” has no key before its “=”: write each label as key=value, separated by commas.`;
+    if (!BOX_LABEL_KEY.test(key)) return `“${key}” cannot be a label key. ${KEY_RULE}`;
+    if (value.length > BOX_LABEL_VALUE_MAX) return `The value of “${key}” is longer than ${BOX_LABEL_VALUE_MAX} characters.`;
+  }
+  if (parts.length > BOX_LABELS_MAX) return `A box has at most ${BOX_LABELS_MAX} labels.`;
+  return undefined;
 }

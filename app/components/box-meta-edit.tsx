@@ -1,7 +1,7 @@
 import { type MouseEvent, useEffect, useRef, useState } from "react";
 import { useFetcher } from "react-router";
 import { BOX_LABELS_MAX, BOX_NAME_MAX } from "~/protocol/box-console";
-import { type ListBox, labelText, parseLabelsText } from "./box-list-query";
+import { type ListBox, labelText, labelsProblem, parseLabelsText } from "./box-list-query";
 import { boxTitle } from "./box-name";
 import { CsrfInput, usePageWorkspace } from "./ui";
 
@@ -23,6 +23,30 @@ function useDone(fetcher: ReturnType<typeof useFetcher<Answer>>, onOk: () => voi
       if (fetcher.data?.ok) onOk();
     }
   }, [fetcher.state, fetcher.data, onOk]);
+}
+
+/**
+ * An in-place editor's open state, and the button that opens it: closing it (Save, Cancel, Done,
+ * Escape) gives the focus back to that button, drawn anew, rather than leave it on the page's
+ * body where the editor's field was (a keyboard user would start again from the top). Not when
+ * the person has moved the focus elsewhere meanwhile (a save that answered late).
+ */
+export function useEditor() {
+  const [editing, setEditing] = useState(false);
+  const opener = useRef<HTMLButtonElement>(null);
+  const refocus = useRef(false);
+  const open = useRef(() => setEditing(true)).current;
+  const close = useRef(() => {
+    refocus.current = true;
+    setEditing(false);
+  }).current;
+  useEffect(() => {
+    if (editing || !refocus.current) return;
+    refocus.current = false;
+    const at = document.activeElement;
+    if (!at || at === document.body) opener.current?.focus();
+  }, [editing]);
+  return { editing, open, close, opener };
 }
 
 /** Whether a box's name and labels may be edited now: not while it starts, nor once it failed. */
@@ -64,8 +88,7 @@ export function RenameForm({ box, csrf, close }: { box: ListBox; csrf: string; c
 }
 
 export function BoxNameCell({ box, csrf, canEdit }: { box: ListBox; csrf: string; canEdit: boolean }) {
-  const [editing, setEditing] = useState(false);
-  const close = useRef(() => setEditing(false)).current;
+  const { editing, open, close, opener } = useEditor();
   if (editing) return <RenameForm box={box} csrf={csrf} close={close} />;
   const title = boxTitle(box);
   return (
@@ -75,8 +98,9 @@ export function BoxNameCell({ box, csrf, canEdit }: { box: ListBox; csrf: string
       </a>
       {canEdit && editable(box) ? (
         <button
+          ref={opener}
           type="button"
-          onClick={() => setEditing(true)}
+          onClick={open}
           aria-label={`Rename ${title}`}
           title="Rename"
           className="box-small-btn"
@@ -125,6 +149,8 @@ function LabelsEditor({ box, csrf, hrefFor, onLabel, close }: LabelsProps & { cl
   const add = () => {
     const parsed = parseLabelsText(adding);
     if (!parsed || Object.keys(parsed).length === 0) return setLocal("write key=value (or several, separated by commas)");
+    const problem = labelsProblem(adding);
+    if (problem) return setLocal(problem);
     setLocal(undefined);
     save({ ...box.labels, ...parsed });
   };
@@ -162,8 +188,7 @@ function LabelsEditor({ box, csrf, hrefFor, onLabel, close }: LabelsProps & { cl
 }
 
 export function BoxLabels({ box, csrf, canEdit, hrefFor, onLabel }: LabelsProps & { canEdit: boolean }) {
-  const [editing, setEditing] = useState(false);
-  const close = useRef(() => setEditing(false)).current;
+  const { editing, open, close, opener } = useEditor();
   if (editing) return <LabelsEditor box={box} csrf={csrf} hrefFor={hrefFor} onLabel={onLabel} close={close} />;
   const title = boxTitle(box);
   const entries = Object.entries(box.labels);
@@ -175,7 +200,7 @@ export function BoxLabels({ box, csrf, canEdit, hrefFor, onLabel }: LabelsProps 
       ))}
       {canEdit && editable(box) ? (
         // The accessible name starts with the visible words (WCAG 2.5.3), then names the box.
-        <button type="button" onClick={() => setEditing(true)} aria-label={entries.length ? `Edit labels of ${title}` : `Add labels to ${title}`} className="box-small-btn">
+        <button ref={opener} type="button" onClick={open} aria-label={entries.length ? `Edit labels of ${title}` : `Add labels to ${title}`} className="box-small-btn">
           {entries.length ? "Edit labels" : "Add labels"}
         </button>
       ) : null}

@@ -51,21 +51,32 @@ export function AccessGone({ id, workspace, access }: { id: string; workspace: s
 export const desktopIn = (url: string) => new URL(url).searchParams.get("desktop");
 
 /**
- * The page was opened for a desktop the box no longer runs (it was stopped and resumed): say so,
- * with the way to the current one, rather than show the new desktop as if it were the same.
+ * The page was opened for a desktop the box does not run: an earlier one (it was stopped and
+ * resumed since), or one it never ran (a number past its current one, or not a number: a link
+ * mistyped or made up). Say which, with the way to the current one, rather than show the current
+ * desktop as if it were the link's.
  */
-export function StaleDesktop({ box, screen }: { box: BoxJson; screen: number }) {
-  const current = new URL(box.viewer_urls[screen] ?? box.viewer_url).search;
+export function StaleDesktop({ box, screen, desktop }: { box: BoxJson; screen: number; desktop: string }) {
+  const currentUrl = new URL(box.viewer_urls[screen] ?? box.viewer_url);
+  const current = Number(currentUrl.searchParams.get("desktop"));
+  const earlier = /^[1-9][0-9]*$/.test(desktop) && Number(desktop) < current;
   return (
     <BoxNotice
       id={box.id}
-      title="This desktop was restarted"
+      title={earlier ? "This desktop was restarted" : "This link's desktop does not exist"}
       links={[
-        { to: `/boxes/${box.id}${current}`, label: "Open the current desktop" },
+        { to: `/boxes/${box.id}${currentUrl.search}`, label: "Open the current desktop" },
         { to: `/boxes/${box.id}/trace`, label: "See its trace" },
       ]}
     >
-      <p>The box was stopped and resumed since this link was made, so it runs a new desktop: nothing that was open on the old one is there.</p>
+      {earlier ? (
+        <p>The box was stopped and resumed since this link was made, so it runs a new desktop: nothing that was open on the old one is there.</p>
+      ) : (
+        <p>
+          This link names desktop “{desktop}”, which this box never ran: it runs desktop {current}
+          {current > 1 ? ` (a new one each time it was resumed after a stop)` : ""}.
+        </p>
+      )}
     </BoxNotice>
   );
 }

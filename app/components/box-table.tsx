@@ -85,7 +85,11 @@ function createdBy(box: ListBox): string {
   return box.owner ? "unknown" : "server token";
 }
 
-const KIND = { key: "API key", person: "person", server: "server" } as const;
+/** The creator's tooltip: what it is and its id (without the issuer's `key:`/`user:` prefix). */
+function creatorTip(by: NonNullable<ListBox["created_by"]>): string {
+  const id = by.id.replace(/^[a-z]+:/, "");
+  return by.kind === "key" ? `API key “${by.name}” (${id})` : by.kind === "person" ? `${by.name} (${id})` : by.name;
+}
 
 const BoxRow = memo(function BoxRow({
   box,
@@ -124,10 +128,16 @@ const BoxRow = memo(function BoxRow({
       </td>
       <td role="cell" className="text-slate-700 break-words">
         <span className="card-label">Created by </span>
-        <span data-testid="created-by" title={by ? `${KIND[by.kind]} ${by.id}` : undefined}>
+        <span data-testid="created-by" title={by ? creatorTip(by) : undefined}>
           {createdBy(box)}
         </span>
-        {by?.kind === "key" ? <span className="ml-1 rounded bg-slate-100 px-1 text-xs text-slate-700">key</span> : null}
+        {/* The badge is for the eye; a screen reader hears "ci agent (API key)", not "ci agentkey". */}
+        {by?.kind === "key" ? (
+          <>
+            <span aria-hidden className="ml-1 rounded bg-slate-100 px-1 text-xs text-slate-700">key</span>
+            <span className="sr-only"> (API key)</span>
+          </>
+        ) : null}
       </td>
       <td role="cell" className="tabular-nums">
         <span className="card-label">Age </span>

@@ -251,7 +251,9 @@ function TracePage(props: LoaderData) {
   const textFor = useCallback(
     (n: number) => {
       const e = store.get(n);
-      return `entry ${fmt(n - first + 1)} of ${fmt(total)}${e ? `, ${clock(e.at_ms)}, ${describeEntry(e)}` : ""}`;
+      // The entry's number as the page shows it (the slider's caption, the timeline, the frame's
+      // label: its seq), then its place among them, as the caption says "entry 2 · 3 of 21".
+      return `entry ${fmt(n)}, ${fmt(n - first + 1)} of ${fmt(total)}${e ? `, ${clock(e.at_ms)}, ${describeEntry(e)}` : ""}`;
     },
     // `version`: the entries' times and descriptions arrive with their pages.
     [store, first, total, version],

@@ -145,7 +145,7 @@ function LiveBox({ loaderData, actionData }: { loaderData: Loaded; actionData: B
 
   if (access && access.kind !== "role") return <AccessGone id={box.id} workspace={workspace.name} access={access} />;
   // Checked on the live box too: a resume while the page is open shows the notice then.
-  if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} />;
+  if (loaderData.desktop !== null && loaderData.desktop !== desktopIn(box.viewer_url)) return <StaleDesktop box={box} screen={screen} desktop={loaderData.desktop} />;
   return (
     <Shell wide>
       {/* The role changed while the page was open; the page was drawn again for the new one. */}

@@ -8,6 +8,7 @@ import {
   applyListQuery,
   isFiltered,
   labelsOf,
+  labelsProblem,
   parseLabelsText,
   readListQuery,
   toListBox,
@@ -62,8 +63,10 @@ function num(form: FormData, name: string, fallback: number): number {
 /** The launch form's name and labels as `metadata` (validated with the rest, by the /v1 schema). */
 function metadataOf(form: FormData) {
   const name = field(form, "name").trim();
-  const labels = parseLabelsText(field(form, "labels"));
-  if (!labels) throw badRequest("labels: write key=value, separated by commas", "metadata.labels");
+  const text = field(form, "labels");
+  const problem = labelsProblem(text);
+  const labels = parseLabelsText(text);
+  if (problem || !labels) throw badRequest(problem ?? "Write each label as key=value, separated by commas.", "metadata.labels");
   return { ...(name ? { name } : {}), ...(Object.keys(labels).length ? { labels } : {}) };
 }
 
@@ -183,6 +186,14 @@ function useListQuery() {
     },
     [setParams],
   );
+  // A form posted to this (index) route leaves `?index` in the address (React Router marks the
+  // route it posts to so): not the list's, and a link copied from there carries it along.
+  useEffect(() => {
+    const url = new URL(window.location.href);
+    if (!url.searchParams.has("index")) return;
+    url.searchParams.delete("index");
+    window.history.replaceState(window.history.state, "", url);
+  }, [params]);
   const hrefFor = useCallback((label: string) => `?${writeListQuery(params, { label }).toString()}`, [params]);
   const onLabel = useCallback((label: string) => change({ label }), [change]);
   return { query, change, hrefFor, onLabel };
@@ -258,7 +269,7 @@ function EmptyState({ base, canDrive }: { base: string; canDrive: boolean }) {
           <li>
             Or let an agent do it: <a className="text-indigo-700 underline" href="/keys">create an API key</a>, then
             <pre data-testid="empty-curl" className="mt-2 overflow-x-auto rounded-lg bg-slate-900 p-3 text-xs text-slate-100">
-              {`curl -fsS ${base}/v1/boxes -H "authorization: Bearer $HOLM_KEY" -H 'content-type: application/json' -d '{}'`}
+              {`curl -fsS ${base}/v1/boxes -H "authorization: Bearer $HOLM_TOKEN" -H 'content-type: application/json' -d '{}'`}
             </pre>
           </li>
         </ol>

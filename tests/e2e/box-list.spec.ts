@@ -299,8 +299,9 @@ test("the empty state's curl line, run as shown with a real key, makes a box tha
   await expect(page.getByText("● live")).toBeVisible();
   await attachShot(page, info, "empty state");
   const line = (await page.getByTestId("empty-curl").textContent())!.trim();
-  expect(line).toContain("$HOLM_KEY");
-  const out = execFileSync("bash", ["-c", line], { env: { ...process.env, HOLM_KEY: emptyKey }, encoding: "utf8", timeout: 120_000 });
+  // The name the README and the holm CLI use for the key.
+  expect(line).toContain("$HOLM_TOKEN");
+  const out = execFileSync("bash", ["-c", line], { env: { ...process.env, HOLM_TOKEN: emptyKey }, encoding: "utf8", timeout: 120_000 });
   const box = JSON.parse(out);
   expect(box.id).toMatch(/^box_/);
   const row = rowOf(page, box.id);

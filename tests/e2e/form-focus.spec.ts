@@ -55,12 +55,15 @@ test("the launch form's refusals: at the labels field they name, else on the ban
   refuseNativeDialogs(page);
   await logIn(page);
   let field = await launchWith(page, "team web=x");
-  await expectRefused(field, /a label key is 1–63/, "team web=x");
+  // Said in words for the person who typed them, not with the API's field path (metadata.labels…).
+  await expectRefused(field, /“team web” cannot be a label key\. A key is 1 to 63 lowercase letters/, "team web=x");
+  field = await launchWith(page, "team web");
+  await expectRefused(field, /Write each label as key=value, separated by commas: “team web” has no “=”\./, "team web");
   field = await launchWith(page, "=x");
-  await expectRefused(field, /labels: write key=value/, "=x");
+  await expectRefused(field, /“=x” has no key before its “=”/, "=x");
   const long = `team=${"v".repeat(400)}`;
   field = await launchWith(page, long);
-  await expectRefused(field, /metadata\.labels\.team/, long);
+  await expectRefused(field, /The value of “team” is longer than 128 characters\./, long);
 
   // The quota names no field: its banner takes the focus; the labels are not marked.
   field = await launchWith(page, "team=web");

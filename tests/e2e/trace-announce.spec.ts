@@ -44,7 +44,7 @@ test("a screen reader hears the selected entry: the slider's text, the current r
   const slider = page.getByTestId("trace-slider");
   const timeline = page.getByRole("list", { name: /^Trace entries/ });
   const rowText = (seq: string) => page.locator(`[data-testid=trace-entry][data-seq="${seq}"] [data-testid=trace-entry-text]`).textContent();
-  const announced = page.getByRole("status").filter({ hasText: /^entry \d+ of \d+/ });
+  const announced = page.getByRole("status").filter({ hasText: /^entry \d+, \d+ of \d+/ });
 
   // Opening the page announces nothing; the slider's text names the entry and what happened.
   await expect(timeline.getByRole("button")).not.toHaveCount(0);

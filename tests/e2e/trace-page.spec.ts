@@ -119,8 +119,9 @@ test("the trace page: timeline, scrubber, frames, takeover, fork, and a removed 
   // The last entry is selected: the last frame (yellow) is shown.
   const slider = page.getByTestId("trace-slider");
   const last = entries[entries.length - 1].seq;
-  // The slider says which entry, when, and what happened there.
-  await expect(slider).toHaveAttribute("aria-valuetext", new RegExp(`^entry ${entries.length} of ${entries.length}, \\d\\d:\\d\\d:\\d\\d, .+$`));
+  // The slider says which entry (its number, as the caption and the timeline show it, then its
+  // place), when, and what happened there.
+  await expect(slider).toHaveAttribute("aria-valuetext", new RegExp(`^entry ${last}, ${entries.length} of ${entries.length}, \\d\\d:\\d\\d:\\d\\d, .+$`));
   let now = await settled(page);
   expect(near(now.rgb, "yellow"), JSON.stringify(now)).toBe(true);
   expect(now.frame).toBe(frames[frames.length - 1].frame);
