@@ -160,7 +160,10 @@ async function oldestDue(webhookId: string, now: number, tried?: ReadonlySet<str
     .where("status", "=", "pending")
     .where("next_at_ms", "<=", now)
     .where((eb) => eb.or([eb("claimed_until_ms", "is", null), eb("claimed_until_ms", "<", now)]))
+    // Rows of one fan-out share their next_at_ms and have random ids: the event's seq keeps
+    // one webhook's deliveries in the order the events happened.
     .orderBy("next_at_ms")
+    .orderBy("event_seq")
     .orderBy("id")
     .limit(tried ? 50 : 1)
     .execute();

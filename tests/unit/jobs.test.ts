@@ -153,3 +153,24 @@ describe("background work and Prefer: wait", () => {
     expect(seen).toBe(600_000);
   });
 });
+
+describe("webhook deliveries of one fan-out", () => {
+  it("go in the order their events happened (the rows share next_at_ms and have random ids)", async () => {
+    await load("local", "internal");
+    const { db } = await import("~/utils/db.server");
+    const delivery = await import("~/models/webhook-delivery.server");
+    const now = Date.now();
+    await db().insertInto("webhook").values({ id: "whk_order", owner: "ws_o", url: "http://example.test/", kinds_json: '["*"]', sealed_secret: "x", sealed_previous_secret: null, previous_until_ms: null, enabled: 1, created_by: "ws_o", created_at_ms: now, updated_at_ms: now }).execute();
+    // Ids whose order is the reverse of the events'.
+    const rows = Array.from({ length: 30 }, (_, i) => ({ id: `whd_${String(99 - i).padStart(3, "0")}`, webhook_id: "whk_order", event_seq: i + 1, kind: "box.created", body: "{}", status: "pending", attempts: 0, created_at_ms: now - 1000, next_at_ms: now - 1000, claimed_by: null, claimed_until_ms: null }));
+    await db().insertInto("webhook_delivery").values(rows).execute();
+    const seen: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const [d] = await delivery.dueDeliveries(now, { webhooks: new Set(), owners: new Map(), tried: new Set() }, 1, new Map());
+      const row = await db().selectFrom("webhook_delivery").select(["id", "event_seq"]).where("id", "=", d!.id).executeTakeFirstOrThrow();
+      seen.push(row.event_seq);
+      await db().updateTable("webhook_delivery").set({ status: "delivered" }).where("id", "=", row.id).execute();
+    }
+    expect(seen).toEqual([1, 2, 3, 4, 5]);
+  });
+});
