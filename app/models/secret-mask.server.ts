@@ -133,8 +133,10 @@ export function maskText(m: Masker, s: string): string {
   for (const f of m.inside) if (s.includes(f)) s = s.split(f).join(MASK);
   s = maskFolded(m, s);
   if (!s.includes("…")) return s;
+  // A "…" may be the page's own ("Loading…"): there only a value's start as it is, not folded
+  // (which would take "your Account…" for the start of "account-9931").
   const parts = s.split("…");
-  for (let i = 0; i < parts.length - 1; i++) parts[i] = maskCutEnd(m, parts[i]!);
+  for (let i = 0; i < parts.length - 1; i++) parts[i] = maskCutEnd(m, parts[i]!, false);
   return parts.join("…");
 }
 
@@ -152,10 +154,14 @@ function maskFolded(m: Masker, s: string): string {
   return out + s.slice(at);
 }
 
-/** A control's value: masked whole where it folds to a part of a value (cut by maxlength, say). */
+/**
+ * A control's value: masked whole where it folds to a value's start (a `maxlength` keeps the
+ * start of what is typed). Only the start: a year or a word found inside a password ("2024" in
+ * "Summer2024!") is a select's or a search field's own value far more often than a leak.
+ */
 function maskControl(m: Masker, s: string): string {
   const f = folded(s);
-  if (f.length >= CONTROL_MIN && m.keys.some((k) => k.includes(f))) return MASK;
+  if (f.length >= CONTROL_MIN && m.keys.some((k) => k.startsWith(f))) return MASK;
   return maskText(m, s);
 }
 
@@ -163,13 +169,13 @@ function maskControl(m: Masker, s: string): string {
  * `s`, cut after its last character (an answer's `cut` content or value, a "…"), with a value's
  * start at its end (MIN_INSIDE characters or more, as it is or folded) replaced by MASK.
  */
-export function maskCutEnd(m: Masker, s: string): string {
+export function maskCutEnd(m: Masker, s: string, foldToo = true): string {
   for (const f of m.inside) {
     for (let k = Math.min(f.length - 1, s.length); k >= MIN_INSIDE; k--) {
       if (s.endsWith(f.slice(0, k))) return `${s.slice(0, -k)}${MASK}`;
     }
   }
-  if (!m.keys.length) return s;
+  if (!foldToo || !m.keys.length) return s;
   const f = fold(s);
   for (const key of m.keys) {
     for (let k = Math.min(key.length - 1, f.text.length); k >= MIN_INSIDE; k--) {
@@ -179,8 +185,16 @@ export function maskCutEnd(m: Masker, s: string): string {
   return s;
 }
 
+/**
+ * An image's or a file's bytes (`png_base64`, `content_base64`): not text a page shows. Folded
+ * (case and `+`, `/` dropped), a megabyte of base64 holds a given 6-character value about once in
+ * a thousand answers, and dots there would break the image; folding it also cost ~10 ms a MB.
+ */
+const BASE64_FIELD = /"[a-z_]*_base64":"[A-Za-z0-9+/=]*"/g;
+
 /** Whether a JSON text may hold a value (a cheap look before parsing it again). */
 export function mayHold(m: Masker, json: string): boolean {
+  json = json.replace(BASE64_FIELD, '""');
   if (json.includes("…") || json.includes('"cut":true')) return true;
   for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
   // The folded view of the JSON text is that of its strings (the fold reads JSON's escapes,
@@ -191,7 +205,7 @@ export function mayHold(m: Masker, json: string): boolean {
   }
   for (const [, v] of json.matchAll(/"value":"((?:[^"\\]|\\.)*)"/g)) {
     const f = folded(v!);
-    if (f.length >= CONTROL_MIN && m.keys.some((k) => k.includes(f))) return true;
+    if (f.length >= CONTROL_MIN && m.keys.some((k) => k.startsWith(f))) return true;
   }
   return false;
 }
@@ -209,6 +223,10 @@ export function maskDeep(m: Masker, v: unknown, control = false): unknown {
     const element = control || typeof (v as { role?: unknown }).role === "string";
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
+      if (k.endsWith("_base64") && typeof x === "string") {
+        out[k] = x;
+        continue;
+      }
       out[maskText(m, k)] = element && k === "value" && typeof x === "string" ? maskControl(m, x) : maskDeep(m, x, element && k === "was");
     }
     // A read's `content` or an evaluate's `value` cut to its `limit` ends where it was cut.

@@ -67,7 +67,24 @@ describe("masking with the folded view", () => {
     expect(mayHold(m, JSON.stringify({ url: "http://x/?c=4111+1111+1111+1111" }))).toBe(true);
     expect(mayHold(m, JSON.stringify({ content: `x p\\u00e4ssw\\u00f6rd77` }))).toBe(true);
   });
-  it("a cut text ending in a folded value's start", () => {
-    expect(maskText(m, "name: TOKABC1…")).toBe(`name: ${MASK}…`);
+  it("a cut text ending in a folded value's start, where the answer says it cut", () => {
+    expect(maskDeep(m, { content: "name: TOKABC1", cut: true })).toEqual({ content: `name: ${MASK}`, cut: true });
+    // A page's own "…" is a cut only for a value's start as it is, not folded (code review:
+    // "Continue to your Account…" was dots for the secret account-9931).
+    const n = maskerOf(["account-9931", "Welcome2024"]);
+    expect(maskText(n, "Continue to your Account… WELCOME… Loading your acc ount…")).toBe("Continue to your Account… WELCOME… Loading your acc ount…");
+    expect(maskText(n, "see accou…")).toBe(`see ${MASK}…`);
+  });
+  it("a control's value is masked whole only where it is a value's start, not any piece of it", () => {
+    const n = maskerOf(["Summer2024!", "sk_test_51HabcXYZ0123456789"]);
+    const snap = { elements: [{ ref: "e1", role: "combobox", value: "2024" }, { ref: "e2", role: "textbox", value: "test" }, { ref: "e3", role: "textbox", value: "summ" }] };
+    expect(maskDeep(n, snap)).toEqual({ elements: [{ ref: "e1", role: "combobox", value: "2024" }, { ref: "e2", role: "textbox", value: "test" }, { ref: "e3", role: "textbox", value: MASK }] });
+    expect(mayHold(n, JSON.stringify({ elements: [snap.elements[0], snap.elements[1]] }))).toBe(false);
+  });
+  it("an image's or a file's base64 is neither looked in nor masked", () => {
+    const n = maskerOf(["abcdefgh"]);
+    const shot = { png_base64: "xxABCDEFGHxx+/==", title: "t" };
+    expect(mayHold(n, JSON.stringify(shot))).toBe(false);
+    expect(maskDeep(n, { ...shot, title: "abcdefgh" })).toEqual({ png_base64: "xxABCDEFGHxx+/==", title: MASK });
   });
 });
