@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
-import { type TestServer, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, startServer } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // The console's small courtesies, as a person meets them: the launch form explains itself, the
@@ -8,15 +9,7 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 // box is asked in the page, by the box's name, never with the browser's confirm().
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 test("launch form help, a banner that does not go stale, and removal asked in the page by name", async ({ page }, info) => {
   refuseNativeDialogs(page);

@@ -1,6 +1,7 @@
 import { type Page, expect, test } from "@playwright/test";
 import { openLaunchForm, signUp } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { refuseNativeDialogs } from "../support/shots";
 import { apiAs } from "../support/workspaces";
 
@@ -11,15 +12,7 @@ import { apiAs } from "../support/workspaces";
 // hides nothing; a viewer link to a desktop the box never ran says so.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 
 let page: Page;

@@ -1,6 +1,7 @@
 import { type Browser, type Page, expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // The members and keys pages as the people of a workspace use them: a key's form starts empty
@@ -10,15 +11,7 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 // only. And the trace names the person who took a screen and gave it back.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 test.describe.configure({ mode: "serial" });
 

@@ -1,5 +1,6 @@
 import { type Browser, type Page, expect, test } from "@playwright/test";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { signUp, openLaunchForm } from "../support/browser";
 
 // A new person on a fresh server: sign up, make a workspace, make a key and use it like curl,
@@ -7,15 +8,7 @@ import { signUp, openLaunchForm } from "../support/browser";
 // watch but not launch or remove.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 function rowFor(page: Page, boxId: string) {
   return page.getByRole("row").filter({ hasText: boxId.slice(0, 16) });

@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { signUpAndKey } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { apiAs } from "../support/workspaces";
 
 // The trace page as a screen reader user meets it, on a live box an agent keeps painting: the
@@ -10,15 +11,7 @@ import { apiAs } from "../support/workspaces";
 // while they arrive.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 function colourPage(rgb: string): string {
   const html = `<!doctype html><html><body style="margin:0;height:100vh;background:rgb(${rgb})"></body></html>`;

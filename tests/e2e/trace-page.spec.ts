@@ -1,5 +1,6 @@
 import { type Page, expect, test } from "@playwright/test";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 
 // The console's trace page on a real box: an agent (with a key made on the Keys page) paints
 // the screen four colours, a person holds the screen in between; the page lists the entries,
@@ -7,15 +8,7 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 // takeover, forks from the selected entry, and still works once the box is removed.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 const COLOURS = { red: [220, 30, 30], green: [30, 170, 60], blue: [40, 60, 220], yellow: [230, 210, 40] } as const;
 type Colour = keyof typeof COLOURS;

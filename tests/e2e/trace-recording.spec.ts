@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { signUpAndKey } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 
 // A screen recording on the console's trace page (issue 18): an agent records its box while it
 // paints the screen red, then green, then blue; on the trace page, an entry inside the recording
@@ -8,15 +9,7 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 // screen had), an entry before it shows none, and the recording downloads.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 const COLOURS = { red: [220, 30, 30], green: [30, 170, 60], blue: [40, 60, 220] } as const;
 type Colour = keyof typeof COLOURS;

@@ -1,6 +1,7 @@
 import { expect, test } from "@playwright/test";
 import { openLaunchForm, signUpAndKey } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // A Wayland box from the console (issue 18, ADR 0030): the launch form's "Display server" choice
@@ -8,15 +9,7 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 // Details say Wayland, and the live screen shows what an agent put on it.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 test("launch a Wayland box from the form and watch its screen", async ({ page }, info) => {
   test.setTimeout(600_000);

@@ -1,6 +1,7 @@
 import { type Page, expect, test } from "@playwright/test";
 import { signUp } from "../support/browser";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json } from "../support/server";
+import { serverForSpec } from "../support/spec-server";
 import { attachShot, refuseNativeDialogs } from "../support/shots";
 
 // One person in several workspaces, with the console open in several tabs: a page's forms act in
@@ -11,15 +12,7 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 // such a person opens says so. A path that does not decode gets the console's own not-found page.
 
 let server: TestServer;
-
-test.beforeAll(async () => {
-  server = await startServer();
-});
-
-test.afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverForSpec((s) => (server = s));
 
 test.describe.configure({ mode: "serial" });
 
