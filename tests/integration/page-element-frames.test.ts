@@ -122,7 +122,16 @@ describe("inert controls", () => {
   it("find says an inert control is not enabled (seed 004's actionability hint)", async () => {
     await the.eb.open("element-inert.html");
     for (const [q, enabled] of [["Inert btn", false], ["Inert field", false], ["Live btn", true]] as const) {
-      const found = await the.eb.call(`/page/find?q=${encodeURIComponent(q)}`);
+      // The test opened the page over its own DevTools connection: the server's connection can
+      // still be on the document before it for a moment under load (a loaded CI run found
+      // nothing once), so the test asks again until the server sees the page it opened.
+      let found: { status: number; body: any } = { status: 0, body: {} };
+      await expect
+        .poll(async () => {
+          found = await the.eb.call(`/page/find?q=${encodeURIComponent(q)}`);
+          return found.body.elements?.length ?? 0;
+        }, { timeout: 10_000 })
+        .toBeGreaterThan(0);
       expect(found.status, JSON.stringify(found.body)).toBe(200);
       expect(found.body.elements[0], q).toMatchObject({ name: q, visible: true, enabled });
     }
