@@ -33,7 +33,7 @@ function makeOutsideHost() {
   sh("ip", "netns", "exec", NS, "ip", "route", "add", "default", "via", "10.250.77.1");
   outside = spawn("ip", [
     "netns", "exec", NS, process.execPath, "-e",
-    `require("net").createServer((s) => s.end("outside\\n")).listen(${OUTSIDE_PORT}, "0.0.0.0")`,
+    `require("net").createServer((s) => { s.on("error", () => {}); s.end("outside\\n"); }).listen(${OUTSIDE_PORT}, "0.0.0.0")`,
   ], { stdio: "ignore" });
 }
 
