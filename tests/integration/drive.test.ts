@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Page } from "../support/cdp";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
 
@@ -78,6 +78,20 @@ afterAll(async () => {
   page?.close();
   await server?.stop();
   await removeTestBoxes();
+});
+
+// The first failing test prints what the box's own parts say (once): their logs, whether the
+// display server still answers, and where each process waits. A failure seen only under CI's
+// load then says whether input stopped in the agent, the VNC server or the display server.
+let told = false;
+afterEach(async (ctx) => {
+  if (told || ctx.task.result?.state !== "fail" || !box?.id) return;
+  told = true;
+  const ask = DESKTOP === "wayland" ? "timeout 3 swaymsg -s /run/holm/wl-0/sway.sock -t get_version >/dev/null" : "timeout 3 xdpyinfo -display :99 >/dev/null";
+  const script = `${ask} && echo "display server answers" || echo "display server did not answer in 3 s ($?)";
+    ps -eo pid,stat,wchan:24,pcpu,etime,args --sort=pid | cut -c1-160; tail -n 40 /var/log/holm/*.log`;
+  const out = await execIn(box.id, ["sh", "-c", script]).catch((e: Error) => ({ out: `(could not ask the box: ${e.message})` }));
+  console.error(`the box after the first failure (${ctx.task.name}):\n${out.out}`);
 });
 
 beforeEach(async () => {
