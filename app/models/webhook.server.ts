@@ -131,7 +131,9 @@ const newSecret = () => `whsec_${randomBytes(24).toString("base64url")}`;
  * Rotation: a new secret, answered once (as at create). The previous one goes on signing beside
  * it (a second `v1=` in Holm-Signature) for `graceSecs`, so a receiver can switch to the new
  * secret without refusing a delivery in between; `0` drops it at once (a leaked secret). A second
- * rotation within the window keeps only the secret it replaces: two secrets sign at most.
+ * rotation within the window keeps only the secret it replaces: two secrets sign at most. A
+ * secret that does not open with this server's key (a store restored without its key) is dropped
+ * at once whatever the grace: it can sign nothing, and kept it would fail every delivery.
  */
 export async function rotateWebhookSecret(
   owner: string | null | undefined,
@@ -147,19 +149,29 @@ export async function rotateWebhookSecret(
       // Two rotations at once: the second waits, and keeps the first one's secret as the previous.
       await lockKey(tx, `webhook-rotate:${id}`);
       const row = await tx.selectFrom("webhook").select("sealed_secret").where("owner", "=", ownerKey(owner)).where("id", "=", id).executeTakeFirstOrThrow();
+      const keep = graceSecs > 0 && opens(id, row.sealed_secret) !== undefined;
       await tx
         .updateTable("webhook")
         .set({
           sealed_secret: seal("webhooks", secret, where(id)),
           // Still sealed, and bound to the same row: the sealed value moves as it is.
-          sealed_previous_secret: graceSecs > 0 ? row.sealed_secret : null,
-          previous_until_ms: graceSecs > 0 ? now + graceSecs * 1000 : null,
+          sealed_previous_secret: keep ? row.sealed_secret : null,
+          previous_until_ms: keep ? now + graceSecs * 1000 : null,
           updated_at_ms: now,
         })
         .where("id", "=", id)
         .execute();
     });
   return { ...(await getWebhook(owner, id)), secret };
+}
+
+/** A webhook's sealed secret opened, or undefined when it does not open with this server's key. */
+function opens(id: string, sealed: string): string | undefined {
+  try {
+    return unseal("webhooks", sealed, where(id)).toString("utf8");
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -173,17 +185,15 @@ export async function webhookTarget(id: string, now = Date.now()): Promise<{ url
     .where("id", "=", id)
     .executeTakeFirst();
   if (!row) return undefined;
-  const open = (sealed: string) => {
-    try {
-      return unseal("webhooks", sealed, where(id)).toString("utf8");
-    } catch {
-      // Sealed under another server key (a store restored without its key): waiting never helps.
-      throw new ApiError("unavailable", "the webhook's secret does not open with this server's key", { retryable: false });
-    }
-  };
-  const secrets = [open(row.sealed_secret)];
+  const current = opens(id, row.sealed_secret);
+  // Sealed under another server key (a store restored without its key): waiting never helps.
+  if (current === undefined) throw new ApiError("unavailable", "the webhook's secret does not open with this server's key", { retryable: false });
+  const secrets = [current];
   if (row.sealed_previous_secret && row.previous_until_ms !== null && Number(row.previous_until_ms) > now) {
-    secrets.push(open(row.sealed_previous_secret));
+    // A previous secret that does not open (kept by a rotation an earlier version made after such
+    // a restore) signs nothing: the current one signs alone rather than the delivery failing.
+    const previous = opens(id, row.sealed_previous_secret);
+    if (previous !== undefined) secrets.push(previous);
   }
   return { url: row.url, secrets, enabled: row.enabled === 1 };
 }
