@@ -7,7 +7,7 @@ import { env } from "~/utils/env.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
 import type { EventKind, HolmEvent } from "./event.server";
 import { ownerKey } from "./sealed-store.server";
-import { getWebhook, subscribers, webhookTarget } from "./webhook.server";
+import { HELD_PAST_WINDOW, RETRY_WINDOW_MS, getWebhook, subscribers, webhookTarget } from "./webhook.server";
 import { sendAttempt } from "./webhook-send.server";
 import type { DeliveryInfo } from "~/protocol/api-webhook";
 import { log } from "~/utils/log.server";
@@ -18,9 +18,10 @@ import { log } from "~/utils/log.server";
 // webhook, `pending` and due now; the loop (server/webhooks.ts) sends due rows, never inside the
 // request that caused the event. A 2xx is `delivered`; anything else is retried with exponential
 // backoff and jitter until 24 h after the delivery was made, then `failed` (at once when the
-// webhook's secret does not open with this server's key: no retry fixes that).
+// webhook's secret does not open with this server's key: no retry fixes that). A disabled
+// webhook's pending rows are held, not tried (updateWebhook): they end 24 h after they were made,
+// unsent, when no enabling came first.
 
-export const RETRY_WINDOW_MS = 24 * 3600 * 1000;
 const RETRY_MAX_DELAY_MS = 3600 * 1000;
 const CURSOR = "webhook_cursor";
 /** Attempts in flight at once, across all webhooks. */
@@ -116,6 +117,8 @@ export async function dueDeliveries(now: number, busy: Busy, limit: number, serv
     .select(["d.webhook_id as webhook_id", "w.owner as owner", (eb) => eb.fn.min("d.next_at_ms").as("due")])
     .where("d.status", "=", "pending")
     .where("d.next_at_ms", "<=", now)
+    // A disabled webhook's rows are held: never picked, so never tried over and over.
+    .where("w.enabled", "=", 1)
     .groupBy(["d.webhook_id", "w.owner"])
     // A webhook one of whose deliveries a server is sending now waits for that attempt to end.
     .having(sql<number>`max(coalesce(d.claimed_until_ms, 0))`, "<", now)
@@ -208,8 +211,9 @@ export async function attemptDelivery(id: string): Promise<void> {
   if ("error" in hook) {
     result = { ok: false, latencyMs: 0, error: "the webhook's secret does not open with this server's key" };
   } else if (!hook.enabled) {
-    // A disabled webhook keeps its pending deliveries waiting; they still end after 24 h.
-    result = { ok: false, latencyMs: 0, error: "the webhook is disabled" };
+    // Disabled since the pick: not an attempt. The row waits (not picked again) for the enabling.
+    await db().updateTable("webhook_delivery").set({ claimed_by: null, claimed_until_ms: null }).where("id", "=", id).where("claimed_by", "=", SERVER_ID).execute();
+    return;
   } else {
     try {
       // Checked again now: the name may resolve elsewhere than at create, and the setting may have changed.
@@ -290,7 +294,7 @@ const REPLAY_WINDOW_MS = 3600 * 1000;
  * in any hour (then 409 denied, retryable, saying when).
  */
 export async function replayDelivery(owner: string | null | undefined, webhookId: string, deliveryId: string): Promise<DeliveryInfo> {
-  await getWebhook(owner, webhookId);
+  const hook = await getWebhook(owner, webhookId);
   const d = await db().selectFrom("webhook_delivery").selectAll().where("id", "=", deliveryId).where("webhook_id", "=", webhookId).executeTakeFirst();
   if (!d) throw notFound(`no delivery ${deliveryId} of webhook ${webhookId}`);
   return db()
@@ -321,14 +325,26 @@ export async function replayDelivery(owner: string | null | undefined, webhookId
         const after = new Date(Number(recent[0]!.created_at_ms) + REPLAY_WINDOW_MS).toISOString();
         throw new ApiError("denied", `webhook ${webhookId} made ${REPLAYS_PER_HOUR} replays in the last hour, the most it may; try again after ${after}`, { retryable: true });
       }
-      const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: now, replay_of: d.id };
+      // A disabled webhook's replay is held as its other pending rows are, until it is enabled.
+      const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: hook.enabled ? now : null, replay_of: d.id };
       await tx.insertInto("webhook_delivery").values(row).execute();
       return info({ ...row, last_at_ms: null, last_status: null, latency_ms: null, error: null });
     });
 }
 
-/** Deletes deliveries that ended more than 7 days ago (as events are kept); part of prune. */
+/**
+ * Deletes deliveries that ended more than 7 days ago (as events are kept); part of prune. First
+ * ends the deliveries a disabled webhook has held past their 24 h: `failed`, never sent.
+ */
 export async function pruneDeliveries(opts: { now: number }): Promise<number> {
+  const disabled = db().selectFrom("webhook").select("id").where("enabled", "=", 0);
+  await db()
+    .updateTable("webhook_delivery")
+    .set({ status: "failed", next_at_ms: null, error: HELD_PAST_WINDOW })
+    .where("status", "=", "pending")
+    .where("created_at_ms", "<", opts.now - RETRY_WINDOW_MS)
+    .where("webhook_id", "in", disabled)
+    .execute();
   const out = await db()
     .deleteFrom("webhook_delivery")
     .where("status", "!=", "pending")

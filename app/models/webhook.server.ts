@@ -103,13 +103,36 @@ export async function getWebhook(owner: string | null | undefined, id: string): 
   return info(row);
 }
 
+/** How long a delivery is retried after it was made; then it is `failed`. */
+export const RETRY_WINDOW_MS = 24 * 3600 * 1000;
+
+/** What a delivery held while its webhook was disabled says when its retry window ends. */
+export const HELD_PAST_WINDOW = "not sent: the webhook was disabled until 24 h after the delivery was made";
+
+/**
+ * Changes a webhook. Disabling holds its pending deliveries: none is tried (the sender picks only
+ * enabled webhooks' rows), so none counts an attempt or grows its backoff, and each shows no next
+ * attempt. Enabling makes them due at once, except those whose 24 h ended meanwhile: `failed`.
+ */
 export async function updateWebhook(owner: string | null | undefined, id: string, patch: WebhookPatch): Promise<WebhookInfo> {
-  await getWebhook(owner, id);
-  const set: { url?: string; kinds_json?: string; enabled?: number; updated_at_ms: number } = { updated_at_ms: Date.now() };
+  const before = await getWebhook(owner, id);
+  const now = Date.now();
+  const set: { url?: string; kinds_json?: string; enabled?: number; updated_at_ms: number } = { updated_at_ms: now };
   if (patch.url !== undefined) set.url = await checkUrl(patch.url);
   if (patch.events !== undefined) set.kinds_json = JSON.stringify(patch.events);
   if (patch.enabled !== undefined) set.enabled = patch.enabled ? 1 : 0;
-  await db().updateTable("webhook").set(set).where("owner", "=", ownerKey(owner)).where("id", "=", id).execute();
+  await db()
+    .transaction()
+    .execute(async (tx) => {
+      await tx.updateTable("webhook").set(set).where("owner", "=", ownerKey(owner)).where("id", "=", id).execute();
+      const pending = () => tx.updateTable("webhook_delivery").where("webhook_id", "=", id).where("status", "=", "pending");
+      if (patch.enabled === false) await pending().set({ next_at_ms: null }).execute();
+      // Only when it was disabled: enabling an enabled webhook does not skip its retries' backoff.
+      if (patch.enabled === true && !before.enabled) {
+        await pending().where("created_at_ms", "<", now - RETRY_WINDOW_MS).set({ status: "failed", next_at_ms: null, error: HELD_PAST_WINDOW }).execute();
+        await pending().set({ next_at_ms: now }).execute();
+      }
+    });
   return getWebhook(owner, id);
 }
 

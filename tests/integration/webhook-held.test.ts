@@ -15,7 +15,7 @@ import { type Api, apiAs } from "../support/workspaces";
 //   `--no-key` backup, made here by removing secret.key): a rotation makes it sign again at once,
 //   as the previous secret it would keep beside the new one can sign nothing;
 // - a disabled webhook: its pending deliveries wait without attempts (no count, no backoff), and
-//   enabling it sends them at once.
+//   enabling it sends them at once; one held past its 24 h is failed without being sent.
 // Events are written straight into the store's `event` table, as another process would.
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -131,7 +131,7 @@ it("after a restore without the key, rotating the secret (24 h grace, as the con
   server = undefined;
 }, 120_000);
 
-it("a disabled webhook's pending delivery waits without attempts; enabling it sends that delivery at once, at its next attempt", async () => {
+it("a disabled webhook's pending delivery waits without attempts; enabling it sends that delivery at once, at its next attempt; one held past its 24 h is failed, unsent", async () => {
   server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_WEBHOOK_ALLOW_PRIVATE: "1", HOLM_WEBHOOK_RETRY_BASE_MS: "300" });
   const c = consoleClient(server);
   const asA = apiAs(server, (await c.createKey(await c.signUp("ada@example.com", "A"), "a")).secret);
@@ -153,5 +153,30 @@ it("a disabled webhook's pending delivery waits without attempts; enabling it se
   expect(done[0], JSON.stringify(done)).toMatchObject({ status: "delivered", attempts: 2, last_status: 200 });
   // Sent as soon as the loop's next sweep: no backoff grown while disabled.
   expect(done[0].last_attempt_at_ms - enabledAt).toBeLessThan(1500);
+  expect(rx.at("/held")).toHaveLength(2);
+
+  // Held past its 24 h: the give-up still comes, unsent. A row made 25 h ago, as the loop left it.
+  const db = openStore(server);
+  const row = (id: string, seq: number) =>
+    db.prepare("insert into webhook_delivery (id, webhook_id, event_seq, kind, body, status, attempts, created_at_ms, next_at_ms) values (?, ?, ?, 'box.paused', ?, 'pending', 1, ?, ?)")
+      .run(id, hook.id, seq, JSON.stringify({ seq, kind: "box.paused" }), Date.now() - 25 * 3600_000, Date.now() + 60_000);
+  expect((await asA(`/v1/webhooks/${hook.id}`, { method: "PATCH", json: { enabled: false } })).status).toBe(200);
+  row("whd_000000000000000000000001", 900);
+  row("whd_000000000000000000000002", 901);
+  db.close();
+  // Still disabled: the prune (hourly in the loop) ends it.
+  expect((await server.api("/v1/jobs/prune", { method: "POST" })).status).toBe(200);
+  const one = (await deliveries(asA, hook.id)).filter((d) => d.event_seq >= 900);
+  expect(one).toEqual([
+    expect.objectContaining({ status: "failed", attempts: 1, next_attempt_at_ms: null, error: expect.stringMatching(/^not sent: the webhook was disabled/) }),
+    expect.objectContaining({ status: "failed", attempts: 1, next_attempt_at_ms: null, error: expect.stringMatching(/^not sent: the webhook was disabled/) }),
+  ]);
+  const db2 = openStore(server);
+  db2.prepare("update webhook_delivery set status = 'pending', error = null where id = ?").run("whd_000000000000000000000001");
+  db2.close();
+  // Enabled again: one held past its 24 h is failed then, not sent.
+  expect((await asA(`/v1/webhooks/${hook.id}`, { method: "PATCH", json: { enabled: true } })).status).toBe(200);
+  expect((await deliveries(asA, hook.id)).find((d) => d.event_seq === 900)).toMatchObject({ status: "failed", error: expect.stringMatching(/^not sent: the webhook was disabled/) });
+  await sleep(1500);
   expect(rx.at("/held")).toHaveLength(2);
 }, 120_000);
