@@ -83,29 +83,35 @@ export interface PinnedTarget {
 
 /**
  * Resolves a webhook URL's host once and checks every address it gives: one that is not public
- * refuses the target (400 naming the range) unless `allowPrivate`. Answers the first address,
- * which the sender connects to (never resolving again). A name that does not resolve is a
- * `bad_request` too; the delivery loop treats it as a failed attempt and retries.
+ * refuses the target (400 naming the range of an IP literal) unless `allowPrivate`. Answers the
+ * first address, which the sender connects to (never resolving again). A name that does not
+ * resolve is a `bad_request` too; the delivery loop treats it as a failed attempt and retries.
  */
 export async function resolveTarget(raw: string, allowPrivate: boolean): Promise<PinnedTarget> {
   const url = parseWebhookUrl(raw);
   const host = hostOf(url);
+  const notPublic = (why: string) => {
+    // Without the allowance, a name that does not resolve and one that resolves to a refused
+    // address get the same words, and neither its address: two answers would make webhook create
+    // a lookup of the operator's internal names (which exist, where) for any member. The log
+    // (debug) has why.
+    log.debug(`webhook url: "${host}" ${why}: refused`);
+    return badRequest(`url: "${host}" does not resolve to a public address; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`, "url");
+  };
+  const unresolved = () => (allowPrivate ? badRequest(`url: the host "${host}" does not resolve`, "url") : notPublic("does not resolve"));
   const addresses = ipaddr.isValid(host)
     ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
     : await lookup(host, { all: true, verbatim: true }).catch(() => {
-        throw badRequest(`url: the host "${host}" does not resolve`, "url");
+        throw unresolved();
       });
-  if (addresses.length === 0) throw badRequest(`url: the host "${host}" does not resolve`, "url");
+  if (addresses.length === 0) throw unresolved();
   if (!allowPrivate) {
     for (const a of addresses) {
       const range = blockedRange(a.address);
-      if (range) {
-        // A name's addresses are not told: the answer would make webhook create a DNS lookup
-        // of the operator's internal names for any member. The log (debug) has them.
-        if (a.address !== host) log.debug(`webhook url: "${host}" resolves to ${a.address}, a ${range} address: refused`);
-        const what = a.address === host ? `is a ${range} address` : "resolves to a private or loopback address";
-        throw badRequest(`url: "${host}" ${what}; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`, "url");
-      }
+      if (!range) continue;
+      // An IP literal is the caller's own: the answer may name its range.
+      if (a.address === host) throw badRequest(`url: "${host}" is a ${range} address; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`, "url");
+      throw notPublic(`resolves to ${a.address}, a ${range} address`);
     }
   }
   const first = addresses[0]!;

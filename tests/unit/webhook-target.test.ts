@@ -49,7 +49,9 @@ describe("webhook targets", () => {
 
   it("resolves a name once and refuses it when any address is private; the allowance lets it through pinned", async () => {
     // A name's addresses are not told (webhook create would be a DNS lookup of internal names).
-    await expect(resolveTarget("http://localhost:1/x", false)).rejects.toThrow(/^url: "localhost" resolves to a private or loopback address; .*HOLM_WEBHOOK_ALLOW_PRIVATE=1$/);
+    await expect(resolveTarget("http://localhost:1/x", false)).rejects.toThrow(/^url: "localhost" does not resolve to a public address; .*HOLM_WEBHOOK_ALLOW_PRIVATE=1$/);
+    // A name that does not resolve gets the same words (which internal names exist is not told).
+    await expect(resolveTarget("http://no-such-host.invalid/x", false)).rejects.toThrow(/^url: "no-such-host.invalid" does not resolve to a public address; .*HOLM_WEBHOOK_ALLOW_PRIVATE=1$/);
     await expect(resolveTarget("http://localhost:1/x", false)).rejects.not.toThrow(/127\.0\.0\.1|::1/);
     await expect(resolveTarget("http://[::ffff:192.168.0.1]/", false)).rejects.toThrow(/private/);
     await expect(resolveTarget("http://2130706433/", false)).rejects.toThrow(/loopback/); // 127.0.0.1 written as a number
