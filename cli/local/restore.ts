@@ -78,8 +78,15 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
         `${plural(r.box ?? 0, "box", "boxes")}, ${plural(r.user ?? 0, "user")}, ${plural(r.api_key ?? 0, "key")}, ` +
         `${plural(r.trace_entry ?? 0, "trace entry", "trace entries")}, ${plural(manifest.frames, "frame")}`,
     );
+    // The key a server on this directory will use: HOLM_SECRET_KEY over secret.key (secret.server.ts).
     if (manifest.secret_key_from_env) opts.say("note: the backed-up server used HOLM_SECRET_KEY: set the same value, or its secrets, saved browser states and boxes do not open");
-    else if (!manifest.secret_key) opts.say(`warning: the archive has no server key: ${fs.existsSync(path.join(dir, KEY_FILE)) ? "the directory's own secret.key is kept" : "a new one will be made"}, and sealed secrets open only with the original`);
+    else if (!manifest.secret_key) opts.say(`warning: the archive has no server key: ${e.HOLM_SECRET_KEY ? "the server uses HOLM_SECRET_KEY" : fs.existsSync(path.join(dir, KEY_FILE)) ? "the directory's own secret.key is kept" : "a new one will be made"}, and sealed secrets open only with the original`);
+    else if (e.HOLM_SECRET_KEY) {
+      opts.say(
+        "warning: HOLM_SECRET_KEY is set: a server started with it uses that value, not the archive's secret.key, and opens none of the store's " +
+          `secrets, saved browser states or boxes: unset HOLM_SECRET_KEY for the server on ${dir} (its secret.key is the archive's now)`,
+      );
+    }
     opts.say("the server runs any newer migrations when it starts on it");
     restored = true;
     return manifest;
