@@ -7,7 +7,7 @@ import { ApiError, notFound } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { prepared } from "~/utils/prepared-query.server";
 import { publicUrl } from "~/utils/env.server";
-import { derive } from "~/utils/secret.server";
+import { derive, statedServerId } from "~/utils/secret.server";
 import { type Actor, ownerOf } from "./actor";
 import { leftovers } from "./box-leftovers.server";
 import { recordEvent } from "./event.server";
@@ -259,10 +259,12 @@ export function requireSettled(row: BoxRow) {
 /**
  * Which server launched a box: derived from the server key, so a restarted server with the same
  * key knows its boxes, and two servers on one engine never take each other's (whose agent
- * secrets they could not use anyway).
+ * secrets they could not use anyway). A store copied with `holm restore --as-new-server` has the
+ * same key but its own id, in its state directory, so it takes none of the original's boxes.
  */
+let id: string | undefined;
 export function serverId(): string {
-  return derive("server-id").slice(0, 16);
+  return (id ??= statedServerId() ?? derive("server-id").slice(0, 16));
 }
 
 /** Removes the container and keeps the record (its history outlives it); `actor` asked for it. */

@@ -35,6 +35,26 @@ export function serverKey(): Buffer {
   return key;
 }
 
+/**
+ * The server's own identity when its state directory names one (`server-id`, written by `holm
+ * restore --as-new-server`): a copy of a store keeps the original's key, so its secrets open, but
+ * must not be the same server to the engine as the original still running beside it. Without the
+ * file, undefined: the identity is derived from the key (box-record.server.ts serverId).
+ */
+export function statedServerId(): string | undefined {
+  const file = path.join(env().HOLM_STATE_DIR, "server-id");
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8").trim();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+  // Refused, not ignored: falling back to the key's identity would take the original's boxes.
+  if (!/^[A-Za-z0-9_-]{8,64}$/.test(text)) throw new Error(`${file} is not a server id (8 to 64 letters, digits, - or _): remove it only if this server is the one its key launched boxes for`);
+  return text;
+}
+
 /** A key for one purpose, so a secret leaked from one use says nothing about another. */
 export function derive(purpose: string): string {
   return createHmac("sha256", serverKey()).update(purpose).digest("base64url");

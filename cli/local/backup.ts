@@ -6,7 +6,7 @@ import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
 import SQLite from "better-sqlite3";
 import tar from "tar-stream";
-import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, settings } from "./state-dir";
+import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, SERVER_ID_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, settings } from "./state-dir";
 
 // `holm backup FILE`: the `local` store (HOLM_STORAGE_BACKEND=local) in one .tar.gz, taken while
 // the server runs. The SQLite file is copied with SQLite's online backup API (better-sqlite3's
@@ -127,6 +127,8 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
       await addFile(STORE_FILE, snapshot);
       if (manifest.secret_key) await addFile(KEY_FILE, path.join(dir, KEY_FILE));
       if (fs.existsSync(path.join(dir, POOL_CLAIMS_FILE))) await addFile(POOL_CLAIMS_FILE, path.join(dir, POOL_CLAIMS_FILE));
+      // A copy restored --as-new-server is its own server: restored again, it must stay so.
+      if (fs.existsSync(path.join(dir, SERVER_ID_FILE))) await addFile(SERVER_ID_FILE, path.join(dir, SERVER_ID_FILE), 0o644);
       const framesDir = path.join(dir, FRAMES_DIR);
       for (const hash of hashes) {
         const rel = `${hash.slice(0, 2)}/${hash}.png`;

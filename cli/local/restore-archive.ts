@@ -5,7 +5,7 @@ import { createGunzip } from "node:zlib";
 import tar from "tar-stream";
 import { z } from "zod";
 import { FORMAT, MANIFEST, type Manifest } from "./backup";
-import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, STORE_FILE } from "./state-dir";
+import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, SERVER_ID_FILE, STORE_FILE } from "./state-dir";
 
 // Reading a `holm backup` archive for `holm restore`: only the names a backup writes, only plain
 // files, each no larger than such a file is, all of it within the disk's free space, and a
@@ -13,7 +13,7 @@ import { FRAMES_DIR, KEY_FILE, POOL_CLAIMS_FILE, STORE_FILE } from "./state-dir"
 // staging directory, before restore touches the state directory.
 
 /** The only names an archive may hold: nothing can be written outside the state directory. */
-const NAME = new RegExp(`^(${[MANIFEST, STORE_FILE, KEY_FILE, POOL_CLAIMS_FILE].map((n) => n.replace(/\./g, "\\.")).join("|")}|${FRAMES_DIR}/[0-9a-f]{2}/[0-9a-f]{16,128}\\.png)$`);
+const NAME = new RegExp(`^(${[MANIFEST, STORE_FILE, KEY_FILE, POOL_CLAIMS_FILE, SERVER_ID_FILE].map((n) => n.replace(/\./g, "\\.")).join("|")}|${FRAMES_DIR}/[0-9a-f]{2}/[0-9a-f]{16,128}\\.png)$`);
 
 const MIB = 1024 * 1024;
 /**
@@ -24,6 +24,7 @@ const MIB = 1024 * 1024;
 const CAPS: { test: (name: string) => boolean; bytes: number; what: string }[] = [
   { test: (n) => n.startsWith(`${FRAMES_DIR}/`), bytes: 32 * MIB, what: "a frame (a PNG of a screen) ever is" },
   { test: (n) => n === KEY_FILE, bytes: 64 * 1024, what: "a server key is" },
+  { test: (n) => n === SERVER_ID_FILE, bytes: 1024, what: "a server id is" },
   { test: (n) => n === MANIFEST, bytes: 1 * MIB, what: "a backup's manifest is" },
   { test: (n) => n === POOL_CLAIMS_FILE, bytes: 256 * MIB, what: "a pool's claims file is" },
 ];

@@ -1,11 +1,12 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
+import { randomBytes } from "node:crypto";
 import path from "node:path";
 import SQLite from "better-sqlite3";
 import { migrationProvider } from "../../db/migrations";
 import type { Manifest } from "./backup";
 import { unpack } from "./restore-archive";
-import { KEY_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processesUsing, settings } from "./state-dir";
+import { KEY_FILE, SERVER_ID_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processesUsing, settings } from "./state-dir";
 
 // `holm restore FILE`: a `holm backup` archive into the state directory (HOLM_STATE_DIR or
 // --state-dir). It refuses a directory that holds anything unless --force, and refuses while a
@@ -13,10 +14,19 @@ import { KEY_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processe
 // file under SQLite corrupts it. The archive is unpacked into a directory beside its destination
 // and checked (names, sizes, manifest, SQLite's quick_check, its migrations: holm's, none unknown) before anything of
 // the old state is removed.
+//
+// The copy is the same server to the engine as the one it was taken from: the same key (so the
+// same server id, box-record.server.ts serverId) and the same box records. A server started on it
+// takes back and acts on that server's boxes, which a restore after a loss needs and a test
+// restore beside the live server must not do: it is said, and `--as-new-server` makes a copy with
+// its own id whose recorded boxes are history (the engine shows no lease of a live server to
+// refuse by: servers of one cluster share an id and an engine on purpose).
 
 export interface RestoreOptions {
   stateDir?: string;
   force: boolean;
+  /** A copy to run beside the original: its own server id, and the boxes it recorded marked removed. */
+  asNewServer?: boolean;
   say: (line: string) => void;
 }
 
@@ -66,9 +76,11 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
 
     // Checked: now the old state goes (with --force) and the new comes in by rename; asked again
     // first, as a server (a unit restarting on failure) may have started while the archive unpacked.
+    const detached = opts.asNewServer ? asNewServer(stage) : 0;
     refuseIfOpen();
     const incoming = fs.readdirSync(stage);
-    for (const name of [...STORE_COMPANIONS, ...incoming]) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
+    // An id an earlier --as-new-server restore left goes too: this store is the archive's server.
+    for (const name of [...STORE_COMPANIONS, SERVER_ID_FILE, ...incoming]) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
     for (const name of incoming) await fsp.rename(path.join(stage, name), path.join(dir, name));
     giveToOwnerOf(dir, walk(dir));
 
@@ -78,8 +90,26 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
         `${plural(r.box ?? 0, "box", "boxes")}, ${plural(r.user ?? 0, "user")}, ${plural(r.api_key ?? 0, "key")}, ` +
         `${plural(r.trace_entry ?? 0, "trace entry", "trace entries")}, ${plural(manifest.frames, "frame")}`,
     );
+    // The key a server on this directory will use: HOLM_SECRET_KEY over secret.key (secret.server.ts).
     if (manifest.secret_key_from_env) opts.say("note: the backed-up server used HOLM_SECRET_KEY: set the same value, or its secrets, saved browser states and boxes do not open");
-    else if (!manifest.secret_key) opts.say(`warning: the archive has no server key: ${fs.existsSync(path.join(dir, KEY_FILE)) ? "the directory's own secret.key is kept" : "a new one will be made"}, and sealed secrets open only with the original`);
+    else if (!manifest.secret_key) opts.say(`warning: the archive has no server key: ${e.HOLM_SECRET_KEY ? "the server uses HOLM_SECRET_KEY" : fs.existsSync(path.join(dir, KEY_FILE)) ? "the directory's own secret.key is kept" : "a new one will be made"}, and sealed secrets open only with the original`);
+    else if (e.HOLM_SECRET_KEY) {
+      opts.say(
+        "warning: HOLM_SECRET_KEY is set: a server started with it uses that value, not the archive's secret.key, and opens none of the store's " +
+          `secrets, saved browser states or boxes: unset HOLM_SECRET_KEY for the server on ${dir} (its secret.key is the archive's now)`,
+      );
+    }
+    if (opts.asNewServer) {
+      opts.say(
+        `as a new server: its ${detached === 1 ? "1 box recorded live is" : `${detached} boxes recorded live are`} marked removed here (they stay the original's), ` +
+          `and ${SERVER_ID_FILE} gives a server on this copy its own identity: it takes back none of the original's boxes; keys, users and secrets are the archive's`,
+      );
+    } else {
+      opts.say(
+        "warning: a server started on this copy with the same engine takes back and acts on the boxes of the server the backup was taken from " +
+          "(to the engine it is that server): stop that server first, or restore with --as-new-server to run the copy beside it",
+      );
+    }
     opts.say("the server runs any newer migrations when it starts on it");
     restored = true;
     return manifest;
@@ -88,6 +118,25 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
     // A directory this restore made and could not fill goes again: no empty state left behind.
     if (made && !restored) await fsp.rmdir(dir).catch(() => undefined);
   }
+}
+
+/**
+ * Makes the staged store a new server's: a fresh id beside it, and every box it records as live
+ * marked removed, as those containers are the original's (removing one here would remove it
+ * there). Answers how many.
+ */
+function asNewServer(stage: string): number {
+  const store = new SQLite(path.join(stage, STORE_FILE), { fileMustExist: true });
+  let n: number;
+  try {
+    n = store
+      .prepare("update box set state = 'gone', removed_at_ms = ?, reason = ? where removed_at_ms is null")
+      .run(Date.now(), "the store was restored as a new server: this box is the original server's").changes;
+  } finally {
+    store.close();
+  }
+  fs.writeFileSync(path.join(stage, SERVER_ID_FILE), `${randomBytes(8).toString("hex")}\n`, { mode: 0o644 });
+  return n;
 }
 
 /** The archive is a readable file: said before anything is made. */

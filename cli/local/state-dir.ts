@@ -10,6 +10,8 @@ import { type Env, env } from "~/utils/env.server";
 export const STORE_FILE = "holm.db";
 export const KEY_FILE = "secret.key";
 export const POOL_CLAIMS_FILE = "pool-claims.jsonl";
+/** A server's own identity, apart from its key: a copy restored `--as-new-server` has one (secret.server.ts). */
+export const SERVER_ID_FILE = "server-id";
 export const FRAMES_DIR = "frames";
 /** SQLite's companions of the store file: stale ones next to a restored store would corrupt it. */
 export const STORE_COMPANIONS = ["-wal", "-shm", "-journal"].map((s) => STORE_FILE + s);

@@ -130,6 +130,13 @@ describe.skipIf(ON_POSTGRES)("holm backup and restore (local store)", () => {
     expect(ok.stderr).toMatch(/restored .*holm\.db from .*: 1 box, 1 user, 1 key/);
     expect(fs.readdirSync(path.join(work, "restored")).sort()).toEqual(["frames", "holm.db", "secret.key"]);
     expect(fs.statSync(path.join(work, "restored", "secret.key")).mode & 0o777).toBe(0o600);
+    expect(ok.stderr).not.toContain("HOLM_SECRET_KEY");
+    // HOLM_SECRET_KEY set where it restores: a server with it would use that value and ignore the
+    // archive's secret.key, so nothing sealed would open. Said, as for an archive without a key.
+    const withEnvKey = await holm(["restore", archive, "--state-dir", path.join(work, "restored-env")], { HOLM_SECRET_KEY: "another-server-key-of-32-characters-or-more" });
+    expect(withEnvKey.code, withEnvKey.stderr).toBe(0);
+    expect(withEnvKey.stderr).toMatch(/warning: HOLM_SECRET_KEY is set: a server started with it uses that value, not the archive's secret\.key/);
+    expect(withEnvKey.stderr).toMatch(/unset HOLM_SECRET_KEY for the server on .*restored-env/);
     // --force replaces what the archive brings (and a stale WAL), and leaves the rest.
     fs.writeFileSync(path.join(busy, "holm.db-wal"), "stale");
     const forced = await holm(["restore", archive, "--state-dir", busy, "--force"]);
