@@ -14,12 +14,14 @@ const TONE: Record<DeliveryRow["status"], string> = {
 /**
  * One webhook's delivery log on the Webhooks page, newest first: the event, status, attempts, the
  * receiver's last answer and its latency, the error and the next try; Replay sends the same event
- * again as a new delivery (docs/decisions/0018).
+ * again as a new delivery, unless one of that event is still pending (docs/decisions/0018).
+ * `name`: the webhook's (webhookName), so that two webhooks to one URL have logs and Replay buttons
+ * named apart.
  */
-export function WebhookDeliveries({ csrf, hook, url, deliveries, canEdit }: { csrf: string; hook: string; url: string; deliveries: DeliveryRow[]; canEdit: boolean }) {
+export function WebhookDeliveries({ csrf, hook, name, deliveries, canEdit }: { csrf: string; hook: string; name: string; deliveries: DeliveryRow[]; canEdit: boolean }) {
   if (deliveries.length === 0) return <p className="text-sm text-slate-600">No deliveries yet: the next subscribed event is sent here.</p>;
   return (
-    <Table caption={`Deliveries to ${url}`} columns={["Event", "Status", "Attempts", "Answer", "Latency", "Last try", "Next try"]} cell="py-2 pr-4" actions>
+    <Table caption={`Deliveries to ${name}`} columns={["Event", "Status", "Attempts", "Answer", "Latency", "Last try", "Next try"]} cell="py-2 pr-4" actions>
       {deliveries.map((d) => (
         <tr key={d.id} data-testid="delivery">
           <td className="py-2 pr-4">
@@ -38,7 +40,7 @@ export function WebhookDeliveries({ csrf, hook, url, deliveries, canEdit }: { cs
           <td className="py-2 text-right">
             {canEdit ? (
               <PostForm csrf={csrf} intent="replay" fields={{ id: hook, delivery: d.id }}>
-                <Button type="submit" variant="secondary" aria-label={`Replay ${d.kind} #${d.event_seq}`}>
+                <Button type="submit" variant="secondary" aria-label={`Replay ${d.kind} #${d.event_seq}${d.replay_of ? " (replay)" : ""} to ${name}`}>
                   Replay
                 </Button>
               </PostForm>

@@ -4,15 +4,15 @@ import { OkOrError, fieldError, useActionBanner, useAnswerCount } from "~/compon
 import { CopyButton } from "~/components/copy-button";
 import { PostForm } from "~/components/post-form";
 import { Shell } from "~/components/shell";
-import { Button, Card, Field, when } from "~/components/ui";
-import { WebhookDeliveries } from "~/components/webhook-deliveries";
+import { Button, Card, Field, duration, when } from "~/components/ui";
+import { WebhookCard } from "~/components/webhook-card";
 import { requireFormWorkspace, requireWorkspace } from "~/edge/console.server";
 import { field, formAction, formFields } from "~/edge/form.server";
 import { atLeast } from "~/models/roles";
 import { listDeliveries, replayDelivery } from "~/models/webhook-delivery.server";
 import { createWebhook, deleteWebhook, listWebhooks, rotateWebhookSecret, updateWebhook } from "~/models/webhook.server";
-import { WEBHOOK_EVENT_KINDS, WebhookCreateSchema } from "~/protocol/api-webhook";
-import { ApiError } from "~/utils/api-error.server";
+import { WEBHOOK_EVENT_KINDS, WebhookCreateSchema, WebhookPatchSchema } from "~/protocol/api-webhook";
+import { ApiError, badRequest } from "~/utils/api-error.server";
 import { validate } from "~/utils/validate.server";
 import type { Route } from "./+types/webhooks";
 
@@ -72,8 +72,26 @@ export async function action({ request }: Route.ActionArgs) {
       // Its card, which had the focus, is gone: the banner takes it.
       return { ok: "Webhook deleted, with its delivery log.", focus: true };
     }
+    if (intent === "edit") {
+      // The URL and events in place (PATCH's model): a refusal is said at the field it is about.
+      return formFields({ url: "url", events: "events" }, async () => {
+        const events = form.getAll("events").filter((v): v is string => typeof v === "string");
+        if (events.length === 0) throw badRequest("events: tick at least one event, or all events", "events");
+        const body = validate(WebhookPatchSchema, { url: field(form, "url"), events: events.includes("*") ? ["*"] : events }, "form");
+        await updateWebhook(owner, id, body);
+        return { ok: "Webhook saved." };
+      });
+    }
     if (intent === "replay") {
-      await replayDelivery(owner, id, field(form, "delivery"));
+      const asked = Date.now();
+      const d = await replayDelivery(owner, id, field(form, "delivery"));
+      // While a delivery of that event is pending, the answer is that one and nothing is added
+      // (README): it is sent at its own next try, not now. Only a row made by this call is new.
+      if (d.created_at_ms < asked) {
+        const next = d.next_attempt_at_ms;
+        const at = next ? `next try at ${when(next)}${next > asked ? ` (in ${duration(next - asked)})` : ""}` : "it is being tried now";
+        return { ok: `Already pending: ${d.kind} #${d.event_seq} is still pending, ${at}; nothing new is queued.` };
+      }
       return { ok: "Replay queued: the same event is sent again now." };
     }
     throw new ApiError("bad_request", `unknown intent "${intent}"`);
@@ -117,7 +135,8 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
           </Card>
         ) : null}
         {rotated ? (
-          <Card title="Secret rotated">
+          // It takes the focus, as the created one's does: the secret to copy is there.
+          <Card title="Secret rotated" focus={shown}>
             <p className="text-sm text-slate-600">
               Copy the new signing secret for <span className="break-all">{rotated.url}</span> now: it is shown once. For the next 24 hours
               each delivery is signed with both secrets (<code>Holm-Signature: t=…,v1=&lt;new&gt;,v1=&lt;previous&gt;</code>), so the
@@ -159,48 +178,7 @@ export default function Webhooks({ loaderData }: Route.ComponentProps) {
                 <p className="text-sm text-slate-600">No webhooks yet. A webhook receives this workspace's events as signed POSTs.</p>
               </Card>
             ) : (
-              hooks.map((h) => (
-                <Card key={h.id} title={h.url}>
-                  <div className="mb-3 flex flex-wrap items-center gap-3 text-sm text-slate-600">
-                    <span className={h.enabled ? "font-medium text-emerald-700" : "font-medium text-slate-600"}>{h.enabled ? "enabled" : "disabled"}</span>
-                    <span>events: <span className="font-mono text-xs">{h.events.join(", ")}</span></span>
-                    <span>since {when(h.created_at_ms)}</span>
-                    {h.rotation_ends_at_ms ? <span>previous secret also signs until {when(h.rotation_ends_at_ms)}</span> : null}
-                    <span className="ml-auto flex flex-wrap gap-2">
-                      <PostForm csrf={csrf} intent={h.enabled ? "disable" : "enable"} fields={{ id: h.id }}>
-                        <Button type="submit" variant="secondary" aria-label={`${h.enabled ? "Disable" : "Enable"} ${h.url}`}>
-                          {h.enabled ? "Disable" : "Enable"}
-                        </Button>
-                      </PostForm>
-                      <PostForm
-                        csrf={csrf}
-                        intent="rotate"
-                        fields={{ id: h.id }}
-                        confirm={{
-                          title: `Rotate the secret of ${h.url}?`,
-                          body: "A new secret is made and shown once. The current one goes on signing beside it for 24 hours, then stops.",
-                          action: "Rotate secret",
-                        }}
-                      >
-                        <Button type="submit" variant="secondary" aria-label={`Rotate secret of ${h.url}`}>
-                          Rotate secret
-                        </Button>
-                      </PostForm>
-                      <PostForm
-                        csrf={csrf}
-                        intent="delete"
-                        fields={{ id: h.id }}
-                        confirm={{ title: `Delete the webhook to ${h.url}?`, body: "Nothing more is sent to it, and its delivery log goes too.", action: "Delete webhook" }}
-                      >
-                        <Button type="submit" variant="danger" aria-label={`Delete ${h.url}`}>
-                          Delete
-                        </Button>
-                      </PostForm>
-                    </span>
-                  </div>
-                  <WebhookDeliveries csrf={csrf} hook={h.id} url={h.url} deliveries={h.deliveries} canEdit={canEdit} />
-                </Card>
-              ))
+              hooks.map((h) => <WebhookCard key={h.id} hook={h} csrf={csrf} canEdit={canEdit} />)
             )}
           </>
         )}
