@@ -11,7 +11,7 @@ import type { InputBackend, KeyToken } from "./input";
 import { ByteReader } from "../../../app/protocol/rfb/handshake";
 import { displayEnv } from "./proc";
 import { AgentError } from "./errors";
-import { sleep } from "./util";
+import { sleep, withTimeout } from "./util";
 import { RfbFrames } from "./wayland-rfb-frames";
 import { wtypeText } from "./wayland-wtype";
 import { textUnits, type TextUnit } from "./keyboard";
@@ -78,12 +78,30 @@ export function surrogateUnits(u: TextUnit): TextUnit[] {
 /** A wheel "button" (4–7) is a press and release of its own; 1–3 are held in the mask. */
 const buttonBit = (b: number): number => 1 << (b - 1);
 
+/**
+ * Events written to wayvnc between two catch-ups (`RfbInput.catchUp`). wayvnc hands each event to
+ * sway as a Wayland request the moment it reads it and never waits for sway; when sway fell a few
+ * hundred kilobytes behind (6,000 key events at once did it on an idle machine, a few hundred on a
+ * loaded one), wayvnc 0.5's connection to sway failed for good ("Error sending request: Resource
+ * temporarily unavailable": libwayland 1.21 treats a full socket as fatal) and no input or frame
+ * reached that screen again. 64 events are at most ~3 KB of requests: one read of sway's (4 KB).
+ */
+export const EVENTS_PER_CATCH_UP = 64;
+
 /** RFB client input over wayvnc's socket: one 6- or 8-byte message per event. */
 export class RfbInput implements InputBackend {
   readonly kind = "wayvnc";
   private mask = 0;
+  private sinceCatchUp = 0;
   x = 0;
   y = 0;
+  /**
+   * Resolves once wayvnc has handled every event written before it and sway has turned its loop
+   * since (WaylandDesk: a frame update asked after them, which wayvnc answers in order, then a
+   * round trip on sway's IPC socket, which sway answers as slowly as it reads wayvnc's requests
+   * when it is short of CPU). Input waits for it every EVENTS_PER_CATCH_UP events.
+   */
+  catchUp?: () => Promise<void>;
 
   constructor(
     private readonly sock: net.Socket,
@@ -107,10 +125,19 @@ export class RfbInput implements InputBackend {
     this.sock.write(b);
   }
 
+  /** After `n` events written: lets sway catch up when EVENTS_PER_CATCH_UP have gone since it last did. */
+  private async paced(n = 1): Promise<void> {
+    this.sinceCatchUp += n;
+    if (this.sinceCatchUp < EVENTS_PER_CATCH_UP || !this.catchUp) return;
+    this.sinceCatchUp = 0;
+    await this.catchUp();
+  }
+
   async move(x: number, y: number): Promise<void> {
     this.x = x;
     this.y = y;
     this.pointerEvent();
+    await this.paced();
   }
 
   async button(button: number, down: boolean): Promise<void> {
@@ -118,6 +145,7 @@ export class RfbInput implements InputBackend {
     if (down) this.mask |= buttonBit(button);
     else this.mask &= ~buttonBit(button);
     this.pointerEvent();
+    await this.paced();
   }
 
   async doubleClick(button: number, gapMs: number): Promise<void> {
@@ -131,11 +159,13 @@ export class RfbInput implements InputBackend {
 
   async keyDown(keysym: number): Promise<KeyToken> {
     this.keyEvent(true, keysym);
+    await this.paced();
     return { keysym };
   }
 
   async keyUp(token: KeyToken): Promise<void> {
     this.keyEvent(false, token.keysym);
+    await this.paced();
   }
 
   async typeText(text: string, delayMs: number, opts: { astralAsSurrogates?: boolean } = {}): Promise<void> {
@@ -149,6 +179,7 @@ export class RfbInput implements InputBackend {
     for (const u of units) {
       this.keyEvent(true, u.sym);
       this.keyEvent(false, u.sym);
+      await this.paced(2);
       if (delayMs > 0) {
         await this.sync();
         await sleep(delayMs);
@@ -290,6 +321,9 @@ export class SwayIpc {
 export const IPC_GET_TREE = 4;
 export const IPC_GET_VERSION = 7;
 
+/** How long input waits for wayvnc and sway to catch up before the step fails. */
+const CATCH_UP_TIMEOUT_MS = 20_000;
+
 /** A live Wayland screen: input through wayvnc, sway's IPC; reconnected by the Screen when either drops. */
 export class WaylandDesk implements Desk {
   private constructor(
@@ -318,6 +352,15 @@ export class WaylandDesk implements Desk {
       const { sock, reader, width, height } = await rfbConnect(p.vnc, timeoutMs);
       const input = new RfbInput(sock, display);
       const frames = new RfbFrames(sock, reader, width, height);
+      input.catchUp = async () => {
+        const late = () => new Error(`sway did not answer within ${CATCH_UP_TIMEOUT_MS} ms`);
+        try {
+          await frames.capture(CATCH_UP_TIMEOUT_MS);
+          await withTimeout(ipc.request(IPC_GET_VERSION), CATCH_UP_TIMEOUT_MS, late);
+        } catch (err) {
+          throw new AgentError("failed", `the screen stopped taking input (${err instanceof Error ? err.message : String(err)})`);
+        }
+      };
       // Start from the middle, as Xvfb does, so `cursor` answers something true before any move.
       input.x = Math.floor(width / 2);
       input.y = Math.floor(height / 2);
