@@ -2,7 +2,7 @@ import type { AgentHealth } from "~/protocol/agent";
 import { START_LOG_LINES, type StartPhase } from "~/protocol/box-console";
 import { EngineTimeout } from "~/runtime/engine-bound.server";
 import { DEFAULT_RUNTIME } from "~/runtime/index.server";
-import type { Runtime } from "~/runtime/runtime";
+import type { BoxExit, Runtime } from "~/runtime/runtime";
 import { withClusterSlot } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
@@ -14,6 +14,7 @@ import { LATE_CREATE_MS, leftovers } from "./box-leftovers.server";
 import { type BoxRow, loadRow, rememberAddress, runtimeOf, serverId, setState, trace } from "./box-record.server";
 import { StartTracker } from "./box-start.server";
 import { recordEvent } from "./event.server";
+import { endedBecause, exitPhase } from "./box-exit.server";
 import { noteLaunchImage } from "./image.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, imageRequest } from "./spec.server";
 
@@ -190,6 +191,9 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
       leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: row.runtime_ref, lookUntil: Date.now() + LATE_CREATE_MS });
     }
     if (!(await stillWanted())) return;
+    // A part that ended names the phase (the agent's, though no health answer ever came).
+    const partPhase = err instanceof StartFailure ? exitPhase(err.exit) : undefined;
+    if (partPhase) await start.enter(partPhase).catch(() => undefined);
     const why = start.reason(causeOf(err, lines));
     await setState(row, "failed", why, start.failed());
     if (row.pooled) return;
@@ -209,17 +213,15 @@ function phaseOf(h: AgentHealth | undefined, screens: number): StartPhase {
 }
 
 /**
- * Why a launch failed, in words: the image builder's apt error rather than the command it ran,
- * the box's own last word (its entrypoint says which part died) rather than a container id.
+ * Why a launch failed, in words: the image builder's apt error rather than the command it ran;
+ * for a desktop that stopped, how it ended as the engine says (box-exit.server.ts), then the
+ * box's own last failure line, quoted as the box's, rather than a container id.
  */
 function causeOf(err: unknown, containerLines: string[]): string {
   const message = (err as Error).message ?? String(err);
   const apt = /\((E: [^)]*)\)\s*$/.exec(message);
   if (apt) return apt[1]!;
-  if (err instanceof StartFailure && err.kind === "exited") {
-    const last = containerLines.map((l) => /holm: (.*)$/.exec(l)?.[1]).filter((l) => l && !l.startsWith("still running")).at(-1);
-    return last ? `${message}; it said: ${last}` : message;
-  }
+  if (err instanceof StartFailure && err.kind === "exited") return endedBecause(err.exit, containerLines, message);
   return message.replace(/The command '[^']*' returned/, "a build step returned");
 }
 
@@ -238,6 +240,8 @@ export class StartFailure extends Error {
   constructor(
     readonly kind: "missing" | "exited" | "timeout",
     message: string,
+    /** How the container ended (`exited`), as its engine says. */
+    readonly exit?: BoxExit,
   ) {
     super(message);
     this.name = "StartFailure";
@@ -258,7 +262,7 @@ export async function waitReady(rt: Runtime, row: BoxRow, onHealth?: (h: AgentHe
       lastInspect = Date.now();
       const info = await rt.inspect(row.runtime_ref!);
       if (info.state === "missing") throw new StartFailure("missing", "its container disappeared");
-      if (info.state === "stopped") throw new StartFailure("exited", "its desktop stopped");
+      if (info.state === "stopped") throw new StartFailure("exited", "its desktop stopped", info.exit);
       if (info.state === "unreachable") throw new StartFailure("missing", info.reason ?? "the runtime cannot reach it");
       address = info.address;
     }

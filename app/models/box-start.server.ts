@@ -31,6 +31,9 @@ const WAITING_FOR: Record<StartPhase, string> = {
   agent: "waiting for the in-box agent",
 };
 
+/** What begins each line of the box's own output in the start log. */
+export const BOX_LINE = "│ ";
+
 const STEP_RE = /^Step (\d+)\/(\d+) :/;
 const PERCENT_RE = /^(.*?)\d{1,3}%$/;
 
@@ -83,11 +86,15 @@ export class StartTracker {
     this.pushSoon();
   }
 
-  /** The container's own output (read before it is removed), scrubbed of the box's secrets. */
+  /**
+   * The container's own output (read before it is removed), scrubbed of the box's secrets. Each
+   * line is marked as the box's (BOX_LINE) and stripped of control characters: anything in the
+   * box can print, and it must not pass for the server's heading or lines.
+   */
   containerLines(lines: string[]): void {
     if (lines.length === 0) return;
     // Its own last lines, under their heading: a long output must not push the heading out.
-    const own = lines.slice(-(START_LOG_LINES - 1)).map((l) => this.scrub(l));
+    const own = lines.slice(-(START_LOG_LINES - 1)).map((l) => BOX_LINE + this.scrub(l).replace(/[\p{Cc}\p{Cf}]+/gu, " "));
     this.keep(["— the box's own output —", ...own]);
   }
 

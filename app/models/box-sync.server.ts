@@ -23,6 +23,7 @@ import {
 import { failIfKeyRefused } from "./box-key.server";
 import { leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
+import { endedBecause } from "./box-exit.server";
 import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
@@ -210,10 +211,9 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     if (now && now.state !== "stopped") return;
     forgetAddress(cur.id);
     const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
-    // The entrypoint's line, such as "chromium :99 exited with status 0; stopping the box".
-    const last = lines.reverse().find((l) => /exited with status|fatal:|TERM received/.test(l));
-    const why = last ? last.replace(/^.*? holm: /, "").slice(0, 300) : "its container exited";
-    const reason = `the box stopped on its own: ${why}`;
+    // How it ended as the engine says ("Chromium exited", "its container was killed"); what the
+    // box printed only quoted as its own (box-exit.server.ts): any process in it can print.
+    const reason = `the box stopped on its own: ${endedBecause(now?.exit, lines, "its container exited")}`;
     await setState(cur, "stopped", reason);
     Object.assign(row, { state: cur.state, reason });
     await trace(cur.id, "stopped", { reason });

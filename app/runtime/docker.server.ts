@@ -298,7 +298,9 @@ export class DockerRuntime implements Runtime {
       else if (info.State.Running) state = "running";
       const nets = info.NetworkSettings.Networks ?? {};
       const address = nets[NETWORK_OPEN]?.IPAddress || nets[NETWORK_CLOSED]?.IPAddress || undefined;
-      return { ref: info.Id, boxId: labels[BOX_LABEL] ?? "", state, labels, address };
+      const ended = info.State.Status === "exited" && typeof info.State.ExitCode === "number";
+      const exit = ended ? { code: info.State.ExitCode, oom_killed: !!info.State.OOMKilled } : undefined;
+      return { ref: info.Id, boxId: labels[BOX_LABEL] ?? "", state, labels, address, ...(exit && { exit }) };
     } catch (err) {
       if (statusOf(err) === 404) return { ref, boxId: "", state: "missing", labels: {} };
       throw err;

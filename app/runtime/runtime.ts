@@ -89,6 +89,14 @@ export interface BoxLaunch {
  */
 export type RuntimeState = "running" | "paused" | "stopped" | "missing" | "unreachable";
 
+/** How a stopped container ended, as its engine reports it (not anything the box printed). */
+export interface BoxExit {
+  /** Its main process's exit status (the entrypoint's: images/README.md; 137 when killed). */
+  code: number;
+  /** Whether the kernel killed a process in it for want of memory. */
+  oom_killed: boolean;
+}
+
 export interface RuntimeBox {
   ref: string;
   boxId: string;
@@ -98,6 +106,8 @@ export interface RuntimeBox {
   address?: string;
   /** Why, in words, when the state needs it (`unreachable`). */
   reason?: string;
+  /** How it ended, when it is `stopped` and the engine says. */
+  exit?: BoxExit;
 }
 
 /** What a new box will ask of a runtime that places boxes itself (a cluster's scheduler). */

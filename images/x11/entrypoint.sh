@@ -31,6 +31,50 @@ die() {
   exit 1
 }
 
+# The box's exit status says what ended it (images/README.md): the server reads it from the engine
+# and words its reason from it, so nothing a process in the box prints becomes the server's words.
+# 0 TERM; 1 fatal (a check, a part that did not answer in time); 10 the display server; 11 the
+# window manager; 12 the VNC server; 13 Chromium; 14 the agent; 15 another part.
+part_status() {
+  case $1 in
+    Xvfb* | sway*) status=10 ;;
+    fluxbox*) status=11 ;;
+    x11vnc* | wayvnc*) status=12 ;;
+    chromium*) status=13 ;;
+    agent) status=14 ;;
+    *) status=15 ;;
+  esac
+}
+
+# part_died PID [STATUS]: logs which part ended and how (and a quiet part's last words, so the
+# start log of a failed box says why), stops the rest and exits with that part's status.
+part_died() {
+  local pid=$1 rc=${2-} status line
+  if [[ -z $rc ]]; then
+    wait "$pid"
+    rc=$?
+  fi
+  log "${part[$pid]:-pid $pid} exited with status $rc; stopping the box"
+  if [[ -n ${part_log[$pid]:-} ]]; then
+    tail -n 6 "${part_log[$pid]}" 2>/dev/null | while IFS= read -r line; do log "  ${part[$pid]}: ${line:0:300}"; done
+  fi
+  part_status "${part[$pid]:-}"
+  unset "part[$pid]"
+  shutdown
+  exit "$status"
+}
+
+# Ends the box when a part has ended. A part that ended while this script ran another command was
+# reaped then, and `wait -n` never reports it (bash forgets a finished job at its next command):
+# an agent killed as the box started left it waiting on the rest until the server gave up (90 s).
+# Builtins only (kill -0; /proc for sway, which root may not signal), so it is cheap in a loop.
+check_parts() {
+  local pid
+  for pid in "${!part[@]}"; do
+    kill -0 "$pid" 2>/dev/null || [[ -e /proc/$pid ]] || part_died "$pid"
+  done
+}
+
 screens=${HOLM_SCREENS:-1}
 # x11 (Xvfb, fluxbox, x11vnc) or wayland (headless sway, wayvnc, grim; docs/decisions/0030).
 desktop=${HOLM_DESKTOP:-x11}
@@ -144,7 +188,9 @@ wait_for() {
   shift 3
   local deadline=$((${EPOCHREALTIME/./} + timeout * 1000000))
   until "$@" >/dev/null 2>&1; do
-    alive "$pid" || die "$what exited before answering"
+    # Any part, not only the one asked: the agent has no wait of its own.
+    check_parts
+    alive "$pid" || part_died "$pid"
     ((${EPOCHREALTIME/./} < deadline)) || die "$what did not answer within ${timeout}s"
     sleep 0.02
   done
@@ -262,6 +308,7 @@ else
   # it. The server writes the file (8 bytes) as the box boots; it is there long before X is.
   for ((i = 0; i < part_wait_s * 50; i++)); do
     [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] && break
+    check_parts
     sleep 0.02
   done
   [[ -f $vnc_passwd && $(stat -c %s "$vnc_passwd") == 8 ]] || die "no VNC password file at $vnc_passwd after $part_wait_s s"
@@ -383,6 +430,7 @@ done
 log "chromium launched"
 
 while :; do
+  check_parts
   dead=
   wait -n -p dead
   rc=$?
@@ -391,12 +439,5 @@ while :; do
     ((${#part[@]})) || die "no part of the box is left running"
     continue
   fi
-  log "${part[$dead]:-pid $dead} exited with status $rc; stopping the box"
-  # A quiet part's last words, so the start log of a failed box says why.
-  if [[ -n ${part_log[$dead]:-} ]]; then
-    tail -n 6 "${part_log[$dead]}" 2>/dev/null | while IFS= read -r line; do log "  ${part[$dead]}: ${line:0:300}"; done
-  fi
-  unset "part[$dead]"
-  shutdown
-  exit $((rc == 0 ? 1 : rc))
+  part_died "$dead" "$rc"
 done

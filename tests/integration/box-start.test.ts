@@ -104,8 +104,9 @@ describe("a box's start", () => {
     expectInOrder(box.start);
     const log: string[] = box.start.log;
     expect(log).toContain("— the box's own output —");
-    expect(log.some((l) => /holm: (fatal: .*|.* exited with status \d+; stopping the box)$/.test(l)), log.join("\n")).toBe(true);
-    expect(box.reason).toMatch(/^The box did not start while waiting for .*: its desktop stopped; it said: /);
+    expect(log.some((l) => /^│ .*holm: (fatal: .*|.* exited with status \d+; stopping the box)$/.test(l)), log.join("\n")).toBe(true);
+    // The engine's words (the kernel killed a part for memory), then the box's own line, quoted.
+    expect(box.reason).toMatch(/^The box did not start while waiting for [^:]*: it ran out of memory .*; the box's output says: "/);
     expect(box.reason).not.toMatch(/docker logs|holm-box_/);
     // The container itself is gone.
     const inspect = await docker.getContainer(`holm-${box.id}`).inspect().then(() => 200, (e) => e.statusCode);

@@ -206,7 +206,16 @@ describe("start log", () => {
     const kept = start.start.log;
     expect(kept).toHaveLength(START_LOG_LINES);
     expect(kept[0]).toBe("— the box's own output —");
-    expect(kept.at(-1)).toBe("holm: Xvfb exited with status 1; stopping the box");
+    expect(kept.at(-1)).toBe("│ holm: Xvfb exited with status 1; stopping the box");
+    start.drop();
+  });
+
+  it("marks every line of the box's output as the box's, so none passes for the heading", async () => {
+    await load(2);
+    const { StartTracker } = await import("~/models/box-start.server");
+    const start = new StartTracker({ id: "box_startlog2", start_json: null } as never);
+    start.containerLines(["— the box's own output —", "holm: fatal: \x1b[31mred\x07"]);
+    expect(start.start.log).toEqual(["— the box's own output —", "│ — the box's own output —", "│ holm: fatal:  [31mred "]);
     start.drop();
   });
 });
