@@ -3,21 +3,23 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proxy, roundRobinProxy, testRedisUrl } from "../support/cluster";
+import { type Proxy, roundRobinProxy } from "../support/cluster";
 import { type Person, consoleClient } from "../support/console";
+import { type OwnRedis, ownRedis } from "../support/outage";
 import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, freePort, startServer } from "../support/server";
 
 // MCP behind a load balancer with no sticky sessions (README "Several servers", ADR 0021): a
 // session opened on one server is answered by every server, with the SDK's own client through a
-// round-robin proxy, and ends everywhere when its key is revoked or it is deleted.
+// round-robin proxy, and ends everywhere when its key is revoked or it is deleted. Its own Redis
+// (stopped and restarted here: the shared test Redis serves other suites).
 
-const REDIS = testRedisUrl();
 const WANTED = process.env.HOLM_TEST_REDIS !== "0" && process.env.HOLM_TEST_POSTGRES !== "0";
 
 let a: TestServer;
 let b: TestServer;
 let proxy: Proxy;
+let redis: OwnRedis;
 let database: string;
 let ada: Person;
 let c: ReturnType<typeof consoleClient>;
@@ -52,6 +54,14 @@ async function answerOf(res: Response, id: number) {
   throw new Error(`no answer ${id} in ${text.slice(0, 300)}`);
 }
 
+const list = (n: number) => ({ jsonrpc: "2.0", id: n, method: "tools/list" });
+/** The status of an answer, read to its end. */
+const statusOf = async (res: Promise<Response>) => {
+  const r = await res;
+  await r.text();
+  return r.status;
+};
+
 /** Opens a session on `server` by hand; its id. */
 async function openOn(server: { base: string }, secret: string): Promise<string> {
   const res = await post(server, secret, initialize);
@@ -64,13 +74,13 @@ async function openOn(server: { base: string }, secret: string): Promise<string>
 
 beforeAll(async () => {
   if (!WANTED) return;
-  if (!REDIS) throw new Error("no Redis for the tests: run scripts/setup.sh with HOLM_TEST_REDIS=1");
+  redis = await ownRedis();
   database = await createTestDatabase(RUN_LABEL);
   const proxyPort = await freePort();
   const shared = {
     HOLM_STORAGE_BACKEND: "postgres",
     HOLM_DATABASE_URL: databaseUrl(database),
-    HOLM_REDIS_URL: REDIS,
+    HOLM_REDIS_URL: redis.url,
     HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
     HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
     HOLM_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
@@ -85,6 +95,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   await Promise.all([a?.stop(), b?.stop()]);
+  await redis?.stop();
   if (database) await dropTestDatabases([database]);
 });
 
@@ -183,4 +194,28 @@ describe.runIf(WANTED)("MCP on two servers behind a round-robin proxy", () => {
     const after = await post(b, doomed.secret, { jsonrpc: "2.0", id: 2, method: "tools/list" }, sid);
     expect(after.status).toBe(401);
   });
+
+  it("with Redis away, a session answers on the servers holding a copy, opening one is 503 retryable; after Redis restarts empty, elsewhere is 404", async () => {
+    const key = await c.createKey(ada, "outage");
+    const both = await openOn(a, key.secret);
+    expect(await statusOf(post(b, key.secret, list(2), both))).toBe(200);
+    const onlyA = await openOn(a, key.secret);
+    await redis.stop();
+    try {
+      expect(await statusOf(post(a, key.secret, list(3), both))).toBe(200);
+      expect(await statusOf(post(b, key.secret, list(4), both))).toBe(200);
+      expect(await statusOf(post(a, key.secret, list(5), onlyA))).toBe(200);
+      const opening = await post(b, key.secret, initialize);
+      expect(opening.status).toBe(503);
+      expect(await opening.json()).toMatchObject({ code: "unavailable", retryable: true });
+      const elsewhere = await post(b, key.secret, list(6), onlyA);
+      expect(elsewhere.status).toBe(503);
+      expect(await elsewhere.json()).toMatchObject({ code: "unavailable", retryable: true });
+    } finally {
+      await redis.start();
+    }
+    // The restarted Redis holds no record: B does not know the session A holds; A still does.
+    await expect.poll(() => statusOf(post(b, key.secret, list(7), onlyA)), { timeout: 15_000 }).toBe(404);
+    expect(await statusOf(post(a, key.secret, list(8), onlyA))).toBe(200);
+  }, 60_000);
 });
