@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { principalAccess } from "~/models/access.server";
-import { concerns, onPrincipalChange } from "~/models/principal-changes.server";
+import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { ApiError } from "~/utils/api-error.server";
 import { addBoxTools } from "./box-tools.server";
 import { BoundedEventStore, EVENT_STORE_LIMITS } from "./event-store.server";
@@ -196,6 +196,7 @@ export function resumeSession(id: string, principal: string): Promise<McpSession
 /** This server's copy of the session `id` of `record`, registered when its initialize is taken. */
 async function copyOf(id: string, { principal, owner }: SessionRecord): Promise<WebStandardStreamableHTTPServerTransport> {
   watch();
+  const seq = principalSeq();
   const access = await principalAccess(principal, owner, "member");
   if (!access.ok) throw new ApiError("unauthorized", access.why);
   for (const s of sessionsToClose([...sessions.values()], principal, owner)) {
@@ -217,6 +218,8 @@ async function copyOf(id: string, { principal, owner }: SessionRecord): Promise<
         s.expiry.unref();
       }
       sessions.set(id, s);
+      // Access changed while it was checked (a key revoked then): the listener missed this copy.
+      if (principalSeq() !== seq) void recheck(s);
     },
   });
   // Before connect(), which chains its own handler after this one. DELETE, close() and the
