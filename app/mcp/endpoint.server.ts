@@ -6,7 +6,7 @@ import { readText } from "~/edge/route.server";
 import { issuerOf } from "~/models/actor";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
 import { protoKeyAt } from "~/utils/proto-key";
-import { findSession, openSession } from "./sessions.server";
+import { findSession, openSession, relayIfAnswers, resumeSession } from "./sessions.server";
 
 // `/mcp`: MCP over Streamable HTTP (docs/decisions/0013). POST carries JSON-RPC (an initialize
 // request opens a session), GET opens the session's SSE stream (with Last-Event-ID, it replays
@@ -70,16 +70,21 @@ export async function serveMcp(request: Request, context: unknown): Promise<Resp
     const sessionId = request.headers.get("mcp-session-id");
     if (sessionId !== null) {
       // Another principal's session is answered exactly as one that does not exist.
-      const session = findSession(sessionId, principal);
+      // Opened on another server of the cluster, it is made here from its shared record.
+      const session = findSession(sessionId, principal) ?? (await resumeSession(sessionId, principal));
       if (!session) return rpcError(404, -32001, "Session not found");
       const invalid = badToolCall(parsedBody);
       if (invalid) return invalid;
-      return await session.transport.handleRequest(request, { parsedBody, authInfo });
+      const answer = await session.transport.handleRequest(request, { parsedBody, authInfo });
+      // A DELETE is answered once the other servers' copies have been told to close.
+      if (request.method === "DELETE") await session.ended;
+      if (request.method === "POST" && answer.status === 202) await relayIfAnswers(sessionId, parsedBody);
+      return answer;
     }
     if (request.method !== "POST" || !isInitializeRequest(parsedBody)) {
       return rpcError(400, -32000, "Bad Request: send Mcp-Session-Id, or open a session with an initialize request (POST)");
     }
-    const transport = await openSession(principal, actor.kind === "workspace" ? actor.workspaceId : null);
+    const transport = await openSession(principal, actor.kind === "workspace" ? actor.workspaceId : null, parsedBody.params);
     return await transport.handleRequest(request, { parsedBody, authInfo });
   } catch (e) {
     return errorResponse(e);

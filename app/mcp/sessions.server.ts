@@ -1,23 +1,37 @@
-import { randomUUID } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { principalAccess } from "~/models/access.server";
-import { concerns, onPrincipalChange } from "~/models/principal-changes.server";
+import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { ApiError } from "~/utils/api-error.server";
 import { addBoxTools } from "./box-tools.server";
 import { BoundedEventStore, EVENT_STORE_LIMITS } from "./event-store.server";
 import { addScreenTools } from "./screen-tools.server";
+import { type JSONRPCResponse, JSONRPCResponseSchema } from "@modelcontextprotocol/sdk/types.js";
+import {
+  type Ending,
+  type SessionRecord,
+  endEverywhere,
+  onEndedElsewhere,
+  onRelayedAnswers,
+  putRecord,
+  readRecord,
+  relayAnswers,
+  touchRecord,
+} from "./session-records.server";
 import { answerPending } from "./tool-kit.server";
 import { log } from "~/utils/log.server";
 
 // MCP sessions (docs/decisions/0013). A session is bound to the principal that opened it
 // (`server` or `key:<id>`): a request naming it with any other credentials is answered as for an
-// unknown session, so a leaked session id is worth nothing without its key. Sessions live in this
-// process only (one copy: ADR 0002) and end on DELETE, after SESSION_LIMITS.idleMs without a
-// request, when their key is revoked or expires (open streams close then), or, past
-// `perPrincipal`, when the same principal opens another (its least recently used one goes); the
-// same past `perOwner` for a workspace (keys are many). At `total`, the workspace holding the most
-// gives up its least recently used one: no workspace can keep another out.
+// unknown session, so a leaked session id is worth nothing without its key. In a cluster
+// (ADR 0021) a session's record is shared (session-records.server.ts) and any server its requests
+// reach makes its own copy of it, so no stickiness is needed. A session ends, on every server, on
+// DELETE, when its key is revoked or expires (open streams close then), or, past `perPrincipal`,
+// when the same principal opens another (its least recently used one goes); the same past
+// `perOwner` for a workspace (keys are many). At `total`, the workspace holding the most gives up
+// its least recently used one: no workspace can keep another out. After SESSION_LIMITS.idleMs
+// without a request it ends (the record lapses); a server's copy idle that long is dropped.
 
 export const SESSION_LIMITS = { perPrincipal: 16, perOwner: 64, total: 512, idleMs: 30 * 60_000, sweepMs: 60_000 };
 
@@ -58,6 +72,12 @@ export interface McpSession {
   lastSeenMs: number;
   /** Ends the session when its key expires. */
   expiry?: NodeJS.Timeout;
+  /** When this server last moved the shared record's idle limit on. */
+  touchedMs: number;
+  /** Set when only this server's copy closes (idle here, or ended elsewhere): the session lives on. */
+  here?: boolean;
+  /** Once it closed: the other servers have been told (or could not be). */
+  ended?: Promise<void>;
 }
 
 const sessions = new Map<string, McpSession>();
@@ -68,6 +88,11 @@ export function findSession(id: string, principal: string): McpSession | undefin
   const s = sessions.get(id);
   if (!s || s.principal !== principal) return undefined;
   s.lastSeenMs = Date.now();
+  // Once a minute is enough against a 30-minute limit, and spares Redis a write per request.
+  if (s.lastSeenMs - s.touchedMs > 60_000) {
+    s.touchedMs = s.lastSeenMs;
+    touchRecord(id, SESSION_LIMITS.idleMs);
+  }
   return s;
 }
 
@@ -94,12 +119,6 @@ function buildServer(): McpServer {
   return server;
 }
 
-/** Why a session closed, as a tool call still running there hears it (`code: message`). */
-interface Ending {
-  code: string;
-  message: string;
-}
-
 /**
  * Closes a session and its streams (an open SSE stream ends). A tool call still running is
  * answered first with `ending` as its tool error: its client gets a result, not a stream that
@@ -108,8 +127,11 @@ interface Ending {
 export async function closeSession(s: McpSession, ending: Ending) {
   if (sessions.get(s.id) === s) sessions.delete(s.id);
   if (s.expiry) clearTimeout(s.expiry);
+  // The other servers' copies hear why, and their calls still running are answered with it.
+  s.ended ??= s.here ? Promise.resolve() : endEverywhere(s.id, ending);
   await answerPending(s.server, ending.code, ending.message);
   await s.server.close().catch((err) => log.error({ err }, `closing MCP session (${ending.message}) failed`));
+  await s.ended;
 }
 
 /** What a call hears when its key lost the workspace (principalAccess says why). */
@@ -120,11 +142,61 @@ function lost(why: string): Ending {
 }
 
 /**
- * A new session for `principal`, its transport ready to answer the initialize request. The
- * session is registered (and its id made) when that request is taken.
+ * A new session for `principal`, its transport ready to answer the initialize request `init`
+ * (its params are kept in the shared record, for the other servers' copies). The session is
+ * registered when that request is taken.
  */
-export async function openSession(principal: string, owner: string | null): Promise<WebStandardStreamableHTTPServerTransport> {
+export async function openSession(principal: string, owner: string | null, init: unknown): Promise<WebStandardStreamableHTTPServerTransport> {
+  const id = randomUUID();
+  const record: SessionRecord = { principal, owner, init, createdMs: Date.now() };
+  const transport = await copyOf(id, record);
+  // Before the client has the id: its next request may go to another server.
+  await putRecord(id, record, SESSION_LIMITS.idleMs).catch(async (e) => {
+    await transport.close();
+    throw e;
+  });
+  return transport;
+}
+
+const resuming = new Map<string, Promise<McpSession | undefined>>();
+
+/**
+ * This server's copy of session `id`, opened on another server, when its shared record says
+ * `principal` opened it (anything else is answered as an unknown session). The copy is initialized
+ * with the client's own initialize params, so it knows the client as the first server did.
+ */
+export function resumeSession(id: string, principal: string): Promise<McpSession | undefined> {
+  let p = resuming.get(id);
+  if (!p) {
+    p = (async () => {
+      const record = await readRecord(id);
+      if (!record || record.principal !== principal) return undefined;
+      if (sessions.has(id)) return sessions.get(id);
+      const transport = await copyOf(id, record);
+      const message = { jsonrpc: "2.0" as const, id: "holm-resume", method: "initialize", params: record.init };
+      const req = new Request("http://holm.internal/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify(message),
+      });
+      const answer = await transport.handleRequest(req, { parsedBody: message });
+      await answer.text();
+      const s = sessions.get(id);
+      if (!s || s.transport !== transport) {
+        log.error({ status: answer.status }, "an MCP session could not be resumed here");
+        return undefined;
+      }
+      return s;
+    })().finally(() => resuming.delete(id));
+    resuming.set(id, p);
+  }
+  return p.then((s) => (s && s.principal === principal ? findSession(id, principal) : undefined));
+}
+
+/** This server's copy of the session `id` of `record`, registered when its initialize is taken. */
+async function copyOf(id: string, { principal, owner }: SessionRecord): Promise<WebStandardStreamableHTTPServerTransport> {
   watch();
+  const seq = principalSeq();
   const access = await principalAccess(principal, owner, "member");
   if (!access.ok) throw new ApiError("unauthorized", access.why);
   for (const s of sessionsToClose([...sessions.values()], principal, owner)) {
@@ -132,29 +204,49 @@ export async function openSession(principal: string, owner: string | null): Prom
     await closeSession(s, { code: "unavailable", message: `the session was closed: ${message}; open a new one` });
   }
   const server = buildServer();
+  // The ids of this copy's own requests to the client start at random: each copy counts from 0,
+  // and an answer relayed to every copy (relayAnswers) must reach only the one that asked.
+  (server.server as unknown as { _requestMessageId: number })._requestMessageId = randomInt(2 ** 47);
   const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: () => randomUUID(),
+    sessionIdGenerator: () => id,
     eventStore: new BoundedEventStore({ ...EVENT_STORE_LIMITS, sessions: () => sessions.size }),
-    onsessioninitialized: (id) => {
-      const s: McpSession = { id, principal, owner, transport, server, lastSeenMs: Date.now() };
+    onsessioninitialized: () => {
+      const now = Date.now();
+      const s: McpSession = { id, principal, owner, transport, server, lastSeenMs: now, touchedMs: now };
       if (access.untilMs !== undefined) {
         s.expiry = setTimeout(() => void closeSession(s, lost("expired")), Math.max(0, access.untilMs - Date.now()));
         s.expiry.unref();
       }
       sessions.set(id, s);
+      // Access changed while it was checked (a key revoked then): the listener missed this copy.
+      if (principalSeq() !== seq) void recheck(s);
     },
   });
   // Before connect(), which chains its own handler after this one. DELETE, close() and the
-  // checks below all end here.
+  // checks below all end here; unless only this copy closes, the session ends on every server.
   transport.onclose = () => {
-    const s = transport.sessionId ? sessions.get(transport.sessionId) : undefined;
+    const s = sessions.get(id);
     if (s?.transport === transport) {
       sessions.delete(s.id);
       if (s.expiry) clearTimeout(s.expiry);
+      s.ended ??= s.here ? Promise.resolve() : endEverywhere(id, { code: "unavailable", message: "the session was ended (DELETE); open a new one" });
     }
   };
   await server.connect(transport);
   return transport;
+}
+
+/** A JSON-RPC result or error: the client's answer to a request of the server. */
+const isAnswer = (m: unknown): m is JSONRPCResponse => JSONRPCResponseSchema.safeParse(m).success;
+
+/**
+ * After a POST that carried answers to requests of a server (and nothing else), tells the other
+ * servers' copies: the request may have gone out from any of them.
+ */
+export async function relayIfAnswers(id: string, body: unknown): Promise<void> {
+  const messages = Array.isArray(body) ? body : [body];
+  if (messages.length === 0 || !messages.every(isAnswer)) return;
+  await relayAnswers(id, messages);
 }
 
 async function recheck(s: McpSession) {
@@ -172,10 +264,25 @@ function watch() {
   onPrincipalChange((change) => {
     for (const s of sessions.values()) if (concerns(change, s.principal)) void recheck(s);
   });
+  onRelayedAnswers((id, messages) => {
+    const s = sessions.get(id);
+    if (!s) return;
+    // An answer to a request this copy did not send is dropped by the SDK (its onerror).
+    for (const m of messages) if (isAnswer(m)) s.transport.onmessage?.(m);
+  });
+  onEndedElsewhere((id, ending) => {
+    const s = sessions.get(id);
+    if (!s) return;
+    s.here = true;
+    void closeSession(s, ending);
+  });
   setInterval(() => {
     const idleSince = Date.now() - SESSION_LIMITS.idleMs;
     for (const s of sessions.values()) {
-      if (s.lastSeenMs < idleSince) void closeSession(s, { code: "unavailable", message: "the session was closed after 30 minutes without a request" });
+      if (s.lastSeenMs >= idleSince) continue;
+      // Idle here; its record lapses on its own unless another server's copy is in use.
+      s.here = true;
+      void closeSession(s, { code: "unavailable", message: "the session was closed after 30 minutes without a request" });
     }
   }, SESSION_LIMITS.sweepMs).unref();
 }

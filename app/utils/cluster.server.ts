@@ -92,6 +92,14 @@ export function clustered(): boolean {
   return pub !== undefined;
 }
 
+/**
+ * `call` on the shared Redis (bounded and refused at once while it is away, as every call here),
+ * or undefined for one server. For a record every server reads, kept with a TTL (an MCP session's).
+ */
+export function onSharedRedis<T>(call: (r: Redis) => Promise<T>): Promise<T> | undefined {
+  return pub ? ask(pub, call) : undefined;
+}
+
 function client(url: string, name: string): Redis {
   const r = new Redis(url, { connectionName: `holm-${name}-${SERVER_ID.slice(0, 8)}`, maxRetriesPerRequest: 2, enableAutoPipelining: true });
   // ioredis reconnects by itself; an error event without a listener would end the process.

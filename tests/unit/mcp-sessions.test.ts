@@ -12,7 +12,7 @@ const init = (id: number) =>
   });
 
 async function open(principal: string): Promise<string> {
-  const transport = await openSession(principal, null);
+  const transport = await openSession(principal, null, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } });
   const res = await transport.handleRequest(init(1));
   await res.body?.cancel();
   return res.headers.get("mcp-session-id")!;
