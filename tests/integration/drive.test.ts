@@ -187,11 +187,13 @@ describe("input reaches the page", () => {
     expect(sway, top).toBeDefined();
     const text = Array.from({ length: 4000 }, (_, i) => "abcdefghijklmnopqrstuvwxyz0123456789"[i % 36]).join("");
     await okBatch({ actions: [{ type: "click", at: await page.centre("#t") }] });
-    const starve = spawn("timeout", ["90", "sh", "-c", `while :; do kill -STOP ${sway}; sleep 0.05; kill -CONT ${sway}; sleep 0.002; done`], { stdio: "ignore" });
+    // A process group of its own, killed whole: the loop must not outlive the step and slow sway
+    // for the tests after it.
+    const starve = spawn("sh", ["-c", `while :; do kill -STOP ${sway}; sleep 0.05; kill -CONT ${sway}; sleep 0.002; done`], { stdio: "ignore", detached: true });
     try {
       await okBatch({ actions: [{ type: "type", text, delay_ms: 0 }] });
     } finally {
-      starve.kill("SIGKILL");
+      process.kill(-starve.pid!, "SIGKILL");
       execFileSync("kill", ["-CONT", sway!]);
     }
     await okBatch({ actions: [{ type: "type", text: "END" }] });
