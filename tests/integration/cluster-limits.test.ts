@@ -1,0 +1,69 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testRedisUrl } from "../support/cluster";
+import { consoleClient } from "../support/console";
+import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
+import { RUN_LABEL, type TestServer, startServer } from "../support/server";
+
+// The log-in limits hold across the servers of a cluster (docs/decisions/0021): a guesser whose
+// requests land on every server in turn gets the guesses one server would allow, not N times as
+// many (was: 8 wrong on A, then 8 more on B).
+
+const REDIS = testRedisUrl();
+const WANTED = process.env.HOLM_TEST_REDIS !== "0" && process.env.HOLM_TEST_POSTGRES !== "0";
+
+let a: TestServer;
+let b: TestServer;
+let database: string;
+
+beforeAll(async () => {
+  if (!WANTED) return;
+  if (!REDIS) throw new Error("no Redis for the tests: run scripts/setup.sh with HOLM_TEST_REDIS=1");
+  database = await createTestDatabase(RUN_LABEL);
+  const shared = {
+    HOLM_STORAGE_BACKEND: "postgres",
+    HOLM_DATABASE_URL: databaseUrl(database),
+    HOLM_REDIS_URL: REDIS,
+    // A key of this file's own: the limits' keys in the shared test Redis are this cluster's only.
+    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
+    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
+  };
+  // One after the other: the first one migrates the shared database.
+  a = await startServer(shared);
+  b = await startServer(shared);
+  await consoleClient(a).signUp("ada@example.com", "A");
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all([a?.stop("SIGKILL"), b?.stop("SIGKILL")]);
+  if (database) await dropTestDatabases([database]);
+});
+
+const logIn = async (s: TestServer, email: string, password: string) => {
+  const res = await consoleClient(s).form(undefined, "/login", { email, password, next: "/" });
+  return { status: res.status, text: await res.text() };
+};
+
+describe.runIf(WANTED)("log-in limits across servers", () => {
+  it("8 wrong passwords for an account on server A, then the 9th on server B is refused; the right one is too, until the window ends", async () => {
+    for (let i = 0; i < 8; i++) {
+      const r = await logIn(a, "ada@example.com", "wrong password!!");
+      expect(r.text, `attempt ${i + 1} on A`).toContain("the email or password is not right");
+    }
+    const ninth = await logIn(b, "ada@example.com", "wrong password!!");
+    expect(ninth.text).toMatch(/too many failed attempts; try again in \d+ s/);
+    expect(ninth.text).not.toContain("the email or password is not right");
+    // Counted before the password is checked: the right one waits as well, on either server.
+    expect((await logIn(b, "ada@example.com", "correct horse battery")).text).toContain("too many failed attempts");
+    expect((await logIn(a, "ada@example.com", "correct horse battery")).text).toContain("too many failed attempts");
+  });
+
+  it("20 attempts a minute from one address, whichever server they reach and whichever accounts they name", async () => {
+    // The first test's 11 attempts came from this address too (127.0.0.1): 9 more, alternating.
+    const seen: string[] = [];
+    for (let i = 0; i < 9; i++) seen.push((await logIn(i % 2 ? b : a, `nobody${i}@x.example`, "wrong password!!")).text);
+    expect(seen.every((t) => t.includes("the email or password is not right"))).toBe(true);
+    expect((await logIn(b, "someone-else@x.example", "wrong password!!")).text).toMatch(/too many failed attempts; try again in \d+ s/);
+    expect((await logIn(a, "another@x.example", "wrong password!!")).text).toMatch(/too many failed attempts; try again in \d+ s/);
+  });
+});
