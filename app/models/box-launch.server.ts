@@ -85,14 +85,15 @@ export function launchLoad(runtime = DEFAULT_RUNTIME): { starting: number; waiti
   return { starting: s.starting, waiting: s.queue.length + s.refills.length };
 }
 
-export async function launch(row: BoxRow): Promise<void> {
+/** Launches the recorded box; what it failed with, when it failed (the box is then `failed`). */
+export async function launch(row: BoxRow): Promise<unknown> {
   const start = new StartTracker(row);
   countLaunch();
   log.info({ box: row.id, runtime: row.runtime, pooled: row.pooled ? true : undefined }, "box launch queued");
   const release = await startSlot(row.runtime, !!row.pooled);
   try {
     // Several servers on one engine (docs/decisions/0021) share its start slots too.
-    await withClusterSlot(`start:${row.runtime}`, env().HOLM_LAUNCH_CONCURRENCY, () => launchNow(row, start));
+    return await withClusterSlot(`start:${row.runtime}`, env().HOLM_LAUNCH_CONCURRENCY, () => launchNow(row, start));
   } finally {
     release();
     // A launch that ended without ready or failed (the box was removed) shows what it saved.
@@ -100,7 +101,7 @@ export async function launch(row: BoxRow): Promise<void> {
   }
 }
 
-async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
+async function launchNow(row: BoxRow, start: StartTracker): Promise<unknown> {
   const rt = runtimeOf(row);
   const spec = JSON.parse(row.spec_json) as NormalSpec;
   const placement = JSON.parse(row.placement_json) as NormalPlacement;
@@ -196,9 +197,11 @@ async function launchNow(row: BoxRow, start: StartTracker): Promise<void> {
     if (partPhase) await start.enter(partPhase).catch(() => undefined);
     const why = start.reason(causeOf(err, lines));
     await setState(row, "failed", why, start.failed());
-    if (row.pooled) return;
+    if (row.pooled) return err;
     await trace(row.id, "failed", { why });
     await recordEvent("box.failed", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
+    // The caller answering a create decides `retryable` on it (engine away or refused).
+    return err;
   }
 }
 

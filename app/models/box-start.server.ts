@@ -116,7 +116,7 @@ export class StartTracker {
       const at = b && b.total > 0 ? ` at step ${b.step} of ${b.total}` : "";
       return `The box image could not be built${at}: ${detail}`;
     }
-    if (phase === "container") return `The box's container could not be created or started: ${detail}`;
+    if (phase === "container") return `The box's container could not be created or started: ${withoutHostPaths(detail)}`;
     return `The box did not start while ${WAITING_FOR[phase]}: ${detail}`;
   }
 
@@ -201,4 +201,14 @@ export function abandonedStart(row: BoxRow, at = Date.now()): Partial<BoxRow> {
   if (start.phase === "ready" || start.phase === "failed") return {};
   const failedIn = start.phases.at(-1)?.name ?? "queued";
   return { start_json: JSON.stringify({ ...start, phase: "failed", failed_in: failedIn, ended_ms: at, build: undefined }) };
+}
+
+// The engine's refusal of a container (runc's words) names paths on its host (a cgroup file
+// under /sys/fs/cgroup/…/docker-<id>.scope, /var/lib/docker/…) and the container's full id:
+// the engine's layout is not the caller's business, and the server log has the whole text.
+const HOST_PATH = /(?<![\w.-])\/(?:sys|proc|var|run|dev|etc|home|root|tmp|opt|usr|srv|mnt)\/[^\s:"']*/g;
+
+/** `detail` with the engine host's paths said as such and full container ids cut to Docker's short form. */
+function withoutHostPaths(detail: string): string {
+  return detail.replace(HOST_PATH, "(a path on the engine's host)").replace(/\b([0-9a-f]{12})[0-9a-f]{52}\b/g, "$1");
 }

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
+import { engineAway } from "~/runtime/engine-errors.server";
 import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { SERVER_ID } from "~/utils/cluster.server";
@@ -126,8 +127,8 @@ export async function createBox(
   if (placement.profile) checkProfileRuntime(placement.runtime);
   checkDirectViewerRuntime(spec, placement.runtime);
   const rt = runtime(placement.runtime)!;
-  // A runtime that places boxes itself (a swarm) refuses one no node can take now, up front.
-  await rt.admitLaunch?.({ memory: boxMemory(placement), cpus: placement.cpus, persistent: placement.persistent });
+  // Refused up front: a box no swarm node can take now, more CPUs or memory than an engine has.
+  await rt.admitLaunch?.({ memory: boxMemory(placement), memoryAsked: !!placement.memory, cpus: placement.cpus, persistent: placement.persistent });
   const owner = ownerOf(actor) ?? null;
   const by = await actorIdentity(actor);
   // A warm box of this spec, if the pool has one (ADR 0014): ready now, no launch.
@@ -188,13 +189,11 @@ export async function createBox(
     enqueue("launch", row.id, launching);
     return { box: toBoxJson(row), queued: true };
   }
-  await launching();
+  const failure = await launching();
   const after = (await loadRow(row.id)) ?? row;
   if (after.state === "failed") {
-    const retryable = /runtime|engine|docker|ECONNREFUSED|socket/i.test(after.reason ?? "");
-    throw new ApiError(retryable ? "unavailable" : "failed", `box ${row.id} did not start: ${after.reason}`, {
-      retryable,
-    });
+    const retryable = engineAway(failure);
+    throw new ApiError(retryable ? "unavailable" : "failed", `box ${row.id} did not start: ${after.reason}`, { retryable });
   }
   return { box: toBoxJson(after), queued: false };
 }

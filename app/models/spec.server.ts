@@ -97,7 +97,9 @@ export const PlacementSchema = z.strictObject({
   cpus: z
     .string()
     .regex(/^([0-9]+(\.[0-9]+)?)$/, 'a number such as "2" or "0.5"')
-    .refine((v) => Number(v) > 0 && Number(v) <= 256, "between 0 and 256")
+    // 0.01: the engine's smallest share (less fails at the container's start, in runc's words).
+    // The most is the machine's, checked at admission (app/runtime/docker-admit.server.ts).
+    .refine((v) => Number(v) >= 0.01 && Number(v) <= 256, "between 0.01 and 256")
     .optional(),
   expires_after_secs: Lifetime.optional(),
   idle_timeout_secs: Lifetime.optional(),

@@ -81,7 +81,7 @@ export async function checkCredentials(email: string, password: string): Promise
 /** Changes the password and ends every session of the user (the caller starts a fresh one). */
 export async function changePassword(userId: string, current: string, next: string): Promise<void> {
   const row = await db().selectFrom("user").selectAll().where("id", "=", userId).executeTakeFirstOrThrow();
-  if (!(await verifyPassword(current, row.password_hash))) throw badRequest("the current password is not right");
+  if (!(await verifyPassword(current, row.password_hash))) throw badRequest("the current password is not right", "current");
   if (next.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
   await db().updateTable("user").set({ password_hash: await hashPassword(next) }).where("id", "=", userId).execute();
   await db().deleteFrom("session").where("user_id", "=", userId).execute();

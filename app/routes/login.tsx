@@ -4,17 +4,13 @@ import { getConsole, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { safeNext } from "~/edge/next-path.server";
 import { createSession } from "~/models/session.server";
+import { guessesByAccount as byAccount, guessesByAddress as byAddress, tooManyGuesses } from "~/models/login-limits.server";
 import { checkCredentials, normalizeEmail, userCount } from "~/models/user.server";
 import { workspacesOf } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
-import { RateLimiter } from "~/utils/rate-limit.server";
 import type { Route } from "./+types/login";
 
 export const meta: Route.MetaFunction = () => [{ title: "Log in · holm" }];
-
-// Per address and per account: a guesser is slowed whichever it varies.
-const byAddress = new RateLimiter(20, 60_000);
-const byAccount = new RateLimiter(8, 15 * 60_000);
 
 export async function loader({ request }: Route.LoaderArgs) {
   if (await getConsole(request)) throw redirect(safeNext(new URL(request.url).searchParams.get("next")));
@@ -30,12 +26,11 @@ export async function action({ request, context }: Route.ActionArgs) {
     // Each attempt is counted before the password is checked, so parallel guesses cannot slip
     // past the limit; a success gives its attempt back, so people logging in often are never
     // locked out.
-    const wait = Math.max(byAddress.hit(address), byAccount.hit(email));
-    if (wait) throw new ApiError("denied", `too many failed attempts; try again in ${wait} s`);
+    const wait = Math.max(...(await Promise.all([byAddress.hit(address), byAccount.hit(email)])));
+    if (wait) throw tooManyGuesses(wait);
     const user = await checkCredentials(email, field(form, "password"));
     if (!user) throw new ApiError("unauthorized", "the email or password is not right");
-    byAddress.refund(address);
-    byAccount.reset(email);
+    await Promise.all([byAddress.refund(address), byAccount.reset(email)]);
     const first = (await workspacesOf(user.id))[0];
     const { token, session } = await createSession(user.id, first?.id ?? null);
     throw redirect(safeNext(field(form, "next")), { headers: startSessionHeaders(request, token, session.expires_at_ms) });

@@ -10,6 +10,7 @@ import { poolStatus } from "~/models/pool.server";
 import { atLeast } from "~/models/roles";
 import { deleteSecret, listSecrets, putSecret } from "~/models/secret-store.server";
 import { createSession } from "~/models/session.server";
+import { guessesAtChange, tooManyGuesses } from "~/models/login-limits.server";
 import { changePassword, setSetting, signupsOpen } from "~/models/user.server";
 import { ApiError } from "~/utils/api-error.server";
 import type { Route } from "./+types/settings";
@@ -56,8 +57,19 @@ export async function action({ request }: Route.ActionArgs) {
       return { ok: "Saved." };
     }
     if (field(form, "next") !== field(form, "confirm")) throw new ApiError("bad_request", "the new passwords differ");
-    // Every session of the account ends, this one included; a fresh one replaces it.
-    await changePassword(ctx.user.id, field(form, "current"), field(form, "next"));
+    // The current password is a guess like a log-in's (login-limits.server.ts): counted before it
+    // is checked; anything but a wrong one gives the attempt back.
+    const account = ctx.user.id;
+    const wait = await guessesAtChange.hit(account);
+    if (wait) throw tooManyGuesses(wait);
+    try {
+      // Every session of the account ends, this one included; a fresh one replaces it.
+      await changePassword(ctx.user.id, field(form, "current"), field(form, "next"));
+    } catch (err) {
+      if (!(err instanceof ApiError && err.at === "current")) await guessesAtChange.refund(account);
+      throw err;
+    }
+    await guessesAtChange.reset(account);
     const { token, session } = await createSession(ctx.user.id, ctx.session.workspace_id);
     throw redirect("/settings?changed=1", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
   });

@@ -5,7 +5,8 @@ import { parseBytes } from "~/utils/size";
 import { FreezeGate, resumeUntilRunning, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
-import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, PlacementNeed, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import { admitOnEngine } from "./docker-admit.server";
 import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
@@ -98,6 +99,8 @@ export class DockerRuntime implements Runtime {
     return watchDeaths(this.docker, BOX_LABEL, onExit);
   }
 
+  /** More CPUs or memory than the engine's machine has: 400 `bad_request`, before the box is recorded. */
+  admitLaunch = (need: PlacementNeed): Promise<void> => admitOnEngine(this.docker, this.name, need);
   async ping(): Promise<boolean> {
     try {
       // Ends when the reaper gives up on it (5 s, box-sync.server.ts): hung pings do not pile up.

@@ -114,6 +114,8 @@ export interface RuntimeBox {
 export interface PlacementNeed {
   /** Its memory, such as "2g" (reserved on the node it lands on). */
   memory: string;
+  /** Whether the placement asked for that memory (not the server's default). */
+  memoryAsked?: boolean;
   cpus?: string;
   persistent: boolean;
 }
@@ -149,7 +151,8 @@ export interface Runtime {
   listBoxImages(): Promise<EngineImage[]>;
   /**
    * Refuses a new box before it is recorded (a cluster runtime with no node that can take it now:
-   * 503 `unavailable`; something it cannot do at all: 400 `unsupported`). Absent: any box goes.
+   * 503 `unavailable`; something it cannot do at all: 400 `unsupported`; more CPUs or memory than
+   * one engine's machine has: 400 `bad_request`). Absent: any box goes.
    */
   admitLaunch?(need: PlacementNeed): Promise<void>;
   /** Why this runtime does not stop boxes (a stop is then `400 unsupported` before anything changes); absent: it does. */

@@ -274,6 +274,36 @@ export async function withClusterSlot<T>(name: string, slots: number, fn: () => 
   }
 }
 
+// A fixed window counted across servers (rate-limit.server.ts): the first hit of a window sets
+// its lapse, so the key goes away by itself; PTTL is the wait a refused caller is told.
+const WINDOW_HIT = `local n = redis.call("incr", KEYS[1])
+if n == 1 or redis.call("pttl", KEYS[1]) < 0 then redis.call("pexpire", KEYS[1], ARGV[1]) end
+return {n, redis.call("pttl", KEYS[1])}`;
+// Giving one back never goes below zero nor outlives the window (DECR keeps the lapse).
+const WINDOW_UNHIT = `local n = tonumber(redis.call("get", KEYS[1]) or "0")
+if n > 0 then return redis.call("decr", KEYS[1]) else return 0 end`;
+
+/**
+ * Counts one hit in the window `name` shared by every server: the count so far and the ms left
+ * in the window. Undefined without Redis (one server: the caller counts in memory); rejects
+ * when Redis does not answer.
+ */
+export async function windowHit(name: string, windowMs: number): Promise<{ count: number; leftMs: number } | undefined> {
+  const r = pub;
+  if (!r) return undefined;
+  const [count, left] = (await ask(r, (c) => c.eval(WINDOW_HIT, 1, `${PREFIX}rate:${name}`, String(windowMs)))) as [number, number];
+  return { count, leftMs: left > 0 ? left : windowMs };
+}
+
+/** Takes back one hit of the shared window `name` (false without Redis); rejects when Redis does not answer. */
+export async function windowUnhit(name: string, forget = false): Promise<boolean> {
+  const r = pub;
+  if (!r) return false;
+  const key = `${PREFIX}rate:${name}`;
+  await ask(r, (c) => (forget ? c.del(key) : c.eval(WINDOW_UNHIT, 1, key)));
+  return true;
+}
+
 // Counts each server keeps of its own (viewers on a screen), summed across the live servers: a
 // hash per name, one field per server, each server's field written when its count changes and
 // read only while that server is alive.

@@ -2,13 +2,13 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type Person, consoleClient } from "../support/console";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 import { raw } from "../support/http";
 
 // Issue 11: the box record and the viewer socket held to seeds 000 and 002, on real boxes through
 // the real server. Launches are queued (HOLM_SERVER_JOBS=queue) one at a time, so a box stays
-// `starting` while the one before it boots; a placement asking for more CPUs than the host has
-// makes Docker refuse the container at once, so that box is `failed` without any image build.
+// `starting` while the one before it boots; the third box's container is removed as soon as the
+// engine has it, so that box is `failed` (its container went while it started).
 
 // The test signs tickets itself (expired, for boxes no ticket route serves) with the server's key.
 const KEY = "contract-box-integration-secret-key-0123456789";
@@ -24,7 +24,7 @@ let key: string; // ada's workspace key: box A is the workspace's
 let revokedKey: { secret: string; id: string };
 let boxA: any; // two screens, launched first (by the key)
 let boxB: any; // advertises ADVERTISED, queued behind A: `starting` while A boots
-let boxF: any; // asks for 256 CPUs: `failed`
+let boxF: any; // its container removed while it starts: `failed`
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const api = (p: string, init?: RequestInit & { json?: unknown }) => server.api(p, init);
@@ -61,8 +61,19 @@ beforeAll(async () => {
   revokedKey = await c.createKey(ada, "revoked");
   boxA = await launch({ spec: { desktop: { screens: 2 } } }, key);
   boxB = await launch({ spec: { policy: { advertise: ADVERTISED } } });
-  boxF = await launch({ placement: { cpus: "256" } });
+  // More CPUs than the machine has is refused before anything is recorded now (400), so the
+  // failed box is one whose container goes while it starts.
+  boxF = await launch({ metadata: { name: "doomed" } });
+  void removeOnceCreated(boxF.id);
 });
+
+/** Removes the box's container as soon as the engine has one (the launch then fails). */
+async function removeOnceCreated(id: string) {
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await sleep(100)) {
+    const [c] = await docker.listContainers({ all: true, filters: { label: [`holm.box=${id}`] } });
+    if (c) return docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  }
+}
 
 afterAll(async () => {
   await server?.stop();
