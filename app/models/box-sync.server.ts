@@ -9,6 +9,7 @@ import {
   type BoxState,
   forgetAddress,
   loadRow,
+  lostToRuntime,
   rememberAddress,
   removeRow,
   runtimeOf,
@@ -172,12 +173,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
     throw err;
   }
   if (!info || info.state === "missing") {
-    const why = "the runtime no longer has the box";
-    if (!(await write("gone", why, { removed_at_ms: Date.now() }))) return "kept";
-    forgetAddress(row.id);
-    await trace(row.id, "gone", { reason: why });
-    await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
-    return "forgotten";
+    return (await serial(row.id, () => lostToRuntime(row, seen))) ? "forgotten" : "kept";
   }
   if (info.state === "unreachable") {
     // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
