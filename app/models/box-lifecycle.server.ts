@@ -1,4 +1,3 @@
-import type { Runtime } from "~/runtime/runtime";
 import { PauseBusyError } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
 import { withClusterLock } from "~/utils/cluster.server";
@@ -57,7 +56,7 @@ async function changeLifecycle(
     withClusterLock(`box:${id}`, async () => {
       const cur = (await loadRow(id))!;
       if (cur.state === to) return toBoxJson(cur);
-      const extra = await run(cur);
+      const extra = await run(cur).catch((err) => vanished(cur, err));
       if (!(await setStateIf(cur, cur.state, to, null, extra ?? {}))) return toBoxJson((await loadRow(id)) ?? cur);
       await trace(id, LIFECYCLE[to].traced, {}, actor);
       await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime, by: actor });
@@ -93,7 +92,7 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
         // A stopped box takes a container's place and memory again, as a new one would: admitted
         // the same way (503 unavailable when the server is full, ADR 0016), the box left stopped.
         held.release = await admitResume();
-        await startAgain(rt, cur);
+        await rt.start(cur.runtime_ref!);
         restarted = true;
       } else {
         // A paused one its engine could only restart (runtime.ts, unpause) comes back with a new desktop too.
@@ -114,19 +113,19 @@ export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
 }
 
 /**
- * Starts a stopped box's container. One the runtime no longer has (removed behind holm's back)
- * makes the box `gone` as the reaper would, and the resume answers 410 rather than the engine's
- * "no such container" as a 500.
+ * Why a change of a box failed, when its container is not there any more (removed behind holm's
+ * back, before the reaper or the engine's news of it): the box is made `gone` as the reaper would,
+ * and the call answers 410 rather than the engine's "no such container" as a 500. Anything else
+ * is thrown as it was.
  */
-async function startAgain(rt: Runtime, cur: BoxRow): Promise<void> {
-  try {
-    await rt.start(cur.runtime_ref!);
-  } catch (err) {
-    const now = await rt.inspect(cur.runtime_ref!).catch(() => undefined);
-    if (now?.state !== "missing") throw err;
-    await lostToRuntime(cur, "stopped");
-    throw new ApiError("gone", `box ${cur.id} is gone: ${RUNTIME_LOST}`);
-  }
+async function vanished(cur: BoxRow, err: unknown): Promise<never> {
+  if (err instanceof ApiError || !cur.runtime_ref) throw err;
+  const now = await runtimeOf(cur)
+    .inspect(cur.runtime_ref)
+    .catch(() => undefined);
+  if (now?.state !== "missing") throw err;
+  await lostToRuntime(cur, cur.state);
+  throw new ApiError("gone", `box ${cur.id} is gone: ${RUNTIME_LOST}`);
 }
 
 export function stopBox(actor: Actor, id: string): Promise<BoxJson> {

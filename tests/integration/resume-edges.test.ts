@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleClient } from "../support/console";
 import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { apiAs } from "../support/workspaces";
 
 // Resume of a stopped box, where it cannot simply start its container again: the container was
 // removed behind holm's back (410 gone, as the reaper would say, never 500), or the server is
@@ -54,6 +56,28 @@ describe("resume of a stopped box", () => {
       const events = ((await json(await server.api("/v1/events?limit=1000"))).events as any[]).filter((e) => e.box_id === box.id);
       expect(events.map((e) => e.kind)).toContain("box.unreachable");
       expect(server.logs()).not.toMatch(/"internal error"/);
+    } finally {
+      await remove(box.id);
+    }
+  }, 120_000);
+
+  it("from the console's Resume button, says the box is gone on the page rather than an error page", async () => {
+    const c = consoleClient(server);
+    const ada = await c.signUp("ada@example.com", "A");
+    const asAda = apiAs(server, (await c.createKey(ada, "agents")).secret);
+    const created = await asAda("/v1/boxes", { method: "POST", json: {} });
+    const box = await json(created);
+    expect(created.status, JSON.stringify(box)).toBe(200);
+    try {
+      expect((await asAda(`/v1/boxes/${box.id}/stop`, { method: "POST" })).status).toBe(200);
+      await docker.getContainer(`holm-${box.id}`).remove({ force: true });
+      const csrf = c.csrfIn(await c.page(ada, `/boxes/${box.id}`));
+      const res = await c.form(ada, `/boxes/${box.id}`, { intent: "resume", csrf });
+      const html = await res.text();
+      expect(res.status).toBe(400);
+      expect(html).toContain(`box ${box.id} is gone: the runtime no longer has the box`);
+      // Seen again, the page is the removed box's.
+      expect(await c.page(ada, `/boxes/${box.id}`)).toMatch(/no longer has the box/);
     } finally {
       await remove(box.id);
     }
