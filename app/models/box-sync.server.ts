@@ -203,6 +203,8 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     const cur = await loadRow(row.id);
     if (!cur || cur.removed_at_ms !== null || (cur.state !== "ready" && cur.state !== "paused")) return;
     const now = cur.runtime_ref ? await rt.inspect(cur.runtime_ref) : undefined;
+    // Removed by now (`docker rm -f`: the exit, then the removal): gone, as the reaper would say.
+    if (now?.state === "missing") return void (await lostToRuntime(cur, cur.state));
     if (now && now.state !== "stopped") return;
     forgetAddress(cur.id);
     const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
@@ -263,7 +265,8 @@ export function watchBoxExits(): () => void {
             .where("runtime_ref", "=", ref)
             .where("removed_at_ms", "is", null)
             .executeTakeFirst();
-          if (row && (row.state === "ready" || row.state === "paused")) await reconcile(row);
+          // `stopped` too: a container removed after it exited makes its box `gone` now.
+          if (row && (row.state === "ready" || row.state === "paused" || row.state === "stopped")) await reconcile(row);
         })().catch((err) => log.error({ err }, "a box's exit"));
       }),
     );
