@@ -15,7 +15,7 @@ import {
   runBeforeStop,
   runtimeOf,
   serial,
-  setStateIf,
+  setState,
   toBoxJson,
   trace,
   visibleRow,
@@ -41,8 +41,8 @@ const LIFECYCLE = {
  *
  * The chain is per process; servers sharing a store (ADR 0021) also take the box's lock in Redis,
  * so a pause on one and a pause on another at once are one pause (one entry, one event), and a
- * resume on each is one resume, not a second unpause the engine refuses. The write is also
- * conditional on the state read, as a last guard: a change that lost answers the box as it is.
+ * resume on each is one resume, not a second unpause the engine refuses: the second reads the row
+ * the first left and answers the box as it is.
  */
 async function changeLifecycle(
   actor: Actor,
@@ -57,7 +57,10 @@ async function changeLifecycle(
       const cur = (await loadRow(id))!;
       if (cur.state === to) return toBoxJson(cur);
       const extra = await run(cur).catch((err) => vanished(cur, err));
-      if (!(await setStateIf(cur, cur.state, to, null, extra ?? {}))) return toBoxJson((await loadRow(id)) ?? cur);
+      // Not conditional on the state read: the reaper (of any server) may have written what it saw
+      // of this very change meanwhile (`ready` once the container runs), and this change, its
+      // desktop and its event are still the ones to record.
+      await setState(cur, to, null, extra ?? {});
       await trace(id, LIFECYCLE[to].traced, {}, actor);
       await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime, by: actor });
       return toBoxJson(cur);

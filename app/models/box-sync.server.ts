@@ -2,7 +2,7 @@ import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server
 import { EngineTimeout, engineTimeoutMs, orAfter } from "~/runtime/engine-bound.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
-import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
+import { SERVER_ID, clustered, serverAlive, withClusterLock } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
@@ -199,7 +199,9 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
  * so a stop or resume in progress is not overwritten.
  */
 async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
-  await serial(row.id, async () => {
+  // Also under the box's lock across servers (box-lifecycle.server.ts): a stop through /v1 on
+  // another server, whose exit this is, is recorded first and this finds the box stopped.
+  await serial(row.id, () => withClusterLock(`box:${row.id}`, async () => {
     const cur = await loadRow(row.id);
     if (!cur || cur.removed_at_ms !== null || (cur.state !== "ready" && cur.state !== "paused")) return;
     const now = cur.runtime_ref ? await rt.inspect(cur.runtime_ref) : undefined;
@@ -217,7 +219,7 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     await trace(cur.id, "stopped", { reason });
     await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
     log.info({ box: cur.id, reason }, "box stopped on its own");
-  });
+  }));
 }
 
 /**
