@@ -199,8 +199,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
  * so a stop or resume in progress is not overwritten.
  */
 async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
-  // Also under the box's lock across servers (box-lifecycle.server.ts): a stop through /v1 on
-  // another server, whose exit this is, is recorded first and this finds the box stopped.
+  // Under the box's lock across servers too: another server's stop, whose exit this is, is recorded first.
   await serial(row.id, () => withClusterLock(`box:${row.id}`, async () => {
     const cur = await loadRow(row.id);
     if (!cur || cur.removed_at_ms !== null || (cur.state !== "ready" && cur.state !== "paused")) return;
