@@ -10,7 +10,7 @@ import { ServerRouter, isRouteErrorResponse } from "react-router";
 import { isbot } from "isbot";
 import type { RenderToPipeableStreamOptions } from "react-dom/server";
 import { renderToPipeableStream } from "react-dom/server";
-import { log } from "~/utils/log.server";
+import { type RequestNote, failureOf, log } from "~/utils/log.server";
 
 export const streamTimeout = 5_000;
 
@@ -19,12 +19,15 @@ export const streamTimeout = 5_000;
  * or a method none answers (405) is the person's answer (the not-found page), not the server's
  * fault, and a request whose client went away is nobody's.
  */
-export function handleError(error: unknown, { request }: { request: Request }): void {
+export function handleError(error: unknown, { request, context }: { request: Request; context?: unknown }): void {
   if (request.signal.aborted) return;
   const status = isRouteErrorResponse(error) ? error.status : 500;
   if (status === 404 || status === 405) return;
   const inner = isRouteErrorResponse(error) && (error as { error?: unknown }).error ? (error as { error?: unknown }).error : error;
   log.error({ err: inner, status, method: request.method }, "a console request failed");
+  // The request's own line (which names the route and the box) says what failed too.
+  const note = (context as { note?: RequestNote } | undefined)?.note;
+  if (note && status >= 500) note.error = failureOf(inner);
 }
 
 export default function handleRequest(

@@ -71,6 +71,7 @@ function write(req: IncomingMessage, res: ServerResponse, t0: number, note: Requ
     ms: Math.round((performance.now() - t0) * 100) / 100,
     actor: note.actor,
     box: boxOf(path, note.params),
+    error: note.error,
     // The client went before the whole answer was written.
     aborted: res.writableFinished ? undefined : true,
   };

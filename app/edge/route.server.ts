@@ -3,7 +3,7 @@ import { ApiError, badRequest, errorResponse, isApiError } from "~/utils/api-err
 import { preferredWaitMs, withPausedWait } from "~/models/paused-wait.server";
 import { maskDeep, maskerFor, mayHold } from "~/models/secret-mask.server";
 import { answerTextOf, bodyTextOf, jsonResponse } from "~/utils/http-bodies.server";
-import { type RequestNote, linkNote } from "~/utils/log.server";
+import { type RequestNote, failureOf, linkNote } from "~/utils/log.server";
 import { validate } from "~/utils/validate.server";
 import { rememberPeer } from "./peer.server";
 
@@ -44,6 +44,7 @@ export function v1(handlers: Partial<Record<Method, Handler>>) {
       return await masked(args, out instanceof Response ? out : jsonResponse(out ?? { ok: true }));
     } catch (e) {
       const res = errorResponse(e);
+      if (res.status >= 500 && context?.note) context.note.error = failureOf(e);
       if (res.status === 405) res.headers.set("allow", methods.join(", "));
       return await masked(args, res);
     }

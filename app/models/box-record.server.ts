@@ -220,6 +220,22 @@ export async function setStateIf(row: BoxRow, expected: string, state: BoxState,
   return true;
 }
 
+/** Why a box is `gone` when its runtime answers but has no container for it (removed behind holm's back). */
+export const RUNTIME_LOST = "the runtime no longer has the box";
+
+/**
+ * Marks a box whose runtime no longer has it `gone` (the reaper's sweep, or a resume that found
+ * no container to start), while it is still `seen`: trace entry and `box.unreachable` event, once.
+ * Answers whether it wrote. Run in the box's serial chain.
+ */
+export async function lostToRuntime(row: BoxRow, seen: string): Promise<boolean> {
+  if (!(await setStateIf(row, seen, "gone", RUNTIME_LOST, { removed_at_ms: Date.now() }))) return false;
+  forgetAddress(row.id);
+  await trace(row.id, "gone", { reason: RUNTIME_LOST });
+  await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
+  return true;
+}
+
 export function runtimeOf(row: Pick<BoxRow, "runtime">): Runtime {
   const rt = runtime(row.runtime);
   if (!rt) throw new ApiError("unavailable", `the runtime ${row.runtime} is not configured on this server`);

@@ -2,13 +2,14 @@ import { DEFAULT_RUNTIME, runtime, storedRuntimes } from "~/runtime/index.server
 import { EngineTimeout, engineTimeoutMs, orAfter } from "~/runtime/engine-bound.server";
 import type { Runtime } from "~/runtime/runtime";
 import { ApiError } from "~/utils/api-error.server";
-import { SERVER_ID, clustered, serverAlive } from "~/utils/cluster.server";
+import { SERVER_ID, clustered, serverAlive, withClusterLock } from "~/utils/cluster.server";
 import { db } from "~/utils/db.server";
 import {
   type BoxRow,
   type BoxState,
   forgetAddress,
   loadRow,
+  lostToRuntime,
   rememberAddress,
   removeRow,
   runtimeOf,
@@ -173,12 +174,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
     throw err;
   }
   if (!info || info.state === "missing") {
-    const why = "the runtime no longer has the box";
-    if (!(await write("gone", why, { removed_at_ms: Date.now() }))) return "kept";
-    forgetAddress(row.id);
-    await trace(row.id, "gone", { reason: why });
-    await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
-    return "forgotten";
+    return (await serial(row.id, () => lostToRuntime(row, seen))) ? "forgotten" : "kept";
   }
   if (info.state === "unreachable") {
     // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
@@ -204,10 +200,13 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
  * so a stop or resume in progress is not overwritten.
  */
 async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
-  await serial(row.id, async () => {
+  // Under the box's lock across servers too: another server's stop, whose exit this is, is recorded first.
+  await serial(row.id, () => withClusterLock(`box:${row.id}`, async () => {
     const cur = await loadRow(row.id);
     if (!cur || cur.removed_at_ms !== null || (cur.state !== "ready" && cur.state !== "paused")) return;
     const now = cur.runtime_ref ? await rt.inspect(cur.runtime_ref) : undefined;
+    // Removed by now (`docker rm -f`: the exit, then the removal): gone, as the reaper would say.
+    if (now?.state === "missing") return void (await lostToRuntime(cur, cur.state));
     if (now && now.state !== "stopped") return;
     forgetAddress(cur.id);
     const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
@@ -219,7 +218,7 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     await trace(cur.id, "stopped", { reason });
     await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
     log.info({ box: cur.id, reason }, "box stopped on its own");
-  });
+  }));
 }
 
 /**
@@ -267,7 +266,8 @@ export function watchBoxExits(): () => void {
             .where("runtime_ref", "=", ref)
             .where("removed_at_ms", "is", null)
             .executeTakeFirst();
-          if (row && (row.state === "ready" || row.state === "paused")) await reconcile(row);
+          // `stopped` too: a container removed after it exited makes its box `gone` now.
+          if (row && (row.state === "ready" || row.state === "paused" || row.state === "stopped")) await reconcile(row);
         })().catch((err) => log.error({ err }, "a box's exit"));
       }),
     );

@@ -2,15 +2,13 @@ import { checkDirectViewerRuntime } from "./direct-viewer.server";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RUNTIME, runtime } from "~/runtime/index.server";
 import type { Runtime, Shell } from "~/runtime/runtime";
-import { PauseBusyError } from "~/runtime/runtime";
 import { engineAway } from "~/runtime/engine-errors.server";
 import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { SERVER_ID } from "~/utils/cluster.server";
 import { type Actor, ownerOf } from "./actor";
 import { actorIdentity } from "./actor-name.server";
-import { launch, waitReady } from "./box-launch.server";
-import { boxResumed } from "./box-resumed.server";
+import { launch } from "./box-launch.server";
 import { queuedStart } from "./box-start.server";
 import { stoppedError } from "./box-sync.server";
 import { admit } from "./capacity.server";
@@ -21,21 +19,18 @@ import {
   type BoxRow,
   type BoxState,
   boxChanges,
-  forgetAddress,
   boxAddress,
   loadRow,
   rememberAddress,
   removeRow,
   requireSettled,
-  runBeforeStop,
   runtimeOf,
   serial,
-  setState,
   toBoxJson,
   trace,
   visibleRow,
 } from "./box-record.server";
-import { type EventKind, recordEvent } from "./event.server";
+import { recordEvent } from "./event.server";
 import { enqueue } from "./job.server";
 import { claimFromPool } from "./pool.server";
 import { checkProfileRuntime, takeProfile } from "./profile.server";
@@ -53,11 +48,13 @@ import {
 } from "./spec.server";
 import { log } from "~/utils/log.server";
 
-// A box's public verbs, for /v1 and the console alike: read, list, create, pause, resume, stop,
-// remove, and the checks a call makes before it drives a box (requireRunningBox). The record is
-// box-record.server.ts, the launch box-launch.server.ts, the reaper box-sync.server.ts.
+// A box's public verbs, for /v1 and the console alike: read, list, create, pause, resume, stop
+// (box-lifecycle.server.ts), remove, and the checks a call makes before it drives a box
+// (requireRunningBox). The record is box-record.server.ts, the launch box-launch.server.ts, the
+// reaper box-sync.server.ts.
 
 export { type BoxJson, type BoxState, boxChanges } from "./box-record.server";
+export { pauseBox, resumeBox, stopBox } from "./box-lifecycle.server";
 
 export async function getBox(actor: Actor, id: string): Promise<BoxJson> {
   return toBoxJson(await visibleRow(actor, id));
@@ -216,83 +213,6 @@ async function imageStatusOf(rt: Runtime, spec: NormalSpec) {
     log.error({ err }, "image status");
     throw new ApiError("unavailable", `the ${rt.name} runtime cannot tell whether the box image exists: ${(err as Error).message}`);
   }
-}
-
-// What each lifecycle change records: its trace entry and its event, by the state it ends in.
-const LIFECYCLE = {
-  paused: { traced: "paused", event: "box.paused" },
-  ready: { traced: "resumed", event: "box.ready" },
-  stopped: { traced: "stopped", event: "box.stopped" },
-} as const satisfies Record<string, { traced: string; event: EventKind }>;
-
-/**
- * One lifecycle change of a box, shared by pause, resume and stop: the box must be visible and
- * settled, then (in the box's serial chain, on its current row) a box already in `to` answers as
- * it is; otherwise `run` checks the state and moves the container (returning any other columns
- * to write), and the new state, the trace entry and the event (each naming the actor) are written.
- */
-async function changeLifecycle(
-  actor: Actor,
-  id: string,
-  to: keyof typeof LIFECYCLE,
-  run: (cur: BoxRow) => Promise<Partial<BoxRow> | void>,
-): Promise<BoxJson> {
-  const row = await visibleRow(actor, id);
-  requireSettled(row);
-  return serial(id, async () => {
-    const cur = (await loadRow(id))!;
-    if (cur.state === to) return toBoxJson(cur);
-    const extra = await run(cur);
-    await setState(cur, to, null, extra ?? {});
-    await trace(id, LIFECYCLE[to].traced, {}, actor);
-    await recordEvent(LIFECYCLE[to].event, { owner: cur.owner, box_id: id, runtime: cur.runtime, by: actor });
-    return toBoxJson(cur);
-  });
-}
-
-export function pauseBox(actor: Actor, id: string): Promise<BoxJson> {
-  return changeLifecycle(actor, id, "paused", async (cur) => {
-    if (cur.state !== "ready") throw new ApiError("denied", `box ${id} is ${cur.state}; only a ready box pauses`);
-    try {
-      await runtimeOf(cur).pause(cur.runtime_ref!);
-    } catch (err) {
-      if (!(err instanceof PauseBusyError)) throw err;
-      log.error({ err }, `box ${id} would not freeze`);
-      throw new ApiError("unavailable", `box ${id} is busy starting processes and could not be paused; try again`);
-    }
-  });
-}
-
-export async function resumeBox(actor: Actor, id: string): Promise<BoxJson> {
-  const box = await changeLifecycle(actor, id, "ready", async (cur) => {
-    const rt = runtimeOf(cur);
-    if (cur.state !== "paused" && cur.state !== "stopped") {
-      throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot resume`, { retryable: cur.state === "unreachable" });
-    }
-    // A stopped box, or a paused one its engine could only restart (runtime.ts, unpause), comes back with a new desktop: new viewer URLs.
-    const restarted = cur.state === "stopped" ? (await rt.start(cur.runtime_ref!), true) : (await rt.unpause(cur.runtime_ref!)) === "restarted";
-    if (!restarted) return { last_used_ms: Date.now() };
-    forgetAddress(id);
-    await waitReady(rt, cur);
-    return { last_used_ms: Date.now(), desktop: cur.desktop + 1 };
-  });
-  await boxResumed(id);
-  return box;
-}
-
-export function stopBox(actor: Actor, id: string): Promise<BoxJson> {
-  return changeLifecycle(actor, id, "stopped", async (cur) => {
-    if (cur.state !== "ready" && cur.state !== "paused") {
-      throw new ApiError("denied", `box ${id} is ${cur.state}; it cannot stop`);
-    }
-    const rt = runtimeOf(cur);
-    // Refused before a paused box is woken for a stop that cannot happen.
-    if (rt.noStop) throw new ApiError("unsupported", rt.noStop);
-    // A paused container ignores the stop signal until it runs again; then a browser profile's last writes (box-record.server.ts).
-    if (cur.state !== "paused" || (await rt.unpause(cur.runtime_ref!)) !== "restarted") await runBeforeStop(cur);
-    await rt.stop(cur.runtime_ref!);
-    forgetAddress(id);
-  });
 }
 
 export async function removeBox(actor: Actor, id: string): Promise<BoxJson> {

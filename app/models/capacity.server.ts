@@ -14,6 +14,9 @@ import { parseBytes } from "~/utils/size";
 /** States in which a box holds (or is about to hold) a container and its memory. */
 const HOLDING = ["starting", "ready", "paused", "unreachable"] as const;
 
+/** Stopped boxes this server is resuming (admitResume): counted as starting until released. */
+let resuming = 0;
+
 /** The host's available memory in bytes, or undefined where /proc/meminfo does not say. */
 export function hostMemAvailable(): number | undefined {
   try {
@@ -43,8 +46,9 @@ export async function capacity(): Promise<Capacity> {
     .where("state", "in", [...HOLDING])
     .groupBy("state")
     .execute();
-  const live = rows.reduce((a, r) => a + Number(r.n), 0);
-  const starting = Number(rows.find((r) => r.state === "starting")?.n ?? 0);
+  // A stopped box being resumed holds its container again before its row says so.
+  const live = rows.reduce((a, r) => a + Number(r.n), 0) + resuming;
+  const starting = Number(rows.find((r) => r.state === "starting")?.n ?? 0) + resuming;
   const admitBytes = parseBytes(e.HOLM_BOX_ADMIT_MEMORY);
   const memAvailable = hostMemAvailable();
   // A starting box has not taken its memory yet: count it as taken already.
@@ -83,4 +87,21 @@ export function admit<T>(insert: () => Promise<T>): Promise<T> {
   });
   chain = run.catch(() => undefined);
   return run;
+}
+
+/**
+ * Admits the resume of a stopped box as a new box is admitted (a stopped box is not counted, and
+ * its resume brings a container back): 503 `unavailable`, retryable, when the server is full.
+ * Counted as a starting box from then on; the returned function ends that, once the box's row
+ * is `ready` (counted by its state) or the resume failed. Calling it again does nothing.
+ */
+export async function admitResume(): Promise<() => void> {
+  await admit(async () => {
+    resuming++;
+  });
+  let held = true;
+  return () => {
+    if (held) resuming--;
+    held = false;
+  };
 }

@@ -1,8 +1,9 @@
 import type Docker from "dockerode";
 
 /**
- * Calls `onExit` with the id of every container carrying `label` that ends (the engine's `die`
- * events), until the returned function is called. A broken event stream is opened again.
+ * Calls `onExit` with the id of every container carrying `label` that ends or is removed (the
+ * engine's `die` and `destroy` events: a `docker rm -f` is both, the removal a moment after the
+ * exit), until the returned function is called. A broken event stream is opened again.
  */
 export function watchDeaths(docker: Docker, label: string, onExit: (ref: string) => void): () => void {
   let stopped = false;
@@ -11,7 +12,7 @@ export function watchDeaths(docker: Docker, label: string, onExit: (ref: string)
   const open = () => {
     if (stopped) return;
     docker
-      .getEvents({ filters: { type: ["container"], event: ["die"], label: [label] } })
+      .getEvents({ filters: { type: ["container"], event: ["die", "destroy"], label: [label] } })
       .then((s) => {
         if (stopped) return void (s as unknown as { destroy?: () => void }).destroy?.();
         stream = s;

@@ -106,6 +106,9 @@ export async function resumeOrRestart(container: Resumable): Promise<"resumed" |
     await container.unpause();
     return "resumed";
   } catch (err) {
+    // "is not paused": another resume (another server's, ADR 0021) got there first. Running is
+    // what was asked, as DockerRuntime.pause takes "already paused"; resumeUntilRunning looks.
+    if (/is not paused/i.test(String((err as Error).message))) return "resumed";
     if (!/cannot resume a running process/i.test(String((err as Error).message))) throw err;
     log.warn({ err, container: container.id }, "the engine could not resume a paused container; restarting it (a new desktop)");
     await container.kill().catch(() => undefined);
@@ -130,12 +133,8 @@ export async function resumeUntilRunning(
     if (!(await container.inspect()).State?.Paused) return how;
     log.warn({ container: container.id, attempt }, "the engine still says paused after an unpause; resuming again");
     await new Promise((r) => setTimeout(r, 50 * attempt));
-    try {
-      how = await resumeOrRestart(container);
-    } catch (err) {
-      // "is not paused": it resumed meanwhile, which the next look says.
-      if (!/is not paused/i.test(String((err as Error).message))) throw err;
-    }
+    // "is not paused": it resumed meanwhile (resumeOrRestart), which the next look says.
+    how = await resumeOrRestart(container);
   }
   throw new ApiError("unavailable", `the engine keeps container ${container.id.slice(0, 12)} paused after ${attempts + 1} resumes`, { retryable: true });
 }

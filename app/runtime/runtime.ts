@@ -188,7 +188,7 @@ export interface Runtime {
   /** Whether the engine answers. */
   ping(): Promise<boolean>;
   /**
-   * Calls `onExit` with a box's ref as soon as its container ends (the engine's events), until
+   * Calls `onExit` with a box's ref as soon as its container ends or is removed (the engine's events), until
    * the returned function is called; absent: the reaper's sweeps alone notice.
    */
   watchExits?(onExit: (ref: string) => void): () => void;

@@ -95,6 +95,16 @@ export interface RequestNote {
   actor?: string;
   /** The route's path parameters, for the route pattern (values replaced by `:name`). */
   params?: Record<string, string | undefined>;
+  /**
+   * What a 5xx answer failed on (the error's message): said on the request's own line, which
+   * names the route and the box, as well as on the error's line with its stack.
+   */
+  error?: string;
+}
+
+/** An error's message, for a request's log line (RequestNote.error): its own words, cut short. */
+export function failureOf(e: unknown): string {
+  return String(e instanceof Error ? e.message : e).slice(0, 300);
 }
 
 const notes = new WeakMap<object, RequestNote>();

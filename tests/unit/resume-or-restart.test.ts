@@ -40,9 +40,15 @@ describe("resumeOrRestart", () => {
     expect(c.calls).toEqual(["unpause", "kill", "wait not-running", "start"]);
   });
 
-  it("passes any other failure on, restarting nothing", async () => {
+  it("takes a container another resume got to first (not paused) as resumed, restarting nothing", async () => {
     const c = container("(HTTP code 409) unexpected - Container c1 is not paused");
-    await expect(resumeOrRestart(c)).rejects.toThrow(/is not paused/);
+    expect(await resumeOrRestart(c)).toBe("resumed");
+    expect(c.calls).toEqual(["unpause"]);
+  });
+
+  it("passes any other failure on, restarting nothing", async () => {
+    const c = container("(HTTP code 404) no such container - No such container: c1");
+    await expect(resumeOrRestart(c)).rejects.toThrow(/no such container/);
     expect(c.calls).toEqual(["unpause"]);
   });
 });
