@@ -5,9 +5,8 @@ import { parseBytes } from "~/utils/size";
 import { FreezeGate, resumeUntilRunning, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
-import type { BoxLaunch, BuiltImage, EngineImage, ImageInfo, ImageRequest, ImageStatus, PlacementNeed, Runtime, RuntimeBox, RuntimeState, SecretFile, Shell } from "./runtime";
+import { type BoxLaunch, type BuiltImage, type EngineImage, type ImageInfo, type ImageRequest, type ImageStatus, type PlacementNeed, type Runtime, type RuntimeBox, type RuntimeState, type SecretFile, type Shell, PauseBusyError, boxCapabilities } from "./runtime";
 import { admitOnEngine } from "./docker-admit.server";
-import { PauseBusyError, boxCapabilities } from "./runtime";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
 import { mountsOf, removeNamedVolume, volumeExists } from "./docker-mounts.server";
@@ -301,8 +300,7 @@ export class DockerRuntime implements Runtime {
       else if (info.State.Running) state = "running";
       const nets = info.NetworkSettings.Networks ?? {};
       const address = nets[NETWORK_OPEN]?.IPAddress || nets[NETWORK_CLOSED]?.IPAddress || undefined;
-      const ended = info.State.Status === "exited" && typeof info.State.ExitCode === "number";
-      const exit = ended ? { code: info.State.ExitCode, oom_killed: !!info.State.OOMKilled } : undefined;
+      const exit = info.State.Status === "exited" && typeof info.State.ExitCode === "number" ? { code: info.State.ExitCode, oom_killed: !!info.State.OOMKilled } : undefined;
       return { ref: info.Id, boxId: labels[BOX_LABEL] ?? "", state, labels, address, ...(exit && { exit }) };
     } catch (err) {
       if (statusOf(err) === 404) return { ref, boxId: "", state: "missing", labels: {} };
