@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testRedisUrl } from "../support/cluster";
-import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
+import { clusterEnv, testRedisUrl } from "../support/cluster";
+import { createTestDatabase, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // Two servers on one PostgreSQL and Redis (README "Several servers", ADR 0021) asked to change
@@ -20,13 +19,7 @@ beforeAll(async () => {
   if (!WANTED) return;
   if (!REDIS) throw new Error("no Redis for the tests: run scripts/setup.sh with HOLM_TEST_REDIS=1");
   database = await createTestDatabase(RUN_LABEL);
-  const shared = {
-    HOLM_STORAGE_BACKEND: "postgres",
-    HOLM_DATABASE_URL: databaseUrl(database),
-    HOLM_REDIS_URL: REDIS,
-    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
-    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
-  };
+  const shared = clusterEnv(database, REDIS);
   // One after the other: the first one migrates the shared database.
   a = await startServer(shared);
   b = await startServer(shared);

@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type OwnRedis, ownRedis } from "../support/outage";
 import { type Person, consoleClient } from "../support/console";
-import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
+import { clusterEnv } from "../support/cluster";
+import { createTestDatabase, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, startServer } from "../support/server";
 
 // The log-in limits hold across the servers of a cluster (docs/decisions/0021): a guesser whose
@@ -22,13 +22,7 @@ beforeAll(async () => {
   if (!WANTED) return;
   redis = await ownRedis();
   database = await createTestDatabase(RUN_LABEL);
-  const shared = {
-    HOLM_STORAGE_BACKEND: "postgres",
-    HOLM_DATABASE_URL: databaseUrl(database),
-    HOLM_REDIS_URL: redis.url,
-    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
-    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
-  };
+  const shared = clusterEnv(database, redis.url);
   // One after the other: the first one migrates the shared database.
   a = await startServer(shared);
   b = await startServer(shared);

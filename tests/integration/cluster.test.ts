@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proxy, roundRobinProxy, testRedisUrl } from "../support/cluster";
+import { clusterEnv, type Proxy, roundRobinProxy, testRedisUrl } from "../support/cluster";
 import { type Person, consoleClient } from "../support/console";
-import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
+import { createTestDatabase, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, docker, freePort, json, removeTestBoxes, startServer } from "../support/server";
 import { openIo, openViewer } from "../support/sockets";
 import { viewerTicket } from "../../bench/rfb-client";
@@ -38,17 +37,12 @@ beforeAll(async () => {
   if (!REDIS) throw new Error("no Redis for the tests: run scripts/setup.sh with HOLM_TEST_REDIS=1");
   database = await createTestDatabase(RUN_LABEL);
   const proxyPort = await freePort();
-  const shared = {
-    HOLM_STORAGE_BACKEND: "postgres",
-    HOLM_DATABASE_URL: databaseUrl(database),
-    HOLM_REDIS_URL: REDIS,
-    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
-    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
+  const shared = clusterEnv(database, REDIS, {
     // The address people and agents use: the proxy's.
     HOLM_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
     // Nobody drives the held screen here: it must not lapse during the test.
     HOLM_TAKEOVER_GRACE_SECS: "300",
-  };
+  });
   // One after the other: the first one migrates the shared database.
   a = await startServer(shared);
   b = await startServer(shared);

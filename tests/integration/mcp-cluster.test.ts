@@ -1,12 +1,11 @@
-import { randomBytes } from "node:crypto";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proxy, roundRobinProxy } from "../support/cluster";
+import { clusterEnv, type Proxy, roundRobinProxy } from "../support/cluster";
 import { type Person, consoleClient } from "../support/console";
 import { type OwnRedis, ownRedis } from "../support/outage";
-import { createTestDatabase, databaseUrl, dropTestDatabases } from "../support/postgres";
+import { createTestDatabase, dropTestDatabases } from "../support/postgres";
 import { RUN_LABEL, type TestServer, freePort, startServer } from "../support/server";
 
 // MCP behind a load balancer with no sticky sessions (README "Several servers", ADR 0021): a
@@ -77,14 +76,9 @@ beforeAll(async () => {
   redis = await ownRedis();
   database = await createTestDatabase(RUN_LABEL);
   const proxyPort = await freePort();
-  const shared = {
-    HOLM_STORAGE_BACKEND: "postgres",
-    HOLM_DATABASE_URL: databaseUrl(database),
-    HOLM_REDIS_URL: redis.url,
-    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
-    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
+  const shared = clusterEnv(database, redis.url, {
     HOLM_PUBLIC_URL: `http://127.0.0.1:${proxyPort}`,
-  };
+  });
   a = await startServer(shared);
   b = await startServer(shared);
   proxy = await roundRobinProxy(proxyPort, [a.base, b.base]);

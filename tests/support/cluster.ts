@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
+import { databaseUrl } from "./postgres";
 
 // Several servers behind one address: the tests' Redis (scripts/setup.sh with HOLM_TEST_REDIS=1)
 // and a small round-robin proxy, as a load balancer in front of holm would be.
@@ -16,6 +18,21 @@ export function testRedisUrl(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * What every server of a test cluster shares (README "Several servers"): one PostgreSQL database,
+ * one Redis, one secret key and server token; `extra` adds the test's own settings.
+ */
+export function clusterEnv(database: string, redisUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    HOLM_STORAGE_BACKEND: "postgres",
+    HOLM_DATABASE_URL: databaseUrl(database),
+    HOLM_REDIS_URL: redisUrl,
+    HOLM_SECRET_KEY: randomBytes(32).toString("hex"),
+    HOLM_SERVER_TOKEN: randomBytes(24).toString("hex"),
+    ...extra,
+  };
 }
 
 export interface Proxy {
