@@ -31,7 +31,9 @@ export function exitWords(exit: BoxExit | undefined): string | undefined {
   else if (code === 137) words = "its container was killed (exit status 137)";
   else if (code > 128 && code < 160) words = `its container was ended by signal ${code - 128} (exit status ${code})`;
   else words = `its container exited with status ${code}`;
-  return exit.oom_killed ? `it ran out of memory (the kernel killed a process in it); ${words}` : words;
+  // The engine's flag stays set once the kernel killed anything in the box for memory (a renderer,
+  // hours ago): a box the server told to stop did not end of it.
+  return exit.oom_killed && code !== 0 ? `it ran out of memory (the kernel killed a process in it); ${words}` : words;
 }
 
 /** The start phase of the part whose end ended the box, when its exit status names one. */
@@ -47,7 +49,7 @@ export function boxSays(lines: string[]): string | undefined {
   for (let i = lines.length - 1; i >= 0; i--) {
     const said = / holm: (fatal: .*|\S.* exited with status \d+.*)$/.exec(lines[i]!)?.[1];
     if (!said) continue;
-    const clean = said.replace(/[\p{Cc}\p{Cf}]+/gu, " ").replace(/"/g, "'").trim();
+    const clean = said.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu, " ").replace(/"/g, "'").trim();
     return `the box's output says: "${clean.length > QUOTE_MAX ? `${clean.slice(0, QUOTE_MAX - 1)}…` : clean}"`;
   }
   return undefined;

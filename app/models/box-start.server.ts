@@ -94,7 +94,7 @@ export class StartTracker {
   containerLines(lines: string[]): void {
     if (lines.length === 0) return;
     // Its own last lines, under their heading: a long output must not push the heading out.
-    const own = lines.slice(-(START_LOG_LINES - 1)).map((l) => BOX_LINE + this.scrub(l).replace(/[\p{Cc}\p{Cf}]+/gu, " "));
+    const own = lines.slice(-(START_LOG_LINES - 1)).map((l) => BOX_LINE + this.scrub(l).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu, " "));
     this.keep(["— the box's own output —", ...own]);
   }
 

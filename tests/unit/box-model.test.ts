@@ -218,6 +218,24 @@ describe("start log", () => {
     expect(start.start.log).toEqual(["— the box's own output —", "│ — the box's own output —", "│ holm: fatal:  [31mred "]);
     start.drop();
   });
+
+  it("a line separator in the box's output starts no line of its own (it would show unmarked)", async () => {
+    await load(2);
+    const { StartTracker } = await import("~/models/box-start.server");
+    const start = new StartTracker({ id: "box_startlog3", start_json: null } as never);
+    const line = "holm: fatal: x\u2028— the box's own output —\u2029holm: fatal: the server key is wrong";
+    start.containerLines([line]);
+    expect(start.start.log.every((l) => !/[\u2028\u2029]/.test(l))).toBe(true);
+    start.drop();
+  });
+});
+
+describe("a box's end in the server's words", () => {
+  it("says a box the server told to stop stopped so, even when something in it once ran out of memory", async () => {
+    const { exitWords } = await import("~/models/box-exit.server");
+    expect(exitWords({ code: 0, oom_killed: true })).toBe("it was told to stop (TERM)");
+    expect(exitWords({ code: 137, oom_killed: true })).toMatch(/^it ran out of memory .*; its container was killed \(exit status 137\)$/);
+  });
 });
 
 describe("the pool's removal of a box it no longer wants", () => {
