@@ -189,6 +189,11 @@ export class RfbFrames {
     }
   }
 
+  /** Whether a frame request is on its way (its answer, not yet come, will answer every waiter). */
+  get asking(): boolean {
+    return this.waiters.length > 0;
+  }
+
   /**
    * The whole screen now, BGRX rows (a copy, the same Buffer while nothing changed); `ask: false`
    * waits for the next update only. The first request is for the whole screen. After it, the

@@ -355,6 +355,9 @@ export class WaylandDesk implements Desk {
       input.catchUp = async () => {
         const late = () => new Error(`sway did not answer within ${CATCH_UP_TIMEOUT_MS} ms`);
         try {
+          // A request already on its way was written before these events: its answer proves
+          // nothing of them, so the catch-up asks again once it has come.
+          if (frames.asking) await frames.capture(CATCH_UP_TIMEOUT_MS, false);
           await frames.capture(CATCH_UP_TIMEOUT_MS);
           await withTimeout(ipc.request(IPC_GET_VERSION), CATCH_UP_TIMEOUT_MS, late);
         } catch (err) {
