@@ -38,6 +38,8 @@ export async function benchWayland() {
       ["click + 1280×800 frame", () => clickFrame],
       // Nothing changes: the frame answers `unchanged` to the hash the caller already has.
       ["unchanged frame (have_frame)", (d) => ({ actions: [], want: ["frame"], have_frame: still[d] })],
+      // 2,000 key events: on Wayland the agent lets sway catch up every 64 (ADR 0030), 31 times.
+      ["type 1,000 characters (delay 0)", () => ({ actions: [{ type: "type", text: "abcdefghij".repeat(100), delay_ms: 0 }] })],
     ];
     for (const [what, body] of cases) {
       if (what.startsWith("unchanged")) {
@@ -65,7 +67,8 @@ export async function benchWayland() {
       const ratio = w.median / x.median;
       if (what.startsWith("unchanged")) console.log(`  answered unchanged: X11 ${unchanged.x11} of ${N}, Wayland ${unchanged.wayland} of ${N}`);
       else if (last.x11 !== undefined) console.log(`  frames that showed the click: X11 ${fresh.x11} of ${N}, Wayland ${fresh.wayland} of ${N}`);
-      console.log(`  ${what}: Wayland ${ratio.toFixed(2)}× X11 at the median (goal ≤ 1.3×: ${ratio <= 1.3 ? "met" : "missed"})`);
+      const goal = what.startsWith("type") ? "" : ` (goal ≤ 1.3×: ${ratio <= 1.3 ? "met" : "missed"})`;
+      console.log(`  ${what}: Wayland ${ratio.toFixed(2)}× X11 at the median${goal}`);
     }
   } finally {
     await server.stop();
