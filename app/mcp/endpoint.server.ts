@@ -6,7 +6,7 @@ import { readText } from "~/edge/route.server";
 import { issuerOf } from "~/models/actor";
 import { ApiError, errorResponse } from "~/utils/api-error.server";
 import { protoKeyAt } from "~/utils/proto-key";
-import { findSession, openSession, relayIfAnswers, resumeSession } from "./sessions.server";
+import { INIT_LIMIT, findSession, openSession, relayIfAnswers, resumeSession } from "./sessions.server";
 
 // `/mcp`: MCP over Streamable HTTP (docs/decisions/0013). POST carries JSON-RPC (an initialize
 // request opens a session), GET opens the session's SSE stream (with Last-Event-ID, it replays
@@ -55,9 +55,12 @@ export async function serveMcp(request: Request, context: unknown): Promise<Resp
     // The tools forward this bearer to /v1 (tool-kit.server.ts): each call is authorized there too.
     const authInfo: AuthInfo = { token: bearerOf(request) ?? "", clientId: principal, scopes: [] };
     let parsedBody: unknown;
+    let bytes = 0;
     if (request.method === "POST") {
       try {
-        parsedBody = JSON.parse(await readText(request));
+        const text = await readText(request);
+        bytes = Buffer.byteLength(text);
+        parsedBody = JSON.parse(text);
       } catch (e) {
         if (e instanceof ApiError) throw e;
         return rpcError(400, -32700, "Parse error: the body is not JSON");
@@ -78,14 +81,18 @@ export async function serveMcp(request: Request, context: unknown): Promise<Resp
       const answer = await session.transport.handleRequest(request, { parsedBody, authInfo });
       // A DELETE is answered once the other servers' copies have been told to close.
       if (request.method === "DELETE") await session.ended;
-      if (request.method === "POST" && answer.status === 202) await relayIfAnswers(sessionId, parsedBody);
+      if (request.method === "POST" && answer.status === 202) await relayIfAnswers(sessionId, parsedBody, bytes);
       return answer;
     }
     if (request.method !== "POST" || !isInitializeRequest(parsedBody)) {
       return rpcError(400, -32000, "Bad Request: send Mcp-Session-Id, or open a session with an initialize request (POST)");
     }
-    const transport = await openSession(principal, actor.kind === "workspace" ? actor.workspaceId : null, parsedBody.params);
-    return await transport.handleRequest(request, { parsedBody, authInfo });
+    // Its params are kept in Redis for the session's life and read by every server that resumes it.
+    if (bytes > INIT_LIMIT) {
+      const why = `an initialize request may be at most ${INIT_LIMIT} bytes of JSON; this one is ${bytes} (shorten clientInfo or capabilities)`;
+      return Response.json({ jsonrpc: "2.0", id: (parsedBody as { id?: unknown }).id ?? null, error: { code: -32602, message: `Invalid params: ${why}` } }, { status: 400 });
+    }
+    return await openSession(principal, actor.kind === "workspace" ? actor.workspaceId : null, request, { parsedBody, authInfo });
   } catch (e) {
     return errorResponse(e);
   }

@@ -1,4 +1,5 @@
 import { randomInt, randomUUID } from "node:crypto";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { principalAccess } from "~/models/access.server";
@@ -34,6 +35,22 @@ import { log } from "~/utils/log.server";
 // without a request it ends (the record lapses); a server's copy idle that long is dropped.
 
 export const SESSION_LIMITS = { perPrincipal: 16, perOwner: 64, total: 512, idleMs: 30 * 60_000, sweepMs: 60_000 };
+
+/**
+ * The most an initialize request may weigh, in bytes of JSON: its params are the session's shared
+ * record, kept in Redis for the session's life and read by every server it reaches. A client's
+ * own are a few hundred bytes (protocol version, capabilities, name and version).
+ */
+export const INIT_LIMIT = 16 * 1024;
+
+/**
+ * The most a POST of answers may weigh to be relayed to the other servers (relayIfAnswers): a
+ * person's answer to remove_box's question is a few hundred bytes, every server parses what is
+ * published, and Redis drops a subscriber whose output buffer passes its limit (32 MB by
+ * default), losing the cluster's messages to every server. /mcp takes up to 96 MiB (write_file
+ * carries a 64 MiB file as base64), so the relay has its own limit.
+ */
+export const RELAY_LIMIT = 64 * 1024;
 
 type Held = Pick<McpSession, "principal" | "owner" | "lastSeenMs">;
 
@@ -142,21 +159,51 @@ function lost(why: string): Ending {
 }
 
 /**
- * A new session for `principal`, its transport ready to answer the initialize request `init`
- * (its params are kept in the shared record, for the other servers' copies). The session is
- * registered when that request is taken.
+ * Opens a session for `principal`: answers its initialize `request` (options.parsedBody). Once the
+ * SDK has taken it, the session is registered here and its record, with the initialize params,
+ * is shared for the other servers' copies; an initialize the SDK refuses (406, 415, …) leaves
+ * neither, and counts against no limit.
  */
-export async function openSession(principal: string, owner: string | null, init: unknown): Promise<WebStandardStreamableHTTPServerTransport> {
+export async function openSession(
+  principal: string,
+  owner: string | null,
+  request: Request,
+  options: { parsedBody: unknown; authInfo?: AuthInfo },
+): Promise<Response> {
   const id = randomUUID();
+  const init = (options.parsedBody as { params?: unknown } | null)?.params;
   const record: SessionRecord = { principal, owner, init, createdMs: Date.now() };
   const transport = await copyOf(id, record);
-  // Before the client has the id: its next request may go to another server.
-  await putRecord(id, record, SESSION_LIMITS.idleMs).catch(async (e) => {
+  const answer = await transport.handleRequest(request, options);
+  const s = sessions.get(id);
+  if (s?.transport !== transport) {
     await transport.close();
+    return answer;
+  }
+  // Before the client has the id (the answer's header): its next request may go to another server.
+  try {
+    await putRecord(id, record, SESSION_LIMITS.idleMs);
+  } catch (e) {
+    await answer.body?.cancel();
+    s.here = true;
+    await closeSession(s, { code: "unavailable", message: "the session could not be shared with the other servers; open a new one" });
     throw e;
-  });
-  return transport;
+  }
+  return answer;
 }
+
+/**
+ * Makes `server`'s own requests to the client (elicitation) count from `start` instead of 0: each
+ * copy of a session counts on its own, and an answer relayed to every copy (relayAnswers) must
+ * reach only the one that asked. The SDK has no option for it: this is its private counter,
+ * which tests/unit/mcp-sessions.test.ts checks is still the one its requests are numbered from.
+ */
+export function startRequestIdsAt(server: McpServer, start: number): void {
+  (server.server as unknown as { _requestMessageId: number })._requestMessageId = start;
+}
+
+/** Whether `id` could number a request of a copy: they count up from below 2^47 (copyOf). */
+const couldBeOurs = (id: unknown) => typeof id === "number" && Number.isSafeInteger(id) && id >= 0;
 
 const resuming = new Map<string, Promise<McpSession | undefined>>();
 
@@ -204,9 +251,7 @@ async function copyOf(id: string, { principal, owner }: SessionRecord): Promise<
     await closeSession(s, { code: "unavailable", message: `the session was closed: ${message}; open a new one` });
   }
   const server = buildServer();
-  // The ids of this copy's own requests to the client start at random: each copy counts from 0,
-  // and an answer relayed to every copy (relayAnswers) must reach only the one that asked.
-  (server.server as unknown as { _requestMessageId: number })._requestMessageId = randomInt(2 ** 47);
+  startRequestIdsAt(server, randomInt(2 ** 47));
   const transport = new WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: () => id,
     eventStore: new BoundedEventStore({ ...EVENT_STORE_LIMITS, sessions: () => sessions.size }),
@@ -240,12 +285,15 @@ async function copyOf(id: string, { principal, owner }: SessionRecord): Promise<
 const isAnswer = (m: unknown): m is JSONRPCResponse => JSONRPCResponseSchema.safeParse(m).success;
 
 /**
- * After a POST that carried answers to requests of a server (and nothing else), tells the other
- * servers' copies: the request may have gone out from any of them.
+ * After a POST of `bytes` that carried answers to requests of a server (and nothing else), tells
+ * the other servers' copies: the request may have gone out from any of them. Only small answers
+ * whose ids a copy could have sent: anything else is what the SDK makes of an answer to a request
+ * nobody sent (taken, 202, and dropped).
  */
-export async function relayIfAnswers(id: string, body: unknown): Promise<void> {
+export async function relayIfAnswers(id: string, body: unknown, bytes: number): Promise<void> {
+  if (bytes > RELAY_LIMIT) return;
   const messages = Array.isArray(body) ? body : [body];
-  if (messages.length === 0 || !messages.every(isAnswer)) return;
+  if (messages.length === 0 || !messages.every((m) => isAnswer(m) && couldBeOurs(m.id))) return;
   await relayAnswers(id, messages);
 }
 

@@ -1,6 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterEnv, type Proxy, roundRobinProxy } from "../support/cluster";
 import { type Person, consoleClient } from "../support/console";
@@ -22,18 +23,22 @@ let redis: OwnRedis;
 let database: string;
 let ada: Person;
 let c: ReturnType<typeof consoleClient>;
+/** A client of the cluster's Redis, to see what the servers keep and publish there. */
+let store: Redis;
+/** The MCP session records in Redis. */
+const records = async () => new Set(await store.keys("holm:mcp:session:*"));
 
 type ToolResult = { isError?: boolean; content: Array<{ type: string; text?: string }> };
 
 const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "1" } } };
 
 /** A raw JSON-RPC POST to `server`'s /mcp. */
-function post(server: { base: string }, secret: string, message: unknown, sid?: string) {
+function post(server: { base: string }, secret: string, message: unknown, sid?: string, accept = "application/json, text/event-stream") {
   return fetch(`${server.base}/mcp`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      accept: "application/json, text/event-stream",
+      accept,
       "mcp-protocol-version": "2025-11-25",
       authorization: `Bearer ${secret}`,
       ...(sid ? { "mcp-session-id": sid } : {}),
@@ -84,9 +89,12 @@ beforeAll(async () => {
   proxy = await roundRobinProxy(proxyPort, [a.base, b.base]);
   c = consoleClient(a);
   ada = await c.signUp("ada@example.com", "A");
+  store = new Redis(redis.url);
+  store.on("error", () => {}); // the outage test stops Redis: this client waits it out
 }, 120_000);
 
 afterAll(async () => {
+  store?.disconnect();
   await proxy?.close();
   await Promise.all([a?.stop(), b?.stop()]);
   await redis?.stop();
@@ -187,6 +195,61 @@ describe.runIf(WANTED)("MCP on two servers behind a round-robin proxy", () => {
     expect(ended).toBe(true);
     const after = await post(b, doomed.secret, { jsonrpc: "2.0", id: 2, method: "tools/list" }, sid);
     expect(after.status).toBe(401);
+  });
+
+  it("a client's answer is relayed to the other servers only when it is small and could answer a server's request", async () => {
+    const key = await c.createKey(ada, "relay");
+    const sid = await openOn(a, key.secret);
+    const watcher = new Redis(redis.url);
+    const heard: string[] = [];
+    watcher.on("message", (_channel, raw: string) => heard.push(raw));
+    await watcher.subscribe("holm:bus:mcp-answers");
+    try {
+      // A 3 MB answer (one key could send 96 MiB, enough to make Redis drop every server's
+      // subscriber), and one whose id no server ever sends: both taken (202), neither relayed.
+      const big = { jsonrpc: "2.0", id: 999, result: { x: "x".repeat(3_000_000) } };
+      expect(await statusOf(post(b, key.secret, big, sid))).toBe(202);
+      expect(await statusOf(post(b, key.secret, { jsonrpc: "2.0", id: "not-ours", result: {} }, sid))).toBe(202);
+      // A small one is relayed, as a person's answer to remove_box's question is.
+      expect(await statusOf(post(b, key.secret, { jsonrpc: "2.0", id: 1000, result: { action: "decline" } }, sid))).toBe(202);
+      await expect.poll(() => heard.length, { timeout: 5000 }).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard.map((m) => JSON.parse(m).payload.messages[0].id)).toEqual([1000]);
+    } finally {
+      watcher.disconnect();
+    }
+  });
+
+  it("an initialize the SDK refuses leaves no session record behind", async () => {
+    const key = await c.createKey(ada, "refused");
+    const before = await records();
+    // Refused by the SDK (406: the client must accept SSE too): no session, so no record.
+    for (let i = 0; i < 3; i++) {
+      const res = await post(a, key.secret, initialize, undefined, "application/json");
+      expect(res.status).toBe(406);
+      expect(res.headers.get("mcp-session-id")).toBeNull();
+      await res.text();
+    }
+    expect([...(await records())].filter((k) => !before.has(k))).toEqual([]);
+    // One that opens is recorded, with its initialize params, and answered on the other server.
+    const sid = await openOn(a, key.secret);
+    expect(JSON.parse((await store.get(`holm:mcp:session:${sid}`))!).init).toEqual(initialize.params);
+    expect(await statusOf(post(b, key.secret, list(2), sid))).toBe(200);
+  });
+
+  it("an initialize over 16 KiB is refused as invalid params, and nothing is recorded", async () => {
+    const key = await c.createKey(ada, "huge");
+    const before = await records();
+    const huge = { ...initialize, params: { ...initialize.params, clientInfo: { name: "n".repeat(1_000_000), version: "1" } } };
+    const refused = await post(a, key.secret, huge);
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get("mcp-session-id")).toBeNull();
+    expect(await refused.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32602, message: expect.stringMatching(/^Invalid params: an initialize request may be at most 16384 bytes of JSON; this one is 1000\d{3}/) },
+    });
+    expect([...(await records())].filter((k) => !before.has(k))).toEqual([]);
   });
 
   it("with Redis away, a session answers on the servers holding a copy, opening one is 503 retryable; after Redis restarts empty, elsewhere is 404", async () => {

@@ -1,19 +1,22 @@
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { SESSION_LIMITS, findSession, openSession, openSessionCount, sessionsToClose } from "~/mcp/sessions.server";
+import { SESSION_LIMITS, findSession, openSession, openSessionCount, sessionsToClose, startRequestIdsAt } from "~/mcp/sessions.server";
 
 // MCP sessions without HTTP: bound to the principal that opened them, and bounded per principal
 // (the least recently used one goes).
 
-const init = (id: number) =>
+const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+const init = () =>
   new Request("http://127.0.0.1/mcp", {
     method: "POST",
     headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
-    body: JSON.stringify({ jsonrpc: "2.0", id, method: "initialize", params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } } }),
+    body: JSON.stringify(initialize),
   });
 
 async function open(principal: string): Promise<string> {
-  const transport = await openSession(principal, null, { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } });
-  const res = await transport.handleRequest(init(1));
+  const res = await openSession(principal, null, init(), { parsedBody: initialize });
   await res.body?.cancel();
   return res.headers.get("mcp-session-id")!;
 }
@@ -24,6 +27,23 @@ describe("MCP sessions", () => {
     expect(findSession(id, "server")?.id).toBe(id);
     expect(findSession(id, "key:key_other")).toBeUndefined();
     expect(findSession("not-a-session", "server")).toBeUndefined();
+  });
+
+  it("number a server's own requests from where startRequestIdsAt says (the SDK's private counter is still the one)", async () => {
+    // Each copy of a session starts at random so that a relayed answer reaches only the copy
+    // that asked; were the SDK to rename its counter, every copy would count from 0 unseen.
+    const server = new McpServer({ name: "t", version: "1" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const sent: JSONRPCMessage[] = [];
+    clientSide.onmessage = (m) => void sent.push(m);
+    await clientSide.start();
+    await server.connect(serverSide);
+    startRequestIdsAt(server, 123_456_789);
+    const ping = server.server.ping().catch(() => undefined);
+    await expect.poll(() => sent.length).toBe(1);
+    expect(sent[0]).toMatchObject({ method: "ping", id: 123_456_789 });
+    await server.close();
+    await ping;
   });
 
   it("keep at most perPrincipal per principal, dropping the least recently used", async () => {
