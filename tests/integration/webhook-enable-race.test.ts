@@ -8,7 +8,8 @@ import { openStore } from "../support/store";
 // enabling: whichever way the race goes, an enabled webhook never keeps a held delivery (pending
 // with no next try), which nothing would send and no replay could replace. Races show on
 // PostgreSQL (HOLM_TEST_STORE=postgres), where requests run side by side; on SQLite they run
-// one after another and this passes trivially. A real receiver on 127.0.0.1: /fail answers 500
+// one after another and this passes trivially. And the prune sends a row left held on an enabled
+// webhook, whatever left it so. A real receiver on 127.0.0.1: /fail answers 500
 // (the deliveries stay pending, retried 5–15 min later), /ok answers 200.
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,7 +28,7 @@ let server: TestServer;
 beforeAll(async () => {
   await new Promise<void>((r) => rx.listen(0, "127.0.0.1", r));
   base = `http://127.0.0.1:${(rx.address() as AddressInfo).port}`;
-  server = await startServer({ HOLM_WEBHOOK_ALLOW_PRIVATE: "1", HOLM_WEBHOOK_RETRY_BASE_MS: "600000" });
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_WEBHOOK_ALLOW_PRIVATE: "1", HOLM_WEBHOOK_RETRY_BASE_MS: "600000" });
 }, 60_000);
 
 afterAll(async () => {
@@ -94,3 +95,14 @@ it("a replay sent together with PATCH enabled:true of a disabled webhook is not 
     await until(`trial ${trial}: the replay sent`, () => deliveries(hook.id), (l) => l.every((d) => d.status !== "pending"), 5000);
   }
 }, 120_000);
+
+it("a delivery left held on an enabled webhook (whatever left it so) is sent after the prune", async () => {
+  const hook = await json(await server.api("/v1/webhooks", { method: "POST", json: { url: `${base}/ok`, events: ["box.paused"] } }));
+  const db = openStore(server);
+  db.prepare("insert into webhook_delivery (id, webhook_id, event_seq, kind, body, status, attempts, created_at_ms, next_at_ms) values (?, ?, 7, 'box.paused', '{}', 'pending', 0, ?, null)")
+    .run("whd_0000000000000000000000f1", hook.id, Date.now());
+  db.close();
+  expect((await server.api("/v1/jobs/prune", { method: "POST" })).status).toBe(200);
+  expect(heldWhileEnabled(hook.id)).toBe(0);
+  await until("the held row sent", () => deliveries(hook.id), (l) => l[0]?.status === "delivered", 5000);
+}, 30_000);
