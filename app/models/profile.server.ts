@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { DEFAULT_RUNTIME, localDocker } from "~/runtime/index.server";
 import { ApiError, badRequest, notFound, unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
-import { derive } from "~/utils/secret.server";
+import { derive, statedServerId } from "~/utils/secret.server";
 import { refuseOversize } from "./profile-size.server";
 import { PROFILE_NAME_CHARS, PROFILE_NAME_RULE } from "./spec.server";
 
@@ -38,13 +38,17 @@ const SERVER_OWNER = "";
 
 /**
  * The engine volume of a new profile: a hash, so any owner id and name make a valid volume name,
- * keyed by this install's secret key, so two servers on one engine (each with its own state) never
+ * keyed by this install's secret key (and server id, when stated), so two servers on one engine never
  * name the same volume for the server token's profile of one name (the owner "" on both). It is
  * stored in the profile's row and read from there: servers sharing a store (ADR 0021) use the
  * first one's name, and rows made before the key was part of it keep their volume and its data.
  */
 function newProfileVolume(owner: string | null | undefined, name: string): string {
-  const h = createHash("sha256").update(`${derive("browser-profile-volume")}\0${owner ?? SERVER_OWNER}\0${name}`).digest("hex").slice(0, 32);
+  // A server with a stated id (`holm restore --as-new-server`) shares the original's key: its id
+  // keeps its volumes apart from the original's. Without one the name is as before, unchanged.
+  const stated = statedServerId();
+  const base = derive("browser-profile-volume") + (stated ? `\0${stated}` : "");
+  const h = createHash("sha256").update(`${base}\0${owner ?? SERVER_OWNER}\0${name}`).digest("hex").slice(0, 32);
   return `holm-profile-${h}`;
 }
 

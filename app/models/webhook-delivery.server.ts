@@ -7,7 +7,7 @@ import { env } from "~/utils/env.server";
 import { resolveTarget } from "~/utils/webhook-target.server";
 import type { EventKind, HolmEvent } from "./event.server";
 import { ownerKey } from "./sealed-store.server";
-import { HELD_PAST_WINDOW, RETRY_WINDOW_MS, getWebhook, subscribers, webhookTarget } from "./webhook.server";
+import { HELD_PAST_WINDOW, RETRY_WINDOW_MS, getWebhook, releaseHeld, subscribers, webhookTarget } from "./webhook.server";
 import { sendAttempt } from "./webhook-send.server";
 import type { DeliveryInfo } from "~/protocol/api-webhook";
 import { log } from "~/utils/log.server";
@@ -294,7 +294,7 @@ const REPLAY_WINDOW_MS = 3600 * 1000;
  * in any hour (then 409 denied, retryable, saying when).
  */
 export async function replayDelivery(owner: string | null | undefined, webhookId: string, deliveryId: string): Promise<DeliveryInfo> {
-  const hook = await getWebhook(owner, webhookId);
+  await getWebhook(owner, webhookId);
   const d = await db().selectFrom("webhook_delivery").selectAll().where("id", "=", deliveryId).where("webhook_id", "=", webhookId).executeTakeFirst();
   if (!d) throw notFound(`no delivery ${deliveryId} of webhook ${webhookId}`);
   return db()
@@ -302,6 +302,12 @@ export async function replayDelivery(owner: string | null | undefined, webhookId
     .execute(async (tx) => {
       // The checks and the insert, one replay of a webhook at a time (PostgreSQL: on any server).
       await lockKey(tx, `webhook-replay:${webhookId}`);
+      // The webhook's row lock, then its state: an enabling or disabling at once waits for this
+      // insert (and then sees it), or has committed before the read, so a replay is never left
+      // held (no next try) on an enabled webhook.
+      await tx.updateTable("webhook").set((eb) => ({ enabled: eb.ref("enabled") })).where("id", "=", webhookId).execute();
+      const hook = await tx.selectFrom("webhook").select("enabled").where("id", "=", webhookId).executeTakeFirst();
+      if (!hook) throw notFound(`no webhook ${webhookId}`);
       const pending = await tx
         .selectFrom("webhook_delivery")
         .select(COLUMNS)
@@ -326,7 +332,7 @@ export async function replayDelivery(owner: string | null | undefined, webhookId
         throw new ApiError("denied", `webhook ${webhookId} made ${REPLAYS_PER_HOUR} replays in the last hour, the most it may; try again after ${after}`, { retryable: true });
       }
       // A disabled webhook's replay is held as its other pending rows are, until it is enabled.
-      const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: hook.enabled ? now : null, replay_of: d.id };
+      const row = { id: newId(), webhook_id: webhookId, event_seq: d.event_seq, kind: d.kind, body: d.body, status: "pending", attempts: 0, created_at_ms: now, next_at_ms: hook.enabled === 1 ? now : null, replay_of: d.id };
       await tx.insertInto("webhook_delivery").values(row).execute();
       return info({ ...row, last_at_ms: null, last_status: null, latency_ms: null, error: null });
     });
@@ -334,7 +340,8 @@ export async function replayDelivery(owner: string | null | undefined, webhookId
 
 /**
  * Deletes deliveries that ended more than 7 days ago (as events are kept); part of prune. First
- * ends the deliveries a disabled webhook has held past their 24 h: `failed`, never sent.
+ * ends the deliveries a disabled webhook has held past their 24 h: `failed`, never sent; and
+ * makes due any row still held on an enabled webhook (releaseHeld), whatever left it so.
  */
 export async function pruneDeliveries(opts: { now: number }): Promise<number> {
   const disabled = db().selectFrom("webhook").select("id").where("enabled", "=", 0);
@@ -345,6 +352,7 @@ export async function pruneDeliveries(opts: { now: number }): Promise<number> {
     .where("created_at_ms", "<", opts.now - RETRY_WINDOW_MS)
     .where("webhook_id", "in", disabled)
     .execute();
+  await releaseHeld(db(), opts.now);
   const out = await db()
     .deleteFrom("webhook_delivery")
     .where("status", "!=", "pending")

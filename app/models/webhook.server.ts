@@ -112,10 +112,13 @@ export const HELD_PAST_WINDOW = "not sent: the webhook was disabled until 24 h a
 /**
  * Changes a webhook. Disabling holds its pending deliveries: none is tried (the sender picks only
  * enabled webhooks' rows), so none counts an attempt or grows its backoff, and each shows no next
- * attempt. Enabling makes them due at once, except those whose 24 h ended meanwhile: `failed`.
+ * attempt. Any change that leaves it enabled makes held rows due at once (those whose 24 h ended
+ * meanwhile: `failed`); rows with a next try keep it, so enabling twice skips no backoff. Not
+ * decided from a read before the update: an enabling and a disabling at once (PostgreSQL) would
+ * each see the other's state and leave an enabled webhook with rows held for ever.
  */
 export async function updateWebhook(owner: string | null | undefined, id: string, patch: WebhookPatch): Promise<WebhookInfo> {
-  const before = await getWebhook(owner, id);
+  await getWebhook(owner, id);
   const now = Date.now();
   const set: { url?: string; kinds_json?: string; enabled?: number; updated_at_ms: number } = { updated_at_ms: now };
   if (patch.url !== undefined) set.url = await checkUrl(patch.url);
@@ -124,16 +127,27 @@ export async function updateWebhook(owner: string | null | undefined, id: string
   await db()
     .transaction()
     .execute(async (tx) => {
+      // Takes the webhook's row lock first: a concurrent change or replay waits for this one.
       await tx.updateTable("webhook").set(set).where("owner", "=", ownerKey(owner)).where("id", "=", id).execute();
-      const pending = () => tx.updateTable("webhook_delivery").where("webhook_id", "=", id).where("status", "=", "pending");
-      if (patch.enabled === false) await pending().set({ next_at_ms: null }).execute();
-      // Only when it was disabled: enabling an enabled webhook does not skip its retries' backoff.
-      if (patch.enabled === true && !before.enabled) {
-        await pending().where("created_at_ms", "<", now - RETRY_WINDOW_MS).set({ status: "failed", next_at_ms: null, error: HELD_PAST_WINDOW }).execute();
-        await pending().set({ next_at_ms: now }).execute();
-      }
+      if (patch.enabled === false) await tx.updateTable("webhook_delivery").where("webhook_id", "=", id).where("status", "=", "pending").set({ next_at_ms: null }).execute();
+      else await releaseHeld(tx, now, id);
     });
   return getWebhook(owner, id);
+}
+
+/**
+ * Makes due the held rows (pending, no next try: only ever held ones) of enabled webhooks (of
+ * `id`, or all), failing those past their 24 h. Each statement reads `enabled` itself, in the
+ * caller's transaction: idempotent, and run by any PATCH leaving a webhook enabled and by prune.
+ */
+export async function releaseHeld(q: Kysely<Database>, now: number, id?: string): Promise<void> {
+  const enabled = q.selectFrom("webhook").select("id").where("enabled", "=", 1);
+  const held = () => {
+    const u = q.updateTable("webhook_delivery").where("status", "=", "pending").where("next_at_ms", "is", null).where("webhook_id", "in", enabled);
+    return id === undefined ? u : u.where("webhook_id", "=", id);
+  };
+  await held().where("created_at_ms", "<", now - RETRY_WINDOW_MS).set({ status: "failed", error: HELD_PAST_WINDOW }).execute();
+  await held().set({ next_at_ms: now }).execute();
 }
 
 /** Deletes a webhook and its delivery log: nothing more is sent to it. */

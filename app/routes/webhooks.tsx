@@ -89,9 +89,11 @@ export async function action({ request }: Route.ActionArgs) {
       // (README): it is sent at its own next try, not now. Only a row made by this call is new.
       if (d.created_at_ms < asked) {
         const next = d.next_attempt_at_ms;
-        const at = next ? `next try at ${when(next)}${next > asked ? ` (in ${duration(next - asked)})` : ""}` : "it is being tried now";
+        // A pending delivery with no next try is only ever a held one: its webhook is disabled.
+        const at = next ? `next try at ${when(next)}${next > asked ? ` (in ${duration(next - asked)})` : ""}` : "held until the webhook is enabled";
         return { ok: `Already pending: ${d.kind} #${d.event_seq} is still pending, ${at}; nothing new is queued.` };
       }
+      if (d.next_attempt_at_ms === null) return { ok: "Replay queued: the webhook is disabled, so it is held until the webhook is enabled, then sent." };
       return { ok: "Replay queued: the same event is sent again now." };
     }
     throw new ApiError("bad_request", `unknown intent "${intent}"`);

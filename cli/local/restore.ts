@@ -19,8 +19,9 @@ import { KEY_FILE, SERVER_ID_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, 
 // same server id, box-record.server.ts serverId) and the same box records. A server started on it
 // takes back and acts on that server's boxes, which a restore after a loss needs and a test
 // restore beside the live server must not do: it is said, and `--as-new-server` makes a copy with
-// its own id whose recorded boxes are history (the engine shows no lease of a live server to
-// refuse by: servers of one cluster share an id and an engine on purpose).
+// its own id whose recorded boxes are history, without the original's browser profiles, and with
+// its webhooks disabled (asNewServer). The engine shows no lease of a live server to refuse by:
+// servers of one cluster share an id and an engine on purpose.
 
 export interface RestoreOptions {
   stateDir?: string;
@@ -76,7 +77,7 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
 
     // Checked: now the old state goes (with --force) and the new comes in by rename; asked again
     // first, as a server (a unit restarting on failure) may have started while the archive unpacked.
-    const detached = opts.asNewServer ? asNewServer(stage) : 0;
+    const detached = opts.asNewServer ? asNewServer(stage) : undefined;
     refuseIfOpen();
     const incoming = fs.readdirSync(stage);
     // An id an earlier --as-new-server restore left goes too: this store is the archive's server.
@@ -99,10 +100,15 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
           `secrets, saved browser states or boxes: unset HOLM_SECRET_KEY for the server on ${dir} (its secret.key is the archive's now)`,
       );
     }
-    if (opts.asNewServer) {
+    if (detached) {
+      const { boxes, profiles, webhooks } = detached;
       opts.say(
-        `as a new server: its ${detached === 1 ? "1 box recorded live is" : `${detached} boxes recorded live are`} marked removed here (they stay the original's), ` +
+        `as a new server: its ${boxes === 1 ? "1 box recorded live is" : `${boxes} boxes recorded live are`} marked removed here (they stay the original's), ` +
           `and ${SERVER_ID_FILE} gives a server on this copy its own identity: it takes back none of the original's boxes; keys, users and secrets are the archive's`,
+      );
+      opts.say(
+        `as a new server: its ${profiles === 1 ? "1 browser profile is dropped here (its volume stays the original's)" : `${profiles} browser profiles are dropped here (their volumes stay the original's)`}, ` +
+          `and its ${webhooks === 1 ? "1 webhook is" : `${webhooks} webhooks are`} disabled here, their pending deliveries held: enable the ones this copy should send to`,
       );
     } else {
       opts.say(
@@ -121,17 +127,27 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
 }
 
 /**
- * Makes the staged store a new server's: a fresh id beside it, and every box it records as live
+ * Makes the staged store a new server's: a fresh id beside it; every box it records as live
  * marked removed, as those containers are the original's (removing one here would remove it
- * there). Answers how many.
+ * there); its browser profiles dropped, as their volumes are the original's (a box here would
+ * mount one, a delete remove it); its webhooks disabled, as their receivers are the original's
+ * (their pending deliveries held, not sent again). Answers how many of each.
  */
-function asNewServer(stage: string): number {
+function asNewServer(stage: string): { boxes: number; profiles: number; webhooks: number } {
   const store = new SQLite(path.join(stage, STORE_FILE), { fileMustExist: true });
-  let n: number;
+  let n: { boxes: number; profiles: number; webhooks: number };
   try {
-    n = store
-      .prepare("update box set state = 'gone', removed_at_ms = ?, reason = ? where removed_at_ms is null")
-      .run(Date.now(), "the store was restored as a new server: this box is the original server's").changes;
+    // A store from an older holm may lack a table: nothing of that kind to take from the original.
+    const has = (table: string) => !!store.prepare("select 1 from sqlite_master where type = 'table' and name = ?").get(table);
+    n = store.transaction(() => ({
+      boxes: store
+        .prepare("update box set state = 'gone', removed_at_ms = ?, reason = ? where removed_at_ms is null")
+        .run(Date.now(), "the store was restored as a new server: this box is the original server's").changes,
+      profiles: has("browser_profile") ? store.prepare("delete from browser_profile").run().changes : 0,
+      webhooks: has("webhook")
+        ? (store.prepare("update webhook_delivery set next_at_ms = null where status = 'pending'").run(), store.prepare("update webhook set enabled = 0 where enabled = 1").run().changes)
+        : 0,
+    }))();
   } finally {
     store.close();
   }

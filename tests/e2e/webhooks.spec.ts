@@ -180,6 +180,34 @@ test("Replay of a delivery still pending says so, with its next try, and queues 
   expect(n).toBe(1);
 });
 
+test("Replay on a disabled webhook says the new delivery is held until it is enabled, and so does Replay of that held one", async ({ page }) => {
+  await freshWorkspace(page, "Paused");
+  const id = await addWebhook(page, rxUrl);
+  const db = openStore(server);
+  const { owner } = db.prepare("select owner from webhook where id = ?").get(id) as { owner: string };
+  db.prepare("insert into event (at_ms, kind, owner, box_id) values (?, 'box.paused', ?, 'box_e2e')").run(Date.now(), owner);
+  db.close();
+  const rows = page.getByTestId("delivery");
+  await expect(rows).toHaveCount(1, { timeout: 20_000 });
+  await expect(rows.first()).toContainText("delivered");
+  const sent = got.length;
+
+  await page.getByRole("button", { name: `Disable ${rxUrl} (${id})`, exact: true }).click();
+  await expect(page.getByText("Webhook disabled")).toBeVisible();
+  await page.getByRole("button", { name: /^Replay box\.paused #\d+/ }).click();
+  await expect(page.getByRole("status").filter({ hasText: /replay queued/i })).toContainText("held until the webhook is enabled");
+  await expect(page.getByText("sent again now")).toHaveCount(0);
+  await expect(rows).toHaveCount(2, { timeout: 20_000 });
+  await expect(rows.first()).toContainText("pending");
+
+  await page.getByRole("button", { name: /^Replay box\.paused #\d+/ }).first().click();
+  const answer = page.getByRole("status").filter({ hasText: /already pending/i });
+  await expect(answer).toContainText("held until the webhook is enabled");
+  await expect(answer).toContainText("nothing new is queued");
+  await expect(page.getByText("being tried now")).toHaveCount(0);
+  expect(got.length).toBe(sent);
+});
+
 test("two webhooks to one URL: each one's buttons say which webhook they act on", async ({ page }) => {
   await freshWorkspace(page, "Twins");
   const first = await addWebhook(page, rxUrl);
