@@ -70,12 +70,21 @@ async function addWebhook(page: Page, url: string, events?: string[]): Promise<s
     await form.getByRole("checkbox", { name: "all events" }).uncheck();
     for (const k of events) await form.getByRole("checkbox", { name: k, exact: true }).check();
   }
+  const ids = () => {
+    const db = openStore(server);
+    try {
+      return (db.prepare("select id from webhook").all() as { id: string }[]).map((r) => r.id);
+    } finally {
+      db.close();
+    }
+  };
+  const before = new Set(ids());
   await form.getByRole("button", { name: "Add webhook" }).click();
   await expect(page.getByRole("heading", { name: "Webhook created" })).toBeVisible();
-  const db = openStore(server);
-  const { id } = db.prepare("select id from webhook order by created_at_ms desc limit 1").get() as { id: string };
-  db.close();
-  return id;
+  // The heading may still be the last add's: the new one is the id that was not there before.
+  let made: string[] = [];
+  await expect.poll(() => (made = ids().filter((id) => !before.has(id))).length).toBe(1);
+  return made[0]!;
 }
 
 test.beforeAll(async () => {
