@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type TestServer, json, startServer } from "../support/server";
 import { openStore } from "../support/store";
+import { until as waitUntil } from "../support/until";
 
 // Enabling and disabling a webhook at once (docs/decisions/0018), and a replay sent beside an
 // enabling: whichever way the race goes, an enabled webhook never keeps a held delivery (pending
@@ -12,7 +13,6 @@ import { openStore } from "../support/store";
 // webhook, whatever left it so. A real receiver on 127.0.0.1: /fail answers 500
 // (the deliveries stay pending, retried 5–15 min later), /ok answers 200.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hits: string[] = [];
 const rx = http.createServer((req, res) => {
   req.resume();
@@ -56,16 +56,7 @@ function heldWhileEnabled(id: string): number {
 const deliveries = async (id: string): Promise<any[]> => (await json(await server.api(`/v1/webhooks/${id}/deliveries`))).deliveries;
 const patch = (id: string, enabled: boolean) => server.api(`/v1/webhooks/${id}`, { method: "PATCH", json: { enabled } });
 
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let v = await get();
-  while (!ok(v)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(v)}`);
-    await sleep(100);
-    v = await get();
-  }
-  return v;
-}
+const until = <T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000) => waitUntil(what, get, ok, ms);
 
 it("PATCH enabled:true and enabled:false sent together: when it ends enabled, no delivery is left held", async () => {
   const hook = await json(await server.api("/v1/webhooks", { method: "POST", json: { url: `${base}/fail`, events: ["box.paused"] } }));

@@ -8,6 +8,7 @@ import { consoleClient } from "../support/console";
 import { type TestServer, json, startServer } from "../support/server";
 import { openStore } from "../support/store";
 import { type Api, apiAs } from "../support/workspaces";
+import { until } from "../support/until";
 
 // Webhooks that cannot send for a while (docs/decisions/0018), against a real server and a real
 // receiver on 127.0.0.1 (HOLM_WEBHOOK_ALLOW_PRIVATE=1), retries based at 300 ms:
@@ -73,17 +74,6 @@ function insertEvent(s: TestServer, webhookId: string, kind: string) {
 
 async function deliveries(api: Api, id: string): Promise<any[]> {
   return (await json(await api(`/v1/webhooks/${id}/deliveries`))).deliveries;
-}
-
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let v = await get();
-  while (!ok(v)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(v)}`);
-    await sleep(100);
-    v = await get();
-  }
-  return v;
 }
 
 it("after a restore without the key, rotating the secret (24 h grace, as the console does) signs the next delivery with the new secret alone", async () => {

@@ -7,6 +7,7 @@ import { registerSecret } from "../support/log-secrets";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { type Api, twoWorkspaces } from "../support/workspaces";
 import { openStore, storeAtRest } from "../support/store";
+import { until } from "../support/until";
 
 // Webhooks (issue 16, docs/decisions/0018) with real parts: a real server process, a real HTTP
 // receiver on 127.0.0.1 in this file (the server may reach it because the test server runs with
@@ -114,17 +115,6 @@ async function deliveries(api: Api, id: string) {
   const r = await call(api, "GET", `/v1/webhooks/${id}/deliveries`);
   expect(r.status, r.text).toBe(200);
   return r.body.deliveries as any[];
-}
-
-async function until<T>(what: string, get: () => Promise<T>, ok: (v: T) => boolean, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let v = await get();
-  while (!ok(v)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms; last: ${JSON.stringify(v)}`);
-    await sleep(150);
-    v = await get();
-  }
-  return v;
 }
 
 async function create(api: Api, body: Record<string, unknown>) {
