@@ -51,7 +51,7 @@ export function opsCommands(program: Command, ctx: Ctx) {
     .argument("<file>", "an archive holm backup wrote")
     .option(...STATE_DIR)
     .option("--force", "replace the store, frames and key of a directory that has them")
-    .option("--as-new-server", "a copy to run beside the original (a test restore): its own server id, the boxes it recorded marked removed")
+    .option("--as-new-server", "a copy to run beside the original (a test restore): its own server id, the boxes it recorded marked removed, its browser profiles dropped, its webhooks disabled")
     .action((file: string, f: { stateDir?: string; force?: boolean; asNewServer?: boolean }, cmd: Command) =>
       locally("restore", async () => {
         const manifest = await (await local()).restore(file, { stateDir: f.stateDir, force: f.force === true, asNewServer: f.asNewServer === true, say: progress });
