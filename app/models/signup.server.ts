@@ -1,7 +1,11 @@
 // Sign-up: a new account and the workspace it starts in (its own, or the one it was invited to),
 // written together or not at all. Written one after the other, a refusal of the second part (an
 // invitation for another email, a bad workspace name) left an account behind that could log in.
+import { ApiError } from "~/utils/api-error.server";
 import { db, lockKey } from "~/utils/db.server";
+import { env } from "~/utils/env.server";
+import { isLoopback } from "~/utils/loopback";
+import { safeEqual } from "~/utils/secret.server";
 import { emailTaken, prepareUser, toUser, type User } from "./user.server";
 import { insertWorkspace, invitationFor, joinByInvitation, workspaceName } from "./workspace.server";
 
@@ -13,7 +17,27 @@ export interface SignUp {
   invite?: string | null;
   /** The new workspace's name; "<name>'s workspace" when empty. */
   workspace?: string;
+  /** Whether the caller may make the first account, which administers the server (`mayAdminister`). */
+  mayAdminister: boolean;
 }
+
+/**
+ * Who may make a fresh server's first account, which administers it: the operator, that is a
+ * loopback peer (behind a proxy, the client the loopback proxy names: server.ts) or whoever gives
+ * the server token. A server listening on a public address used to hand itself to the first
+ * stranger who found its sign-up page.
+ */
+export function mayAdminister(address: string | undefined, token: string): boolean {
+  if (isLoopback(address)) return true;
+  const serverToken = env().HOLM_SERVER_TOKEN;
+  return !!serverToken && token !== "" && safeEqual(token, serverToken);
+}
+
+/** Whether a caller who is not at the machine can make the first account at all (with the server token). */
+export const firstAccountByToken = (): boolean => !!env().HOLM_SERVER_TOKEN;
+
+export const FIRST_ACCOUNT_REFUSAL =
+  "the first account administers this server, so it is made from the machine itself (its loopback address, or through an SSH tunnel) or with the server token (HOLM_SERVER_TOKEN)";
 
 export async function signUp(input: SignUp): Promise<{ user: User; workspaceId: string }> {
   // Everything that can be refused is checked before anything is written.
@@ -29,6 +53,7 @@ export async function signUp(input: SignUp): Promise<{ user: User; workspaceId: 
       if (await tx.selectFrom("user").select("id").where("email", "=", row.email).executeTakeFirst()) throw emailTaken();
       // The first account on a fresh server administers it (counted here: one admin, however many sign up at once).
       const { n } = await tx.selectFrom("user").select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+      if (Number(n) === 0 && !input.mayAdminister) throw new ApiError("denied", FIRST_ACCOUNT_REFUSAL);
       const user = { ...row, is_admin: Number(n) === 0 ? 1 : 0 };
       await tx.insertInto("user").values(user).execute();
       const workspaceId = inv ? await joinByInvitation(tx, inv, user.id) : (await insertWorkspace(tx, user.id, wsName)).id;

@@ -3,7 +3,7 @@ import { Alert, Button, Field } from "~/components/ui";
 import { getConsole, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
 import { createSession } from "~/models/session.server";
-import { signUp } from "~/models/signup.server";
+import { FIRST_ACCOUNT_REFUSAL, firstAccountByToken, mayAdminister, signUp } from "~/models/signup.server";
 import { signupsOpen, userCount } from "~/models/user.server";
 import { findInvitation } from "~/models/workspace.server";
 import { ApiError } from "~/utils/api-error.server";
@@ -17,29 +17,36 @@ async function mode(invite: string | null) {
   return { first, open: first || (await signupsOpen()), invitation };
 }
 
-export async function loader({ request }: Route.LoaderArgs) {
+const peer = (context: unknown) => (context as { remoteAddress?: string }).remoteAddress;
+
+export async function loader({ request, context }: Route.LoaderArgs) {
   if (await getConsole(request)) throw redirect("/");
   const invite = new URL(request.url).searchParams.get("invite");
   const m = await mode(invite);
+  // Not at the machine, the first account needs the server token, or cannot be made from here.
+  const needsToken = m.first && !mayAdminister(peer(context), "");
   return {
     first: m.first,
-    open: m.open,
+    open: m.open && (!needsToken || firstAccountByToken()),
+    needsToken,
     invite: m.invitation ? { token: invite, email: m.invitation.email, workspace: m.invitation.workspace_name, role: m.invitation.role } : null,
     // A link that no longer works (used, revoked, renewed, expired) says so rather than nothing.
     staleInvite: invite !== null && !m.invitation,
   };
 }
 
-export async function action({ request }: Route.ActionArgs) {
+export async function action({ request, context }: Route.ActionArgs) {
   return formAction(async () => {
     const form = await request.formData();
     const invite = field(form, "invite") || null;
     const m = await mode(invite);
     if (!m.open && !m.invitation) throw new ApiError("denied", "sign-up is by invitation on this server");
+    const admin = mayAdminister(peer(context), field(form, "setup_token"));
+    if (m.first && !admin) throw new ApiError("denied", FIRST_ACCOUNT_REFUSAL);
     const email = field(form, "email");
     if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
     if (field(form, "password") !== field(form, "confirm")) throw new ApiError("bad_request", "the passwords differ");
-    const { user, workspaceId } = await signUp({ email, name: field(form, "name"), password: field(form, "password"), invite: m.invitation ? invite : null, workspace: field(form, "workspace") });
+    const { user, workspaceId } = await signUp({ email, name: field(form, "name"), password: field(form, "password"), invite: m.invitation ? invite : null, workspace: field(form, "workspace"), mayAdminister: admin });
     const { token, session } = await createSession(user.id, workspaceId);
     throw redirect("/", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
   });
@@ -48,7 +55,7 @@ export async function action({ request }: Route.ActionArgs) {
 export default function Signup({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
   const busy = useNavigation().state !== "idle";
-  const { first, open, invite, staleInvite } = loaderData;
+  const { first, open, needsToken, invite, staleInvite } = loaderData;
   return (
     <div className="mx-auto mt-16 max-w-sm px-4">
       <h1 className="text-2xl font-semibold tracking-tight">{first ? "Set up holm" : "Create your account"}</h1>
@@ -64,7 +71,14 @@ export default function Signup({ loaderData }: Route.ComponentProps) {
           <Alert tone="info">This invitation link no longer works: it was used, revoked or replaced by a new link, or it expired.</Alert>
         </div>
       ) : null}
-      {!open && !invite ? (
+      {first && needsToken && !open ? (
+        <div className="mt-6">
+          <Alert tone="info">
+            The first account administers this server, so it is made from the machine itself: open this page at its loopback address (for example through an SSH
+            tunnel), or set HOLM_SERVER_TOKEN and give it here.
+          </Alert>
+        </div>
+      ) : !open && !invite ? (
         <div className="mt-6">
           <Alert tone="info">Sign-up on this server is by invitation. Ask a workspace owner for a link.</Alert>
           <p className="mt-4 text-sm">
@@ -82,6 +96,16 @@ export default function Signup({ loaderData }: Route.ComponentProps) {
           <Field label="Password" name="password" type="password" autoComplete="new-password" minLength={10} required hint="At least 10 characters." />
           <Field label="Confirm password" name="confirm" type="password" autoComplete="new-password" minLength={10} required />
           {!invite ? <Field label="Workspace name" name="workspace" placeholder="My team" /> : null}
+          {needsToken ? (
+            <Field
+              label="Server token"
+              name="setup_token"
+              type="password"
+              autoComplete="off"
+              required
+              hint="This server's HOLM_SERVER_TOKEN: the first account administers the server, and you are not at its machine."
+            />
+          ) : null}
           <Button type="submit" disabled={busy} className="w-full">
             {busy ? "Creating…" : "Create account"}
           </Button>
