@@ -17,7 +17,7 @@ import { fail, progress } from "./output";
 export const TAG_KEY = "holm-cli.create";
 const MAX_LABELS = 16;
 
-interface Ticker {
+export interface Ticker {
   update: (label: string) => void;
   stop: () => void;
 }
@@ -30,30 +30,12 @@ export async function createInterruptibly(holm: Holm, body: CreateBox, opts: { w
   // What the interrupted CLI knows: the box's id once an answer named it, or that the create failed.
   let id: string | undefined;
   let failed = false;
-  let interrupted = false;
-  const onSignal = (sig: NodeJS.Signals) => {
-    if (interrupted) {
-      // A second Ctrl-C: leave now, saying how to find what may be left.
-      progress(`interrupted again: ${id ? `box ${id}` : tag ? `the box labelled ${TAG_KEY}=${tag}` : "the box being created"} may be left; see holm --json boxes ls`);
-      die(sig);
-    }
-    interrupted = true;
-    opts.tick.stop();
-    progress("interrupted: removing the box being created (Ctrl-C again to leave it)");
-    void removeMade(holm, () => ({ id, failed }), tag).then(
-      (removed) => {
-        progress(removed ? `interrupted: removed ${removed}` : "interrupted: no box was made");
-        die(sig);
-      },
-      (err) => {
-        fail(err);
-        progress(`interrupted: could not remove ${id ?? (tag ? `the box labelled ${TAG_KEY}=${tag}` : "the box being created")}; remove it with holm rm`);
-        die(sig);
-      },
-    );
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const guard = removeOnInterrupt(opts.tick, {
+    removing: "removing the box being created",
+    what: () => (id ? `box ${id}` : tag ? `the box labelled ${TAG_KEY}=${tag}` : "the box being created"),
+    remove: () => removeMade(holm, () => ({ id, failed }), tag),
+  });
+  const interrupted = () => guard.interrupted;
   const never = new Promise<never>(() => undefined);
   try {
     let box = await holm.boxes.create(tagged).catch((e) => {
@@ -62,25 +44,60 @@ export async function createInterruptibly(holm: Holm, body: CreateBox, opts: { w
     });
     id = box.id;
     if (opts.wait) {
-      box = await holm.boxes.waitUntilSettled(box, { onProgress: (b) => interrupted || opts.tick.update(`${b.id} is starting`) }).catch((e) => {
+      box = await holm.boxes.waitUntilSettled(box, { onProgress: (b) => interrupted() || opts.tick.update(`${b.id} is starting`) }).catch((e) => {
         failed = true;
         throw e;
       });
     }
     // The label was only for finding the box; a box still starting (--no-wait) keeps it, since
     // its labels cannot change until it is ready.
-    if (tag && box.state === "ready" && !interrupted) box = await holm.boxes.update(box.id, { labels }).catch(() => box);
-    if (interrupted) return await never; // the handler removes it and ends the process
+    if (tag && box.state === "ready" && !interrupted()) box = await holm.boxes.update(box.id, { labels }).catch(() => box);
+    if (interrupted()) return await never; // the handler removes it and ends the process
     return box;
   } catch (e) {
-    if (interrupted) return await never;
+    if (interrupted()) return await never;
     throw e;
   } finally {
-    if (!interrupted) {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-    }
+    guard.dispose();
   }
+}
+
+/**
+ * Ctrl-C (or SIGTERM) while a command makes a box: the first signal removes the box (`remove`
+ * says which, once it can know) and then ends the process by the signal; a second leaves at once,
+ * saying what (`what`) may be left. `dispose` once the command is done, unless interrupted.
+ */
+export function removeOnInterrupt(tick: Ticker, how: { removing: string; what: () => string; remove: () => Promise<string | undefined> }) {
+  const state = { interrupted: false, dispose: () => undefined as void };
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (state.interrupted) {
+      // A second Ctrl-C: leave now, saying how to find what may be left.
+      progress(`interrupted again: ${how.what()} may be left; see holm --json boxes ls`);
+      die(sig);
+    }
+    state.interrupted = true;
+    tick.stop();
+    progress(`interrupted: ${how.removing} (Ctrl-C again to leave it)`);
+    void how.remove().then(
+      (removed) => {
+        progress(removed ? `interrupted: removed ${removed}` : "interrupted: no box was made");
+        die(sig);
+      },
+      (err) => {
+        fail(err);
+        progress(`interrupted: could not remove ${how.what()}; remove it with holm rm`);
+        die(sig);
+      },
+    );
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  state.dispose = () => {
+    if (state.interrupted) return;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+  return state;
 }
 
 /** The box the create made, found by id or label, removed; undefined when there was none. */

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { type Holm, HolmApiError, type HolmEvent, type TraceEntry } from "~/client/holm";
 import { describeEntry } from "~/components/trace-describe";
+import { removeOnInterrupt } from "./create";
 import { type Out, UsageError, jsonText, printJson, printable, progress, ticker, when } from "./output";
 
 // holm trace, fork and events: what happened to a box, doing it again, and the event log.
@@ -80,13 +81,30 @@ export function historyCommands(program: Command, ctx: Ctx) {
     .option("--up-to <seq>", "repeat the trace up to this sequence number")
     .option("--idempotency-key <key>", "the same key and body answer the first result")
     .action(async (box: string, f: { upTo?: string; idempotencyKey?: string }, cmd: Command) => {
+      const holm = ctx.holm();
+      const up_to = intOpt("up-to", f.upTo);
       const tick = ticker(`forking ${box}`);
+      // The fork answers once its box is ready and the steps replayed: a Ctrl-C before that
+      // removes the box the server makes of it (it finishes a fork whose caller left), once the
+      // answer names it, as `holm new` does.
+      let made: Promise<string | undefined> = Promise.resolve(undefined);
+      let id: string | undefined;
+      const guard = removeOnInterrupt(tick, {
+        removing: "removing the fork once the server names it",
+        what: () => (id ? `box ${id}` : `the fork of ${box}`),
+        remove: () => made.then(async (found) => (found ? (await holm.boxes.remove(found), found) : undefined)),
+      });
+      const never = new Promise<never>(() => undefined);
       try {
-        const out = await ctx.holm().boxes.fork(box, { up_to: intOpt("up-to", f.upTo) }, {
-          wait: true,
-          idempotencyKey: f.idempotencyKey,
-          onProgress: (b) => tick.update(`${b.id} is starting`),
-        });
+        const posted = holm.boxes.fork(box, { up_to }, { idempotencyKey: f.idempotencyKey });
+        made = posted.then(
+          (o) => (id = o.box.id),
+          () => undefined,
+        );
+        const first = await posted;
+        const settled = await holm.boxes.waitUntilSettled(first.box, { onProgress: (b) => guard.interrupted || tick.update(`${b.id} is starting`) });
+        if (guard.interrupted) return await never; // the handler removes it and ends the process
+        const out = { ...first, box: settled };
         const r = out.replay;
         tick.done(`${out.box.id} ${out.box.state}: replayed ${r.ok} of ${r.attempted} steps${r.stopped_at !== null ? `, stopped at entry ${r.stopped_at}` : ""}${r.skipped.length ? `, ${r.skipped.length} skipped` : ""}`);
         for (const s of r.skipped) progress(`  skipped ${s.seq} (${s.kind}): ${s.why}`);
@@ -94,8 +112,11 @@ export function historyCommands(program: Command, ctx: Ctx) {
         if (ctx.out(cmd).json) printJson(out);
         else process.stdout.write(`${out.box.id}\n`);
       } catch (e) {
+        if (guard.interrupted) return await never;
         tick.stop();
         throw e;
+      } finally {
+        guard.dispose();
       }
     });
 

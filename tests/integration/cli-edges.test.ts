@@ -149,6 +149,33 @@ describe("holm CLI: a box's life", () => {
     }
   });
 
+  it("Ctrl-C while holm fork waits removes the fork's box once the server names it", async () => {
+    const source = await holm.boxes.create({ placement: { expires_after_secs: 600 } });
+    const before = new Set([...(await liveIds()), source.id]);
+    let made: string | undefined;
+    try {
+      const out = await holmCli(["fork", source.id], {
+        onStart: (child) => {
+          // Interrupted once the fork's box is on the server, starting (the fork has not answered).
+          void until("the fork's box", async () => [...(await liveIds())].find((id) => !before.has(id))).then((id) => {
+            made = id;
+            child.kill("SIGINT");
+          });
+        },
+      });
+      expect(made).toBeDefined();
+      expect(out.signal).toBe("SIGINT");
+      expect(out.stdout).toBe("");
+      expect(out.stderr).toContain("interrupted: removing the fork once the server names it");
+      expect(out.stderr).toContain(`interrupted: removed ${made}`);
+      expect(await stateOf(made!)).toBe("gone");
+      // The source is untouched.
+      expect(await stateOf(source.id)).toBe("ready");
+    } finally {
+      for (const id of [made, source.id]) if (id) await holm.boxes.remove(id).catch(() => undefined);
+    }
+  });
+
   it("holm new's box has the labels it was given, not the one it is found by on Ctrl-C", async () => {
     const out = await holmCli(["--json", "new", "--ttl", "10", "--label", "team=web"]);
     try {
