@@ -3,7 +3,7 @@ import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/enco
 import { randomBytes } from "node:crypto";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { newsEpoch, newsLive } from "~/utils/cluster.server";
-import { db } from "~/utils/db.server";
+import { db, lockKey } from "~/utils/db.server";
 import { onPrincipalChange, principalChanged } from "./principal-changes.server";
 import { log } from "~/utils/log.server";
 
@@ -58,18 +58,8 @@ export async function createKey(input: { workspaceId: string; name: string; crea
   // A name says which key is which (the Keys page's Revoke buttons, "by key …" in the trace and
   // events), so two usable keys of a workspace never share one. A revoked or expired key's name
   // is free again: that key cannot be used, and an expired one cannot be revoked to free it.
-  const now = Date.now();
-  const same = await db()
-    .selectFrom("api_key")
-    .select("id")
-    .where("workspace_id", "=", input.workspaceId)
-    .where("name", "=", name)
-    .where("revoked_at_ms", "is", null)
-    .where((eb) => eb.or([eb("expires_at_ms", "is", null), eb("expires_at_ms", ">", now)]))
-    .executeTakeFirst();
-  if (same) {
-    throw new ApiError("denied", `a key named "${name}" is already active in this workspace; give this one another name, or revoke that one first`, { at: "name" });
-  }
+  // Checked and written in one transaction under the workspace's key-name lock: as two
+  // statements, creates at once each passed the check and all were written.
   const secret = `${KEY_PREFIX}${encodeBase32LowerCaseNoPadding(randomBytes(30))}`;
   const row = {
     id: `key_${randomBytes(8).toString("hex")}`,
@@ -83,7 +73,24 @@ export async function createKey(input: { workspaceId: string; name: string; crea
     last_used_ms: null,
     revoked_at_ms: null,
   };
-  await db().insertInto("api_key").values(row).execute();
+  await db()
+    .transaction()
+    .execute(async (tx) => {
+      await lockKey(tx, `key-name:${input.workspaceId}`);
+      const now = Date.now();
+      const same = await tx
+        .selectFrom("api_key")
+        .select("id")
+        .where("workspace_id", "=", input.workspaceId)
+        .where("name", "=", name)
+        .where("revoked_at_ms", "is", null)
+        .where((eb) => eb.or([eb("expires_at_ms", "is", null), eb("expires_at_ms", ">", now)]))
+        .executeTakeFirst();
+      if (same) {
+        throw new ApiError("denied", `a key named "${name}" is already active in this workspace; give this one another name, or revoke that one first`, { at: "name" });
+      }
+      await tx.insertInto("api_key").values(row).execute();
+    });
   const { hash: _hash, ...key } = row;
   return { secret, key: key as ApiKey };
 }
