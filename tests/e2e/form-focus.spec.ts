@@ -127,3 +127,58 @@ test("keys, invitations and webhooks: removals focus their banner, refusals thei
   await page.getByRole("button", { name: "Add webhook" }).click();
   await expect.poll(() => focusedHeading(page)).toBe("Webhook created");
 });
+
+test("log-in, sign-up and password refusals: said where the focus is, with what was typed kept", async ({ page, browser }) => {
+  refuseNativeDialogs(page);
+  // A wrong password: the banner saying so has the focus (the Log in button was disabled while
+  // it checked, so the focus would otherwise fall to the page's body), the email is kept.
+  await page.goto(`${server.base}/login`);
+  await page.getByLabel("Email").fill("ada@example.com");
+  await page.getByLabel("Password").fill("not the password");
+  await page.getByRole("button", { name: "Log in" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "the email or password is not right" })).toBeFocused();
+  await expect(page.getByLabel("Email")).toHaveValue("ada@example.com");
+
+  await logIn(page);
+  // Changing the password: a wrong current one is said at that field, differing new ones at the
+  // confirmation; each has the focus.
+  await page.goto(`${server.base}/settings`);
+  const current = page.getByLabel("Current password");
+  await current.fill("not the password");
+  await page.getByLabel("New password", { exact: true }).fill("another horse battery");
+  await page.getByLabel("Confirm new password").fill("another horse battery");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await expectRefused(current, /the current password is not right/, "not the password");
+  await current.fill("correct horse battery");
+  const confirm = page.getByLabel("Confirm new password");
+  await confirm.fill("another horse batterie");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await expectRefused(confirm, /the new passwords differ/, "another horse batterie");
+
+  // Sign-ups opened, a new person's differing passwords are said at the confirmation.
+  await page.getByRole("checkbox", { name: /Anyone who reaches this server may sign up/ }).check();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Saved." })).toBeVisible();
+  const other = await browser.newPage();
+  try {
+    refuseNativeDialogs(other);
+    await other.goto(`${server.base}/signup`);
+    await other.getByLabel("Name", { exact: true }).fill("Bo");
+    await other.getByLabel("Email").fill("bo-signup@example.com");
+    await other.getByLabel("Password", { exact: true }).fill("correct horse battery");
+    const again = other.getByLabel("Confirm password");
+    await again.fill("correct horse batterie");
+    await other.getByRole("button", { name: "Create account" }).click();
+    await expectRefused(again, /the passwords differ/, "correct horse batterie");
+    await expect(other.getByLabel("Email")).toHaveValue("bo-signup@example.com");
+    // An address with an account: no field to mend, the banner has the focus.
+    await other.getByLabel("Email").fill("ada@example.com");
+    await again.fill("correct horse battery");
+    await other.getByRole("button", { name: "Create account" }).click();
+    await expect(other.getByRole("alert").filter({ hasText: "an account with this email exists" })).toBeFocused();
+  } finally {
+    await other.close();
+    await page.getByRole("checkbox", { name: /Anyone who reaches this server may sign up/ }).uncheck();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+  }
+});
