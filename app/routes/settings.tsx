@@ -3,7 +3,7 @@ import { PoolCard } from "~/components/pool-card";
 import { PostForm } from "~/components/post-form";
 import { SecretsCard } from "~/components/secrets-card";
 import { Shell } from "~/components/shell";
-import { fieldError } from "~/components/action-banner";
+import { fieldError, useAnswerCount } from "~/components/action-banner";
 import { Alert, Button, Card, Field } from "~/components/ui";
 import { requireConsole, requireCsrf, requireFormWorkspace, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction, formFields } from "~/edge/form.server";
@@ -42,12 +42,15 @@ export async function action({ request }: Route.ActionArgs) {
       // In the workspace the card showed (page_workspace), as /v1/secrets: the member role.
       const w = (await requireFormWorkspace(request, form, "member")).workspace;
       const name = field(form, "name");
+      // Its row and Delete button, or the form drawn afresh after a save, took the focus away:
+      // the answer takes it (`focus`).
       if (intent === "secret-delete") {
         await deleteSecret(w.id, name);
-        return { ok: `Secret “${name}” deleted.` };
+        return { ok: `Secret “${name}” deleted.`, focus: true as const };
       }
-      await putSecret(w.id, name, field(form, "value"));
-      return { ok: `Secret “${name}” saved.`, savedAtMs: Date.now() };
+      // A refused value is said at its field, with what was typed kept.
+      await formFields({ value: "value" }, () => putSecret(w.id, name, field(form, "value")));
+      return { ok: `Secret “${name}” saved.`, savedAtMs: Date.now(), focus: true as const };
     }
     // The account's own settings and the server's: no workspace.
     const ctx = await requireConsole(request);
@@ -82,6 +85,8 @@ export async function action({ request }: Route.ActionArgs) {
 export default function Settings({ loaderData }: Route.ComponentProps) {
   const result = useActionData<typeof action>();
   const { csrf, admin, signupsOpen: open, secrets, pool } = loaderData;
+  // The secrets form is drawn afresh after each save only: a refusal keeps what was typed.
+  const saves = useAnswerCount(result, (a) => "savedAtMs" in a);
   const changed = typeof window !== "undefined" && new URLSearchParams(window.location.search).has("changed");
   return (
     <Shell>
@@ -89,7 +94,7 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
       <div className="grid max-w-3xl gap-6">
         {/* A refusal at a password field is said there; any other here. */}
         {result && "error" in result && !("field" in result && result.field) ? <Alert focus={"focus" in result ? result : undefined}>{result.error}</Alert> : null}
-        {result && "ok" in result ? <Alert tone="success">{result.ok}</Alert> : null}
+        {result && "ok" in result ? <Alert tone="success" focus={"focus" in result ? result : undefined}>{result.ok}</Alert> : null}
         {changed ? <Alert tone="success">Password changed. Every other session was signed out.</Alert> : null}
         <Card title="Change password">
           <PostForm csrf={csrf} intent="password" className="space-y-3">
@@ -105,7 +110,8 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
             workspace={secrets.workspace}
             secrets={secrets.list}
             canEdit={secrets.canEdit}
-            formKey={String(result && "savedAtMs" in result ? result.savedAtMs : 0)}
+            valueError={fieldError(result, "value")}
+            formKey={String(saves)}
           />
         ) : null}
         {admin ? (

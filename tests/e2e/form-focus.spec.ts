@@ -182,3 +182,37 @@ test("log-in, sign-up and password refusals: said where the focus is, with what 
     await page.getByRole("button", { name: "Save", exact: true }).click();
   }
 });
+
+test("secrets on Settings: a save and a delete put the focus on their answer, a refused value is said at its field", async ({ page }) => {
+  refuseNativeDialogs(page);
+  await logIn(page);
+  await page.goto(`${server.base}/settings`);
+  const secrets = page.locator("section").filter({ has: page.getByRole("heading", { name: "Secrets of Crew" }) });
+  const name = secrets.getByRole("textbox", { name: "Name" });
+  const value = secrets.getByLabel("Value");
+  // Saved: the form is drawn afresh (what was typed leaves the page), so the Save button that had
+  // the focus is gone; the answer takes it.
+  await name.fill("API_TOKEN");
+  await value.fill("s3cret-value");
+  await secrets.getByRole("button", { name: "Save secret" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Secret “API_TOKEN” saved." })).toBeFocused();
+  await expect(value).toHaveValue("");
+
+  // A value over 64 KiB: refused at the Value field, the name still there.
+  const long = "x".repeat(64 * 1024 + 1);
+  await name.fill("BIG");
+  await value.fill(long);
+  await secrets.getByRole("button", { name: "Save secret" }).click();
+  // (expectRefused's toHaveValue would print 64 KiB on a failure: the length is compared.)
+  await expect(value).toHaveAttribute("aria-invalid", "true");
+  await expect(value).toHaveAccessibleDescription(/a secret's value is at most 65536 characters/);
+  await expect(value).toBeFocused();
+  expect((await value.inputValue()).length, "the value typed is kept").toBe(long.length);
+  await expect(name).toHaveValue("BIG");
+
+  // Deleted: its row and Delete button are gone; the answer has the focus.
+  await secrets.getByRole("button", { name: "Delete API_TOKEN" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Delete secret" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Secret “API_TOKEN” deleted." })).toBeFocused();
+  await expect(secrets.getByRole("cell", { name: "API_TOKEN" })).toHaveCount(0);
+});
