@@ -1,4 +1,5 @@
-import { redirect, useActionData } from "react-router";
+import { useMemo } from "react";
+import { redirect, useActionData, useSearchParams } from "react-router";
 import { PoolCard } from "~/components/pool-card";
 import { PostForm } from "~/components/post-form";
 import { SecretsCard } from "~/components/secrets-card";
@@ -78,7 +79,9 @@ export async function action({ request }: Route.ActionArgs) {
     });
     await guessesAtChange.reset(account);
     const { token, session } = await createSession(ctx.user.id, ctx.session.workspace_id);
-    throw redirect("/settings?changed=1", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
+    // `changed` names this change: the page draws the password form afresh for it (so no password
+    // stays typed in the page) and its answer takes the focus, once.
+    throw redirect(`/settings?changed=${Date.now()}`, { headers: startSessionHeaders(request, token, session.expires_at_ms) });
   });
 }
 
@@ -87,17 +90,18 @@ export default function Settings({ loaderData }: Route.ComponentProps) {
   const { csrf, admin, signupsOpen: open, secrets, pool } = loaderData;
   // The secrets form is drawn afresh after each save only: a refusal keeps what was typed.
   const saves = useAnswerCount(result, (a) => "savedAtMs" in a);
-  const changed = typeof window !== "undefined" && new URLSearchParams(window.location.search).has("changed");
+  const changedAt = useSearchParams()[0].get("changed");
+  const changed = useMemo(() => (changedAt ? { at: changedAt } : undefined), [changedAt]);
   return (
     <Shell>
       <h1 className="mb-6 text-2xl font-semibold tracking-tight">Settings</h1>
       <div className="grid max-w-3xl gap-6">
         {/* A refusal at a password field is said there; any other here. */}
         {result && "error" in result && !("field" in result && result.field) ? <Alert focus={"focus" in result ? result : undefined}>{result.error}</Alert> : null}
+        {changed ? <Alert tone="success" focus={changed}>Password changed. Every other session was signed out.</Alert> : null}
         {result && "ok" in result ? <Alert tone="success" focus={"focus" in result ? result : undefined}>{result.ok}</Alert> : null}
-        {changed ? <Alert tone="success">Password changed. Every other session was signed out.</Alert> : null}
         <Card title="Change password">
-          <PostForm csrf={csrf} intent="password" className="space-y-3">
+          <PostForm key={changedAt ?? ""} csrf={csrf} intent="password" className="space-y-3">
             <Field label="Current password" name="current" type="password" autoComplete="current-password" required error={fieldError(result, "current")} />
             <Field label="New password" name="next" type="password" autoComplete="new-password" minLength={10} required />
             <Field label="Confirm new password" name="confirm" type="password" autoComplete="new-password" minLength={10} required error={fieldError(result, "confirm")} />

@@ -128,7 +128,7 @@ test("keys, invitations and webhooks: removals focus their banner, refusals thei
   await expect.poll(() => focusedHeading(page)).toBe("Webhook created");
 });
 
-test("log-in, sign-up and password refusals: said where the focus is, with what was typed kept", async ({ page, browser }) => {
+test("log-in, sign-up and password change: refusals said where the focus is, with what was typed kept; a change empties the form", async ({ page, browser }) => {
   refuseNativeDialogs(page);
   // A wrong password: the banner saying so has the focus (the Log in button was disabled while
   // it checked, so the focus would otherwise fall to the page's body), the email is kept.
@@ -154,6 +154,19 @@ test("log-in, sign-up and password refusals: said where the focus is, with what 
   await confirm.fill("another horse batterie");
   await page.getByRole("button", { name: "Change password" }).click();
   await expectRefused(confirm, /the new passwords differ/, "another horse batterie");
+  // Changed: the form is empty again (no password left typed in the page) and the answer has the
+  // focus; then back to the password the other tests use.
+  const change = async (from: string, to: string) => {
+    await current.fill(from);
+    await page.getByLabel("New password", { exact: true }).fill(to);
+    await confirm.fill(to);
+    await page.getByRole("button", { name: "Change password" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Password changed." })).toBeFocused();
+    for (const f of [current, page.getByLabel("New password", { exact: true }), confirm]) await expect(f).toHaveValue("");
+  };
+  await change("correct horse battery", "another horse battery");
+  // Straight away, with no reload: the page's forms carry the new session's token.
+  await change("another horse battery", "correct horse battery");
 
   // Sign-ups opened, a new person's differing passwords are said at the confirmation.
   await page.getByRole("checkbox", { name: /Anyone who reaches this server may sign up/ }).check();
