@@ -1,6 +1,6 @@
 import { PostForm } from "./post-form";
 import { Table } from "./table";
-import { Button, Card, Field, when } from "./ui";
+import { Button, Card, Field, type FieldError, when } from "./ui";
 
 export interface SecretRow {
   name: string;
@@ -12,7 +12,8 @@ export interface SecretRow {
  * The workspace's secrets on the Settings page (004's secret_ref): names and dates, a form to add
  * or replace one, and delete. Write-only: the value field is a password input that the page
  * never fills, and no value ever comes back from the server. `formKey` changes after a save,
- * so the form is drawn afresh and what was typed leaves the page too.
+ * so the form is drawn afresh and what was typed leaves the page too. `valueError`: a refused
+ * value, said at its field (a refusal keeps the form as typed).
  */
 export function SecretsCard({
   csrf,
@@ -20,12 +21,14 @@ export function SecretsCard({
   secrets,
   canEdit,
   formKey,
+  valueError,
 }: {
   csrf: string;
   workspace: string;
   secrets: SecretRow[];
   canEdit: boolean;
   formKey: string;
+  valueError?: FieldError;
 }) {
   return (
     <Card title={`Secrets of ${workspace}`}>
@@ -36,7 +39,7 @@ export function SecretsCard({
       {canEdit ? (
         <PostForm key={formKey} csrf={csrf} intent="secret-put" className="mb-4 grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-end">
           <Field label="Name" name="name" required maxLength={128} pattern="[A-Za-z0-9_][A-Za-z0-9_.\-]*" placeholder="LOGIN_PASSWORD" />
-          <Field label="Value" name="value" type="password" autoComplete="new-password" required />
+          <Field label="Value" name="value" type="password" autoComplete="new-password" required error={valueError} />
           <Button type="submit">Save secret</Button>
         </PostForm>
       ) : null}

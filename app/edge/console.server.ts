@@ -53,7 +53,10 @@ export async function requireConsole(request: Request): Promise<ConsoleContext> 
   if (ctx) return ctx;
   if ((await userCount()) === 0) throw redirect("/signup");
   const url = new URL(request.url);
-  throw redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}`);
+  // A form sent from a page drawn while signed in (signed out in another tab since, or the session
+  // ended): it was not done, and the log-in page says so (`ended=action`).
+  const action = request.method !== "GET" && request.method !== "HEAD";
+  throw redirect(`/login?next=${encodeURIComponent(url.pathname + url.search)}${action ? "&ended=action" : ""}`);
 }
 
 /** A signed-in person in a workspace with at least `need`: `pick` if given, else the session's current. */

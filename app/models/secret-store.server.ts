@@ -34,8 +34,8 @@ export async function listSecrets(owner: string | null | undefined): Promise<Sec
 /** Sets (or replaces) a secret; the answer has its name and dates, not its value. */
 export async function putSecret(owner: string | null | undefined, name: string, value: string): Promise<SecretInfo> {
   checkName("secret", name);
-  if (value.length === 0) throw badRequest("value: a secret's value is not empty");
-  if (value.length > SECRET_MAX_CHARS) throw badRequest(`value: a secret's value is at most ${SECRET_MAX_CHARS} characters`);
+  if (value.length === 0) throw badRequest("value: a secret's value is not empty", "value");
+  if (value.length > SECRET_MAX_CHARS) throw badRequest(`value: a secret's value is at most ${SECRET_MAX_CHARS} characters`, "value");
   const row = await writeSealed("secrets", ownerKey(owner), name, Buffer.from(value, "utf8"), SECRETS_PER_OWNER);
   changed(owner);
   return { name: row.name, created_at_ms: row.created_at_ms, updated_at_ms: row.updated_at_ms };

@@ -46,7 +46,11 @@ export default function Login() {
       <h1 className="text-2xl font-semibold tracking-tight">Log in to holm</h1>
       <Form method="post" className="mt-6 space-y-4">
         <input type="hidden" name="next" value={params.get("next") ?? "/"} />
-        {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+        {params.get("ended") === "action" && !result ? (
+          <Alert tone="info">You were signed out, so what you just did was not done. Log in, then do it again.</Alert>
+        ) : null}
+        {/* The Log in button was disabled while it checked, which dropped the focus: the answer takes it. */}
+        {result && "error" in result ? <Alert focus={result}>{result.error}</Alert> : null}
         <Field label="Email" name="email" type="email" autoComplete="email" required />
         <Field label="Password" name="password" type="password" autoComplete="current-password" required />
         <Button type="submit" disabled={busy} className="w-full">

@@ -1,12 +1,13 @@
 import { Form, redirect, useActionData, useNavigation } from "react-router";
+import { fieldError } from "~/components/action-banner";
 import { Alert, Button, Field } from "~/components/ui";
 import { getConsole, startSessionHeaders } from "~/edge/console.server";
-import { field, formAction } from "~/edge/form.server";
+import { field, formAction, formFields } from "~/edge/form.server";
 import { createSession } from "~/models/session.server";
 import { FIRST_ACCOUNT_REFUSAL, firstAccountByToken, mayAdminister, signUp } from "~/models/signup.server";
 import { signupsOpen, userCount } from "~/models/user.server";
 import { findInvitation } from "~/models/workspace.server";
-import { ApiError } from "~/utils/api-error.server";
+import { ApiError, badRequest } from "~/utils/api-error.server";
 import type { Route } from "./+types/signup";
 
 export const meta: Route.MetaFunction = () => [{ title: "Sign up · holm" }];
@@ -43,10 +44,13 @@ export async function action({ request, context }: Route.ActionArgs) {
     if (!m.open && !m.invitation) throw new ApiError("denied", "sign-up is by invitation on this server");
     const admin = mayAdminister(peer(context), field(form, "setup_token"));
     if (m.first && !admin) throw new ApiError("denied", FIRST_ACCOUNT_REFUSAL);
-    const email = field(form, "email");
-    if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new ApiError("bad_request", "enter an email address");
-    if (field(form, "password") !== field(form, "confirm")) throw new ApiError("bad_request", "the passwords differ");
-    const { user, workspaceId } = await signUp({ email, name: field(form, "name"), password: field(form, "password"), invite: m.invitation ? invite : null, workspace: field(form, "workspace"), mayAdminister: admin });
+    // A refusal about a field is said at it; any other (an address with an account) in the banner.
+    const { user, workspaceId } = await formFields({ email: "email", confirm: "confirm" }, async () => {
+      const email = field(form, "email");
+      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw badRequest("enter an email address", "email");
+      if (field(form, "password") !== field(form, "confirm")) throw badRequest("the passwords differ", "confirm");
+      return signUp({ email, name: field(form, "name"), password: field(form, "password"), invite: m.invitation ? invite : null, workspace: field(form, "workspace"), mayAdminister: admin });
+    });
     const { token, session } = await createSession(user.id, workspaceId);
     throw redirect("/", { headers: startSessionHeaders(request, token, session.expires_at_ms) });
   });
@@ -90,11 +94,13 @@ export default function Signup({ loaderData }: Route.ComponentProps) {
       ) : (
         <Form method="post" className="mt-6 space-y-4">
           {invite ? <input type="hidden" name="invite" value={invite.token ?? ""} /> : null}
-          {result && "error" in result ? <Alert>{result.error}</Alert> : null}
+          {/* The Create account button was disabled while it worked, which dropped the focus: a
+              refusal at a field takes it there, any other to this banner. */}
+          {result && "error" in result && !("field" in result && result.field) ? <Alert focus={result}>{result.error}</Alert> : null}
           <Field label="Name" name="name" autoComplete="name" required />
-          <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={invite?.email} readOnly={!!invite} />
+          <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={invite?.email} readOnly={!!invite} error={fieldError(result, "email")} />
           <Field label="Password" name="password" type="password" autoComplete="new-password" minLength={10} required hint="At least 10 characters." />
-          <Field label="Confirm password" name="confirm" type="password" autoComplete="new-password" minLength={10} required />
+          <Field label="Confirm password" name="confirm" type="password" autoComplete="new-password" minLength={10} required error={fieldError(result, "confirm")} />
           {!invite ? <Field label="Workspace name" name="workspace" placeholder="My team" /> : null}
           {needsToken ? (
             <Field

@@ -127,3 +127,105 @@ test("keys, invitations and webhooks: removals focus their banner, refusals thei
   await page.getByRole("button", { name: "Add webhook" }).click();
   await expect.poll(() => focusedHeading(page)).toBe("Webhook created");
 });
+
+test("log-in, sign-up and password change: refusals said where the focus is, with what was typed kept; a change empties the form", async ({ page, browser }) => {
+  refuseNativeDialogs(page);
+  // A wrong password: the banner saying so has the focus (the Log in button was disabled while
+  // it checked, so the focus would otherwise fall to the page's body), the email is kept.
+  await page.goto(`${server.base}/login`);
+  await page.getByLabel("Email").fill("ada@example.com");
+  await page.getByLabel("Password").fill("not the password");
+  await page.getByRole("button", { name: "Log in" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "the email or password is not right" })).toBeFocused();
+  await expect(page.getByLabel("Email")).toHaveValue("ada@example.com");
+
+  await logIn(page);
+  // Changing the password: a wrong current one is said at that field, differing new ones at the
+  // confirmation; each has the focus.
+  await page.goto(`${server.base}/settings`);
+  const current = page.getByLabel("Current password");
+  await current.fill("not the password");
+  await page.getByLabel("New password", { exact: true }).fill("another horse battery");
+  await page.getByLabel("Confirm new password").fill("another horse battery");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await expectRefused(current, /the current password is not right/, "not the password");
+  await current.fill("correct horse battery");
+  const confirm = page.getByLabel("Confirm new password");
+  await confirm.fill("another horse batterie");
+  await page.getByRole("button", { name: "Change password" }).click();
+  await expectRefused(confirm, /the new passwords differ/, "another horse batterie");
+  // Changed: the form is empty again (no password left typed in the page) and the answer has the
+  // focus; then back to the password the other tests use.
+  const change = async (from: string, to: string) => {
+    await current.fill(from);
+    await page.getByLabel("New password", { exact: true }).fill(to);
+    await confirm.fill(to);
+    await page.getByRole("button", { name: "Change password" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Password changed." })).toBeFocused();
+    for (const f of [current, page.getByLabel("New password", { exact: true }), confirm]) await expect(f).toHaveValue("");
+  };
+  await change("correct horse battery", "another horse battery");
+  // Straight away, with no reload: the page's forms carry the new session's token.
+  await change("another horse battery", "correct horse battery");
+
+  // Sign-ups opened, a new person's differing passwords are said at the confirmation.
+  await page.getByRole("checkbox", { name: /Anyone who reaches this server may sign up/ }).check();
+  await page.getByRole("button", { name: "Save", exact: true }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Saved." })).toBeVisible();
+  const other = await browser.newPage();
+  try {
+    refuseNativeDialogs(other);
+    await other.goto(`${server.base}/signup`);
+    await other.getByLabel("Name", { exact: true }).fill("Bo");
+    await other.getByLabel("Email").fill("bo-signup@example.com");
+    await other.getByLabel("Password", { exact: true }).fill("correct horse battery");
+    const again = other.getByLabel("Confirm password");
+    await again.fill("correct horse batterie");
+    await other.getByRole("button", { name: "Create account" }).click();
+    await expectRefused(again, /the passwords differ/, "correct horse batterie");
+    await expect(other.getByLabel("Email")).toHaveValue("bo-signup@example.com");
+    // An address with an account: no field to mend, the banner has the focus.
+    await other.getByLabel("Email").fill("ada@example.com");
+    await again.fill("correct horse battery");
+    await other.getByRole("button", { name: "Create account" }).click();
+    await expect(other.getByRole("alert").filter({ hasText: "an account with this email exists" })).toBeFocused();
+  } finally {
+    await other.close();
+    await page.getByRole("checkbox", { name: /Anyone who reaches this server may sign up/ }).uncheck();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
+  }
+});
+
+test("secrets on Settings: a save and a delete put the focus on their answer, a refused value is said at its field", async ({ page }) => {
+  refuseNativeDialogs(page);
+  await logIn(page);
+  await page.goto(`${server.base}/settings`);
+  const secrets = page.locator("section").filter({ has: page.getByRole("heading", { name: "Secrets of Crew" }) });
+  const name = secrets.getByRole("textbox", { name: "Name" });
+  const value = secrets.getByLabel("Value");
+  // Saved: the form is drawn afresh (what was typed leaves the page), so the Save button that had
+  // the focus is gone; the answer takes it.
+  await name.fill("API_TOKEN");
+  await value.fill("s3cret-value");
+  await secrets.getByRole("button", { name: "Save secret" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Secret “API_TOKEN” saved." })).toBeFocused();
+  await expect(value).toHaveValue("");
+
+  // A value over 64 KiB: refused at the Value field, the name still there.
+  const long = "x".repeat(64 * 1024 + 1);
+  await name.fill("BIG");
+  await value.fill(long);
+  await secrets.getByRole("button", { name: "Save secret" }).click();
+  // (expectRefused's toHaveValue would print 64 KiB on a failure: the length is compared.)
+  await expect(value).toHaveAttribute("aria-invalid", "true");
+  await expect(value).toHaveAccessibleDescription(/a secret's value is at most 65536 characters/);
+  await expect(value).toBeFocused();
+  expect((await value.inputValue()).length, "the value typed is kept").toBe(long.length);
+  await expect(name).toHaveValue("BIG");
+
+  // Deleted: its row and Delete button are gone; the answer has the focus.
+  await secrets.getByRole("button", { name: "Delete API_TOKEN" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Delete secret" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Secret “API_TOKEN” deleted." })).toBeFocused();
+  await expect(secrets.getByRole("cell", { name: "API_TOKEN" })).toHaveCount(0);
+});
