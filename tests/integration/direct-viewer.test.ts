@@ -250,6 +250,35 @@ describe("direct viewer sockets", () => {
     expect(await openViewer(`${t.view_socket}?mode=control`)).toBe(409);
   });
 
+  it("password: a socket that has not given the password holds no connection to x11vnc, and closes if it never does", async () => {
+    const t = await ticket(passwordBox, "view");
+    // Connections accepted on x11vnc's port (5900) inside the box, from /proc/net/tcp (state 01: established).
+    const onX11vnc = async () => {
+      const { out } = await execIn(passwordBox, ["cat", "/proc/net/tcp", "/proc/net/tcp6"]);
+      return out.split("\n").filter((l) => /^\s*\d+: [0-9A-F]+:170C [0-9A-F]+:[0-9A-F]+ 01 /.test(l)).length;
+    };
+    expect(await onX11vnc()).toBe(0);
+    // Anyone who reaches the port (bind any: the network) opens sockets and never answers the challenge.
+    const idle = await Promise.all(Array.from({ length: 10 }, () => RfbClient.overWebSocket(t.view_socket)));
+    try {
+      await sleep(1500);
+      // Before: each of them had the agent open (and log in to) an x11vnc connection, kept as long as the socket stayed.
+      expect(await onX11vnc()).toBe(0);
+      // One that gives the password gets its own connection, and the screen.
+      const good = await RfbClient.overWebSocket(t.view_socket);
+      await good.handshake(1, (ch) => vncChallengeResponse(t.password, ch));
+      good.requestUpdate(false, 0, 0, 8, 8);
+      await good.nextUpdate();
+      expect(await onX11vnc()).toBe(1);
+      good.close();
+      // Those that never answer are closed (4400) once the handshake's time is up.
+      const closes = await Promise.all(idle.map(async (v) => (await closedWithin(v, 15_000))?.code));
+      expect(closes).toEqual(idle.map(() => 4400));
+    } finally {
+      for (const v of idle) v.close();
+    }
+  });
+
   it("token: a key revoked while the box is paused or stopped opens nothing once it runs again; a ticket whose holder kept access still does", async () => {
     const lifecycle = async (op: "pause" | "resume" | "stop") => {
       const res = await asA(`/v1/boxes/${tokenBox}/${op}`, { method: "POST" });
