@@ -6,6 +6,7 @@ import { closedWithin, openViewer } from "../support/sockets";
 import { RfbClient } from "../../bench/rfb-client";
 import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
 import { registerSecret } from "../support/log-secrets";
+import { openStore } from "../support/store";
 import { type Api, apiAs, twoWorkspaces } from "../support/workspaces";
 
 // Direct viewer sockets (issue 18; spec.policy.auth token / password, bind, seed 000), on real
@@ -70,6 +71,10 @@ async function byPerson(id: string, intent: "takeover" | "giveback") {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The server relay's view socket for a ticket the server signed (the ticket answer's `ticket`). */
+const socketOfServer = (serverTicket: string) =>
+  `${server.base.replace(/^http/, "ws")}/v1/boxes/${tokenBox}/screens/0/viewer/socket?${new URLSearchParams({ ticket: serverTicket, mode: "view" })}`;
 
 /** How an upgrade ends: its refusal status, or the close code (negated) of one let in, closed. */
 async function refusal(url: string): Promise<number> {
@@ -203,6 +208,25 @@ describe("direct viewer sockets", () => {
     // The URLs were signed before the key was revoked: the box refuses them from now on.
     expect(await openViewer(t.view_socket)).toBe(401);
     expect(await openViewer(t.control_socket)).toBe(401);
+  });
+
+  it("token: a key's direct sockets end when the key expires, as its relay sockets do, and its URLs open nothing after", async () => {
+    const short = await c.createKey(ada, "direct-expiring");
+    // The key expires a few seconds from now (moved in the store, as auth-matrix.test.ts does), with no event to tell anyone.
+    const expiresAtMs = Date.now() + 4000;
+    const db = openStore(server);
+    db.prepare("update api_key set expires_at_ms = ? where id = ?").run(expiresAtMs, short.id);
+    db.close();
+    const t = await ticket(tokenBox, "control", apiAs(server, short.secret));
+    const watch = await openViewer(t.view_socket);
+    const relayed = await openViewer(socketOfServer(t.ticket));
+    if (typeof watch === "number" || typeof relayed === "number") throw new Error(`refused: ${watch} ${relayed}`);
+    const [w, r] = await Promise.all([closedWithin(watch, 10_000), closedWithin(relayed, 10_000)]);
+    // Before: the relay's socket closed at the key's expiry (4401); the box's stayed open until its ticket's 15 minutes.
+    expect(r?.code).toBe(4401);
+    expect(w?.code, "the direct socket is still open after the key expired").toBe(4401);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAtMs);
+    expect(await openViewer(t.view_socket)).toBe(401);
   });
 
   it("another box cannot reach a socket published on every address (bind any), though this machine can", async () => {
