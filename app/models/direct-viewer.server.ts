@@ -6,6 +6,7 @@ import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { agentSecret } from "./agent.server";
 import { noteDirectTicket } from "./direct-ticket-holders.server";
+import { keyById } from "./key.server";
 import type { BoxJson } from "./box-record.server";
 import type { NormalSpec } from "./spec.server";
 import type { IssuedTicket } from "./ticket.server";
@@ -54,7 +55,10 @@ export async function directSockets(box: BoxJson, screen: number, issued: Issued
       password: directViewerPassword(agentSecret(box.id)),
     };
   }
-  const expires_at_ms = Math.min(issued.expires_at_ms, Date.now() + DIRECT_TICKET_TTL_MS);
+  // No later than the issuer's key expires: the box hears of no expiry (the relay closes its
+  // sockets then), and closes a socket when its ticket expires.
+  const keyEnds = issuer.startsWith("key:") ? (await keyById(issuer.slice(4)))?.expires_at_ms : undefined;
+  const expires_at_ms = Math.min(issued.expires_at_ms, Date.now() + DIRECT_TICKET_TTL_MS, keyEnds ?? Infinity);
   await noteDirectTicket(box.id, issuer, expires_at_ms);
   const direct = (mode: "view" | "control") => {
     const ticket = signDirectTicket(agentSecret(box.id), { box: box.id, screen, mode: issued.mode, issuer, expires_at_ms, issued_at_ms: Date.now() });

@@ -6,6 +6,7 @@ import { closedWithin, openViewer } from "../support/sockets";
 import { RfbClient } from "../../bench/rfb-client";
 import { vncChallengeResponse } from "../../app/protocol/rfb/vnc-auth";
 import { registerSecret } from "../support/log-secrets";
+import { openStore } from "../support/store";
 import { type Api, apiAs, twoWorkspaces } from "../support/workspaces";
 
 // Direct viewer sockets (issue 18; spec.policy.auth token / password, bind, seed 000), on real
@@ -70,6 +71,10 @@ async function byPerson(id: string, intent: "takeover" | "giveback") {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The server relay's view socket for a ticket the server signed (the ticket answer's `ticket`). */
+const socketOfServer = (serverTicket: string) =>
+  `${server.base.replace(/^http/, "ws")}/v1/boxes/${tokenBox}/screens/0/viewer/socket?${new URLSearchParams({ ticket: serverTicket, mode: "view" })}`;
 
 /** How an upgrade ends: its refusal status, or the close code (negated) of one let in, closed. */
 async function refusal(url: string): Promise<number> {
@@ -205,6 +210,25 @@ describe("direct viewer sockets", () => {
     expect(await openViewer(t.control_socket)).toBe(401);
   });
 
+  it("token: a key's direct sockets end when the key expires, as its relay sockets do, and its URLs open nothing after", async () => {
+    const short = await c.createKey(ada, "direct-expiring");
+    // The key expires a few seconds from now (moved in the store, as auth-matrix.test.ts does), with no event to tell anyone.
+    const expiresAtMs = Date.now() + 4000;
+    const db = openStore(server);
+    db.prepare("update api_key set expires_at_ms = ? where id = ?").run(expiresAtMs, short.id);
+    db.close();
+    const t = await ticket(tokenBox, "control", apiAs(server, short.secret));
+    const watch = await openViewer(t.view_socket);
+    const relayed = await openViewer(socketOfServer(t.ticket));
+    if (typeof watch === "number" || typeof relayed === "number") throw new Error(`refused: ${watch} ${relayed}`);
+    const [w, r] = await Promise.all([closedWithin(watch, 10_000), closedWithin(relayed, 10_000)]);
+    // Before: the relay's socket closed at the key's expiry (4401); the box's stayed open until its ticket's 15 minutes.
+    expect(r?.code).toBe(4401);
+    expect(w?.code, "the direct socket is still open after the key expired").toBe(4401);
+    expect(Date.now()).toBeGreaterThanOrEqual(expiresAtMs);
+    expect(await openViewer(t.view_socket)).toBe(401);
+  });
+
   it("another box cannot reach a socket published on every address (bind any), though this machine can", async () => {
     const t = await ticket(passwordBox, "view");
     const port = new URL(t.view_socket).port;
@@ -248,6 +272,35 @@ describe("direct viewer sockets", () => {
     await expect(none.handshake(1)).rejects.toThrow(/no security type None/);
     none.close();
     expect(await openViewer(`${t.view_socket}?mode=control`)).toBe(409);
+  });
+
+  it("password: a socket that has not given the password holds no connection to x11vnc, and closes if it never does", async () => {
+    const t = await ticket(passwordBox, "view");
+    // Connections accepted on x11vnc's port (5900) inside the box, from /proc/net/tcp (state 01: established).
+    const onX11vnc = async () => {
+      const { out } = await execIn(passwordBox, ["cat", "/proc/net/tcp", "/proc/net/tcp6"]);
+      return out.split("\n").filter((l) => /^\s*\d+: [0-9A-F]+:170C [0-9A-F]+:[0-9A-F]+ 01 /.test(l)).length;
+    };
+    expect(await onX11vnc()).toBe(0);
+    // Anyone who reaches the port (bind any: the network) opens sockets and never answers the challenge.
+    const idle = await Promise.all(Array.from({ length: 10 }, () => RfbClient.overWebSocket(t.view_socket)));
+    try {
+      await sleep(1500);
+      // Before: each of them had the agent open (and log in to) an x11vnc connection, kept as long as the socket stayed.
+      expect(await onX11vnc()).toBe(0);
+      // One that gives the password gets its own connection, and the screen.
+      const good = await RfbClient.overWebSocket(t.view_socket);
+      await good.handshake(1, (ch) => vncChallengeResponse(t.password, ch));
+      good.requestUpdate(false, 0, 0, 8, 8);
+      await good.nextUpdate();
+      expect(await onX11vnc()).toBe(1);
+      good.close();
+      // Those that never answer are closed (4400) once the handshake's time is up.
+      const closes = await Promise.all(idle.map(async (v) => (await closedWithin(v, 15_000))?.code));
+      expect(closes).toEqual(idle.map(() => 4400));
+    } finally {
+      for (const v of idle) v.close();
+    }
   });
 
   it("token: a key revoked while the box is paused or stopped opens nothing once it runs again; a ticket whose holder kept access still does", async () => {

@@ -288,6 +288,41 @@ describe("unknown messages", () => {
     expect(run("view", [handshake(8), b(255, 1, 0, 7)]).close?.code).toBe(RFB_CLOSE.unsupported);
   });
 
+  it("closes, in both modes, on a pixel format of other than 8, 16 or 32 bits per pixel, or a depth of 0 or above it (wayvnc exits on some)", () => {
+    const before = m.fbur(0, 0, 0, 10, 10);
+    for (const mode of ["view", "control"] as const) {
+      for (const bpp of [0, 1, 24, 33]) {
+        const bad = m.setPixelFormat();
+        bad[4] = bpp;
+        const all = Buffer.concat([handshake(8), before, bad, m.fbur(0, 0, 0, 1, 1)]);
+        for (const chunks of [[all], byteByByte(all)]) {
+          const { out, close } = run(mode, chunks);
+          expect(close?.code).toBe(RFB_CLOSE.protocol);
+          expect(close?.reason).toMatch(new RegExp(`${bpp} bits per pixel`));
+          expect(out).toEqual(Buffer.concat([handshake(8, 1), before]));
+        }
+      }
+      for (const [bpp, depth] of [[32, 0], [32, 33], [32, 40], [16, 24], [8, 0]]) {
+        const bad = m.setPixelFormat();
+        bad[4] = bpp!;
+        bad[5] = depth!;
+        const all = Buffer.concat([handshake(8), before, bad]);
+        for (const chunks of [[all], byteByByte(all)]) {
+          const { out, close } = run(mode, chunks);
+          expect(close?.code).toBe(RFB_CLOSE.protocol);
+          expect(close?.reason).toMatch(new RegExp(`depth of ${depth} at ${bpp} bits per pixel`));
+          expect(out).toEqual(Buffer.concat([handshake(8, 1), before]));
+        }
+      }
+      for (const [bpp, depth] of [[8, 3], [8, 8], [16, 15], [16, 16], [32, 24], [32, 32]]) {
+        const good = m.setPixelFormat();
+        good[4] = bpp!;
+        good[5] = depth!;
+        expect(run(mode, [handshake(8), good]).close).toBeUndefined();
+      }
+    }
+  });
+
   it("control mode passes the rest unparsed (the VNC server judges it)", () => {
     const rest = Buffer.concat([b(99, 1, 2, 3), m.key(true, 0x61)]);
     const { out, close } = run("control", [handshake(8), rest]);

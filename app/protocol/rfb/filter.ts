@@ -3,7 +3,8 @@
 // WebSocket frames, so it can
 //   - in `view` mode drop everything that is input (keys, pointer, clipboard, desktop size, power,
 //     QEMU key events), and close on a message type it cannot frame;
-//   - in both modes force ClientInit's shared flag to 1, so no viewer disconnects the others;
+//   - in both modes force ClientInit's shared flag to 1, so no viewer disconnects the others, and
+//     close on a pixel format no VNC server should see (some made wayvnc exit, and its box stop);
 //   - in `control` mode pass everything and report coarse input activity (never key values).
 // Pure: bytes in, bytes out. The viewer relay greets the viewer itself (server/vnc-handshake.ts)
 // and starts the filter at ClientInit (`greeted`); from the start, a client that picks security
@@ -277,8 +278,17 @@ export class RfbClientFilter {
     if (have < 1) return { need: 1 };
     const type = h[0]!;
     switch (type) {
-      case MSG.SetPixelFormat:
+      case MSG.SetPixelFormat: {
+        if (have < 6) return { need: 6 };
+        // RFC 6143 §7.4: 8, 16 or 32 bits per pixel, and a depth of at most that. Refused in both
+        // modes, as bytes no VNC server must see: wayvnc 0.5 exits on 0 bits per pixel, or 32 with a
+        // depth of 0 or above 32 (and its box stops with it); x11vnc drops the client.
+        const bpp = h[4]!;
+        const depth = h[5]!;
+        if (bpp !== 8 && bpp !== 16 && bpp !== 32) return this.refuse("protocol", `SetPixelFormat with ${bpp} bits per pixel (8, 16 or 32)`);
+        if (depth < 1 || depth > bpp) return this.refuse("protocol", `SetPixelFormat with a depth of ${depth} at ${bpp} bits per pixel`);
         return { total: 20, pass: true };
+      }
       case MSG.SetEncodings: {
         if (have < 4) return { need: 4 };
         return { total: 4 + 4 * u16(h, 2), pass: true };

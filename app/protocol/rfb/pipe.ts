@@ -141,6 +141,8 @@ export interface PipeOptions {
   onEnd?: (code: number, reason: string, ms: number) => void;
   /** Greets the viewer up to its ClientInit; default: security type None (the caller authenticated it). */
   greet?: (read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void) => Promise<void>;
+  /** Bytes the viewer sent before the pipe began (the caller greeted it): read first. */
+  early?: Buffer;
 }
 
 /**
@@ -166,6 +168,7 @@ export function pipeViewer(ws: WebSocket, vnc: VncLink, login: Promise<Buffer> |
   let releaseTimer: NodeJS.Timeout | undefined;
   /** The viewer's bytes until it is greeted (server/vnc-handshake.ts). */
   const greeting = new ByteReader();
+  if (opts.early?.length) greeting.push(opts.early);
 
   const filter = new RfbClientFilter({
     mode,

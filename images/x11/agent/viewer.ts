@@ -13,10 +13,10 @@ import fs from "node:fs";
 import http from "node:http";
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
 import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
 import { DIRECT_TICKET_TTL_MS, type DirectInput, type DirectInputs, directViewerPassword, mayDriveHeld, openDirectTicket } from "../../../app/protocol/direct-viewer";
-import { greetViewerWithPassword, loginToVnc } from "../../../app/protocol/rfb/handshake";
+import { ByteReader, ViewerGreetingError, greetViewerWithPassword, loginToVnc } from "../../../app/protocol/rfb/handshake";
 import { CONNECT_TIMEOUT_MS, connectVnc, pipeViewer } from "../../../app/protocol/rfb/pipe";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
 import { VIEWER_CLOSE } from "../../../app/protocol/viewer-socket";
@@ -131,7 +131,6 @@ export class DirectViewers {
     const secret = this.config.secret();
     let issuer = "password";
     let untilMs = Infinity;
-    let greet: Parameters<typeof pipeViewer>[3]["greet"];
     if (this.config.viewerAuth === "token") {
       const claims = openDirectTicket(secret, url.searchParams.get("ticket"), this.config.boxId);
       if (typeof claims === "string") return refuseUpgrade(socket, 401, claims);
@@ -151,34 +150,56 @@ export class DirectViewers {
       if (asked === "control") {
         return refuseUpgrade(socket, 409, "a viewer password opens watching only: it names no person, so it cannot honour a takeover");
       }
+      // The password before anything else: no VNC connection for a viewer that has not given it.
       const password = directViewerPassword(secret);
-      const challenge = randomBytes(16);
-      const expected = vncChallengeResponse(password, challenge);
-      greet = (read, write) => greetViewerWithPassword(read, write, challenge, (r) => r.length === 16 && timingSafeEqual(r, expected));
+      return this.wss.handleUpgrade(req, socket, head, (ws) => {
+        void passwordFirst(ws, password).then((take) => {
+          if (take) this.connectAndPipe(s, "view", "password", Infinity, undefined, { ws, take });
+        });
+      });
     }
-    const mode = asked;
-    // VNC first, then the upgrade: the pipe listens on the WebSocket from its first moment, and a
-    // viewer that goes away meanwhile leaves no VNC connection behind.
+    this.connectAndPipe(s, asked, issuer, untilMs, { req, socket, head });
+  }
+
+  /**
+   * Connects to the screen's VNC and pipes the viewer to it: one still to upgrade (VNC first,
+   * then the upgrade, so a viewer that goes away meanwhile leaves no VNC connection behind), or
+   * one upgraded and greeted already (a password socket).
+   */
+  private connectAndPipe(
+    s: Screen,
+    mode: "view" | "control",
+    issuer: string,
+    untilMs: number,
+    upgrade?: { req: http.IncomingMessage; socket: Duplex; head: Buffer },
+    greeted?: { ws: WebSocket; take: () => Buffer },
+  ): void {
+    const greet: Parameters<typeof pipeViewer>[3]["greet"] = greeted ? async () => undefined : undefined;
     void (async () => {
       const vnc = await connectVnc("127.0.0.1", this.config.vncPortBase + s.index);
       let piped = false;
-      socket.once("close", () => piped || vnc.tcp.destroy());
-      if (socket.destroyed) return vnc.tcp.destroy();
+      const gone = () => (upgrade ? upgrade.socket.destroyed : greeted!.ws.readyState !== WebSocket.OPEN);
+      if (upgrade) upgrade.socket.once("close", () => piped || vnc.tcp.destroy());
+      else greeted!.ws.once("close", () => piped || vnc.tcp.destroy());
+      if (gone()) return vnc.tcp.destroy();
       let password: string;
       try {
         password = vncPassword();
       } catch (err) {
         vnc.tcp.destroy();
-        return refuseUpgrade(socket, 503, `the box's VNC password is not readable yet: ${String((err as Error)?.message ?? err).slice(0, 100)}`);
+        const why = `the box's VNC password is not readable yet: ${String((err as Error)?.message ?? err).slice(0, 60)}`;
+        return upgrade ? refuseUpgrade(upgrade.socket, 503, why) : greeted!.ws.close(VIEWER_CLOSE.vncUnreachable, why);
       }
       const login = vnc.reached ? loginToVnc(vnc.tcp, vnc.onData, (c) => vncChallengeResponse(password, c), CONNECT_TIMEOUT_MS) : undefined;
       login?.catch(() => undefined);
-      this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const pipe = (ws: WebSocket) => {
         piped = true;
         pipeViewer(ws, vnc, login, {
           mode,
           label: `screen ${s.index}`,
           greet,
+          // What a greeted viewer sent meanwhile (its ClientInit), taken as the pipe starts listening.
+          early: greeted?.take(),
           onInput: (kind, detail) => {
             if (this.inputs.length >= MAX_INPUTS) {
               this.inputs.shift();
@@ -203,9 +224,64 @@ export class DirectViewers {
           whyVncClosed: async () => [VIEWER_CLOSE.vncUnreachable, "the screen's VNC server closed the connection"],
           onLoginError: (err) => process.stderr.write(`holm-agent: direct viewer login to x11vnc failed: ${String(err)}\n`),
         });
-      });
+      };
+      if (greeted) pipe(greeted.ws);
+      else this.wss.handleUpgrade(upgrade!.req, upgrade!.socket, upgrade!.head, pipe);
     })();
   }
+}
+
+/** How long a password socket's viewer has to give the password. */
+const PASSWORD_GREETING_MS = 10_000;
+
+/**
+ * Greets a password socket's viewer and checks its password (VNC authentication, in constant
+ * time) before any VNC connection is made for it: an unauthenticated client costs x11vnc nothing
+ * (before, each socket had the agent open and log in to an x11vnc connection at once, kept for
+ * as long as the socket stayed), and one that never answers is closed. Resolves, once the password
+ * is right, with what takes the bytes the viewer sent past its answer (it stops listening: the
+ * pipe listens from then on), or undefined when the socket was closed.
+ */
+async function passwordFirst(ws: WebSocket, password: string): Promise<(() => Buffer) | undefined> {
+  const reader = new ByteReader();
+  const onMessage = (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+    // Text frames are the heartbeat (app/protocol/viewer-socket.ts), never RFB.
+    if (isBinary) reader.push(Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+  };
+  const onClose = () => reader.fail(new Error("the viewer left"));
+  ws.on("message", onMessage);
+  ws.on("close", onClose);
+  ws.on("error", () => undefined);
+  const timer = setTimeout(
+    () => reader.fail(new ViewerGreetingError("the viewer did not give the password in time", "protocol")),
+    PASSWORD_GREETING_MS,
+  );
+  const challenge = randomBytes(16);
+  const expected = vncChallengeResponse(password, challenge);
+  const stop = () => {
+    clearTimeout(timer);
+    ws.off("message", onMessage);
+    ws.off("close", onClose);
+  };
+  try {
+    await greetViewerWithPassword(
+      (n) => reader.read(n),
+      (b) => ws.send(b, { binary: true }),
+      challenge,
+      (r) => r.length === 16 && timingSafeEqual(r, expected),
+    );
+  } catch (e) {
+    stop();
+    const kind = e instanceof ViewerGreetingError ? e.kind : "protocol";
+    const code = kind === "password" ? VIEWER_CLOSE.badTicket : kind === "unsupported" ? VIEWER_CLOSE.unsupported : VIEWER_CLOSE.protocol;
+    if (ws.readyState === WebSocket.OPEN) ws.close(code, (e as Error).message.slice(0, 120));
+    return undefined;
+  }
+  clearTimeout(timer);
+  return () => {
+    stop();
+    return reader.rest();
+  };
 }
 
 /** The password x11vnc asks for, read from the file the server wrote for it as the box booted. */
