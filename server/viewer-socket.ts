@@ -10,6 +10,7 @@ import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
 import { connectVnc, relay, startVncLogin } from "./viewer-relay";
+import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
 import { countSocket } from "~/utils/metrics.server";
 
@@ -28,6 +29,39 @@ export const PAUSED_SOCKET_WAIT_MS = 60_000;
 const EARLY_MAX = 64 * 1024;
 
 let wss: WebSocketServer | undefined;
+
+/**
+ * Viewer sockets open (or opening) per screen, and per issuer on a screen. Each is an x11vnc
+ * client, and x11vnc serves its clients one after the other: one ticket reused 1,100 times
+ * slowed every other viewer's first frame from ~1 s to 5–6 s. Past HOLM_VIEWERS_PER_SCREEN (half
+ * of it for one issuer, so one key or person cannot take every place) a socket is refused
+ * `503 unavailable`, retryable once one closes.
+ */
+const open = new Map<string, number>();
+function reserve(claims: TicketClaims): (() => void) | ApiError {
+  const max = env().HOLM_VIEWERS_PER_SCREEN;
+  const screenKey = `${claims.box_id}:${claims.screen}`;
+  const issuerKey = `${screenKey}:${claims.issuer}`;
+  const onScreen = open.get(screenKey) ?? 0;
+  const byIssuer = open.get(issuerKey) ?? 0;
+  const mine = Math.max(1, Math.floor(max / 2));
+  if (onScreen >= max || byIssuer >= mine) {
+    const why = onScreen >= max ? `screen ${claims.screen} of box ${claims.box_id} has ${onScreen} viewers, the most it takes (HOLM_VIEWERS_PER_SCREEN)` : `this issuer already has ${byIssuer} viewers of screen ${claims.screen} of box ${claims.box_id}, the most one issuer may have`;
+    return new ApiError("unavailable", `${why}; close one and try again`);
+  }
+  open.set(screenKey, onScreen + 1);
+  open.set(issuerKey, byIssuer + 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    for (const k of [screenKey, issuerKey]) {
+      const n = (open.get(k) ?? 1) - 1;
+      if (n > 0) open.set(k, n);
+      else open.delete(k);
+    }
+  };
+}
 
 /** Registers the socket's upgrade route (call once, before the server listens). */
 export function registerViewerSocket() {
@@ -108,6 +142,11 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   } catch (e) {
     return refuse(socket, isApiError(e) ? e : new ApiError("unauthorized", "the ticket is not valid"));
   }
+
+  const release = reserve(claims);
+  if (release instanceof ApiError) return refuse(socket, release);
+  // Released when the socket ends, whether it was refused, left or relayed.
+  socket.once("close", release);
 
   // The ticket proved the box; now the box must be running, with this screen. A paused box is
   // waited for, as every call on it is (the seed: calls wait until it resumes), up to

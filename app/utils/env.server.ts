@@ -64,6 +64,8 @@ const EnvSchema = z.object({
   HOLM_MCP_PAUSED_WAIT_SECS: z.coerce.number().int().min(1).max(600).default(50),
   /** How long a takeover outlives its person's last control connection. */
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
+  /** Viewer sockets one screen takes through this server (half of it for one issuer); more are refused 503. */
+  HOLM_VIEWERS_PER_SCREEN: z.coerce.number().int().min(1).max(10_000).default(64),
   /** Boxes that may be starting at the same time; more wait in `starting`. */
   HOLM_LAUNCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /**
