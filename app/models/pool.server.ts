@@ -10,8 +10,9 @@ import { launch, launchLoad } from "./box-launch.server";
 import { capacity, refusal } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
-import { type Entry, entries, fitsPool, poolPlacement, poolRow } from "./pool-row.server";
+import { type Entry, entries, fitsPool, poolPlacement, poolRow, poolRows } from "./pool-row.server";
 import { recordEvent } from "./event.server";
+import { claiming, drop, ready, readyOf } from "./pool-ready.server";
 import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, specDigest } from "./spec.server";
@@ -41,9 +42,6 @@ const HEALTH_TIMEOUT_MS = 1000;
 const CLAIM_QUIET_MS = 250;
 const CLAIM_HOLD_MS = 1000;
 
-/** Ready pool boxes by spec digest, oldest first; a claim takes one synchronously, so never twice. */
-const ready = new Map<string, string[]>();
-
 /** Pool launches under way, by spec digest. */
 const refilling = new Map<string, number>();
 
@@ -52,27 +50,9 @@ let orphanTimer: NodeJS.Timeout | undefined;
 let ticking: Promise<void> | undefined;
 let again = false;
 
-/** This server's pool boxes. */
-async function poolRows(): Promise<BoxRow[]> {
-  return db()
-    .selectFrom("box")
-    .selectAll()
-    .where("pooled", "=", 1)
-    .where("server_id", "=", SERVER_ID)
-    .where("removed_at_ms", "is", null)
-    .where("state", "in", ["starting", "ready"])
-    .execute();
-}
-
 async function healthy(row: BoxRow): Promise<boolean> {
   const address = await boxAddress(row.id);
   return !!address && allUp(await keptHealth(row.id, address, HEALTH_TIMEOUT_MS), row.screens);
-}
-
-function drop(digest: string, id: string) {
-  const list = ready.get(digest);
-  const at = list?.indexOf(id) ?? -1;
-  if (at >= 0) list!.splice(at, 1);
 }
 
 /** Pool boxes being removed: a sweep neither waits for one nor removes it twice. */
@@ -91,79 +71,91 @@ async function retire(row: BoxRow, why: string) {
     .finally(() => retiring.delete(row.id));
 }
 
+type ClaimInput = {
+  spec: NormalSpec;
+  placement: NormalPlacement;
+  metadata?: BoxMetadata;
+  owner: string | null;
+  by: { id: string | null; name: string | null };
+};
+
 /**
  * Takes a ready pool box for this create, or undefined when none fits (the caller launches cold).
  * Quota refusals are thrown as a cold create's would be.
  */
-export async function claimFromPool(
-  actor: Actor,
-  input: {
-    spec: NormalSpec;
-    placement: NormalPlacement;
-    metadata?: BoxMetadata;
-    owner: string | null;
-    by: { id: string | null; name: string | null };
-  },
-): Promise<BoxJson | undefined> {
+export async function claimFromPool(actor: Actor, input: ClaimInput): Promise<BoxJson | undefined> {
   if (!env().HOLM_POOL || !fitsPool(input.placement)) return undefined;
   const digest = specDigest(input.spec);
   const list = ready.get(digest);
   for (let id = list?.shift(); id; id = list?.shift()) {
-    const row = await loadRow(id);
-    if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") continue;
-    const now = Date.now();
-    const patch = {
-      owner: input.owner,
-      placement_json: JSON.stringify(input.placement),
-      created_at_ms: now,
-      expires_at_ms: now + input.placement.expires_after_secs * 1000,
-      idle_timeout_secs: input.placement.idle_timeout_secs ?? null,
-      last_used_ms: now,
-      ...metadataColumns(input.metadata),
-      created_by: input.by.id,
-      created_by_name: input.by.name,
-    };
-    // The claim and the health probe at once: a box whose desktop stopped answering since the
-    // last sweep is given back and removed, never handed out; the next one is tried.
-    const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
-    if (claimed instanceof Error) {
-      if (ok) list!.unshift(id);
-      else void retire(row, "its desktop stopped answering");
-      throw claimed;
+    // Off the list but maybe put back (a quota refusal): the refill counts it meanwhile, or it
+    // launched a box beyond the pool's size each time a refused claim held the last one.
+    claiming.set(digest, (claiming.get(digest) ?? 0) + 1);
+    try {
+      const box = await claimOne(actor, input, id, list!);
+      if (box) return box;
+    } finally {
+      claiming.set(digest, claiming.get(digest)! - 1);
     }
-    if (!claimed) continue;
-    if (!ok) {
-      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
-      void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
-      continue;
-    }
-    Object.assign(row, patch, { pooled: 0 });
-    refillAfterClaims();
-    // On the memory store the containers are all a restarted server has: the claim is kept on
-    // the host before the caller hears of the box, so it is never adopted back into the pool.
-    if (env().HOLM_STORAGE_BACKEND === "memory") {
-      try {
-        recordClaim(id, row);
-      } catch (err) {
-        // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
-        log.error({ err }, `pool: recording the claim of ${id} failed`);
-        await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
-        void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
-        continue;
-      }
-    }
-    await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
-    await trace(id, "ready");
-    const box = toBoxJson(row);
-    boxChanges.emit("change", box);
-    await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
-    await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
-    countPoolClaim(true);
-    return box;
   }
   // A miss only for a spec the pool keeps boxes of (the hit rate's denominator).
   if (list || refilling.has(digest)) countPoolClaim(false);
   return undefined;
+}
+
+/** Claims pool box `id`, taken off `list`: the box, or undefined when it is no longer to be had (the next is tried). */
+async function claimOne(actor: Actor, input: ClaimInput, id: string, list: string[]): Promise<BoxJson | undefined> {
+  const row = await loadRow(id);
+  if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") return undefined;
+  const now = Date.now();
+  const patch = {
+    owner: input.owner,
+    placement_json: JSON.stringify(input.placement),
+    created_at_ms: now,
+    expires_at_ms: now + input.placement.expires_after_secs * 1000,
+    idle_timeout_secs: input.placement.idle_timeout_secs ?? null,
+    last_used_ms: now,
+    ...metadataColumns(input.metadata),
+    created_by: input.by.id,
+    created_by_name: input.by.name,
+  };
+  // The claim and the health probe at once: a box whose desktop stopped answering since the
+  // last sweep is given back and removed, never handed out; the next one is tried.
+  const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
+  if (claimed instanceof Error) {
+    if (ok) list.unshift(id);
+    else void retire(row, "its desktop stopped answering");
+    throw claimed;
+  }
+  if (!claimed) return undefined;
+  if (!ok) {
+    await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+    void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
+    return undefined;
+  }
+  Object.assign(row, patch, { pooled: 0 });
+  refillAfterClaims();
+  // On the memory store the containers are all a restarted server has: the claim is kept on
+  // the host before the caller hears of the box, so it is never adopted back into the pool.
+  if (env().HOLM_STORAGE_BACKEND === "memory") {
+    try {
+      recordClaim(id, row);
+    } catch (err) {
+      // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
+      log.error({ err }, `pool: recording the claim of ${id} failed`);
+      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+      void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
+      return undefined;
+    }
+  }
+  await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
+  await trace(id, "ready");
+  const box = toBoxJson(row);
+  boxChanges.emit("change", box);
+  await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
+  await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
+  countPoolClaim(true);
+  return box;
 }
 
 async function launchOne(entry: Entry & { spec: NormalSpec }) {
@@ -176,8 +168,8 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
     await serial(row.id, () => launch(row));
     const after = await loadRow(row.id);
     if (after?.state === "ready" && after.pooled && after.removed_at_ms === null) {
-      ready.set(entry.digest, [...(ready.get(entry.digest) ?? []), row.id]);
-      log.info(`pool: ${row.id} ready (${ready.get(entry.digest)!.length} of ${entry.size} ${entry.key})`);
+      readyOf(entry.digest).push(row.id);
+      log.info(`pool: ${row.id} ready (${readyOf(entry.digest).length} of ${entry.size} ${entry.key})`);
     } else if (after?.state === "failed") {
       log.error(`pool: a ${entry.key} box did not start: ${after.reason}`);
     }
@@ -224,7 +216,7 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
     if (Number(won.numUpdatedRows) === 0) continue;
     const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0);
     if (row.state === "ready" && !full && (await healthy(row))) {
-      ready.set(row.spec_digest, [...(ready.get(row.spec_digest) ?? []), row.id]);
+      readyOf(row.spec_digest).push(row.id);
       back++;
     } else {
       void retire(row, row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart");
@@ -269,7 +261,7 @@ async function sweep(): Promise<void> {
   const slots = Math.max(1, Math.floor(e.HOLM_LAUNCH_CONCURRENCY / 2));
   for (const entry of await entries()) {
     if (!entry.spec) continue;
-    const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0);
+    const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0) + (claiming.get(entry.digest) ?? 0);
     while (have() < entry.size && held + each <= budget) {
       if (claimBurst) return;
       const load = launchLoad();
