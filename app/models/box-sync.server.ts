@@ -153,7 +153,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
   const write = (state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) =>
     serial(row.id, () => setStateIf(row, seen, state, reason, extra));
   const away = async () => {
-    if (seen !== "unreachable" && (await write("unreachable", `the ${row.runtime} runtime does not answer`))) {
+    if (seen !== "unreachable" && (await write("unreachable", `the ${row.runtime} runtime does not answer`)) && !row.pooled) {
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     }
     return "kept" as const;
@@ -180,7 +180,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
     // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
     forgetAddress(row.id);
     const why = info.reason ?? `the ${row.runtime} runtime cannot reach the box`;
-    if ((seen !== "unreachable" || row.reason !== why) && (await write("unreachable", why)) && seen !== "unreachable") {
+    if ((seen !== "unreachable" || row.reason !== why) && (await write("unreachable", why)) && seen !== "unreachable" && !row.pooled) {
       await trace(row.id, "unreachable", { reason: why });
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
     }
@@ -210,14 +210,14 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     if (now && now.state !== "stopped") return;
     forgetAddress(cur.id);
     const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
-    // How it ended as the engine says ("Chromium exited", "its container was killed"); what the
-    // box printed only quoted as its own (box-exit.server.ts): any process in it can print.
+    // How it ended as the engine says; the box's output only quoted, any process in it can print (box-exit.server.ts).
     const reason = `the box stopped on its own: ${endedBecause(now?.exit, lines, "its container exited")}`;
     await setState(cur, "stopped", reason);
     Object.assign(row, { state: cur.state, reason });
+    log.info({ box: cur.id, reason }, "box stopped on its own");
+    if (cur.pooled) return; // no one's until claimed: the pool removes it, nothing names it (ADR 0014)
     await trace(cur.id, "stopped", { reason });
     await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
-    log.info({ box: cur.id, reason }, "box stopped on its own");
   }));
 }
 

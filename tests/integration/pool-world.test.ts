@@ -72,4 +72,30 @@ describe("warm pool, world misbehaving", () => {
     await poolFull();
     expect(await unclaimedPoolContainers()).toHaveLength(POOL);
   }, 120_000);
+
+  it("pool boxes killed and removed behind holm's back: the claim gets a working box, the pool refills, nothing is left, no event names them", async () => {
+    await poolFull();
+    const [killed, removed] = await unclaimedPoolContainers();
+    await docker.getContainer(`holm-${killed}`).kill();
+    await docker.getContainer(`holm-${removed}`).remove({ force: true });
+    const res = await asB("/v1/boxes", { method: "POST", json: {} });
+    const box = await json(res);
+    onTestFinished(async () => void (await remove(asB, box.id)));
+    expect(res.status, JSON.stringify(box)).toBe(200);
+    expect(box.state).toBe("ready");
+    expect([killed, removed]).not.toContain(box.id);
+    const { tabs } = await json(await asB(`/v1/boxes/${box.id}/pages`));
+    expect(tabs).toHaveLength(1);
+
+    await poolFull();
+    // The killed box's container is removed too, not left stopped beside the refill.
+    const left = await until("the dead pool boxes to go", unclaimedPoolContainers, (ids) => !ids.includes(killed) && !ids.includes(removed), 30_000);
+    expect(left).toHaveLength(POOL);
+    // Never anyone's box: no event names them, not even to the operator (whose webhooks get
+    // every event with no owner), as none named them while they were in the pool.
+    const events = (await json(await server.api("/v1/events?limit=1000"))).events as any[];
+    expect(events.filter((e) => e.box_id === killed || e.box_id === removed)).toEqual([]);
+    expect((await server.api(`/v1/boxes/${killed}`)).status).toBe(404);
+    expect((await server.api(`/v1/boxes/${removed}/trace`)).status).toBe(404);
+  }, 120_000);
 });
