@@ -140,6 +140,8 @@ async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
   boxChanges.emit("change", toBoxJson(row));
   log.info({ box: row.id, server: row.server_id }, reason);
   if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
+  // Killed between the engine's create and writing its id down: found by its holm.box label.
+  else leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: null });
 }
 
 /**
@@ -307,9 +309,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   // were flushed gets them back before any box is used. Creating a box checks them again.
   await rt.prepare().catch((err) => log.error({ err }, "the box networks or their firewall rules are not in place"));
   // Removed records stay in the store; a container for one of them is a leftover to clean up.
-  const everRecorded = new Set(
-    (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
-  );
+  const everRecorded = new Set((await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id));
   adopted += await scanRuntime(DEFAULT_RUNTIME, rt, known, everRecorded);
   // Stored runtimes (a remote engine, a swarm) were opened before this: their leftovers are
   // cleaned up and their unknown boxes taken back the same way. One that does not answer is
