@@ -23,12 +23,18 @@ it("kill -9 as a refill creates its container, then a restart without the pool: 
   let hit = false;
   for (let attempt = 1; attempt <= 40 && !hit; attempt++) {
     const events = await docker.getEvents({ filters: { type: ["container"], event: ["create"], label: [`holm.test=${RUN_LABEL}`, "holm.pool=1"] } });
-    const s = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_POOL: "default=1", HOLM_POOL_MAX_MEMORY: "4g" });
+    const s = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_POOL: "default=1", HOLM_POOL_MAX_MEMORY: "4g" }).catch((err) => {
+      (events as unknown as { destroy(): void }).destroy();
+      throw err;
+    });
     server = s;
     // Killed the moment the engine says the container exists: before or just after the server
     // hears so (its row then names the container or not yet).
-    await new Promise<void>((resolve) => events.once("data", () => void s.stop("SIGKILL").then(() => resolve())));
-    (events as unknown as { destroy(): void }).destroy();
+    try {
+      await new Promise<void>((resolve) => events.once("data", () => void s.stop("SIGKILL").then(() => resolve())));
+    } finally {
+      (events as unknown as { destroy(): void }).destroy();
+    }
     const store = openStore(s, { readonly: true });
     const rows = store.prepare("select id, runtime_ref from box where pooled = 1").all() as { id: string; runtime_ref: string | null }[];
     store.close();
