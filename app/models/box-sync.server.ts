@@ -281,7 +281,7 @@ export function watchBoxExits(): () => void {
  * At start: takes back each recorded box, then scans the runtime's labels for boxes an earlier
  * server made that the store does not know (the memory store forgets everything).
  */
-export async function adoptBoxes(): Promise<{ adopted: number; known: number }> {
+export async function adoptBoxes(): Promise<{ adopted: number; known: number; scanned: boolean }> {
   let adopted = 0;
   const rows = await liveRows();
   const known = new Set(rows.map((r) => r.id));
@@ -303,7 +303,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const rt = runtime(DEFAULT_RUNTIME)!;
   if (!(await answers(DEFAULT_RUNTIME, pings))) {
     log.error("adopt: the docker runtime does not answer; boxes come back when it does");
-    return { adopted, known: rows.length };
+    return { adopted, known: rows.length, scanned: false };
   }
   // The host's networks and firewall rules for boxes, checked at every start: a host whose rules
   // were flushed gets them back before any box is used. Creating a box checks them again.
@@ -324,7 +324,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       return 0;
     });
   }
-  return { adopted, known: rows.length };
+  return { adopted, known: rows.length, scanned: true };
 }
 
 /** Takes back one runtime's boxes that the store does not know, and removes those it forgot. */

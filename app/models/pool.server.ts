@@ -315,8 +315,10 @@ function kick() {
  * came back and answer go back in the pool, as many as it keeps; the rest are removed
  * (takeOverOrphans, which each sweep runs again). Then the refills begin.
  */
-export async function startPool(): Promise<void> {
-  if (env().HOLM_STORAGE_BACKEND === "memory") {
+export async function startPool(adoption: { scanned: boolean }): Promise<void> {
+  // Only once adoption has listed the engine's boxes: the store knows none before, and cutting
+  // the claims down to none handed claimed boxes back out as pool boxes at the next boot.
+  if (env().HOLM_STORAGE_BACKEND === "memory" && adoption.scanned) {
     const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
     compactClaims(new Set(live.map((r) => r.id)));
   }

@@ -1,6 +1,7 @@
 import { afterAll, expect, it } from "vitest";
-import { type TestServer, RUN_LABEL, docker, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, RUN_LABEL, docker, json, removeTestBoxes, startServer } from "../support/server";
 import { openStore } from "../support/store";
+import { twoWorkspaces } from "../support/workspaces";
 import { until } from "../support/until";
 
 // The warm pool (ADR 0014) when its server is killed (-9) mid-refill, on the local store: the
@@ -14,6 +15,12 @@ let server: TestServer | undefined;
 afterAll(async () => {
   await server?.stop("SIGKILL");
   await removeTestBoxes();
+});
+
+/** The server's settings with some left out (HOLM_POOL, say) and others added. */
+const envWith = (s: TestServer, drop: string[], add: Record<string, string>) => ({
+  ...Object.fromEntries(Object.entries(s.env).filter(([k]) => !drop.includes(k))),
+  ...add,
 });
 
 const poolContainers = async () =>
@@ -41,8 +48,29 @@ it("kill -9 as a refill creates its container, then a restart without the pool: 
     hit = rows.some((r) => r.runtime_ref === null);
     if (!hit) await removeTestBoxes();
     // Restarted without a pool (HOLM_POOL changed), reaping every 2 s rather than 30.
-    else server = await startServer({ ...Object.fromEntries(Object.entries(s.env).filter(([k]) => k !== "HOLM_POOL")), HOLM_SERVER_REAP_SECS: "2" });
+    else server = await startServer(envWith(s, ["HOLM_POOL"], { HOLM_SERVER_REAP_SECS: "2" }));
   }
   expect(hit, "the kill came before the server wrote the container's id down").toBe(true);
   await until("the pool container to go", poolContainers, (ids) => ids.length === 0, 30_000);
+}, 240_000);
+
+it("memory store: a boot while the engine does not answer keeps the claims, so a claimed box never comes back as a pool box", async () => {
+  const first = await startServer({ HOLM_STORAGE_BACKEND: "memory", HOLM_POOL: "default=1", HOLM_POOL_MAX_MEMORY: "4g" });
+  server = first;
+  const w = await twoWorkspaces(first);
+  await until("the pool box", () => first.logs(), (l) => /pool: box_\w+ ready \(1 of 1 default\)/.test(l), 90_000);
+  const mine = await json(await w.asA("/v1/boxes", { method: "POST", json: { metadata: { name: "mine" } } }));
+  expect(mine).toMatchObject({ state: "ready", name: "mine" });
+  expect(await poolContainers()).toContain(mine.id);
+  await first.stop("SIGKILL");
+  // Restarted while the engine is away (its socket names nothing): the boxes cannot be listed.
+  server = await startServer(envWith(first, ["HOLM_POOL"], { HOLM_DOCKER_SOCKET: "/nonexistent/docker.sock" }));
+  expect(server.logs()).toMatch(/adopt: the docker runtime does not answer/);
+  await server.stop("SIGKILL");
+  // Then with the engine back, and a pool that would keep two boxes.
+  server = await startServer(envWith(first, ["HOLM_POOL"], { HOLM_POOL: "default=2" }));
+  expect(await json(await server.api(`/v1/boxes/${mine.id}`))).toMatchObject({ id: mine.id, owner: mine.owner, name: "mine" });
+  const handed = [];
+  for (let i = 0; i < 2; i++) handed.push((await json(await server.api("/v1/boxes", { method: "POST", json: {} }))).id);
+  expect(handed).not.toContain(mine.id);
 }, 240_000);
