@@ -1,4 +1,5 @@
-// The warm pool's ready lists (pool.server.ts): which pool boxes of each spec a claim may take.
+// The warm pool's ready lists (pool.server.ts): which pool boxes of each spec a claim may take,
+// and the launches under way.
 
 /** Ready pool boxes by spec digest, oldest first; a claim takes one synchronously, so never twice. */
 export const ready = new Map<string, string[]>();
@@ -23,3 +24,6 @@ export function drop(digest: string, id: string): void {
 
 /** Boxes of each spec a claim has taken off the ready list and may yet put back (a quota refusal). */
 export const claiming = new Map<string, number>();
+
+/** Pool launches under way, by spec digest. */
+export const refilling = new Map<string, number>();

@@ -12,7 +12,7 @@ import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
 import { type Entry, entries, fitsPool, poolPlacement, poolRow, poolRows } from "./pool-row.server";
 import { recordEvent } from "./event.server";
-import { claiming, drop, ready, readyOf } from "./pool-ready.server";
+import { claiming, drop, ready, readyOf, refilling } from "./pool-ready.server";
 import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, specDigest } from "./spec.server";
@@ -42,8 +42,14 @@ const HEALTH_TIMEOUT_MS = 1000;
 const CLAIM_QUIET_MS = 250;
 const CLAIM_HOLD_MS = 1000;
 
-/** Pool launches under way, by spec digest. */
-const refilling = new Map<string, number>();
+/**
+ * A spec whose pool boxes keep failing to start (killed as they boot, an engine refusing) is
+ * launched again one box at a time, after 1 s, 2 s, 4 s… up to 30 s: at once, it booted a desktop
+ * every second for nothing, the CPU the claims need. A box that starts ends the wait.
+ */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+const failing = new Map<string, { count: number; until: number }>();
 
 let timer: NodeJS.Timeout | undefined;
 let orphanTimer: NodeJS.Timeout | undefined;
@@ -169,9 +175,13 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
     const after = await loadRow(row.id);
     if (after?.state === "ready" && after.pooled && after.removed_at_ms === null) {
       readyOf(entry.digest).push(row.id);
+      failing.delete(entry.digest);
       log.info(`pool: ${row.id} ready (${readyOf(entry.digest).length} of ${entry.size} ${entry.key})`);
     } else if (after?.state === "failed") {
-      log.error(`pool: a ${entry.key} box did not start: ${after.reason}`);
+      const count = (failing.get(entry.digest)?.count ?? 0) + 1;
+      const wait = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (count - 1));
+      failing.set(entry.digest, { count, until: Date.now() + wait });
+      log.error(`pool: a ${entry.key} box did not start (${count} in a row; the next in ${wait / 1000} s): ${after.reason}`);
     }
   } finally {
     refilling.set(entry.digest, (refilling.get(entry.digest) ?? 1) - 1);
@@ -261,8 +271,10 @@ async function sweep(): Promise<void> {
   const slots = Math.max(1, Math.floor(e.HOLM_LAUNCH_CONCURRENCY / 2));
   for (const entry of await entries()) {
     if (!entry.spec) continue;
+    const failed = failing.get(entry.digest);
+    if (failed && (Date.now() < failed.until || refilling.get(entry.digest))) continue;
     const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0) + (claiming.get(entry.digest) ?? 0);
-    while (have() < entry.size && held + each <= budget) {
+    while (have() < entry.size && held + each <= budget && !(failed && refilling.get(entry.digest))) {
       if (claimBurst) return;
       const load = launchLoad();
       const mine = [...refilling.values()].reduce((a, b) => a + b, 0);
@@ -351,43 +363,4 @@ export async function stopPool(): Promise<void> {
   claimBurst = undefined;
   timer = undefined;
   await ticking;
-}
-
-export interface PoolStatus {
-  enabled: boolean;
-  size: number;
-  ready: number;
-  refilling: number;
-  memory_used: number;
-  memory_max: number;
-  specs: {
-    key: string;
-    digest: string;
-    size: number;
-    ready: number;
-    refilling: number;
-    known: boolean;
-  }[];
-}
-
-/** The pool as the console's Settings shows it to an administrator. */
-export async function poolStatus(): Promise<PoolStatus> {
-  const specs = (await entries()).map((e) => ({
-    key: e.key,
-    digest: e.digest,
-    size: e.size,
-    ready: ready.get(e.digest)?.length ?? 0,
-    refilling: refilling.get(e.digest) ?? 0,
-    known: !!e.spec,
-  }));
-  const rows = await poolRows();
-  return {
-    enabled: !!env().HOLM_POOL,
-    size: specs.reduce((a, s) => a + s.size, 0),
-    ready: specs.reduce((a, s) => a + s.ready, 0),
-    refilling: specs.reduce((a, s) => a + s.refilling, 0),
-    memory_used: rows.length * parseBytes(boxMemory(poolPlacement())),
-    memory_max: parseBytes(env().HOLM_POOL_MAX_MEMORY),
-    specs,
-  };
 }

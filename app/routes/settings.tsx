@@ -6,7 +6,7 @@ import { Shell } from "~/components/shell";
 import { Alert, Button, Card, Field } from "~/components/ui";
 import { requireConsole, requireCsrf, requireFormWorkspace, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
-import { poolStatus } from "~/models/pool.server";
+import { poolStatus } from "~/models/pool-status.server";
 import { atLeast } from "~/models/roles";
 import { deleteSecret, listSecrets, putSecret } from "~/models/secret-store.server";
 import { createSession } from "~/models/session.server";

@@ -98,4 +98,27 @@ describe("warm pool, world misbehaving", () => {
     expect((await server.api(`/v1/boxes/${killed}`)).status).toBe(404);
     expect((await server.api(`/v1/boxes/${removed}/trace`)).status).toBe(404);
   }, 120_000);
+
+  // Last: it leaves the pool refilling.
+  it("pool boxes that die as they boot are launched again at a slowing pace, not as fast as they die; the pool fills once they live", async () => {
+    await poolFull();
+    // Something on the host (an OOM killer, a cleanup script) kills every pool container as it starts.
+    const events = await docker.getEvents({ filters: { type: ["container"], event: ["start"], label: [`holm.test=${RUN_LABEL}`, "holm.pool=1"] } });
+    onTestFinished(() => (events as unknown as { destroy(): void }).destroy());
+    let starts = 0;
+    events.on("data", (chunk: Buffer) => {
+      for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
+        starts++;
+        void docker.getContainer(JSON.parse(line).id).kill().catch(() => undefined);
+      }
+    });
+    // The pool loses both of its boxes: each refill dies at once.
+    for (const id of await unclaimedPoolContainers()) await docker.getContainer(`holm-${id}`).kill();
+    await new Promise((r) => setTimeout(r, 15_000));
+    (events as unknown as { destroy(): void }).destroy();
+    // At once again and again, that was a desktop booting every second or so, for nothing.
+    expect(starts).toBeLessThanOrEqual(8);
+    expect(starts).toBeGreaterThan(1);
+    await poolFull(90_000);
+  }, 150_000);
 });
