@@ -209,6 +209,9 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
   let [back, removed] = [0, 0];
   if (rows.length === 0) return { back, removed };
   const sizes = new Map((await entries()).map((e) => [e.digest, e.size]));
+  // Within HOLM_POOL_MAX_MEMORY as a refill is: a restart with a smaller budget took back them all.
+  const [each, budget] = [parseBytes(boxMemory(poolPlacement())), parseBytes(env().HOLM_POOL_MAX_MEMORY)];
+  let held = (await poolRows()).length * each;
   // Only a server known dead gives its pool up: one Redis has not heard from yet ("unknown") keeps it.
   const alive = new Map<string, boolean>();
   for (const row of rows) {
@@ -224,9 +227,10 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
       .where((eb) => (was === null ? eb("server_id", "is", null) : eb("server_id", "=", was)))
       .executeTakeFirst();
     if (Number(won.numUpdatedRows) === 0) continue;
-    const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0);
+    const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0) || held + each > budget;
     if (row.state === "ready" && !full && (await healthy(row))) {
       readyOf(row.spec_digest).push(row.id);
+      held += each;
       back++;
     } else {
       void retire(row, row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart");

@@ -74,3 +74,17 @@ it("memory store: a boot while the engine does not answer keeps the claims, so a
   for (let i = 0; i < 2; i++) handed.push((await json(await server.api("/v1/boxes", { method: "POST", json: {} }))).id);
   expect(handed).not.toContain(mine.id);
 }, 240_000);
+
+it("local store: restarted with a smaller HOLM_POOL_MAX_MEMORY, the pool takes back only the boxes the budget holds", async () => {
+  const first = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_POOL: "default=2", HOLM_POOL_MAX_MEMORY: "4g", HOLM_BOX_MEMORY: "2g" });
+  server = first;
+  await until("the pool full", () => first.logs(), (l) => /pool: box_\w+ ready \(2 of 2 default\)/.test(l), 90_000);
+  await first.stop("SIGKILL");
+  // One 2g box's worth now.
+  server = await startServer(envWith(first, ["HOLM_POOL_MAX_MEMORY"], { HOLM_POOL_MAX_MEMORY: "2g" }));
+  expect(server.logs()).toMatch(/pool: 1 box\(es\) back in the pool, 1 removed/);
+  await until("one pool box left", poolContainers, (ids) => ids.length === 1, 30_000);
+  // Two sweeps later: no refill beyond the budget either.
+  await new Promise((r) => setTimeout(r, 4500));
+  expect(await poolContainers()).toHaveLength(1);
+}, 240_000);
