@@ -1,4 +1,4 @@
-import { afterAll, expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { type TestServer, RUN_LABEL, docker, json, removeTestBoxes, startServer } from "../support/server";
 import { openStore } from "../support/store";
 import { twoWorkspaces } from "../support/workspaces";
@@ -12,8 +12,10 @@ import { until } from "../support/until";
 
 let server: TestServer | undefined;
 
-afterAll(async () => {
+// Each test's servers and boxes go after it: another's pool containers would count in its own.
+afterEach(async () => {
   await server?.stop("SIGKILL");
+  server = undefined;
   await removeTestBoxes();
 });
 
