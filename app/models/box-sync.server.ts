@@ -22,7 +22,7 @@ import {
   toBoxJson,
 } from "./box-record.server";
 import { failIfKeyRefused } from "./box-key.server";
-import { leftovers, removeLeftovers } from "./box-leftovers.server";
+import { LATE_CREATE_MS, leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { endedBecause } from "./box-exit.server";
 import { recordEvent } from "./event.server";
@@ -140,8 +140,8 @@ async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
   boxChanges.emit("change", toBoxJson(row));
   log.info({ box: row.id, server: row.server_id }, reason);
   if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
-  // Killed between the engine's create and writing its id down: found by its holm.box label.
-  else leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: null });
+  // Killed between the engine's create and writing its id down: found by its holm.box label (late too).
+  else leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: null, lookUntil: Date.now() + LATE_CREATE_MS });
 }
 
 /**
