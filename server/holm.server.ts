@@ -67,14 +67,14 @@ export const holm = {
     // Added engines first: boxes on them are taken back like the local ones (ADR 0019).
     const engines = await openStoredRuntimes();
     if (engines) log.info(`${engines} added runtime(s) opened`);
-    const { adopted, known } = await adoptBoxes();
+    const { adopted, known, scanned } = await adoptBoxes();
     log.info(`store ${env().HOLM_STORAGE_BACKEND}: ${known} box(es) recorded, ${adopted} adopted from the runtime`);
     // Builds queued or cut off before this start go back on the queue (ADR 0017).
     const builds = await resumeBuilds();
     if (builds) log.info(`${builds} image build(s) from before the restart queued again`);
     startLoops();
     await startWebhooks();
-    await startPool();
+    await startPool({ scanned });
   },
 
   attach(server: HttpServer) {

@@ -1,4 +1,4 @@
-import type { PoolStatus } from "~/models/pool.server";
+import type { PoolStatus } from "~/models/pool-status.server";
 import { Card } from "./ui";
 
 // The warm pool as an administrator sees it on Settings (ADR 0014): how many boxes it keeps,

@@ -231,6 +231,8 @@ export const RUNTIME_LOST = "the runtime no longer has the box";
 export async function lostToRuntime(row: BoxRow, seen: string): Promise<boolean> {
   if (!(await setStateIf(row, seen, "gone", RUNTIME_LOST, { removed_at_ms: Date.now() }))) return false;
   forgetAddress(row.id);
+  // A pool box is no one's until claimed: nothing of its end is written where anyone reads (ADR 0014).
+  if (row.pooled) return true;
   await trace(row.id, "gone", { reason: RUNTIME_LOST });
   await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
   return true;
@@ -336,6 +338,8 @@ export async function removeRow(row: BoxRow, reason: string, actor: Actor = SERV
     const why = left ? `${reason}; ${left}` : reason;
     forgetAddress(row.id);
     await setState(cur, "gone", why, { removed_at_ms: at });
+    // A pool box never claimed: no trace or event names it, as none did while it waited (ADR 0014).
+    if (cur.pooled) return toBoxJson(cur);
     await trace(cur.id, "gone", { reason: why }, actor);
     await recordEvent("box.removed", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why }, by: actor });
     return toBoxJson(cur);

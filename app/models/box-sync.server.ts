@@ -22,7 +22,7 @@ import {
   toBoxJson,
 } from "./box-record.server";
 import { failIfKeyRefused } from "./box-key.server";
-import { leftovers, removeLeftovers } from "./box-leftovers.server";
+import { LATE_CREATE_MS, leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { endedBecause } from "./box-exit.server";
 import { recordEvent } from "./event.server";
@@ -140,6 +140,8 @@ async function abandonIfOrphaned(row: BoxRow, atBoot: boolean): Promise<void> {
   boxChanges.emit("change", toBoxJson(row));
   log.info({ box: row.id, server: row.server_id }, reason);
   if (row.runtime_ref) await runtimeOf(row).remove(row.runtime_ref);
+  // Killed between the engine's create and writing its id down: found by its holm.box label (late too).
+  else leftovers.set(row.id, { boxId: row.id, runtime: row.runtime, ref: null, lookUntil: Date.now() + LATE_CREATE_MS });
 }
 
 /**
@@ -153,7 +155,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
   const write = (state: BoxState, reason: string | null, extra: Partial<BoxRow> = {}) =>
     serial(row.id, () => setStateIf(row, seen, state, reason, extra));
   const away = async () => {
-    if (seen !== "unreachable" && (await write("unreachable", `the ${row.runtime} runtime does not answer`))) {
+    if (seen !== "unreachable" && (await write("unreachable", `the ${row.runtime} runtime does not answer`)) && !row.pooled) {
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime });
     }
     return "kept" as const;
@@ -180,7 +182,7 @@ async function reconcile(row: BoxRow, pings?: Pings): Promise<"kept" | "forgotte
     // The runtime answers but not for this box (its swarm node is down or drained): kept, with why.
     forgetAddress(row.id);
     const why = info.reason ?? `the ${row.runtime} runtime cannot reach the box`;
-    if ((seen !== "unreachable" || row.reason !== why) && (await write("unreachable", why)) && seen !== "unreachable") {
+    if ((seen !== "unreachable" || row.reason !== why) && (await write("unreachable", why)) && seen !== "unreachable" && !row.pooled) {
       await trace(row.id, "unreachable", { reason: why });
       await recordEvent("box.unreachable", { owner: row.owner, box_id: row.id, runtime: row.runtime, data: { why } });
     }
@@ -210,14 +212,14 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     if (now && now.state !== "stopped") return;
     forgetAddress(cur.id);
     const lines = cur.runtime_ref ? await rt.logs(cur.runtime_ref, 40).catch(() => []) : [];
-    // How it ended as the engine says ("Chromium exited", "its container was killed"); what the
-    // box printed only quoted as its own (box-exit.server.ts): any process in it can print.
+    // How it ended as the engine says; the box's output only quoted, any process in it can print (box-exit.server.ts).
     const reason = `the box stopped on its own: ${endedBecause(now?.exit, lines, "its container exited")}`;
     await setState(cur, "stopped", reason);
     Object.assign(row, { state: cur.state, reason });
+    log.info({ box: cur.id, reason }, "box stopped on its own");
+    if (cur.pooled) return; // no one's until claimed: the pool removes it, nothing names it (ADR 0014)
     await trace(cur.id, "stopped", { reason });
     await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
-    log.info({ box: cur.id, reason }, "box stopped on its own");
   }));
 }
 
@@ -279,7 +281,7 @@ export function watchBoxExits(): () => void {
  * At start: takes back each recorded box, then scans the runtime's labels for boxes an earlier
  * server made that the store does not know (the memory store forgets everything).
  */
-export async function adoptBoxes(): Promise<{ adopted: number; known: number }> {
+export async function adoptBoxes(): Promise<{ adopted: number; known: number; scanned: boolean }> {
   let adopted = 0;
   const rows = await liveRows();
   const known = new Set(rows.map((r) => r.id));
@@ -301,15 +303,13 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
   const rt = runtime(DEFAULT_RUNTIME)!;
   if (!(await answers(DEFAULT_RUNTIME, pings))) {
     log.error("adopt: the docker runtime does not answer; boxes come back when it does");
-    return { adopted, known: rows.length };
+    return { adopted, known: rows.length, scanned: false };
   }
   // The host's networks and firewall rules for boxes, checked at every start: a host whose rules
   // were flushed gets them back before any box is used. Creating a box checks them again.
   await rt.prepare().catch((err) => log.error({ err }, "the box networks or their firewall rules are not in place"));
   // Removed records stay in the store; a container for one of them is a leftover to clean up.
-  const everRecorded = new Set(
-    (await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id),
-  );
+  const everRecorded = new Set((await db().selectFrom("box").select(["id"]).execute()).map((r) => r.id));
   adopted += await scanRuntime(DEFAULT_RUNTIME, rt, known, everRecorded);
   // Stored runtimes (a remote engine, a swarm) were opened before this: their leftovers are
   // cleaned up and their unknown boxes taken back the same way. One that does not answer is
@@ -324,7 +324,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number }> 
       return 0;
     });
   }
-  return { adopted, known: rows.length };
+  return { adopted, known: rows.length, scanned: true };
 }
 
 /** Takes back one runtime's boxes that the store does not know, and removes those it forgot. */

@@ -10,6 +10,17 @@ import { MAX_LIFETIME_SECS, type NormalPlacement, type NormalSpec, boxMemory, no
 // What the warm pool (pool.server.ts) keeps: the specs HOLM_POOL names, the placement its boxes
 // get, and the record of a new pool box.
 
+/** This server's pool boxes, starting or ready. */
+export async function poolRows(): Promise<BoxRow[]> {
+  return db()
+    .selectFrom("box")
+    .selectAll()
+    .where("pooled", "=", 1)
+    .where("server_id", "=", SERVER_ID)
+    .where("removed_at_ms", "is", null)
+    .where("state", "in", ["starting", "ready"])
+    .execute();
+}
 
 /** The record of a new warm-pool box (pool.server.ts): unowned, starting, in this server's pool. */
 export function poolRow(digest: string, spec: NormalSpec, placement: NormalPlacement, now: number): BoxRow {

@@ -10,8 +10,9 @@ import { launch, launchLoad } from "./box-launch.server";
 import { capacity, refusal } from "./capacity.server";
 import { type BoxMetadata, metadataColumns } from "./box-metadata.server";
 import { type BoxJson, type BoxRow, boxAddress, boxChanges, loadRow, removeRow, serial, toBoxJson, trace } from "./box-record.server";
-import { type Entry, entries, fitsPool, poolPlacement, poolRow } from "./pool-row.server";
+import { type Entry, entries, fitsPool, poolPlacement, poolRow, poolRows } from "./pool-row.server";
 import { recordEvent } from "./event.server";
+import { claiming, drop, ready, readyOf, refilling } from "./pool-ready.server";
 import { compactClaims, recordClaim } from "./pool-claims.server";
 import { claimWithinLimits } from "./quota.server";
 import { type NormalPlacement, type NormalSpec, boxMemory, specDigest } from "./spec.server";
@@ -41,38 +42,23 @@ const HEALTH_TIMEOUT_MS = 1000;
 const CLAIM_QUIET_MS = 250;
 const CLAIM_HOLD_MS = 1000;
 
-/** Ready pool boxes by spec digest, oldest first; a claim takes one synchronously, so never twice. */
-const ready = new Map<string, string[]>();
-
-/** Pool launches under way, by spec digest. */
-const refilling = new Map<string, number>();
+/**
+ * A spec whose pool boxes keep failing to start (killed as they boot, an engine refusing) is
+ * launched again one box at a time, after 1 s, 2 s, 4 s… up to 30 s: at once, it booted a desktop
+ * every second for nothing, the CPU the claims need. A box that starts ends the wait.
+ */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+const failing = new Map<string, { count: number; until: number }>();
 
 let timer: NodeJS.Timeout | undefined;
 let orphanTimer: NodeJS.Timeout | undefined;
 let ticking: Promise<void> | undefined;
 let again = false;
 
-/** This server's pool boxes. */
-async function poolRows(): Promise<BoxRow[]> {
-  return db()
-    .selectFrom("box")
-    .selectAll()
-    .where("pooled", "=", 1)
-    .where("server_id", "=", SERVER_ID)
-    .where("removed_at_ms", "is", null)
-    .where("state", "in", ["starting", "ready"])
-    .execute();
-}
-
 async function healthy(row: BoxRow): Promise<boolean> {
   const address = await boxAddress(row.id);
   return !!address && allUp(await keptHealth(row.id, address, HEALTH_TIMEOUT_MS), row.screens);
-}
-
-function drop(digest: string, id: string) {
-  const list = ready.get(digest);
-  const at = list?.indexOf(id) ?? -1;
-  if (at >= 0) list!.splice(at, 1);
 }
 
 /** Pool boxes being removed: a sweep neither waits for one nor removes it twice. */
@@ -91,79 +77,91 @@ async function retire(row: BoxRow, why: string) {
     .finally(() => retiring.delete(row.id));
 }
 
+type ClaimInput = {
+  spec: NormalSpec;
+  placement: NormalPlacement;
+  metadata?: BoxMetadata;
+  owner: string | null;
+  by: { id: string | null; name: string | null };
+};
+
 /**
  * Takes a ready pool box for this create, or undefined when none fits (the caller launches cold).
  * Quota refusals are thrown as a cold create's would be.
  */
-export async function claimFromPool(
-  actor: Actor,
-  input: {
-    spec: NormalSpec;
-    placement: NormalPlacement;
-    metadata?: BoxMetadata;
-    owner: string | null;
-    by: { id: string | null; name: string | null };
-  },
-): Promise<BoxJson | undefined> {
+export async function claimFromPool(actor: Actor, input: ClaimInput): Promise<BoxJson | undefined> {
   if (!env().HOLM_POOL || !fitsPool(input.placement)) return undefined;
   const digest = specDigest(input.spec);
   const list = ready.get(digest);
   for (let id = list?.shift(); id; id = list?.shift()) {
-    const row = await loadRow(id);
-    if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") continue;
-    const now = Date.now();
-    const patch = {
-      owner: input.owner,
-      placement_json: JSON.stringify(input.placement),
-      created_at_ms: now,
-      expires_at_ms: now + input.placement.expires_after_secs * 1000,
-      idle_timeout_secs: input.placement.idle_timeout_secs ?? null,
-      last_used_ms: now,
-      ...metadataColumns(input.metadata),
-      created_by: input.by.id,
-      created_by_name: input.by.name,
-    };
-    // The claim and the health probe at once: a box whose desktop stopped answering since the
-    // last sweep is given back and removed, never handed out; the next one is tried.
-    const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
-    if (claimed instanceof Error) {
-      if (ok) list!.unshift(id);
-      else void retire(row, "its desktop stopped answering");
-      throw claimed;
+    // Off the list but maybe put back (a quota refusal): the refill counts it meanwhile, or it
+    // launched a box beyond the pool's size each time a refused claim held the last one.
+    claiming.set(digest, (claiming.get(digest) ?? 0) + 1);
+    try {
+      const box = await claimOne(actor, input, id, list!);
+      if (box) return box;
+    } finally {
+      claiming.set(digest, claiming.get(digest)! - 1);
     }
-    if (!claimed) continue;
-    if (!ok) {
-      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
-      void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
-      continue;
-    }
-    Object.assign(row, patch, { pooled: 0 });
-    refillAfterClaims();
-    // On the memory store the containers are all a restarted server has: the claim is kept on
-    // the host before the caller hears of the box, so it is never adopted back into the pool.
-    if (env().HOLM_STORAGE_BACKEND === "memory") {
-      try {
-        recordClaim(id, row);
-      } catch (err) {
-        // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
-        log.error({ err }, `pool: recording the claim of ${id} failed`);
-        await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
-        void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
-        continue;
-      }
-    }
-    await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
-    await trace(id, "ready");
-    const box = toBoxJson(row);
-    boxChanges.emit("change", box);
-    await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
-    await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
-    countPoolClaim(true);
-    return box;
   }
   // A miss only for a spec the pool keeps boxes of (the hit rate's denominator).
   if (list || refilling.has(digest)) countPoolClaim(false);
   return undefined;
+}
+
+/** Claims pool box `id`, taken off `list`: the box, or undefined when it is no longer to be had (the next is tried). */
+async function claimOne(actor: Actor, input: ClaimInput, id: string, list: string[]): Promise<BoxJson | undefined> {
+  const row = await loadRow(id);
+  if (!row || !row.pooled || row.removed_at_ms !== null || row.state !== "ready") return undefined;
+  const now = Date.now();
+  const patch = {
+    owner: input.owner,
+    placement_json: JSON.stringify(input.placement),
+    created_at_ms: now,
+    expires_at_ms: now + input.placement.expires_after_secs * 1000,
+    idle_timeout_secs: input.placement.idle_timeout_secs ?? null,
+    last_used_ms: now,
+    ...metadataColumns(input.metadata),
+    created_by: input.by.id,
+    created_by_name: input.by.name,
+  };
+  // The claim and the health probe at once: a box whose desktop stopped answering since the
+  // last sweep is given back and removed, never handed out; the next one is tried.
+  const [claimed, ok] = await Promise.all([claimWithinLimits(input.owner, id, patch).catch((err: unknown) => err as Error), healthy(row)]);
+  if (claimed instanceof Error) {
+    if (ok) list.unshift(id);
+    else void retire(row, "its desktop stopped answering");
+    throw claimed;
+  }
+  if (!claimed) return undefined;
+  if (!ok) {
+    await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+    void retire({ ...row, pooled: 1 }, "its desktop stopped answering");
+    return undefined;
+  }
+  Object.assign(row, patch, { pooled: 0 });
+  refillAfterClaims();
+  // On the memory store the containers are all a restarted server has: the claim is kept on
+  // the host before the caller hears of the box, so it is never adopted back into the pool.
+  if (env().HOLM_STORAGE_BACKEND === "memory") {
+    try {
+      recordClaim(id, row);
+    } catch (err) {
+      // Unkept, a restart would take the box back into the pool: it goes, the next is tried.
+      log.error({ err }, `pool: recording the claim of ${id} failed`);
+      await db().updateTable("box").set({ pooled: 1, owner: null }).where("id", "=", id).execute();
+      void retire({ ...row, pooled: 1, owner: null }, "its claim could not be recorded");
+      return undefined;
+    }
+  }
+  await trace(id, "box_created", { spec: input.spec, placement: input.placement, claimed_from_pool: true }, actor);
+  await trace(id, "ready");
+  const box = toBoxJson(row);
+  boxChanges.emit("change", box);
+  await recordEvent("box.created", { owner: row.owner, box_id: id, runtime: row.runtime, by: actor, data: { claimed_from_pool: true } });
+  await recordEvent("box.ready", { owner: row.owner, box_id: id, runtime: row.runtime });
+  countPoolClaim(true);
+  return box;
 }
 
 async function launchOne(entry: Entry & { spec: NormalSpec }) {
@@ -176,10 +174,14 @@ async function launchOne(entry: Entry & { spec: NormalSpec }) {
     await serial(row.id, () => launch(row));
     const after = await loadRow(row.id);
     if (after?.state === "ready" && after.pooled && after.removed_at_ms === null) {
-      ready.set(entry.digest, [...(ready.get(entry.digest) ?? []), row.id]);
-      log.info(`pool: ${row.id} ready (${ready.get(entry.digest)!.length} of ${entry.size} ${entry.key})`);
+      readyOf(entry.digest).push(row.id);
+      failing.delete(entry.digest);
+      log.info(`pool: ${row.id} ready (${readyOf(entry.digest).length} of ${entry.size} ${entry.key})`);
     } else if (after?.state === "failed") {
-      log.error(`pool: a ${entry.key} box did not start: ${after.reason}`);
+      const count = (failing.get(entry.digest)?.count ?? 0) + 1;
+      const wait = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (count - 1));
+      failing.set(entry.digest, { count, until: Date.now() + wait });
+      log.error(`pool: a ${entry.key} box did not start (${count} in a row; the next in ${wait / 1000} s): ${after.reason}`);
     }
   } finally {
     refilling.set(entry.digest, (refilling.get(entry.digest) ?? 1) - 1);
@@ -207,6 +209,9 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
   let [back, removed] = [0, 0];
   if (rows.length === 0) return { back, removed };
   const sizes = new Map((await entries()).map((e) => [e.digest, e.size]));
+  // Within HOLM_POOL_MAX_MEMORY as a refill is: a restart with a smaller budget took back them all.
+  const [each, budget] = [parseBytes(boxMemory(poolPlacement())), parseBytes(env().HOLM_POOL_MAX_MEMORY)];
+  let held = (await poolRows()).length * each;
   // Only a server known dead gives its pool up: one Redis has not heard from yet ("unknown") keeps it.
   const alive = new Map<string, boolean>();
   for (const row of rows) {
@@ -222,9 +227,10 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
       .where((eb) => (was === null ? eb("server_id", "is", null) : eb("server_id", "=", was)))
       .executeTakeFirst();
     if (Number(won.numUpdatedRows) === 0) continue;
-    const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0);
+    const full = (ready.get(row.spec_digest)?.length ?? 0) + (refilling.get(row.spec_digest) ?? 0) >= (sizes.get(row.spec_digest) ?? 0) || held + each > budget;
     if (row.state === "ready" && !full && (await healthy(row))) {
-      ready.set(row.spec_digest, [...(ready.get(row.spec_digest) ?? []), row.id]);
+      readyOf(row.spec_digest).push(row.id);
+      held += each;
       back++;
     } else {
       void retire(row, row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart");
@@ -269,8 +275,10 @@ async function sweep(): Promise<void> {
   const slots = Math.max(1, Math.floor(e.HOLM_LAUNCH_CONCURRENCY / 2));
   for (const entry of await entries()) {
     if (!entry.spec) continue;
-    const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0);
-    while (have() < entry.size && held + each <= budget) {
+    const failed = failing.get(entry.digest);
+    if (failed && (Date.now() < failed.until || refilling.get(entry.digest))) continue;
+    const have = () => (ready.get(entry.digest)?.length ?? 0) + (refilling.get(entry.digest) ?? 0) + (claiming.get(entry.digest) ?? 0);
+    while (have() < entry.size && held + each <= budget && !(failed && refilling.get(entry.digest))) {
       if (claimBurst) return;
       const load = launchLoad();
       const mine = [...refilling.values()].reduce((a, b) => a + b, 0);
@@ -323,8 +331,10 @@ function kick() {
  * came back and answer go back in the pool, as many as it keeps; the rest are removed
  * (takeOverOrphans, which each sweep runs again). Then the refills begin.
  */
-export async function startPool(): Promise<void> {
-  if (env().HOLM_STORAGE_BACKEND === "memory") {
+export async function startPool(adoption: { scanned: boolean }): Promise<void> {
+  // Only once adoption has listed the engine's boxes: the store knows none before, and cutting
+  // the claims down to none handed claimed boxes back out as pool boxes at the next boot.
+  if (env().HOLM_STORAGE_BACKEND === "memory" && adoption.scanned) {
     const live = await db().selectFrom("box").select("id").where("removed_at_ms", "is", null).execute();
     compactClaims(new Set(live.map((r) => r.id)));
   }
@@ -357,43 +367,4 @@ export async function stopPool(): Promise<void> {
   claimBurst = undefined;
   timer = undefined;
   await ticking;
-}
-
-export interface PoolStatus {
-  enabled: boolean;
-  size: number;
-  ready: number;
-  refilling: number;
-  memory_used: number;
-  memory_max: number;
-  specs: {
-    key: string;
-    digest: string;
-    size: number;
-    ready: number;
-    refilling: number;
-    known: boolean;
-  }[];
-}
-
-/** The pool as the console's Settings shows it to an administrator. */
-export async function poolStatus(): Promise<PoolStatus> {
-  const specs = (await entries()).map((e) => ({
-    key: e.key,
-    digest: e.digest,
-    size: e.size,
-    ready: ready.get(e.digest)?.length ?? 0,
-    refilling: refilling.get(e.digest) ?? 0,
-    known: !!e.spec,
-  }));
-  const rows = await poolRows();
-  return {
-    enabled: !!env().HOLM_POOL,
-    size: specs.reduce((a, s) => a + s.size, 0),
-    ready: specs.reduce((a, s) => a + s.ready, 0),
-    refilling: specs.reduce((a, s) => a + s.refilling, 0),
-    memory_used: rows.length * parseBytes(boxMemory(poolPlacement())),
-    memory_max: parseBytes(env().HOLM_POOL_MAX_MEMORY),
-    specs,
-  };
 }

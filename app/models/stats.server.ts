@@ -1,7 +1,7 @@
 import { sql } from "kysely";
 import { db } from "~/utils/db.server";
 import type { BoxState } from "./box-record.server";
-import { poolStatus } from "./pool.server";
+import { poolStatus } from "./pool-status.server";
 import { heldTakeovers } from "./takeover-store.server";
 import { MemoryTraceStore, traceStore } from "./trace.server";
 

@@ -8,7 +8,7 @@ import { fieldError, useAnswerCount } from "~/components/action-banner";
 import { Alert, Button, Card, Field } from "~/components/ui";
 import { requireConsole, requireCsrf, requireFormWorkspace, startSessionHeaders } from "~/edge/console.server";
 import { field, formAction, formFields } from "~/edge/form.server";
-import { poolStatus } from "~/models/pool.server";
+import { poolStatus } from "~/models/pool-status.server";
 import { atLeast } from "~/models/roles";
 import { deleteSecret, listSecrets, putSecret } from "~/models/secret-store.server";
 import { createSession } from "~/models/session.server";
