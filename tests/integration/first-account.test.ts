@@ -1,16 +1,10 @@
-import os from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
+import { freePortOn, outsideAddress as outside } from "../support/outside";
 import { type TestServer, startServer } from "../support/server";
 
 // A fresh server's first account administers it. On a public address the sign-up page used to
 // hand the server to the first stranger who found it; now the first account is made from the
 // machine itself (a loopback peer) or with the server token.
-
-// An address of this machine that is not loopback: peers there are not local.
-const outside = Object.entries(os.networkInterfaces())
-  .filter(([name]) => !/^(lo|docker|br-|veth)/.test(name))
-  .flatMap(([, addrs]) => addrs ?? [])
-  .find((a) => a.family === "IPv4" && !a.internal)?.address;
 
 const servers: TestServer[] = [];
 afterAll(async () => {
@@ -18,14 +12,7 @@ afterAll(async () => {
 });
 
 async function serverOutside(token: string): Promise<TestServer> {
-  const { default: net } = await import("node:net");
-  // A free port on the outside address.
-  const port = await new Promise<number>((resolve) => {
-    const probe = net.createServer().listen(0, outside, () => {
-      const p = (probe.address() as { port: number }).port;
-      probe.close(() => resolve(p));
-    });
-  });
+  const port = await freePortOn(outside!);
   const s = await startServer({ HOLM_SERVER_TOKEN: token, HOLM_SERVER_ADDR: `${outside}:${port}` });
   servers.push(s);
   return s;

@@ -1,8 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import os from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
 import { consoleClient } from "../support/console";
+import { outsideAddress } from "../support/outside";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // holm behind a TLS proxy on the same host, as docs/reverse-proxy.md's nginx recipe sets it up:
@@ -13,10 +13,7 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 // an address that is not loopback, as nginx would for someone on the internet.
 
 const PUBLIC = "https://holm.example.test";
-const outside = Object.entries(os.networkInterfaces())
-  .filter(([name]) => !/^(lo|docker|br-|veth)/.test(name))
-  .flatMap(([, addrs]) => addrs ?? [])
-  .find((a) => a.family === "IPv4" && !a.internal)?.address;
+const outside = outsideAddress;
 
 interface Proxy {
   /** The proxy as a remote client reaches it (its non-loopback address). */

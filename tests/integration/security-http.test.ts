@@ -1,12 +1,12 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { io } from "socket.io-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleClient } from "../support/console";
 import { raw, upgrade } from "../support/http";
+import { freePortOn, outsideAddress } from "../support/outside";
 import { ROOT, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // The HTTP edge as a web page, a rebinding attacker and a signed-in person would try it, against
@@ -178,13 +178,10 @@ describe("open mode, before the first account", () => {
   });
 
   // A second server on an address of this machine that is not loopback: peers there are not local.
-  const outside = Object.entries(os.networkInterfaces())
-    .filter(([name]) => !/^(lo|docker|br-|veth)/.test(name))
-    .flatMap(([, addrs]) => addrs ?? [])
-    .find((a) => a.family === "IPv4" && !a.internal)?.address;
+  const outside = outsideAddress;
 
   it.skipIf(!outside)("serves /v1 only to loopback peers", async () => {
-    const port = Number(new URL(server.base).port) + 7;
+    const port = await freePortOn(outside!);
     const remote = await startServer({ HOLM_SERVER_TOKEN: "", HOLM_SERVER_ADDR: `${outside}:${port}` });
     try {
       for (const [method, p] of [["GET", "/v1/boxes"], ["POST", "/v1/jobs/reap"], ["GET", "/v1/events"]] as const) {
