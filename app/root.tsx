@@ -1,11 +1,12 @@
-import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse } from "react-router";
+import { Links, Meta, Outlet, Scripts, ScrollRestoration, isRouteErrorResponse, useRouteLoaderData } from "react-router";
 import type { Route } from "./+types/root";
 import "./app.css";
 import { NetworkCutGuard } from "~/components/network-cut-guard";
+import { type ConsoleFrame, Shell } from "~/components/shell";
 import { Button } from "~/components/ui";
 import { getConsole } from "~/edge/console.server";
 
-export async function loader({ request }: Route.LoaderArgs) {
+export async function loader({ request }: Route.LoaderArgs): Promise<ConsoleFrame> {
   const ctx = await getConsole(request);
   if (!ctx) return { me: null };
   return {
@@ -52,6 +53,7 @@ function isCutRequest(error: unknown): boolean {
 }
 
 export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
+  const root = useRouteLoaderData<ConsoleFrame>("root");
   let title = "Something went wrong";
   let detail = "The console hit an unexpected error.";
   const cut = isCutRequest(error);
@@ -73,8 +75,11 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
   } else if (import.meta.env.DEV && error instanceof Error) {
     detail = error.message;
   }
-  return (
-    <main className="mx-auto max-w-xl p-8">
+  // Inside the console's frame (header, workspace switcher, navigation) when the root's own loader
+  // answered: a stale link to a box or a page still leaves the person in the console, one click
+  // from anywhere. Bare when the root itself failed (nothing to draw the frame from).
+  const page = (
+    <>
       {/* React hoists it into <head>: an error page still names itself in the tab and to screen readers. */}
       <title>{`${title} · holm`}</title>
       <h1 className="text-2xl font-semibold">{title}</h1>
@@ -94,6 +99,8 @@ export function ErrorBoundary({ error }: Route.ErrorBoundaryProps) {
           Back to boxes
         </a>
       </div>
-    </main>
+    </>
   );
+  if (root?.me) return <Shell><div className="max-w-xl">{page}</div></Shell>;
+  return <main className="mx-auto max-w-xl p-8">{page}</main>;
 }

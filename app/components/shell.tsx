@@ -1,13 +1,28 @@
 import type { ReactNode } from "react";
 import { Form, NavLink, useRouteLoaderData } from "react-router";
-import type { loader as rootLoader } from "~/root";
 import { CsrfInput } from "./ui";
 import { WorkspaceSwitcher } from "./workspace-switcher";
+
+type Workspace = { id: string; name: string; role: string };
+
+/**
+ * What the root route's loader (app/root.tsx) gives every page: the person signed in, or null.
+ * Declared here, not taken from the loader's type, so the root's error page can draw this frame
+ * without an import cycle.
+ */
+export interface ConsoleFrame {
+  me: {
+    user: { id: string; name: string; email: string; is_admin: boolean };
+    workspaces: Workspace[];
+    workspace: Workspace | null;
+    csrf: string;
+  } | null;
+}
 
 /** The console frame: product name, workspace switcher, navigation, account. `wide`: the page uses the window's width (a box's screen). */
 export function Shell({ children, wide = false }: { children: ReactNode; wide?: boolean }) {
   const width = wide ? "max-w-[120rem]" : "max-w-6xl";
-  const root = useRouteLoaderData<typeof rootLoader>("root");
+  const root = useRouteLoaderData<ConsoleFrame>("root");
   const me = root?.me;
   const link = ({ isActive }: { isActive: boolean }) =>
     `rounded-md px-3 py-1.5 text-sm font-medium ${isActive ? "bg-slate-900 text-white" : "text-slate-700 hover:bg-slate-200"}`;

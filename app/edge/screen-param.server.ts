@@ -22,3 +22,16 @@ export function screenOfUrl(request: Request, box: { id: string; screens: number
     { status: 404 },
   );
 }
+
+/** What a box id looks like (models/box.server.ts): anything else is not repeated on our page. */
+const BOX_ID = /^box_[0-9a-f]{32}$/;
+
+/**
+ * The console's not-found page for a box address that names no box the person may see (never
+ * made, removed long ago, another's workspace: the same words for all, as `/v1` answers 404).
+ * The id is named only when it is one: a crafted link cannot make the console say its words.
+ */
+export function noSuchBox(id: string) {
+  const which = BOX_ID.test(id) ? `There is no box ${id} in your workspaces.` : "There is no box at this address.";
+  return data({ detail: `${which} The address may be mistyped, or the box was removed long ago.` }, { status: 404 });
+}

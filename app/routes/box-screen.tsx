@@ -1,4 +1,3 @@
-import { data } from "react-router";
 import { boxTitle } from "~/components/box-name";
 import { AccessGone, RemovedBox } from "~/components/box-page-notices";
 import { ScreenControl, controlOf } from "~/components/screen-control";
@@ -6,7 +5,7 @@ import { ScreenFrame } from "~/components/screen-view";
 import { Alert } from "~/components/ui";
 import { useLiveBox } from "~/components/use-live-box";
 import { requireBoxWorkspace } from "~/edge/console.server";
-import { screenOfUrl } from "~/edge/screen-param.server";
+import { noSuchBox, screenOfUrl } from "~/edge/screen-param.server";
 import { type BoxJson, getBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
 import { isApiError } from "~/utils/api-error.server";
@@ -30,7 +29,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     box = await getBox(ctx.actor, params.id);
   } catch (e) {
     if (isApiError(e) && e.code === "gone") return { ...common, box: null, removed: { id: params.id, why: e.message } };
-    if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
+    if (isApiError(e) && e.code === "not_found") throw noSuchBox(params.id);
     throw e;
   }
   const screen = screenOfUrl(request, box, `/boxes/${encodeURIComponent(box.id)}/screen`);

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { Link, type ShouldRevalidateFunctionArgs, data } from "react-router";
+import { Link, type ShouldRevalidateFunctionArgs } from "react-router";
+import { noSuchBox } from "~/edge/screen-param.server";
 import { useFrameCache } from "~/components/frame-cache";
 import { boxTitle, shortId } from "~/components/box-name";
 import { Shell } from "~/components/shell";
@@ -54,7 +55,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
   try {
     box = await traceBox(ctx.actor, params.id);
   } catch (e) {
-    if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
+    if (isApiError(e) && e.code === "not_found") throw noSuchBox(params.id);
     throw e;
   }
   const summary = await traceSummary(box.id);

@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { Link, data, redirect } from "react-router";
+import { Link, redirect } from "react-router";
 import { BoxDetails, BoxHeader, BoxLifecycle } from "~/components/box-facts";
 import { boxTitle } from "~/components/box-name";
 import { AccessGone, ActionAlerts, RemovedBox, StaleDesktop, desktopIn } from "~/components/box-page-notices";
@@ -14,7 +14,7 @@ import { useLiveBox, useNow } from "~/components/use-live-box";
 import { lifecycleIntent, metadataIntent } from "~/edge/box-actions.server";
 import { requireBoxWorkspace, requireCsrf } from "~/edge/console.server";
 import { field, formAction } from "~/edge/form.server";
-import { screenOfUrl } from "~/edge/screen-param.server";
+import { noSuchBox, screenOfUrl } from "~/edge/screen-param.server";
 import { updateBoxMetadata } from "~/models/box-metadata.server";
 import { type BoxJson, getBox, relaunchBox } from "~/models/box.server";
 import { screenStatus } from "~/models/screen-status.server";
@@ -52,7 +52,7 @@ export async function loader({ request, params }: Route.LoaderArgs) {
     if (isApiError(e) && e.code === "gone") {
       return { ...common, box: null, removed: { id: params.id, why: e.message } };
     }
-    if (isApiError(e) && e.code === "not_found") throw data("There is no such box in this workspace.", { status: 404 });
+    if (isApiError(e) && e.code === "not_found") throw noSuchBox(params.id);
     throw e;
   }
   const screen = screenOfUrl(request, box, `/boxes/${encodeURIComponent(box.id)}`);

@@ -9,7 +9,8 @@ import { attachShot, refuseNativeDialogs } from "../support/shots";
 // list's row buttons and pictures); a box page opens for a box of
 // any of your workspaces. A member whose role changes (or who is removed) while on a box page is
 // told, and its controls go (on its pop-out screen too). An invitation for someone already a member is refused, and a link
-// such a person opens says so. A path that does not decode gets the console's own not-found page.
+// such a person opens says so. A path that does not decode, or names no box of hers, gets the console's own
+// not-found page, inside its frame.
 
 let server: TestServer;
 serverForSpec((s) => (server = s));
@@ -264,4 +265,21 @@ test("a box path that does not decode gets the console's not-found page", async 
   await page.context().clearCookies();
   await page.goto(`${server.base}/boxes/%zz`);
   await expect(page.getByRole("button", { name: "Log in" })).toBeVisible();
+});
+
+test("a link to a box that is not there says so inside the console, header and all", async ({ page }) => {
+  await logIn(page, "ada@example.com");
+  for (const path of ["/boxes/box_00000000000000000000000000000000", "/boxes/box_00000000000000000000000000000000/trace", "/boxes/box_00000000000000000000000000000000/screen"]) {
+    const res = await page.goto(`${server.base}${path}`);
+    expect(res!.status(), path).toBe(404);
+    await expect(page.getByRole("heading", { name: "Not found", level: 1 })).toBeVisible();
+    await expect(page.getByText('There is no box box_00000000000000000000000000000000 in your workspaces.')).toBeVisible();
+    // Still in the console: its navigation and workspace switcher, one click from anywhere.
+    await expect(page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Keys" })).toBeVisible();
+    await expect(page.getByRole("button", { name: /^Workspace: / })).toBeVisible();
+  }
+  // An address made to put words in the console's mouth is not repeated (it is no box id).
+  await page.goto(`${server.base}/boxes/${encodeURIComponent("box_x Your account is locked: call 555-0100 now")}`);
+  await expect(page.getByText("There is no box at this address.")).toBeVisible();
+  await expect(page.getByText(/555-0100/)).toHaveCount(0);
 });
