@@ -97,6 +97,7 @@ export default [
   route("members", "routes/members.tsx"),
   route("keys", "routes/keys.tsx"),
   route("settings", "routes/settings.tsx"),
+  route("settings/pool", "routes/settings-pool.ts"),
   route("webhooks", "routes/webhooks.tsx"),
   route("images", "routes/images.tsx"),
   route("profiles", "routes/profiles.tsx"),
