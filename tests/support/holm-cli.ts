@@ -11,9 +11,15 @@ export interface Ran {
   stderr: string;
 }
 
-export function holmCli(cwd: string, args: string[], extra: Record<string, string> = {}): Promise<Ran> {
+/**
+ * Runs `holm ARGS`. `mount` = [source, target]: the CLI alone sees `source` bind-mounted on
+ * `target` (a mount namespace of its own, root), as a directory on another disk would be.
+ */
+export function holmCli(cwd: string, args: string[], extra: Record<string, string> = {}, mount?: [string, string]): Promise<Ran> {
+  const cli = [process.execPath, path.join(ROOT, "build/cli/holm.js"), ...args];
+  const [cmd, argv] = mount ? ["unshare", ["-m", "sh", "-c", 'mount --bind "$1" "$2" && shift 2 && exec "$@"', "sh", ...mount, ...cli]] : [cli[0]!, cli.slice(1)];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "build/cli/holm.js"), ...args], {
+    const child = spawn(cmd, argv, {
       cwd,
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", HOLM_CONFIG_FILE: "none", HOLM_STORAGE_BACKEND: "local", HOLM_ROOT: ROOT, ...extra },
       stdio: ["ignore", "pipe", "pipe"],
