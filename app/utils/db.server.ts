@@ -68,6 +68,7 @@ export async function openDb(): Promise<Kysely<Database>> {
   if (e.HOLM_STORAGE_BACKEND === "local") {
     fs.mkdirSync(e.HOLM_STATE_DIR, { recursive: true, mode: 0o700 });
     file = path.join(e.HOLM_STATE_DIR, "holm.db");
+    ownerOnly(file);
   }
   sqlite = new SQLite(file);
   // WAL with synchronous=NORMAL survives a killed process (not a power cut) and keeps writes fast.
@@ -78,6 +79,30 @@ export async function openDb(): Promise<Kysely<Database>> {
   instance = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrate(instance);
   return instance;
+}
+
+/**
+ * The store readable by this user only, whatever the umask and the mode of a state directory that
+ * already existed (one `mkdir` made, or Docker's bind mount: 0755): SQLite makes its file with the
+ * umask, and its -wal and -shm with the store's mode, so every user of the machine could read the
+ * password hashes, webhook URLs and traces. Made 0600 before SQLite opens it (an empty file is an
+ * empty database to SQLite); one an earlier version left open to others is closed to them.
+ */
+function ownerOnly(file: string): void {
+  try {
+    fs.closeSync(fs.openSync(file, "wx", 0o600));
+  } catch (err) {
+    // There already, or not ours to make: SQLite's open says what is wrong, as before.
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") log.warn(`could not make ${file} readable by its owner only: ${(err as Error).message}`);
+  }
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      const { mode } = fs.statSync(f);
+      if (mode & 0o077) fs.chmodSync(f, mode & 0o700);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") log.warn(`could not make ${f} readable by its owner only: ${(err as Error).message}`);
+    }
+  }
 }
 
 async function migrate(store: Kysely<Database>): Promise<void> {

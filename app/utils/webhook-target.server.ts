@@ -1,4 +1,5 @@
-import { lookup } from "node:dns/promises";
+import { Resolver } from "node:dns/promises";
+import { readFile } from "node:fs/promises";
 import ipaddr from "ipaddr.js";
 import { badRequest } from "./api-error.server";
 import { log } from "./log.server";
@@ -71,6 +72,42 @@ export function parseWebhookUrl(raw: string): URL {
   return url;
 }
 
+/** How long a name may take to resolve; then it does not resolve (a delivery tries again later). */
+export const RESOLVE_DEADLINE_MS = 5000;
+
+/**
+ * Every address a name has: /etc/hosts first (as getaddrinfo reads it: `localhost`, the
+ * operator's own names), then DNS queries for A and AAAA. Not `dns.lookup`: getaddrinfo runs on
+ * libuv's threads, of which at most two take slow work such as lookups, for the whole process,
+ * so a member's names under a nameserver that never answers (anyone can delegate a domain to
+ * one) queued every other lookup of the server behind theirs, other workspaces' webhooks
+ * included, for the resolver's timeout each. DNS queries (c-ares) wait on sockets, not threads;
+ * each name gets a resolver of its own, cancelled at RESOLVE_DEADLINE_MS.
+ */
+async function addressesOf(host: string): Promise<{ address: string; family: number }[]> {
+  const name = host.toLowerCase().replace(/\.$/, "");
+  const hosts = await readFile("/etc/hosts", "utf8").catch(() => "");
+  const listed: { address: string; family: number }[] = [];
+  for (const line of hosts.split("\n")) {
+    const [address, ...names] = line.replace(/#.*/, "").trim().split(/\s+/);
+    if (address && names.some((n) => n.toLowerCase() === name) && ipaddr.isValid(address)) {
+      listed.push({ address, family: ipaddr.parse(address).kind() === "ipv6" ? 6 : 4 });
+    }
+  }
+  if (listed.length) return listed;
+  const resolver = new Resolver({ timeout: 2000, tries: 2 });
+  const deadline = setTimeout(() => resolver.cancel(), RESOLVE_DEADLINE_MS);
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(host), resolver.resolve6(host)]);
+    return [
+      ...(v4.status === "fulfilled" ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === "fulfilled" ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+  } finally {
+    clearTimeout(deadline);
+  }
+}
+
 /** A URL's host as an address or a name: `[::1]` is the address `::1`. */
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, "");
 
@@ -99,11 +136,7 @@ export async function resolveTarget(raw: string, allowPrivate: boolean): Promise
     return badRequest(`url: "${host}" does not resolve to a public address; webhooks go only to public addresses unless the administrator sets HOLM_WEBHOOK_ALLOW_PRIVATE=1`, "url");
   };
   const unresolved = () => (allowPrivate ? badRequest(`url: the host "${host}" does not resolve`, "url") : notPublic("does not resolve"));
-  const addresses = ipaddr.isValid(host)
-    ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }]
-    : await lookup(host, { all: true, verbatim: true }).catch(() => {
-        throw unresolved();
-      });
+  const addresses = ipaddr.isValid(host) ? [{ address: host, family: ipaddr.parse(host).kind() === "ipv6" ? 6 : 4 }] : await addressesOf(host);
   if (addresses.length === 0) throw unresolved();
   if (!allowPrivate) {
     for (const a of addresses) {

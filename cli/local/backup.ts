@@ -57,6 +57,11 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
   const storeFile = path.join(dir, STORE_FILE);
   if (!fs.existsSync(storeFile)) throw new Error(`no store at ${storeFile} (HOLM_STATE_DIR)`);
   const out = path.resolve(file);
+  if (inside(out, dir)) {
+    throw new Error(
+      `${out} is inside the state directory ${dir}: name a place outside it (the archive would be renamed onto a file the server runs on, such as its store or its key, and be lost with the directory it backs up)`,
+    );
+  }
   const work = await fsp.mkdtemp(path.join(path.dirname(out), ".holm-backup-")).catch((err: NodeJS.ErrnoException) => {
     // The archive is written beside where it goes (then renamed): say which place fails, in words.
     if (err.code === "ENOENT") throw new Error(`no directory ${path.dirname(out)} to write the archive in: make it first (mkdir -p)`);
@@ -169,4 +174,20 @@ export async function backup(file: string, opts: BackupOptions): Promise<Manifes
   } finally {
     await fsp.rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Whether `file` would be written in `dir` or below, symlinks followed (the state directory is
+ * often named through one): the archive goes beside `file` and is renamed onto it.
+ */
+function inside(file: string, dir: string): boolean {
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const rel = path.relative(real(dir), real(path.dirname(file)));
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
 }

@@ -79,10 +79,8 @@ export async function restore(file: string, opts: RestoreOptions): Promise<Manif
     // first, as a server (a unit restarting on failure) may have started while the archive unpacked.
     const detached = opts.asNewServer ? asNewServer(stage) : undefined;
     refuseIfOpen();
-    const incoming = fs.readdirSync(stage);
     // An id an earlier --as-new-server restore left goes too: this store is the archive's server.
-    for (const name of [...STORE_COMPANIONS, SERVER_ID_FILE, ...incoming]) await fsp.rm(path.join(dir, name), { recursive: true, force: true });
-    for (const name of incoming) await fsp.rename(path.join(stage, name), path.join(dir, name));
+    await swapIn(dir, stage, fs.readdirSync(stage), [...STORE_COMPANIONS, SERVER_ID_FILE]);
     giveToOwnerOf(dir, walk(dir));
 
     const r = manifest.rows;
@@ -153,6 +151,51 @@ function asNewServer(stage: string): { boxes: number; profiles: number; webhooks
   }
   fs.writeFileSync(path.join(stage, SERVER_ID_FILE), `${randomBytes(8).toString("hex")}\n`, { mode: 0o644 });
   return n;
+}
+
+/**
+ * Puts the staged files (`incoming`) in `dir` in place of its old ones (those names and `old`),
+ * by renames only: the old files first move aside into a `.holm-restore-old-` directory (which a
+ * later restore ignores, as the staging one), then the new ones in. When a rename fails (a file
+ * that is a mount point, such as a key mounted from a secret store), every move made is undone,
+ * so the directory is as it was: removing the old files first had left a directory with neither
+ * store (a review found only the key left). The old files are removed once all is in place. An
+ * interrupt (Ctrl-C) during the renames, which take milliseconds, is ignored: it would leave half.
+ */
+async function swapIn(dir: string, stage: string, incoming: string[], old: string[]): Promise<void> {
+  const aside = await fsp.mkdtemp(path.join(dir, ".holm-restore-old-"));
+  const moved: [string, string][] = [];
+  const hold = () => undefined;
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, hold);
+  try {
+    try {
+      for (const name of new Set([...old, ...incoming])) {
+        const from = path.join(dir, name);
+        if (!fs.lstatSync(from, { throwIfNoEntry: false })) continue;
+        await fsp.rename(from, path.join(aside, name));
+        moved.push([from, path.join(aside, name)]);
+      }
+      for (const name of incoming) {
+        await fsp.rename(path.join(stage, name), path.join(dir, name));
+        moved.push([path.join(stage, name), path.join(dir, name)]);
+      }
+    } catch (err) {
+      const undone = await Promise.resolve().then(async () => {
+        for (const [from, to] of moved.reverse()) await fsp.rename(to, from);
+        await fsp.rmdir(aside);
+        return true;
+      }).catch(() => false);
+      const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      throw new Error(
+        undone
+          ? `could not move ${(err as { path?: string }).path ?? "a file"} (${why}): nothing was replaced, ${dir} is as it was`
+          : `could not move ${(err as { path?: string }).path ?? "a file"} (${why}), nor every file back: the old state's files are in ${aside}; move them back, or restore again`,
+      );
+    }
+  } finally {
+    for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.off(sig, hold);
+  }
+  await fsp.rm(aside, { recursive: true, force: true });
 }
 
 /** The archive is a readable file: said before anything is made. */

@@ -120,9 +120,16 @@ export async function startServer(extra: Record<string, string> = {}, reuse?: Te
     ...extra,
     ...(reuse ? {} : await storeEnv(extra, stateDir)),
   };
-  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, "build/server.js")], {
+  // HOLM_TEST_RESOLV_CONF (the test's, not the server's): the server alone resolves names through
+  // that file, bound over /etc/resolv.conf in a mount namespace of its own (root; the machine's
+  // file is untouched), so a test can give it a nameserver that never answers.
+  const { HOLM_TEST_RESOLV_CONF: resolvConf, ...serverEnv } = env;
+  const [cmd, args] = resolvConf
+    ? ["unshare", ["-m", "sh", "-c", 'mount --bind "$1" /etc/resolv.conf && exec "$0" "$2"', process.execPath, resolvConf, path.join(ROOT, "build/server.js")]]
+    : [process.execPath, [path.join(ROOT, "build/server.js")]];
+  const child: ChildProcess = spawn(cmd, args, {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...env },
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", ...serverEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.add(child);

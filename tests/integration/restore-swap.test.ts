@@ -1,0 +1,66 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleClient } from "../support/console";
+import { holmCli } from "../support/holm-cli";
+import { ON_POSTGRES } from "../support/postgres";
+import { type TestServer, startServer } from "../support/server";
+import { apiAs } from "../support/workspaces";
+
+// `holm restore --force` replaces a state directory's store only once the archive is checked;
+// then the old files go and the new come in. When that swap fails part way (here: the old
+// `frames` is a mount point, a directory on another disk, which cannot be removed or moved), the
+// directory must be left as it was, not without a store or with the new store beside the old
+// key. A real server's `local` store and the built CLI (in a mount namespace of its own).
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "holm-restore-swap-"));
+const stateDir = path.join(work, "state");
+const archive = path.join(work, "before-bob.tar.gz");
+let server: TestServer;
+let key: string;
+
+const users = () => {
+  const db = new SQLite(path.join(stateDir, "holm.db"), { readonly: true, fileMustExist: true });
+  try {
+    return (db.prepare('select email from "user" order by email').pluck().all() as string[]).join(",");
+  } finally {
+    db.close();
+  }
+};
+
+beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_STATE_DIR: stateDir });
+  const c = consoleClient(server);
+  const ada = await c.signUp("ada@example.com", "A");
+  key = (await c.createKey(ada, "agent")).secret;
+  const ran = await holmCli(work, ["backup", archive, "--state-dir", stateDir]);
+  expect(ran.code, ran.stderr).toBe(0);
+  await c.form(ada, "/settings", { intent: "signups", open: "true", csrf: c.csrfIn(await c.page(ada, "/settings")) });
+  await c.signUp("bob@example.com", "B");
+  await server.stop();
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+describe.skipIf(ON_POSTGRES)("holm restore --force whose swap fails part way", () => {
+  it("leaves the state directory as it was: the same store (with bob), the same key, and a server starts on it", async () => {
+    const keyBefore = fs.readFileSync(path.join(stateDir, "secret.key"));
+    const mounted = path.join(work, "mounted.key");
+    fs.writeFileSync(mounted, keyBefore, { mode: 0o600 });
+    expect(users()).toBe("ada@example.com,bob@example.com");
+    const ran = await holmCli(work, ["restore", archive, "--state-dir", stateDir, "--force"], {}, [mounted, path.join(stateDir, "secret.key")]);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(1);
+    expect(ran.stderr).toMatch(/nothing was replaced/);
+    expect(fs.existsSync(path.join(stateDir, "holm.db")), `left: ${fs.readdirSync(stateDir).join(", ")}`).toBe(true);
+    expect(users()).toBe("ada@example.com,bob@example.com");
+    expect(fs.readFileSync(path.join(stateDir, "secret.key"))).toEqual(keyBefore);
+    expect(fs.readdirSync(stateDir).filter((n) => n.startsWith(".holm-restore-"))).toEqual([]);
+    server = await server.restart();
+    expect((await apiAs(server, key)("/v1/boxes")).status).toBe(200);
+  }, 120_000);
+});
