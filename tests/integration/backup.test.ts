@@ -1,11 +1,11 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleClient } from "../support/console";
 import { ON_POSTGRES } from "../support/postgres";
-import { ROOT, type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { holmCli } from "../support/holm-cli";
 import { type Api, apiAs } from "../support/workspaces";
 
 // `holm backup` / `holm restore` (the built CLI, build/cli/holm-local.js) on a real server's
@@ -22,27 +22,8 @@ let asKey: Api;
 let key: string;
 let boxId: string;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function holm(args: string[], extra: Record<string, string> = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "build/cli/holm.js"), ...args], {
-      cwd: work,
-      // No /etc/holm/holm.env of this machine: only what the test names.
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", HOLM_CONFIG_FILE: "none", HOLM_STORAGE_BACKEND: "local", HOLM_ROOT: ROOT, ...extra },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function holm(args: string[], extra: Record<string, string> = {}) {
+  return holmCli(work, args, extra);
 }
 
 async function traceOf(api: Api, id: string): Promise<any[]> {

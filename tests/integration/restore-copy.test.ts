@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -6,7 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ON_POSTGRES } from "../support/postgres";
-import { ROOT, type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { holmCli } from "../support/holm-cli";
 import { openStore } from "../support/store";
 
 // A backup restored on the host its server still runs on (to test the backup). The store and the
@@ -34,20 +34,8 @@ const rx = http.createServer((req, res) => {
 });
 const volumes = new Set<string>();
 
-function holm(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "build/cli/holm.js"), ...args], {
-      cwd: work,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/root", HOLM_CONFIG_FILE: "none", HOLM_STORAGE_BACKEND: "local", HOLM_ROOT: ROOT },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+function holm(args: string[]) {
+  return holmCli(work, args);
 }
 
 async function launch(server: TestServer, placement?: { profile: string }): Promise<string> {
