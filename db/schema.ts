@@ -268,6 +268,13 @@ export interface Database {
   trace_recording: TraceRecordingTable;
   trace_recording_part: TraceRecordingPartTable;
   box_typed_secret: BoxTypedSecretTable;
+  direct_password: DirectPasswordTable;
+}
+
+/** A password box's viewer password epoch (0024; no row: 0). */
+export interface DirectPasswordTable {
+  box_id: string;
+  epoch: number;
 }
 
 /** A secret value typed into a box, sealed: masked in answers about the box (0023). */

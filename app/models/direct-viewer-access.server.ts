@@ -6,6 +6,7 @@ import { principalAccess } from "./access.server";
 import type { Actor } from "./actor";
 import { requireRunningBox, touchBox } from "./box.server";
 import { onBoxResumed } from "./box-resumed.server";
+import { changePassword, passwordEpoch, passwordHolders } from "./direct-password.server";
 import { directTicketHolders } from "./direct-ticket-holders.server";
 import { type PrincipalChange, concerns } from "./principal-changes.server";
 import { callAgent } from "./screen.server";
@@ -15,7 +16,9 @@ import { directViewerBoxes, noteDirectViewers, reportViewerInput } from "./viewe
 // revoked, a member removed or demoted, or a person's sessions end, the server asks each running
 // box with direct sockets who is connected, checks those the change concerns against the store,
 // and has the box close the ones whose access is gone (4401), or only their control (4403), and
-// refuse their tickets signed before then.
+// refuse their tickets signed before then. A password names no one, so a password box whose
+// password was given to someone who lost access gets a new one (its sockets open with the old
+// one close, and viewers who kept access ask for the new one).
 
 const SERVER: Actor = { kind: "server" };
 
@@ -25,19 +28,55 @@ interface DirectViewer {
   issuer: string;
 }
 
-/** The boxes that serve direct control sockets (policy.auth token) and may have some open. */
-async function tokenBoxes(states: string[]): Promise<{ id: string; owner: string | null }[]> {
+/** The boxes with direct sockets of `auth` (token: control too; password: watching only). */
+async function boxesWithAuth(auth: "token" | "password", states: string[]): Promise<{ id: string; owner: string | null; state: string }[]> {
   const rows = await db()
     .selectFrom("box")
-    .select(["id", "owner", "spec_json"])
+    .select(["id", "owner", "spec_json", "state"])
     .where("state", "in", states)
     .where("removed_at_ms", "is", null)
     .execute();
-  return rows.filter((r) => (JSON.parse(r.spec_json) as { policy?: { auth?: string } }).policy?.auth === "token");
+  return rows.filter((r) => (JSON.parse(r.spec_json) as { policy?: { auth?: string } }).policy?.auth === auth);
+}
+
+const tokenBoxes = (states: string[]) => boxesWithAuth("token", states);
+
+/**
+ * Password boxes whose password someone the change concerns was given and no longer may watch:
+ * a new password, told to the box if it runs (or when it runs again).
+ */
+async function changePasswords(change: PrincipalChange): Promise<void> {
+  const boxes = await boxesWithAuth("password", ["starting", "ready", "paused", "stopped", "unreachable"]);
+  for (const r of boxes) {
+    let gone = false;
+    for (const issuer of await passwordHolders(r.id)) {
+      if (concerns(change, issuer) && !(await principalAccess(issuer, r.owner, "viewer")).ok) gone = true;
+    }
+    if (!gone) continue;
+    const epoch = await changePassword(r.id);
+    log.info({ box: r.id, epoch }, "a box's viewer password changed: someone given it lost access");
+    if (r.state !== "ready") {
+      unreached.add(r.id);
+      continue;
+    }
+    await tellPassword(r.id).catch((err) => {
+      unreached.add(r.id);
+      log.error({ err, box: r.id }, "telling a box its new viewer password failed; told again once it answers");
+    });
+  }
+}
+
+/** Tells a running password box its current password epoch. */
+async function tellPassword(id: string): Promise<void> {
+  const epoch = await passwordEpoch(id);
+  if (epoch === 0) return;
+  const box = await requireRunningBox(SERVER, id, AbortSignal.timeout(5000));
+  await callAgent(box, agentCall("directViewersPassword", {}), { epoch });
 }
 
 export async function recheckDirectViewers(change: PrincipalChange): Promise<void> {
   const boxes = await tokenBoxes(["ready", "paused"]);
+  await changePasswords(change).catch((err) => log.error({ err }, "changing password boxes' viewer passwords failed"));
   await Promise.all(
     boxes.map((r) =>
       recheckIssuers(r.id, r.owner, (viewers) => changedIssuers(change, viewers)).catch((err) => {
@@ -59,7 +98,14 @@ const unreached = new Set<string>();
  */
 async function recheckHolders(id: string): Promise<void> {
   const row = await db().selectFrom("box").select(["owner", "spec_json"]).where("id", "=", id).executeTakeFirst();
-  if (!row || (JSON.parse(row.spec_json) as { policy?: { auth?: string } }).policy?.auth !== "token") return;
+  const auth = row && (JSON.parse(row.spec_json) as { policy?: { auth?: string } }).policy?.auth;
+  // A password box's agent starts at epoch 0 after a stop: it is told the current one.
+  if (auth === "password") {
+    await tellPassword(id);
+    unreached.delete(id);
+    return;
+  }
+  if (!row || auth !== "token") return;
   const held = await directTicketHolders(id);
   await recheckIssuers(id, row.owner, (viewers) => new Set([...viewers.map((v) => v.issuer), ...held]));
   unreached.delete(id);

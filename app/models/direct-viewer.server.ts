@@ -5,6 +5,7 @@ import { unsupported } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { publicUrl } from "~/utils/env.server";
 import { agentSecret } from "./agent.server";
+import { notePasswordHolder, passwordEpoch } from "./direct-password.server";
 import { noteDirectTicket } from "./direct-ticket-holders.server";
 import { keyById } from "./key.server";
 import type { BoxJson } from "./box-record.server";
@@ -49,10 +50,12 @@ export async function directSockets(box: BoxJson, screen: number, issued: Issued
   const host = advertise ?? (bind === "loopback" ? "127.0.0.1" : new URL(publicUrl()).hostname);
   const base = `ws://${host.includes(":") ? `[${host}]` : host}:${port}${directViewerPath(screen)}`;
   if (auth === "password") {
+    // Noted before it is given: a holder who loses access changes it (direct-password.server.ts).
+    await notePasswordHolder(box.id, issuer);
     return {
       view_socket: base,
       ...(issued.mode === "control" && { control_socket: viewerSocketUrl(publicUrl(), box.id, screen, { ticket: issued.ticket, mode: "control" }) }),
-      password: directViewerPassword(agentSecret(box.id)),
+      password: directViewerPassword(agentSecret(box.id), await passwordEpoch(box.id)),
     };
   }
   // No later than the issuer's key expires: the box hears of no expiry (the relay closes its

@@ -68,6 +68,7 @@ export const AGENT_ROUTES = {
   directViewers: ["GET", "/viewers"],
   directViewersClose: ["POST", "/viewers/close"],
   directViewerInputs: ["POST", "/viewers/inputs"],
+  directViewersPassword: ["POST", "/viewers/password"],
   exec: ["POST", "/exec"],
   fileRead: ["GET", "/files"],
   fileWrite: ["PUT", "/files"],

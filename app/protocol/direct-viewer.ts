@@ -111,7 +111,12 @@ export function openDirectTicket(secret: string, token: string | null, boxId: st
   return { box: p.box, screen: p.screen!, mode: p.mode, issuer: p.issuer, expires_at_ms: p.expires_at_ms!, issued_at_ms: p.issued_at_ms! };
 }
 
-/** The box's viewer password (policy.auth `password`): 8 printable characters, from its agent secret. */
-export function directViewerPassword(secret: string): string {
-  return vncPasswordFrom(createHmac("sha256", secret).update("holm-direct-viewer-password-v1").digest());
+/**
+ * The box's viewer password (policy.auth `password`): 8 printable characters, from its agent
+ * secret and `epoch`, which the server raises when someone given the password loses access (the
+ * box is told: `POST /viewers/password`). Epoch 0 is the password of boxes from before epochs.
+ */
+export function directViewerPassword(secret: string, epoch = 0): string {
+  const label = epoch === 0 ? "holm-direct-viewer-password-v1" : `holm-direct-viewer-password-v1\n${epoch}`;
+  return vncPasswordFrom(createHmac("sha256", secret).update(label).digest());
 }

@@ -21,6 +21,7 @@ import { serverOwnership } from "./0020-server-ownership";
 import { recordingParts } from "./0021-recording-parts";
 import { profileSize } from "./0022-profile-size";
 import { boxTypedSecrets } from "./0023-box-typed-secrets";
+import { directPassword } from "./0024-direct-password";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   "0021-recording-parts": recordingParts,
   "0022-profile-size": profileSize,
   "0023-box-typed-secrets": boxTypedSecrets,
+  "0024-direct-password": directPassword,
 };
 
 export const migrationProvider: MigrationProvider = {

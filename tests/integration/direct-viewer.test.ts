@@ -346,4 +346,50 @@ describe("direct viewer sockets", () => {
     expect(typeof again, "a ticket from before the stop whose holder kept access").toBe("object");
     if (typeof again === "object") again.close();
   }, 120_000);
+
+  it("password: a key given the password and then revoked watches no more: the box's password changes, the old one opens nothing, also after a stop", async () => {
+    /** Watches with `password` on `url`: the RFB client once in, or the security result's refusal. */
+    const watchWith = async (url: string, password: string) => {
+      const v = await RfbClient.overWebSocket(url);
+      try {
+        await v.handshake(1, (ch) => vncChallengeResponse(password, ch));
+      } catch (err) {
+        v.close();
+        return String(err);
+      }
+      return v;
+    };
+    const lifecycle = async (op: "stop" | "resume") => {
+      const res = await asA(`/v1/boxes/${passwordBox}/${op}`, { method: "POST" });
+      expect(res.status, `${op}: ${JSON.stringify(await json(res))}`).toBe(200);
+    };
+    const doomed = await c.createKey(ada, "password-doomed");
+    const old = await ticket(passwordBox, "view", apiAs(server, doomed.secret));
+    const kept = await watchWith(old.view_socket, old.password);
+    if (typeof kept === "string") throw new Error(`the password opened nothing before the revocation: ${kept}`);
+    const csrf = c.csrfIn(await c.page(ada, "/keys"));
+    expect((await c.form(ada, "/keys?index", { intent: "revoke", id: doomed.id, csrf })).status).toBe(200);
+    // The socket the revoked key's password opened closes; the password opens nothing after.
+    expect((await closedWithin(kept, 5000))?.code).toBe(4401);
+    expect(await watchWith(old.view_socket, old.password)).toMatch(/security result 1/);
+    // Whoever kept access asks again and gets the new password, which opens the screen.
+    const fresh = await ticket(passwordBox, "view");
+    expect(fresh.password).toMatch(/^[!-~]{8}$/);
+    expect(fresh.password).not.toBe(old.password);
+    const watching = await watchWith(fresh.view_socket, fresh.password);
+    if (typeof watching === "string") throw new Error(`the new password opened nothing: ${watching}`);
+    watching.requestUpdate(false, 0, 0, 8, 8);
+    await watching.nextUpdate();
+    watching.close();
+
+    // A stopped box's agent starts afresh: it is told the new password when it runs again.
+    await lifecycle("stop");
+    await lifecycle("resume");
+    const after = await ticket(passwordBox, "view");
+    expect(after.password).toBe(fresh.password);
+    expect(await watchWith(after.view_socket, old.password)).toMatch(/security result 1/);
+    const again = await watchWith(after.view_socket, after.password);
+    if (typeof again === "string") throw new Error(`the new password opened nothing after the stop: ${again}`);
+    again.close();
+  }, 120_000);
 });

@@ -33,6 +33,7 @@ const RELEASED = [
   "0021-recording-parts",
   "0022-profile-size",
   "0023-box-typed-secrets",
+  "0024-direct-password",
 ];
 
 describe("the migration list", () => {

@@ -193,6 +193,12 @@ export function createServer(screens: Screen[], config: AgentConfig, viewers?: D
     return { closed: viewers?.closeIssuer(b.issuer, b.control_only === true, typeof b.reason === "string" ? b.reason : "access ended") ?? 0 };
   });
 
+  add("directViewersPassword", async ({ body }) => {
+    const b = (await body()) as { epoch?: unknown };
+    if (!Number.isSafeInteger(b?.epoch) || (b.epoch as number) < 0) throw new AgentError("bad_request", "password needs {epoch: a whole number ≥ 0}");
+    return viewers?.setPasswordEpoch(b.epoch as number) ?? { epoch: b.epoch, closed: 0 };
+  });
+
   const s0 = (): Screen => screens[0];
   add("exec", async ({ body }) => runStep(s0(), step({ type: "exec", what: await body() })));
   add("fileRead", async ({ url }) => runStep(s0(), step({ type: "read_file", path: url.searchParams.get("path") ?? "" })));

@@ -44,6 +44,8 @@ export class DirectViewers {
   /** Input on control sockets, until the server takes it for the trace (POST /viewers/inputs). */
   private inputs: DirectInput[] = [];
   private dropped = 0;
+  /** Which viewer password opens a password socket (the server raises it when someone given it loses access). */
+  private passwordEpoch = 0;
 
   /** The input since the last call, for the server's trace. */
   takeInputs(): DirectInputs {
@@ -90,6 +92,24 @@ export class DirectViewers {
       n++;
     }
     return n;
+  }
+
+  /**
+   * The server changed the box's viewer password (someone given it lost access; epochs only
+   * rise, and the agent starts at 0, told the current one when it runs again): the old one
+   * opens nothing from now on, and the sockets it opened close (4401); viewers ask for the new one.
+   */
+  setPasswordEpoch(epoch: number): { epoch: number; closed: number } {
+    // Only up: two servers telling the box of one change may be heard in either order.
+    if (epoch <= this.passwordEpoch) return { epoch: this.passwordEpoch, closed: 0 };
+    this.passwordEpoch = epoch;
+    let closed = 0;
+    for (const c of this.conns) {
+      if (c.issuer !== "password") continue;
+      c.close(VIEWER_CLOSE.badTicket, "the box's viewer password changed; ask the server for the new one");
+      closed++;
+    }
+    return { epoch, closed };
   }
 
   /** The guard went up on `s`: control sockets of anyone who may not drive now close. */
@@ -151,10 +171,11 @@ export class DirectViewers {
         return refuseUpgrade(socket, 409, "a viewer password opens watching only: it names no person, so it cannot honour a takeover");
       }
       // The password before anything else: no VNC connection for a viewer that has not given it.
-      const password = directViewerPassword(secret);
+      const epoch = this.passwordEpoch;
+      const password = directViewerPassword(secret, epoch);
       return this.wss.handleUpgrade(req, socket, head, (ws) => {
         void passwordFirst(ws, password).then((take) => {
-          if (take) this.connectAndPipe(s, "view", "password", Infinity, undefined, { ws, take });
+          if (take) this.connectAndPipe(s, "view", "password", Infinity, undefined, { ws, take, epoch });
         });
       });
     }
@@ -172,7 +193,7 @@ export class DirectViewers {
     issuer: string,
     untilMs: number,
     upgrade?: { req: http.IncomingMessage; socket: Duplex; head: Buffer },
-    greeted?: { ws: WebSocket; take: () => Buffer },
+    greeted?: { ws: WebSocket; take: () => Buffer; epoch: number },
   ): void {
     const greet: Parameters<typeof pipeViewer>[3]["greet"] = greeted ? async () => undefined : undefined;
     void (async () => {
@@ -210,7 +231,11 @@ export class DirectViewers {
           register: (close) => {
             const conn: Conn = { screen: s.index, mode, issuer, close };
             this.conns.add(conn);
-            // The guard may have gone up while VNC was being reached.
+            // The guard may have gone up while VNC was being reached; the password may have changed
+            // since this viewer gave it.
+            if (greeted && greeted.epoch !== this.passwordEpoch) {
+              queueMicrotask(() => close(VIEWER_CLOSE.badTicket, "the box's viewer password changed; ask the server for the new one"));
+            }
             if (mode === "control" && !this.mayDrive(s, issuer)) queueMicrotask(() => close(VIEWER_CLOSE.denied, "a person took control of this screen"));
             // A ticket opens a socket for as long as it is valid: past that, ask the server again.
             const timer = Number.isFinite(untilMs)
