@@ -42,6 +42,8 @@ export const VIEWER_CLOSE = {
   unsupported: 4415,
   /** The screen's VNC server does not answer. */
   vncUnreachable: 4502,
+  /** The screen has as many viewers as it takes (a box's direct password socket; the relay refuses the upgrade, 503). */
+  unavailable: 4503,
 } as const;
 
 export type ViewerCloseCode = (typeof VIEWER_CLOSE)[keyof typeof VIEWER_CLOSE];

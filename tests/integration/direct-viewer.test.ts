@@ -174,6 +174,33 @@ describe("direct viewer sockets", () => {
     await expect.poll(() => pageCounts(tokenBox), { timeout: 8000 }).toBe("0 watching · 0 driving");
   });
 
+  it("token: one issuer holds at most 32 direct sockets of a screen (half of the 64 a screen takes); a place frees when one closes", async () => {
+    const t = await ticket(tokenBox, "view");
+    const open: Exclude<Awaited<ReturnType<typeof openViewer>>, number>[] = [];
+    try {
+      for (let i = 0; i < 32; i++) {
+        const v = await openViewer(t.view_socket);
+        if (typeof v === "number") throw new Error(`socket ${i + 1} of 32 refused: ${v}`);
+        open.push(v);
+      }
+      expect(await openViewer(t.view_socket)).toBe(503);
+      // Another issuer still gets in.
+      const second = await c.createKey(ada, "direct-second-issuer");
+      const other = await openViewer((await ticket(tokenBox, "view", apiAs(server, second.secret))).view_socket);
+      if (typeof other === "number") throw new Error(`another issuer was refused: ${other}`);
+      open.push(other);
+      open.shift()!.close();
+      await expect.poll(async () => {
+        const v = await openViewer(t.view_socket);
+        if (typeof v === "number") return v;
+        open.push(v);
+        return "open";
+      }, { timeout: 5000 }).toBe("open");
+    } finally {
+      for (const v of open) v.close();
+    }
+  }, 60_000);
+
   it("token: a forged, expired, other box's or other screen's ticket, or none, is refused", async () => {
     const t = await ticket(tokenBox, "control");
     const url = new URL(t.view_socket);

@@ -26,6 +26,13 @@ import type { Screen } from "./screen";
 
 /** Input kept for the server at most: it takes it every few seconds. */
 const MAX_INPUTS = 2000;
+/**
+ * Direct sockets a screen takes, as the server's relay takes HOLM_VIEWERS_PER_SCREEN (64): each
+ * is an x11vnc client, served one after the other, so one ticket reused a thousand times would
+ * slow every viewer's frames. One ticket issuer may hold half; password sockets name no one, so
+ * only the screen's bound holds for them, counted once the password was given.
+ */
+const PER_SCREEN = 64;
 
 interface Conn {
   screen: number;
@@ -44,6 +51,8 @@ export class DirectViewers {
   /** Input on control sockets, until the server takes it for the trace (POST /viewers/inputs). */
   private inputs: DirectInput[] = [];
   private dropped = 0;
+  /** Sockets open or opening, by screen and by screen and issuer. */
+  private readonly held = new Map<string, number>();
   /** Which viewer password opens a password socket (the server raises it when someone given it loses access). */
   private passwordEpoch = 0;
 
@@ -64,6 +73,27 @@ export class DirectViewers {
   /** Open direct sockets, for /health and tests. */
   get count(): number {
     return this.conns.size;
+  }
+
+  /**
+   * Takes a place for a socket of `issuer` on screen `screen` until `socket` closes, or says why
+   * there is none (503, retryable once one closes).
+   */
+  private reserve(screen: number, issuer: string, socket: Duplex): string | undefined {
+    const keys = issuer === "password" ? [`${screen}`] : [`${screen}`, `${screen} ${issuer}`];
+    const onScreen = this.held.get(keys[0]) ?? 0;
+    const mine = this.held.get(keys[1] ?? "") ?? 0;
+    if (onScreen >= PER_SCREEN) return `screen ${screen} has ${onScreen} viewers, the most it takes; close one and try again`;
+    if (keys[1] && mine >= PER_SCREEN / 2) return `this issuer already has ${mine} viewers of screen ${screen}, the most one issuer may have; close one and try again`;
+    for (const k of keys) this.held.set(k, (this.held.get(k) ?? 0) + 1);
+    socket.once("close", () => {
+      for (const k of keys) {
+        const n = (this.held.get(k) ?? 1) - 1;
+        if (n > 0) this.held.set(k, n);
+        else this.held.delete(k);
+      }
+    });
+    return undefined;
   }
 
   /** Who may drive screen n now: anyone, unless the guard is up (a person holds it). */
@@ -165,6 +195,8 @@ export class DirectViewers {
       }
       issuer = claims.issuer;
       untilMs = claims.expires_at_ms;
+      const full = this.reserve(s.index, issuer, socket);
+      if (full) return refuseUpgrade(socket, 503, full);
     } else {
       if (!secret) return refuseUpgrade(socket, 503, "the box has no secret yet");
       if (asked === "control") {
@@ -175,7 +207,10 @@ export class DirectViewers {
       const password = directViewerPassword(secret, epoch);
       return this.wss.handleUpgrade(req, socket, head, (ws) => {
         void passwordFirst(ws, password).then((take) => {
-          if (take) this.connectAndPipe(s, "view", "password", Infinity, undefined, { ws, take, epoch });
+          if (!take) return;
+          const full = this.reserve(s.index, "password", socket);
+          if (full) return ws.close(VIEWER_CLOSE.unavailable, full.slice(0, 120));
+          this.connectAndPipe(s, "view", "password", Infinity, undefined, { ws, take, epoch });
         });
       });
     }
