@@ -4,6 +4,7 @@ import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { serverKeyOf } from "../support/box-auth";
+import { cdpSocket } from "../support/cdp";
 import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
@@ -59,23 +60,6 @@ function wsStatus(url: string, headers: Record<string, string> = {}): Promise<nu
     ws.once("unexpected-response", (_q, res) => resolve(res.statusCode ?? 0));
     ws.once("error", () => resolve(-1));
   });
-}
-
-/** A raw CDP socket: send(method, params, sessionId) resolves with the whole answer ({result} or {error}). */
-function cdpSocket(ws: WebSocket) {
-  let next = 1;
-  const waiting = new Map<number, (m: any) => void>();
-  ws.on("message", (d) => {
-    const m = JSON.parse(String(d));
-    if (typeof m.id === "number") waiting.get(m.id)?.(m);
-  });
-  return (method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> => {
-    const id = next++;
-    return new Promise((r) => {
-      waiting.set(id, r);
-      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
-    });
-  };
 }
 
 beforeAll(async () => {
