@@ -4,11 +4,36 @@
 // error naming the takeover instead of being forwarded. Reads go on. The lists below are the
 // decision; the ADR gives the reasons and the known gaps.
 
-/** Refused in every form: each command of these domains injects input or changes the screen. */
-const DOMAINS = new Set(["Input", "Overlay", "Autofill", "FedCm", "DeviceAccess", "PWA", "Extensions", "WebAuthn", "BluetoothEmulation"]);
+/**
+ * Refused in every form but DOMAIN_READS: each command of these domains injects input, changes
+ * the screen, answers the person's prompts and devices for them (smart cards, wallets), acts
+ * on the page through its own declared tools (WebMCP), casts it elsewhere, or (FindInPage)
+ * scrolls it to a match and highlights it.
+ */
+const DOMAINS = new Set([
+  "Input",
+  "Overlay",
+  "Autofill",
+  "FedCm",
+  "DeviceAccess",
+  "PWA",
+  "Extensions",
+  "WebAuthn",
+  "BluetoothEmulation",
+  "FindInPage",
+  "WebMCP",
+  "SmartCardEmulation",
+  "DigitalCredentials",
+  "Cast",
+]);
 
-/** Overlay commands that only read or take highlights away. */
-const OVERLAY_READS = new Set(["Overlay.enable", "Overlay.disable", "Overlay.hideHighlight"]);
+/** Commands of those domains that only read, turn events on or off, or take highlights away. */
+const DOMAIN_READS = new Set([
+  "Overlay.enable",
+  "Overlay.disable",
+  "Overlay.hideHighlight",
+  ...["FindInPage", "WebMCP", "SmartCardEmulation", "DigitalCredentials", "Cast"].flatMap((d) => [`${d}.enable`, `${d}.disable`]),
+]);
 
 const METHODS = new Set([
   // Navigation and what the tab shows.
@@ -31,6 +56,8 @@ const METHODS = new Set([
   "Target.activateTarget",
   "Target.disposeBrowserContext",
   "Target.exposeDevToolsProtocol",
+  // A DevTools window over the person's page.
+  "Target.openDevTools",
   "Browser.close",
   "Browser.crash",
   "Browser.crashGpuProcess",
@@ -51,6 +78,10 @@ const METHODS = new Set([
   "DOM.copyTo",
   "DOM.undo",
   "DOM.redo",
+  // Popovers and interest forced open, spelling markers drawn on the person's text.
+  "DOM.forceShowPopover",
+  "DOM.forceShowInterest",
+  "DOM.setTextMarker",
   "CSS.addRule",
   "CSS.createStyleSheet",
   "CSS.forcePseudoState",
@@ -70,6 +101,7 @@ const METHODS = new Set([
   "Emulation.setEmulatedVisionDeficiency",
   "Emulation.setVirtualTimePolicy",
   "Page.setDeviceMetricsOverride",
+  "Page.clearDeviceMetricsOverride",
   // Freezing the page in the debugger, or changing its code.
   "Debugger.pause",
   "Debugger.setScriptSource",
@@ -85,6 +117,8 @@ const METHODS = new Set([
   "Network.setBlockedURLs",
   "Network.clearBrowserCookies",
   "Network.deleteCookies",
+  "Page.deleteCookie",
+  "Network.deleteDeviceBoundSession",
   "Network.setCookie",
   "Network.setCookies",
   "Storage.clearCookies",
@@ -97,6 +131,9 @@ const METHODS = new Set([
   "Storage.clearSharedStorageEntries",
   "Storage.deleteStorageBucket",
   "Storage.clearTrustTokens",
+  "Storage.clearPrivateVerificationTokens",
+  "Storage.deletePrivateVerificationToken",
+  "Storage.runBounceTrackingMitigations",
   "DOMStorage.setDOMStorageItem",
   "DOMStorage.removeDOMStorageItem",
   "DOMStorage.clear",
@@ -110,6 +147,7 @@ const METHODS = new Set([
   // camera…), certificates, CSP, payment and protocol-handler prompts answered for them.
   "Browser.grantPermissions",
   "Browser.resetPermissions",
+  "Browser.addMockCamera",
   "Security.setIgnoreCertificateErrors",
   "Security.setOverrideCertificateErrors",
   "Security.handleCertificateError",
@@ -162,7 +200,7 @@ interface Command {
 /** Whether a command (method and params) is refused while a person holds the screen. */
 export function refusedDuringTakeover(method: string, params: Record<string, unknown> = {}): boolean {
   const domain = method.split(".")[0]!;
-  if (DOMAINS.has(domain)) return !(domain === "Overlay" && OVERLAY_READS.has(method));
+  if (DOMAINS.has(domain)) return !DOMAIN_READS.has(method);
   if (METHODS.has(method)) return true;
   if (PREFIXES.some((p) => method.startsWith(p)) && !SETTER_EXCEPTIONS.has(method) && !PREFIX_READS.has(method)) return true;
   switch (method) {
@@ -178,8 +216,16 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
     case "Emulation.setTouchEmulationEnabled":
     case "Page.setInterceptFileChooserDialog":
       return params.enabled === true;
+    // Offline is refused in each of its forms (the newer two replace the first); throttling goes on.
     case "Network.emulateNetworkConditions":
+    case "Network.overrideNetworkState":
       return params.offline === true;
+    case "Network.emulateNetworkConditionsByRule":
+      return (
+        params.offline === true ||
+        params.emulateOfflineServiceWorker === true ||
+        (Array.isArray(params.matchedNetworkConditions) && params.matchedNetworkConditions.some((c) => (c as { offline?: unknown })?.offline === true))
+      );
     case "Debugger.setPauseOnExceptions":
       return params.state !== "none";
   }

@@ -52,6 +52,44 @@ describe("CDP takeover guard", () => {
     }
   });
 
+  it("refuses the newer commands of the same kinds: DevTools windows, offline by rule or state, forced popovers, find-in-page, page tools, emulated devices, sign-outs", () => {
+    const offline = { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
+    for (const [method, params] of [
+      ["Target.openDevTools", { targetId: "T" }],
+      ["Network.overrideNetworkState", offline],
+      ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", ...offline }] }],
+      ["Network.emulateNetworkConditionsByRule", { offline: true, matchedNetworkConditions: [] }],
+      ["Network.emulateNetworkConditionsByRule", { emulateOfflineServiceWorker: true, matchedNetworkConditions: [] }],
+      ["DOM.forceShowPopover", { nodeId: 1, enable: true }],
+      ["DOM.forceShowInterest", { nodeId: 1, enable: true }],
+      ["DOM.setTextMarker", { nodeId: 1, type: "spelling", start: 0, end: 3 }],
+      ["FindInPage.findFirst", { query: "x" }],
+      ["FindInPage.findNext", {}],
+      ["WebMCP.invokeTool", { frameId: "F", toolName: "buy", input: {} }],
+      ["SmartCardEmulation.reportError", { requestId: "1", resultCode: "no-service" }],
+      ["DigitalCredentials.setVirtualWalletBehavior", { action: "respond" }],
+      ["Cast.startTabMirroring", { sinkName: "tv" }],
+      ["Browser.addMockCamera", { deviceId: "cam" }],
+      ["Page.deleteCookie", { cookieName: "sid", url: "http://127.0.0.1:8000/" }],
+      ["Page.clearDeviceMetricsOverride", {}],
+      ["Network.deleteDeviceBoundSession", { key: { site: "s", id: "i" } }],
+      ["Storage.runBounceTrackingMitigations", {}],
+      ["Storage.clearPrivateVerificationTokens", { issuerOrigin: "https://a" }],
+    ] as const) {
+      expect("reply" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+    // Throttling without offline goes on, as with Network.emulateNetworkConditions; so do the reads.
+    for (const [method, params] of [
+      ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", latency: 100, downloadThroughput: -1, uploadThroughput: -1 }] }],
+      ["Network.overrideNetworkState", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 }],
+      ["FindInPage.enable", {}],
+      ["WebMCP.enable", {}],
+      ["Overlay.hideHighlight", {}],
+    ] as const) {
+      expect("forward" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+  });
+
   it("lets through what Playwright's connectOverCDP and Puppeteer's connect send when they attach", () => {
     for (const [method, params] of [
       ["Emulation.setFocusEmulationEnabled", { enabled: true }],

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { cdpSocket } from "../support/cdp";
+import { consoleClient } from "../support/console";
+import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { SITE, serveSite } from "../support/site";
+import { until } from "../support/until";
+
+// The takeover guard of the CDP proxy (docs/decisions/0011-cdp-proxy.md) against the commands
+// the box's own Chromium offers beyond those the ADR names: each one here changes what the
+// person sees or what their page can do (a DevTools window over their page, their page cut off
+// the network, a popover forced open, the page scrolled to a search match). During an exclusive
+// takeover each must be answered with the takeover error, and the page must show no change;
+// after give-back the same commands work, so what the test looks at is a real effect.
+
+let server: TestServer;
+let box: any;
+let key: { secret: string; id: string };
+
+const asKey = (p: string, init: RequestInit = {}) => fetch(`${server.base}${p}`, { ...init, headers: { authorization: `Bearer ${key.secret}`, ...(init.headers ?? {}) } });
+
+beforeAll(async () => {
+  server = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_TAKEOVER_GRACE_SECS: "60" });
+  const c = consoleClient(server);
+  const ada = await c.signUp("ada@example.com", "A");
+  key = await c.createKey(ada, "agent");
+  box = await json(await asKey("/v1/boxes", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }));
+  expect(box.state, JSON.stringify(box)).toBe("ready");
+  await serveSite(server, box.id);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+describe("CDP commands of a current Chromium during an exclusive takeover", () => {
+  it("opening DevTools, going offline, forcing a popover open and find-in-page are refused, and the person's page does not change; after give-back they work", async () => {
+    const res = await asKey(`/v1/boxes/${box.id}/cdp`, { method: "POST" });
+    const cdp = await json(res);
+    expect(res.status, JSON.stringify(cdp)).toBe(200);
+    const ws = new WebSocket(cdp.ws_url);
+    await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+    const send = cdpSocket(ws);
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    const devtoolsWindows = async () => ((await send("Target.getTargets")).result.targetInfos as any[]).filter((t) => t.url.startsWith("devtools://"));
+    try {
+      const page = ((await send("Target.getTargets")).result.targetInfos as any[]).find((t) => t.type === "page");
+      const s = (await send("Target.attachToTarget", { targetId: page.targetId, flatten: true })).result.sessionId as string;
+      const value = async (expression: string) => (await send("Runtime.evaluate", { expression, returnByValue: true, awaitPromise: true }, s)).result?.result?.value;
+      await send("Page.navigate", { url: `${SITE}/index.html` }, s);
+      await until("the site's page", () => value("location.href + ' ' + document.readyState"), (v) => v === `${SITE}/index.html complete`);
+      await value(`document.body.insertAdjacentHTML("beforeend", '<div id="pop" popover>POPOVER</div><div style="height:6000px"></div><p>FARAWAYWORD</p>'); scrollTo(0, 0); true`);
+      await send("Network.enable", {}, s);
+      await send("FindInPage.enable", {}, s);
+      const root = (await send("DOM.getDocument", {}, s)).result.root.nodeId;
+      const pop = (await send("DOM.querySelector", { nodeId: root, selector: "#pop" }, s)).result.nodeId;
+      const offline = { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
+      const commands: [string, Record<string, unknown>, string?][] = [
+        ["Target.openDevTools", { targetId: page.targetId }],
+        ["Network.overrideNetworkState", offline, s],
+        ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", ...offline }] }, s],
+        ["DOM.forceShowPopover", { nodeId: pop, enable: true }, s],
+        ["FindInPage.findFirst", { query: "FARAWAYWORD" }, s],
+      ];
+      /** What the person would see change: a DevTools window, the page offline or unable to load, the popover, the scroll. */
+      const looks = async () => ({
+        devtools: (await devtoolsWindows()).length,
+        online: await value("navigator.onLine"),
+        fetch: await value(`fetch("/echo").then((r) => r.status, (e) => "failed: " + e.message)`),
+        popover: await value(`document.getElementById("pop").matches(":popover-open")`),
+        scrolled: await value("scrollY > 0"),
+      });
+      const untouched = { devtools: 0, online: true, fetch: 200, popover: false, scrolled: false };
+      expect(await looks()).toEqual(untouched);
+
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      const answers: Record<string, unknown> = {};
+      for (const [method, params, session] of commands) answers[method] = (await send(method, params, session)).error?.message ?? "forwarded";
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await looks()).toEqual(untouched);
+      for (const [method] of commands) expect(answers[method], method).toMatch(new RegExp(`taken over screen 0 \\(exclusive takeover\\); ${method.replace(".", "\\.")} is refused`));
+
+      // After give-back the same commands go through and do what they do (so `looks` sees them).
+      expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
+      for (const [method, params, session] of commands) expect((await send(method, params, session)).error, method).toBeUndefined();
+      const changed = await until("the commands' effects", looks, (l) => l.devtools > 0 && l.online === false && l.popover === true && l.scrolled === true);
+      expect(changed.fetch).toMatch(/^failed/);
+    } finally {
+      await server.api(takeover, { method: "DELETE" });
+      for (const t of await devtoolsWindows().catch(() => [])) await send("Target.closeTarget", { targetId: t.targetId }).catch(() => undefined);
+      ws.terminate();
+    }
+  }, 90_000);
+});
