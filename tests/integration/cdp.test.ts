@@ -1,4 +1,6 @@
 import { createHmac } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
 import { chromium } from "playwright-core";
 import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +10,7 @@ import { cdpSocket } from "../support/cdp";
 import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
+import { until } from "../support/until";
 
 // The CDP proxy with the clients people already run: Playwright's connectOverCDP and Puppeteer's
 // connect drive the box's real browser through /v1/cdp/{token}/…, unchanged; the token is the
@@ -183,6 +186,39 @@ describe("CDP proxy refusals", () => {
     expect((await fetch(`${good.url}/json/version`, { headers: evil })).status).toBe(403);
     expect(await wsStatus(good.ws_url, evil)).toBe(403);
   }, 30_000);
+
+  it("a handshake the WebSocket server refuses (no key, a bad subprotocol) is 400 with the seed's body, and leaves no DevTools connection open", async () => {
+    const cdp = await mint(key);
+    const u = new URL(cdp.ws_url);
+    const fds = () => fs.readdirSync(`/proc/${server.pid}/fd`).length;
+    /** One upgrade with `headers`: the status line and body the server answered, once it closed the connection. */
+    const upgrade = (headers: string) =>
+      new Promise<string>((resolve) => {
+        const s = net.connect(Number(u.port), u.hostname);
+        let got = "";
+        s.on("data", (d) => (got += d));
+        s.on("close", () => resolve(got));
+        s.on("error", () => undefined);
+        setTimeout(() => (s.destroy(), resolve(`${got} (still open after 10 s)`)), 10_000).unref();
+        s.write(`GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n${headers}\r\n`);
+      });
+    const before = fds();
+    const noKey: string[] = [];
+    const badProtocol: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      noKey.push(await upgrade(""));
+      badProtocol.push(await upgrade("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: a b\r\n"));
+    }
+    // Each refused handshake once left the server's own connection to the box's DevTools open
+    // (40 handshakes, 40 more open files), outside every check: revoking the key closed none.
+    await until("the server's open files", () => fds() - before, (n) => n < 10, 5000);
+    for (const answer of [...noKey, ...badProtocol]) expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    for (const answer of noKey) expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toMatchObject({ code: "bad_request", retryable: false });
+    // A proper handshake still opens.
+    const ws = await wsStatus(cdp.ws_url);
+    expect(ws).toBeInstanceOf(WebSocket);
+    (ws as WebSocket).terminate();
+  }, 60_000);
 
   it("a revoked key's token: the open socket closes at once, and nothing opens again", async () => {
     const cdp = await mint(doomed);
