@@ -11,7 +11,7 @@ import { controlRefusal } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
-import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
+import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { log } from "~/utils/log.server";
 import { countSocket } from "~/utils/metrics.server";
 
@@ -109,15 +109,6 @@ function openUpstream(access: CdpAccess, address: string, rest: string): Promise
   });
 }
 
-/** Why ws's handleUpgrade would refuse this handshake (a key of 16 bytes, version 13 or 8), if it would. */
-function handshakeRefusal(req: IncomingMessage): string | undefined {
-  if (req.method !== "GET") return "a WebSocket handshake is a GET";
-  if (req.headers.upgrade?.toLowerCase() !== "websocket") return "Upgrade: websocket is missing";
-  if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers["sec-websocket-key"] ?? "")) return "Sec-WebSocket-Key is missing or is not 16 bytes in base64";
-  if (!["8", "13"].includes(req.headers["sec-websocket-version"] ?? "")) return "Sec-WebSocket-Version must be 13";
-  return undefined;
-}
-
 async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
   // A WebSocket from a web page carries its Origin: refused, as Chromium itself refuses one. The
   // DevTools front end (devtools://devtools) is not a web page, and may connect.
@@ -128,7 +119,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   // What ws would refuse, refused before the relay opens, with the seed's body (below, the
   // relay also closes with a handshake ws refuses for another reason).
   const bad = handshakeRefusal(req);
-  if (bad) return refuse(socket, new ApiError("bad_request", bad));
+  if (bad) return refuse(socket, bad);
   const token = match[1]!;
   const rest = match[2]!;
   let access: CdpAccess;
