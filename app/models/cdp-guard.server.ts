@@ -78,6 +78,9 @@ const METHODS = new Set([
   "DOM.copyTo",
   "DOM.undo",
   "DOM.redo",
+  // Old names Chromium hands on to the refused Overlay.highlightNode and highlightRect.
+  "DOM.highlightNode",
+  "DOM.highlightRect",
   // Popovers and interest forced open, spelling markers drawn on the person's text.
   "DOM.forceShowPopover",
   "DOM.forceShowInterest",

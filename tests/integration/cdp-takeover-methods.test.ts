@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { cdpSocket } from "../support/cdp";
 import { consoleClient } from "../support/console";
+import { decodePng } from "../support/png";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
 import { until } from "../support/until";
@@ -9,7 +10,8 @@ import { until } from "../support/until";
 // The takeover guard of the CDP proxy (docs/decisions/0011-cdp-proxy.md) against the commands
 // the box's own Chromium offers beyond those the ADR names: each one here changes what the
 // person sees or what their page can do (a DevTools window over their page, their page cut off
-// the network, a popover forced open, the page scrolled to a search match). During an exclusive
+// the network, a popover forced open, the page scrolled to a search match, a highlight drawn
+// over it by DOM.highlightRect, which Chromium hands on to the refused Overlay.highlightRect). During an exclusive
 // takeover each must be answered with the takeover error, and the page must show no change;
 // after give-back the same commands work, so what the test looks at is a real effect.
 
@@ -35,7 +37,7 @@ afterAll(async () => {
 });
 
 describe("CDP commands of a current Chromium during an exclusive takeover", () => {
-  it("opening DevTools, going offline, forcing a popover open and find-in-page are refused, and the person's page does not change; after give-back they work", async () => {
+  it("opening DevTools, going offline, forcing a popover open, find-in-page and DOM highlights are refused, and the person's page does not change; after give-back they work", async () => {
     const res = await asKey(`/v1/boxes/${box.id}/cdp`, { method: "POST" });
     const cdp = await json(res);
     expect(res.status, JSON.stringify(cdp)).toBe(200);
@@ -53,6 +55,8 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
       await value(`document.body.insertAdjacentHTML("beforeend", '<div id="pop" popover>POPOVER</div><div style="height:6000px"></div><p>FARAWAYWORD</p>'); scrollTo(0, 0); true`);
       await send("Network.enable", {}, s);
       await send("FindInPage.enable", {}, s);
+      await send("DOM.enable", {}, s);
+      expect(await send("Overlay.enable", {}, s)).toMatchObject({ result: {} });
       const root = (await send("DOM.getDocument", {}, s)).result.root.nodeId;
       const pop = (await send("DOM.querySelector", { nodeId: root, selector: "#pop" }, s)).result.nodeId;
       const offline = { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
@@ -62,7 +66,13 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
         ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", ...offline }] }, s],
         ["DOM.forceShowPopover", { nodeId: pop, enable: true }, s],
         ["FindInPage.findFirst", { query: "FARAWAYWORD" }, s],
+        ["DOM.highlightRect", { x: 0, y: 0, width: 4000, height: 4000, color: { r: 255, g: 0, b: 0, a: 1 } }, s],
       ];
+      /** The middle of the screen the person sees (the page there is white), read from /v1's frame. */
+      const middle = async () => {
+        const frame = await json(await server.api(`/v1/boxes/${box.id}/screens/0/frame`));
+        return decodePng(Buffer.from(frame.png_base64, "base64")).rgb(640, 500).join(",");
+      };
       /** What the person would see change: a DevTools window, the page offline or unable to load, the popover, the scroll. */
       const looks = async () => ({
         devtools: (await devtoolsWindows()).length,
@@ -70,8 +80,9 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
         fetch: await value(`fetch("/echo").then((r) => r.status, (e) => "failed: " + e.message)`),
         popover: await value(`document.getElementById("pop").matches(":popover-open")`),
         scrolled: await value("scrollY > 0"),
+        middle: await middle(),
       });
-      const untouched = { devtools: 0, online: true, fetch: 200, popover: false, scrolled: false };
+      const untouched = { devtools: 0, online: true, fetch: 200, popover: false, scrolled: false, middle: "255,255,255" };
       expect(await looks()).toEqual(untouched);
 
       expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
@@ -84,7 +95,7 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
       // After give-back the same commands go through and do what they do (so `looks` sees them).
       expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
       for (const [method, params, session] of commands) expect((await send(method, params, session)).error, method).toBeUndefined();
-      const changed = await until("the commands' effects", looks, (l) => l.devtools > 0 && l.online === false && l.popover === true && l.scrolled === true);
+      const changed = await until("the commands' effects", looks, (l) => l.devtools > 0 && l.online === false && l.popover === true && l.scrolled === true && l.middle === "255,0,0");
       expect(changed.fetch).toMatch(/^failed/);
     } finally {
       await server.api(takeover, { method: "DELETE" });

@@ -52,7 +52,7 @@ describe("CDP takeover guard", () => {
     }
   });
 
-  it("refuses the newer commands of the same kinds: DevTools windows, offline by rule or state, forced popovers, find-in-page, page tools, emulated devices, sign-outs", () => {
+  it("refuses the newer commands of the same kinds, and old names Chromium redirects: DevTools windows, offline by rule or state, DOM highlights, forced popovers, find-in-page, page tools, emulated devices, sign-outs", () => {
     const offline = { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
     for (const [method, params] of [
       ["Target.openDevTools", { targetId: "T" }],
@@ -60,6 +60,8 @@ describe("CDP takeover guard", () => {
       ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", ...offline }] }],
       ["Network.emulateNetworkConditionsByRule", { offline: true, matchedNetworkConditions: [] }],
       ["Network.emulateNetworkConditionsByRule", { emulateOfflineServiceWorker: true, matchedNetworkConditions: [] }],
+      ["DOM.highlightRect", { x: 0, y: 0, width: 10, height: 10 }],
+      ["DOM.highlightNode", { highlightConfig: {}, nodeId: 1 }],
       ["DOM.forceShowPopover", { nodeId: 1, enable: true }],
       ["DOM.forceShowInterest", { nodeId: 1, enable: true }],
       ["DOM.setTextMarker", { nodeId: 1, type: "spelling", start: 0, end: 3 }],
