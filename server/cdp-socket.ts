@@ -7,7 +7,7 @@ import { type CdpAccess, cdpAccess, issuerAccess } from "~/models/cdp-access.ser
 import { type GuardState, guardCommand } from "~/models/cdp-guard.server";
 import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
-import { controlRefusal } from "~/models/takeover.server";
+import { controlRefusal, heldAgainst } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
@@ -188,13 +188,17 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
     if (up.readyState !== WebSocket.OPEN) return;
     // A script driving the browser uses the box: its idle timeout must not remove it mid-script.
     void touchBox(box_id).catch(() => undefined);
-    // Read only while someone else holds the screen; otherwise the bytes go as they came.
-    if (!controlRefusal(issuer, box_id, screen)) return toBrowser(data, false, client);
+    // Read only while someone else holds a screen of the box; otherwise the bytes go as they
+    // came. Another screen held: only what would end this screen's browser (and the box) is
+    // refused.
+    const own = controlRefusal(issuer, box_id, screen) !== undefined;
+    const held = own ? screen : heldAgainst(issuer, box_id)?.screen;
+    if (held === undefined) return toBrowser(data, false, client);
     // A message the guard cannot read ends this socket, never the server: a throw here would be
     // uncaught (a command nested 200,000 deep overflowed the stack of JSON.stringify).
     let r: ReturnType<typeof guardCommand>;
     try {
-      r = guardCommand(data.toString("utf8"), screen, guard);
+      r = guardCommand(data.toString("utf8"), held, guard, Date.now(), own ? "screen" : "box");
     } catch (err) {
       log.warn({ box_id, screen, issuer, err: String(err).slice(0, 200) }, "a CDP message could not be read during a takeover; closing its socket");
       return close(c, 1007, "holm: a command that could not be read during a takeover");

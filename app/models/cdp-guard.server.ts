@@ -235,6 +235,18 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
   return false;
 }
 
+/**
+ * What ends a screen's browser: the browser itself, or its last tab (Chromium exits with its last
+ * window). The box stops when any of its parts ends (images/x11/entrypoint.sh), so these are
+ * box-wide writes, refused while a person holds any screen of the box, as stopping it is
+ * (assertMayWriteBox), not only the token's own screen. Closing a tab is refused even when it
+ * is not the last: which one is, the proxy does not know.
+ */
+const ENDS_THE_BOX = new Set(["Browser.close", "Browser.crash", "Target.closeTarget", "Page.close"]);
+
+/** `screen`: the person's takeover is of the token's own screen; `box`: of another screen of its box. */
+export type GuardScope = "screen" | "box";
+
 export type GuardResult = { forward: string } | { reply: string };
 
 /** Commands Playwright retries, silently, until its timeout when they fail (the steps of an action). */
@@ -250,12 +262,15 @@ const REPORT_WITHIN_MS = 1000;
  */
 export type GuardState = Map<string, number>;
 
-function takeoverMessage(method: string, screen: number): string {
+function takeoverMessage(method: string, screen: number, scope: GuardScope = "screen"): string {
+  if (scope === "box") {
+    return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} ends this screen's browser, and with it the box, so it is refused until they give it back. The rest goes on.`;
+  }
   return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} is refused until they give it back. Reads go on.`;
 }
 
-function takeoverError(cmd: Command, method: string, screen: number): string {
-  const error = { code: -32000, message: takeoverMessage(method, screen) };
+function takeoverError(cmd: Command, method: string, screen: number, scope: GuardScope = "screen"): string {
+  const error = { code: -32000, message: takeoverMessage(method, screen, scope) };
   return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), error });
 }
 
@@ -272,7 +287,7 @@ function takeoverException(cmd: Command, screen: number): string {
  * (duplicate keys, say). A gesture on an evaluation is dropped, not refused: Playwright and
  * Puppeteer mark every evaluation, reads included, as a user gesture.
  */
-export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now()): GuardResult {
+export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now(), scope: GuardScope = "screen"): GuardResult {
   let cmd: Command;
   try {
     cmd = JSON.parse(text) as Command;
@@ -284,11 +299,13 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
   }
   const session = typeof cmd.sessionId === "string" ? cmd.sessionId : "";
   const params = cmd.params && typeof cmd.params === "object" ? cmd.params : {};
-  if (refusedDuringTakeover(cmd.method, params)) {
+  if (scope === "box") {
+    if (ENDS_THE_BOX.has(cmd.method)) return { reply: takeoverError(cmd, cmd.method, screen, scope) };
+  } else if (refusedDuringTakeover(cmd.method, params)) {
     if (RETRIED.test(cmd.method)) state.set(session, now);
     return { reply: takeoverError(cmd, cmd.method, screen) };
   }
-  if ((cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
+  if (scope === "screen" && (cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
     const refusedAt = state.get(session);
     state.delete(session);
     if (refusedAt !== undefined && now - refusedAt <= REPORT_WITHIN_MS) return { reply: takeoverException(cmd, screen) };
@@ -296,8 +313,8 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
   }
   // The old, unflattened sessions carry a command inside a command.
   if (cmd.method === "Target.sendMessageToTarget") {
-    if (typeof params.message !== "string") return { reply: takeoverError(cmd, cmd.method, screen) };
-    const inner = guardCommand(params.message, screen);
+    if (typeof params.message !== "string") return { reply: takeoverError(cmd, cmd.method, screen, scope) };
+    const inner = guardCommand(params.message, screen, new Map(), now, scope);
     if ("reply" in inner) {
       let innerMethod = "a command";
       try {
@@ -305,7 +322,7 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
       } catch {
         /* named generically */
       }
-      return { reply: takeoverError(cmd, innerMethod, screen) };
+      return { reply: takeoverError(cmd, innerMethod, screen, scope) };
     }
     cmd.params = { ...params, message: inner.forward };
   }

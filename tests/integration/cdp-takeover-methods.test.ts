@@ -13,7 +13,9 @@ import { until } from "../support/until";
 // the network, a popover forced open, the page scrolled to a search match, a highlight drawn
 // over it by DOM.highlightRect, which Chromium hands on to the refused Overlay.highlightRect). During an exclusive
 // takeover each must be answered with the takeover error, and the page must show no change;
-// after give-back the same commands work, so what the test looks at is a real effect.
+// after give-back the same commands work, so what the test looks at is a real effect. And a
+// person's takeover of one screen holds against a client of another screen ending its browser,
+// which stops the whole box.
 
 let server: TestServer;
 let box: any;
@@ -100,6 +102,48 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
     } finally {
       await server.api(takeover, { method: "DELETE" });
       for (const t of await devtoolsWindows().catch(() => [])) await send("Target.closeTarget", { targetId: t.targetId }).catch(() => undefined);
+      ws.terminate();
+    }
+  }, 90_000);
+
+  it("while a person holds screen 0, a CDP client of screen 1 cannot end its browser (it would stop the box and the person's screen with it); after give-back it can", async () => {
+    const made = await json(await asKey("/v1/boxes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ spec: { desktop: { screens: 2 } } }) }));
+    expect(made.state, JSON.stringify(made)).toBe("ready");
+    const res = await asKey(`/v1/boxes/${made.id}/cdp?screen=1`, { method: "POST" });
+    const cdp = await json(res);
+    expect(res.status, JSON.stringify(cdp)).toBe(200);
+    const ws = new WebSocket(cdp.ws_url);
+    await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+    const send = cdpSocket(ws);
+    const takeover = `/v1/boxes/${made.id}/screens/0/takeover`;
+    const state = async () => (await json(await asKey(`/v1/boxes/${made.id}`))).state;
+    try {
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      // Screen 1 is the agent's own: it still drives there.
+      expect((await send("Browser.getVersion")).result?.product).toMatch(/Chrom/);
+      const pages = ((await send("Target.getTargets")).result.targetInfos as any[]).filter((t) => t.type === "page");
+      for (const [method, params] of [
+        ["Browser.close", {}],
+        ["Browser.crash", {}],
+        ["Target.closeTarget", { targetId: pages[0].targetId }],
+      ] as const) {
+        const answer = await Promise.race([send(method, params), new Promise((r) => setTimeout(() => r("no answer"), 3000))]);
+        await new Promise((r) => setTimeout(r, 2000));
+        expect(await state(), method).toBe("ready");
+        expect(JSON.stringify(answer), method).toMatch(/taken over screen 0 \(exclusive takeover\); \S+ ends this screen's browser, and with it the box/);
+      }
+      const close = await fetch(`${cdp.url}/json/close/${pages[0].targetId}`);
+      expect(close.status).toBe(409);
+      expect((await json(close)).message).toMatch(/screen 0.*may end this screen's browser, and with it the box/);
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(await state()).toBe("ready");
+      expect((await send("Browser.getVersion")).result?.product).toMatch(/Chrom/);
+
+      expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
+      await send("Browser.close").catch(() => undefined);
+      await until("the box stopped by its browser's end", state, (s) => s !== "ready");
+    } finally {
+      await server.api(takeover, { method: "DELETE" });
       ws.terminate();
     }
   }, 90_000);

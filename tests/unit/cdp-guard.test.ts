@@ -92,6 +92,20 @@ describe("CDP takeover guard", () => {
     }
   });
 
+  it("while another screen of the box is held, refuses only what ends this screen's browser (and so the box); the rest goes as it is", () => {
+    const box = (cmd: unknown) => guardCommand(JSON.stringify(cmd), 0, new Map(), 0, "box");
+    for (const method of ["Browser.close", "Browser.crash", "Target.closeTarget", "Page.close"]) {
+      const r = box({ id: 1, method, params: {} });
+      expect("reply" in r, method).toBe(true);
+      expect(JSON.parse((r as { reply: string }).reply).error.message).toContain("ends this screen's browser, and with it the box");
+    }
+    const inner = JSON.stringify({ id: 1, method: "Browser.close" });
+    expect("reply" in box({ id: 2, method: "Target.sendMessageToTarget", params: { sessionId: "X", message: inner } })).toBe(true);
+    for (const method of ["Input.dispatchMouseEvent", "Page.navigate", "Target.createTarget"]) expect("forward" in box({ id: 3, method, params: {} }), method).toBe(true);
+    const evaluation = box({ id: 4, method: "Runtime.evaluate", params: { expression: "1", userGesture: true } });
+    expect(JSON.parse((evaluation as { forward: string }).forward).params.userGesture).toBe(true);
+  });
+
   it("lets through what Playwright's connectOverCDP and Puppeteer's connect send when they attach", () => {
     for (const [method, params] of [
       ["Emulation.setFocusEmulationEnabled", { enabled: true }],
