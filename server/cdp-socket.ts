@@ -7,11 +7,11 @@ import { type CdpAccess, cdpAccess, issuerAccess } from "~/models/cdp-access.ser
 import { type GuardState, guardCommand } from "~/models/cdp-guard.server";
 import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
-import { controlRefusal } from "~/models/takeover.server";
+import { controlRefusal, heldAgainst } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
-import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
+import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { log } from "~/utils/log.server";
 import { countSocket } from "~/utils/metrics.server";
 
@@ -59,6 +59,23 @@ interface Conn {
 }
 
 const open = new Set<Conn>();
+
+/**
+ * How many writers hold a socket's reading paused: ws has one pause flag, and the client may be
+ * held by the browser's side (behind on its commands) and by its own (behind on the proxy's
+ * answers) at once; it is read again only when neither holds it.
+ */
+const holds = new WeakMap<WebSocket, number>();
+function hold(ws: WebSocket) {
+  const n = holds.get(ws) ?? 0;
+  holds.set(ws, n + 1);
+  if (n === 0) ws.pause();
+}
+function release(ws: WebSocket) {
+  const n = Math.max(0, (holds.get(ws) ?? 1) - 1);
+  holds.set(ws, n);
+  if (n === 0) ws.resume();
+}
 let wss: WebSocketServer | undefined;
 
 function close(c: Conn, code: number, reason: string) {
@@ -99,6 +116,10 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     const why = crossSiteReason(req.headers);
     if (why) return refuse(socket, new ApiError("forbidden", why));
   }
+  // What ws would refuse, refused before the relay opens, with the seed's body (below, the
+  // relay also closes with a handshake ws refuses for another reason).
+  const bad = handshakeRefusal(req);
+  if (bad) return refuse(socket, bad);
   const token = match[1]!;
   const rest = match[2]!;
   let access: CdpAccess;
@@ -120,7 +141,12 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     }
   }
   if (socket.destroyed) return void up.terminate();
+  // A handshake ws refuses never reaches its callback: the relay, open and in no check's reach,
+  // stayed open (one DevTools connection and one open file per request).
+  const dropUp = () => up.terminate();
+  socket.once("close", dropUp);
   wss!.handleUpgrade(req, socket, head, (client) => {
+    socket.off("close", dropUp);
     client.once("close", countSocket("cdp"));
     relay(access, client, up);
   });
@@ -135,47 +161,55 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   // Timers hold at most ~24.8 days; a token lives at most a day.
   c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
   c.timer.unref();
-  // Sends to `to`, and stops reading `from` while `to` is behind; each write's completion looks
-  // again (ws has no drain event; a write completes once the socket has taken it).
-  const relayTo = (to: WebSocket, from: WebSocket) => {
-    let held = false;
+  // One writer per side: sends to `to`, and stops reading `from` (the side whose message this
+  // is) while `to` is behind; each write's completion looks again (ws has no drain event; a write
+  // completes once the socket has taken it). The client is the source of two kinds of writes:
+  // its commands to the browser, and, during a takeover, the proxy's own answers to it.
+  const writer = (to: WebSocket) => {
+    const held = new Set<WebSocket>();
     const check = () => {
-      if (held && to.bufferedAmount < LOW_WATER) {
-        held = false;
-        from.resume();
+      if (held.size && to.bufferedAmount < LOW_WATER) {
+        for (const from of held) release(from);
+        held.clear();
       }
     };
-    return (data: Buffer | string, binary: boolean) => {
+    return (data: Buffer | string, binary: boolean, from: WebSocket) => {
       to.send(data, { binary }, check);
-      if (!held && to.bufferedAmount > HIGH_WATER) {
-        held = true;
-        from.pause();
+      if (!held.has(from) && to.bufferedAmount > HIGH_WATER) {
+        held.add(from);
+        hold(from);
       }
     };
   };
-  const toBrowser = relayTo(up, client);
-  const toClient = relayTo(client, up);
+  const toBrowser = writer(up);
+  const toClient = writer(client);
   client.on("message", (data: Buffer, isBinary) => {
     if (isBinary) return close(c, 1003, "DevTools takes text messages");
     if (up.readyState !== WebSocket.OPEN) return;
     // A script driving the browser uses the box: its idle timeout must not remove it mid-script.
     void touchBox(box_id).catch(() => undefined);
-    // Read only while someone else holds the screen; otherwise the bytes go as they came.
-    if (!controlRefusal(issuer, box_id, screen)) return toBrowser(data, false);
+    // Read only while someone else holds a screen of the box; otherwise the bytes go as they
+    // came. Another screen held: only what would end this screen's browser (and the box) is
+    // refused.
+    const own = controlRefusal(issuer, box_id, screen) !== undefined;
+    const held = own ? screen : heldAgainst(issuer, box_id)?.screen;
+    if (held === undefined) return toBrowser(data, false, client);
     // A message the guard cannot read ends this socket, never the server: a throw here would be
     // uncaught (a command nested 200,000 deep overflowed the stack of JSON.stringify).
     let r: ReturnType<typeof guardCommand>;
     try {
-      r = guardCommand(data.toString("utf8"), screen, guard);
+      r = guardCommand(data.toString("utf8"), held, guard, Date.now(), own ? "screen" : "box");
     } catch (err) {
       log.warn({ box_id, screen, issuer, err: String(err).slice(0, 200) }, "a CDP message could not be read during a takeover; closing its socket");
       return close(c, 1007, "holm: a command that could not be read during a takeover");
     }
-    if ("reply" in r) toClient(r.reply, false);
-    else toBrowser(r.forward, false);
+    // An answer of the proxy's own is the client's doing: a client that does not read them is
+    // not read either (a 4 MiB id echoed to a client that read nothing grew the server by 570 MB).
+    if ("reply" in r) toClient(r.reply, false, client);
+    else toBrowser(r.forward, false, client);
   });
   up.on("message", (data: Buffer, isBinary) => {
-    if (client.readyState === WebSocket.OPEN) toClient(data, isBinary);
+    if (client.readyState === WebSocket.OPEN) toClient(data, isBinary, up);
   });
   client.on("close", () => close(c, 1000, ""));
   up.on("close", (code) => close(c, code === 1000 ? 1000 : CLOSE_AWAY, "the browser closed the connection"));

@@ -1,6 +1,6 @@
 import { type IncomingMessage, STATUS_CODES, type Server } from "node:http";
 import type { Duplex } from "node:stream";
-import { type ApiError, ERROR_STATUS } from "~/utils/api-error.server";
+import { ApiError, ERROR_STATUS } from "~/utils/api-error.server";
 import { socketRefusal } from "./http-edge";
 import { log } from "~/utils/log.server";
 
@@ -25,6 +25,21 @@ export function refuseUpgrade(socket: Duplex, err: ApiError) {
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nconnection: close\r\n` +
       `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
+}
+
+/**
+ * Why ws's handleUpgrade would refuse this handshake (a GET, a key of 16 bytes, version 13 or
+ * 8), if it would. A socket module that opens its upstream before the upgrade asks first: ws
+ * answers a refused handshake itself and never calls back, so what was opened stayed open. It
+ * still closes its upstream with the client's connection, for what ws refuses beyond these.
+ */
+export function handshakeRefusal(req: IncomingMessage): ApiError | undefined {
+  const bad = (why: string) => new ApiError("bad_request", `${why}; this is a WebSocket`);
+  if (req.method !== "GET") return bad("a WebSocket handshake is a GET");
+  if (req.headers.upgrade?.toLowerCase() !== "websocket") return bad("Upgrade: websocket is missing");
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers["sec-websocket-key"] ?? "")) return bad("Sec-WebSocket-Key is missing or is not 16 bytes in base64");
+  if (!["8", "13"].includes(req.headers["sec-websocket-version"] ?? "")) return bad("Sec-WebSocket-Version must be 13");
+  return undefined;
 }
 
 export function registerUpgrade(pattern: RegExp, handler: UpgradeHandler) {

@@ -7,7 +7,7 @@ import { type TicketClaims, type ViewerMode, verifyTicket } from "~/models/ticke
 import { vncPort } from "~/protocol/agent";
 import { VIEWER_SOCKET_PATH } from "~/protocol/viewer-socket";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
-import { refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
+import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { type ViewerAccess, stillCurrent, viewerAccess } from "./viewer-access";
 import { connectVnc, relay, startVncLogin } from "./viewer-relay";
 import { env } from "~/utils/env.server";
@@ -120,6 +120,9 @@ function watchClient(socket: Duplex) {
 }
 
 async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match: RegExpExecArray) {
+  // Before a place is taken and VNC connected: a handshake ws refuses never reached its callback.
+  const bad = handshakeRefusal(req);
+  if (bad) return refuse(socket, bad);
   const url = new URL(req.url ?? "/", "http://viewer");
   let id: string;
   try {
@@ -194,7 +197,12 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     return;
   }
   const login = startVncLogin(vnc, box.id);
+  // A handshake ws refuses for another reason (a malformed subprotocol) ends the VNC connection
+  // with the client's: it once stayed open, an x11vnc client past every viewer limit.
+  const dropVnc = () => vnc.tcp.destroy();
+  socket.once("close", dropVnc);
   wss!.handleUpgrade(req, socket, early.length ? Buffer.concat([head, ...early]) : head, (ws) => {
+    socket.off("close", dropVnc);
     ws.once("close", countSocket(mode === "control" ? "control" : "viewer"));
     relay(ws, vnc, login, claims, mode, granted);
   });

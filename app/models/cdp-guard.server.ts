@@ -4,11 +4,36 @@
 // error naming the takeover instead of being forwarded. Reads go on. The lists below are the
 // decision; the ADR gives the reasons and the known gaps.
 
-/** Refused in every form: each command of these domains injects input or changes the screen. */
-const DOMAINS = new Set(["Input", "Overlay", "Autofill", "FedCm", "DeviceAccess", "PWA", "Extensions", "WebAuthn", "BluetoothEmulation"]);
+/**
+ * Refused in every form but DOMAIN_READS: each command of these domains injects input, changes
+ * the screen, answers the person's prompts and devices for them (smart cards, wallets), acts
+ * on the page through its own declared tools (WebMCP), casts it elsewhere, or (FindInPage)
+ * scrolls it to a match and highlights it.
+ */
+const DOMAINS = new Set([
+  "Input",
+  "Overlay",
+  "Autofill",
+  "FedCm",
+  "DeviceAccess",
+  "PWA",
+  "Extensions",
+  "WebAuthn",
+  "BluetoothEmulation",
+  "FindInPage",
+  "WebMCP",
+  "SmartCardEmulation",
+  "DigitalCredentials",
+  "Cast",
+]);
 
-/** Overlay commands that only read or take highlights away. */
-const OVERLAY_READS = new Set(["Overlay.enable", "Overlay.disable", "Overlay.hideHighlight"]);
+/** Commands of those domains that only read, turn events on or off, or take highlights away. */
+const DOMAIN_READS = new Set([
+  "Overlay.enable",
+  "Overlay.disable",
+  "Overlay.hideHighlight",
+  ...["FindInPage", "WebMCP", "SmartCardEmulation", "DigitalCredentials", "Cast"].flatMap((d) => [`${d}.enable`, `${d}.disable`]),
+]);
 
 const METHODS = new Set([
   // Navigation and what the tab shows.
@@ -31,6 +56,8 @@ const METHODS = new Set([
   "Target.activateTarget",
   "Target.disposeBrowserContext",
   "Target.exposeDevToolsProtocol",
+  // A DevTools window over the person's page.
+  "Target.openDevTools",
   "Browser.close",
   "Browser.crash",
   "Browser.crashGpuProcess",
@@ -51,6 +78,13 @@ const METHODS = new Set([
   "DOM.copyTo",
   "DOM.undo",
   "DOM.redo",
+  // Old names Chromium hands on to the refused Overlay.highlightNode and highlightRect.
+  "DOM.highlightNode",
+  "DOM.highlightRect",
+  // Popovers and interest forced open, spelling markers drawn on the person's text.
+  "DOM.forceShowPopover",
+  "DOM.forceShowInterest",
+  "DOM.setTextMarker",
   "CSS.addRule",
   "CSS.createStyleSheet",
   "CSS.forcePseudoState",
@@ -70,6 +104,7 @@ const METHODS = new Set([
   "Emulation.setEmulatedVisionDeficiency",
   "Emulation.setVirtualTimePolicy",
   "Page.setDeviceMetricsOverride",
+  "Page.clearDeviceMetricsOverride",
   // Freezing the page in the debugger, or changing its code.
   "Debugger.pause",
   "Debugger.setScriptSource",
@@ -85,6 +120,8 @@ const METHODS = new Set([
   "Network.setBlockedURLs",
   "Network.clearBrowserCookies",
   "Network.deleteCookies",
+  "Page.deleteCookie",
+  "Network.deleteDeviceBoundSession",
   "Network.setCookie",
   "Network.setCookies",
   "Storage.clearCookies",
@@ -97,6 +134,9 @@ const METHODS = new Set([
   "Storage.clearSharedStorageEntries",
   "Storage.deleteStorageBucket",
   "Storage.clearTrustTokens",
+  "Storage.clearPrivateVerificationTokens",
+  "Storage.deletePrivateVerificationToken",
+  "Storage.runBounceTrackingMitigations",
   "DOMStorage.setDOMStorageItem",
   "DOMStorage.removeDOMStorageItem",
   "DOMStorage.clear",
@@ -110,6 +150,7 @@ const METHODS = new Set([
   // camera…), certificates, CSP, payment and protocol-handler prompts answered for them.
   "Browser.grantPermissions",
   "Browser.resetPermissions",
+  "Browser.addMockCamera",
   "Security.setIgnoreCertificateErrors",
   "Security.setOverrideCertificateErrors",
   "Security.handleCertificateError",
@@ -162,7 +203,7 @@ interface Command {
 /** Whether a command (method and params) is refused while a person holds the screen. */
 export function refusedDuringTakeover(method: string, params: Record<string, unknown> = {}): boolean {
   const domain = method.split(".")[0]!;
-  if (DOMAINS.has(domain)) return !(domain === "Overlay" && OVERLAY_READS.has(method));
+  if (DOMAINS.has(domain)) return !DOMAIN_READS.has(method);
   if (METHODS.has(method)) return true;
   if (PREFIXES.some((p) => method.startsWith(p)) && !SETTER_EXCEPTIONS.has(method) && !PREFIX_READS.has(method)) return true;
   switch (method) {
@@ -178,13 +219,33 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
     case "Emulation.setTouchEmulationEnabled":
     case "Page.setInterceptFileChooserDialog":
       return params.enabled === true;
+    // Offline is refused in each of its forms (the newer two replace the first); throttling goes on.
     case "Network.emulateNetworkConditions":
+    case "Network.overrideNetworkState":
       return params.offline === true;
+    case "Network.emulateNetworkConditionsByRule":
+      return (
+        params.offline === true ||
+        params.emulateOfflineServiceWorker === true ||
+        (Array.isArray(params.matchedNetworkConditions) && params.matchedNetworkConditions.some((c) => (c as { offline?: unknown })?.offline === true))
+      );
     case "Debugger.setPauseOnExceptions":
       return params.state !== "none";
   }
   return false;
 }
+
+/**
+ * What ends a screen's browser: the browser itself, or its last tab (Chromium exits with its last
+ * window). The box stops when any of its parts ends (images/x11/entrypoint.sh), so these are
+ * box-wide writes, refused while a person holds any screen of the box, as stopping it is
+ * (assertMayWriteBox), not only the token's own screen. Closing a tab is refused even when it
+ * is not the last: which one is, the proxy does not know.
+ */
+const ENDS_THE_BOX = new Set(["Browser.close", "Browser.crash", "Target.closeTarget", "Page.close"]);
+
+/** `screen`: the person's takeover is of the token's own screen; `box`: of another screen of its box. */
+export type GuardScope = "screen" | "box";
 
 export type GuardResult = { forward: string } | { reply: string };
 
@@ -201,12 +262,15 @@ const REPORT_WITHIN_MS = 1000;
  */
 export type GuardState = Map<string, number>;
 
-function takeoverMessage(method: string, screen: number): string {
+function takeoverMessage(method: string, screen: number, scope: GuardScope = "screen"): string {
+  if (scope === "box") {
+    return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} ends this screen's browser, and with it the box, so it is refused until they give it back. The rest goes on.`;
+  }
   return `holm: a person has taken over screen ${screen} (exclusive takeover); ${method} is refused until they give it back. Reads go on.`;
 }
 
-function takeoverError(cmd: Command, method: string, screen: number): string {
-  const error = { code: -32000, message: takeoverMessage(method, screen) };
+function takeoverError(cmd: Command, method: string, screen: number, scope: GuardScope = "screen"): string {
+  const error = { code: -32000, message: takeoverMessage(method, screen, scope) };
   return JSON.stringify({ id: cmd.id ?? 0, ...(typeof cmd.sessionId === "string" ? { sessionId: cmd.sessionId } : {}), error });
 }
 
@@ -223,7 +287,7 @@ function takeoverException(cmd: Command, screen: number): string {
  * (duplicate keys, say). A gesture on an evaluation is dropped, not refused: Playwright and
  * Puppeteer mark every evaluation, reads included, as a user gesture.
  */
-export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now()): GuardResult {
+export function guardCommand(text: string, screen: number, state: GuardState = new Map(), now = Date.now(), scope: GuardScope = "screen"): GuardResult {
   let cmd: Command;
   try {
     cmd = JSON.parse(text) as Command;
@@ -235,11 +299,13 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
   }
   const session = typeof cmd.sessionId === "string" ? cmd.sessionId : "";
   const params = cmd.params && typeof cmd.params === "object" ? cmd.params : {};
-  if (refusedDuringTakeover(cmd.method, params)) {
+  if (scope === "box") {
+    if (ENDS_THE_BOX.has(cmd.method)) return { reply: takeoverError(cmd, cmd.method, screen, scope) };
+  } else if (refusedDuringTakeover(cmd.method, params)) {
     if (RETRIED.test(cmd.method)) state.set(session, now);
     return { reply: takeoverError(cmd, cmd.method, screen) };
   }
-  if ((cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
+  if (scope === "screen" && (cmd.method === "Runtime.evaluate" || cmd.method === "Runtime.callFunctionOn") && params.userGesture) {
     const refusedAt = state.get(session);
     state.delete(session);
     if (refusedAt !== undefined && now - refusedAt <= REPORT_WITHIN_MS) return { reply: takeoverException(cmd, screen) };
@@ -247,8 +313,8 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
   }
   // The old, unflattened sessions carry a command inside a command.
   if (cmd.method === "Target.sendMessageToTarget") {
-    if (typeof params.message !== "string") return { reply: takeoverError(cmd, cmd.method, screen) };
-    const inner = guardCommand(params.message, screen);
+    if (typeof params.message !== "string") return { reply: takeoverError(cmd, cmd.method, screen, scope) };
+    const inner = guardCommand(params.message, screen, new Map(), now, scope);
     if ("reply" in inner) {
       let innerMethod = "a command";
       try {
@@ -256,7 +322,7 @@ export function guardCommand(text: string, screen: number, state: GuardState = n
       } catch {
         /* named generically */
       }
-      return { reply: takeoverError(cmd, innerMethod, screen) };
+      return { reply: takeoverError(cmd, innerMethod, screen, scope) };
     }
     cmd.params = { ...params, message: inner.forward };
   }

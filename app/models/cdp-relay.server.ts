@@ -3,7 +3,7 @@ import { agentFetch, readCapped } from "./agent.server";
 import type { Actor } from "./actor";
 import { type RunningBox, requireRunningBox } from "./box.server";
 import { type CdpAccess, rewriteDevtools } from "./cdp-access.server";
-import { controlRefusal } from "./takeover.server";
+import { controlRefusal, heldAgainst } from "./takeover.server";
 
 // The DevTools HTTP endpoints through the proxy (`/v1/cdp/{token}/json[/…]`): relayed to the
 // box's agent (signed, images/README.md "DevTools through the agent"), with every DevTools
@@ -17,6 +17,7 @@ const RELAY_MS = 15_000;
 const REST = /^(?:\/[A-Za-z0-9_-]{1,128}){0,2}\/?$/;
 /** The endpoints that open, raise or close a tab: control, refused while a person holds the screen. */
 const CONTROL = /^\/(?:new|activate|close)(?:\/|$)/;
+const CLOSE = /^\/close(?:\/|$)/;
 
 export interface DevtoolsAnswer {
   status: number;
@@ -39,6 +40,12 @@ export async function relayDevtoolsHttp(a: CdpAccess, box: RunningBox, method: s
   if (CONTROL.test(rest)) {
     const why = controlRefusal(a.claims.issuer, box.id, a.claims.screen);
     if (why) throw new ApiError("denied", `${why} (/json${rest} opens, raises or closes a tab)`, { retryable: true });
+    // Closing a tab may end this screen's browser (with its last window), and the box with it:
+    // a box-wide write, refused while a person holds any screen (cdp-guard.server.ts).
+    const held = CLOSE.test(rest) ? heldAgainst(a.claims.issuer, box.id)?.screen : undefined;
+    if (held !== undefined) {
+      throw new ApiError("denied", `a person has control of screen ${held}; /json${rest} may end this screen's browser, and with it the box, so it waits until it is given back`, { retryable: true });
+    }
   }
   const res = await agentFetch(box.id, box.address, `/screens/${a.claims.screen}/cdp/json${rest}${search}`, { method, timeoutMs: RELAY_MS });
   const text = (await readCapped(res, ANSWER_MAX)).toString("utf8");

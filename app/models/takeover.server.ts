@@ -71,7 +71,7 @@ export function mayDrive(t: Takeover | undefined, issuer: string): boolean {
 const refused = (message: string) => new ApiError("denied", message, { retryable: true });
 
 /** The takeover on `boxId` that keeps `issuer` off it: of `screen`, or of any screen (box-wide). */
-function heldAgainst(issuer: string, boxId: string, screen?: number): Takeover | undefined {
+export function heldAgainst(issuer: string, boxId: string, screen?: number): Takeover | undefined {
   if (screen !== undefined) {
     const t = takeoverOf(boxId, screen);
     return mayDrive(t, issuer) ? undefined : t;

@@ -1,12 +1,16 @@
 import { createHmac } from "node:crypto";
+import fs from "node:fs";
 import { chromium } from "playwright-core";
 import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { serverKeyOf } from "../support/box-auth";
+import { handshake } from "../support/http";
+import { cdpSocket } from "../support/cdp";
 import { type Person, consoleClient } from "../support/console";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
+import { until } from "../support/until";
 
 // The CDP proxy with the clients people already run: Playwright's connectOverCDP and Puppeteer's
 // connect drive the box's real browser through /v1/cdp/{token}/…, unchanged; the token is the
@@ -59,23 +63,6 @@ function wsStatus(url: string, headers: Record<string, string> = {}): Promise<nu
     ws.once("unexpected-response", (_q, res) => resolve(res.statusCode ?? 0));
     ws.once("error", () => resolve(-1));
   });
-}
-
-/** A raw CDP socket: send(method, params, sessionId) resolves with the whole answer ({result} or {error}). */
-function cdpSocket(ws: WebSocket) {
-  let next = 1;
-  const waiting = new Map<number, (m: any) => void>();
-  ws.on("message", (d) => {
-    const m = JSON.parse(String(d));
-    if (typeof m.id === "number") waiting.get(m.id)?.(m);
-  });
-  return (method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> => {
-    const id = next++;
-    return new Promise((r) => {
-      waiting.set(id, r);
-      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
-    });
-  };
 }
 
 beforeAll(async () => {
@@ -199,6 +186,27 @@ describe("CDP proxy refusals", () => {
     expect((await fetch(`${good.url}/json/version`, { headers: evil })).status).toBe(403);
     expect(await wsStatus(good.ws_url, evil)).toBe(403);
   }, 30_000);
+
+  it("a handshake the WebSocket server refuses (no key, a bad subprotocol) is 400 with the seed's body, and leaves no DevTools connection open", async () => {
+    const cdp = await mint(key);
+    const fds = () => fs.readdirSync(`/proc/${server.pid}/fd`).length;
+    const before = fds();
+    const noKey: { status: number; text: string }[] = [];
+    const badProtocol: { status: number; text: string }[] = [];
+    for (let i = 0; i < 20; i++) {
+      noKey.push(await handshake(cdp.ws_url, { "sec-websocket-version": "13" }));
+      badProtocol.push(await handshake(cdp.ws_url, { "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-protocol": "a b" }));
+    }
+    // Each refused handshake once left the server's own connection to the box's DevTools open
+    // (40 handshakes, 36 more open files), outside every check: revoking the key closed none.
+    await until("the server's open files", () => fds() - before, (n) => n < 10, 5000);
+    for (const answer of [...noKey, ...badProtocol]) expect(answer.status).toBe(400);
+    for (const answer of noKey) expect(JSON.parse(answer.text)).toMatchObject({ code: "bad_request", retryable: false });
+    // A proper handshake still opens.
+    const ws = await wsStatus(cdp.ws_url);
+    expect(ws).toBeInstanceOf(WebSocket);
+    (ws as WebSocket).terminate();
+  }, 60_000);
 
   it("a revoked key's token: the open socket closes at once, and nothing opens again", async () => {
     const cdp = await mint(doomed);

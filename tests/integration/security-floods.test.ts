@@ -8,8 +8,9 @@ import { openIo } from "../support/sockets";
 import { type Api, apiAs } from "../support/workspaces";
 
 // A socket whose far side does not read must not fill the server's memory: a CDP socket sending
-// to a paused box, and a console terminal flooding a shell that reads nothing (a security review
-// found both growing the server by a gigabyte, held after the socket closed). Each test offers a
+// to a paused box, a CDP client that reads none of the proxy's own answers during a takeover, and
+// a console terminal flooding a shell that reads nothing (a security review found the first and
+// the last growing the server by a gigabyte, held after the socket closed). Each test offers a
 // few hundred MB and checks the server's peak resident memory (VmHWM) grew by far less.
 
 const MiB = 1024 * 1024;
@@ -128,5 +129,49 @@ describe("a socket whose far side stops reading", () => {
     const again = await openIo(server, "/terminal", ada.cookie, { box: box.id });
     expect(typeof again, String(again)).not.toBe("string");
     if (typeof again !== "string") again.close();
+  }, 180_000);
+
+  it("CDP during a takeover: a client that sends refused commands and never reads the answers does not grow the server's memory; it is answered once it reads", async () => {
+    await asA(`/v1/boxes/${box.id}/resume`, { method: "POST" });
+    const cdp = await json(await asA(`/v1/boxes/${box.id}/cdp`, { method: "POST" }));
+    expect(cdp.ws_url, JSON.stringify(cdp)).toBeTruthy();
+    const takeover = `/v1/boxes/${box.id}/screens/0/takeover`;
+    const ws = new WebSocket(cdp.ws_url, { perMessageDeflate: false, maxPayload: 0 });
+    await new Promise((resolve, reject) => (ws.once("open", resolve), ws.once("error", reject)));
+    let answered = 0;
+    const version = new Promise<string>((resolve) =>
+      ws.on("message", (d) => {
+        const m = JSON.parse(String(d));
+        if (m.id === 1) resolve(m.result?.product);
+        else answered++;
+      }),
+    );
+    try {
+      expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
+      // The proxy answers each refused command itself, echoing its id (as Chromium does): 4 MiB
+      // ids make 4 MiB answers, written to a client that reads nothing.
+      ws.pause();
+      const size = 4 * MiB;
+      const msg = Buffer.from(`{"id":"${"a".repeat(size - 60)}","method":"Input.dispatchKeyEvent"}`);
+      const before = peakRss(server.pid);
+      const sent = await flood(
+        512 * MiB,
+        20_000,
+        () => ws.bufferedAmount,
+        () => (ws.readyState === WebSocket.OPEN ? (ws.send(msg, { binary: false }), true) : false),
+        msg.length,
+      );
+      await sleep(1000);
+      const grew = peakRss(server.pid) - before;
+      expect(grew, `the server grew by ${(grew / MiB).toFixed(0)} MiB while ${(sent / MiB).toFixed(0)} MiB were offered`).toBeLessThan(BOUND);
+      // Once the client reads, what it sent is answered, and the socket works as before.
+      ws.resume();
+      ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
+      expect(await Promise.race([version, sleep(60_000).then(() => "no answer")])).toMatch(/Chrom/);
+      expect(answered).toBeGreaterThan(0);
+    } finally {
+      ws.terminate();
+      await server.api(takeover, { method: "DELETE" });
+    }
   }, 180_000);
 });

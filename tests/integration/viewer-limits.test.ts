@@ -1,5 +1,7 @@
+import fs from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { RfbClient, viewerTicket } from "../../bench/rfb-client";
+import { handshake } from "../support/http";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 import { until } from "../support/until";
 
@@ -56,4 +58,21 @@ it("one issuer gets half a screen's viewer places, refused 503 past them, and a 
   await (second as RfbClient).closed;
   const again = await until("a place once a viewer closed", () => open(t0.view_socket), (c) => c instanceof RfbClient);
   expect(again).toBeInstanceOf(RfbClient);
+});
+
+it("a handshake the WebSocket server refuses takes no place and leaves no VNC connection open; the issuer's places still open", async () => {
+  const t1 = await viewerTicket(server, box.id, 1, { mode: "view" });
+  const fds = () => fs.readdirSync(`/proc/${server.pid}/fd`).length;
+  const before = fds();
+  const answers: { status: number; text: string }[] = [];
+  for (let i = 0; i < 20; i++) {
+    answers.push(await handshake(t1.view_socket, { "sec-websocket-version": "13" }));
+    answers.push(await handshake(t1.view_socket, { "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-protocol": "a b" }));
+  }
+  // Each once left the server's own VNC connection open after the place was given back: past
+  // HOLM_VIEWERS_PER_SCREEN, x11vnc clients no limit counted (40 handshakes, 36 open files).
+  await until("the server's open files", () => fds() - before, (n) => n < 10, 5000);
+  for (const a of answers) expect(a.status).toBe(400);
+  expect(JSON.parse(answers[0]!.text)).toMatchObject({ code: "bad_request", retryable: false });
+  expect(await open(t1.view_socket)).toBeInstanceOf(RfbClient);
 });

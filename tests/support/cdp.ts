@@ -101,3 +101,24 @@ export async function inFrontPage<T>(server: Pick<TestServer, "env" | "stateDir"
     p.close();
   }
 }
+
+/**
+ * A raw CDP socket (through the proxy or not): send(method, params, sessionId) resolves with the
+ * whole answer ({result} or {error}); one that never comes fails after 20 s, naming the method.
+ */
+export function cdpSocket(ws: WebSocket) {
+  let next = 1;
+  const waiting = new Map<number, (m: any) => void>();
+  ws.on("message", (d) => {
+    const m = JSON.parse(String(d));
+    if (typeof m.id === "number") waiting.get(m.id)?.(m);
+  });
+  return (method: string, params: Record<string, unknown> = {}, sessionId?: string): Promise<any> => {
+    const id = next++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => (waiting.delete(id), reject(new Error(`DevTools gave no answer to ${method} within 20 s`))), 20_000);
+      waiting.set(id, (m) => (clearTimeout(timer), waiting.delete(id), resolve(m)));
+      ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
+    });
+  };
+}

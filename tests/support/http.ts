@@ -32,6 +32,30 @@ export function raw(base: string, method: string, path: string, headers: Record<
   });
 }
 
+/**
+ * An upgrade request with only these handshake headers (no defaults: a handshake missing its key
+ * or version can be sent): the status (101 when it upgraded) and the body of a refusal.
+ */
+export function handshake(wsUrl: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const url = new URL(wsUrl.replace(/^ws/, "http"));
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname + url.search, agent: false, headers: { connection: "Upgrade", upgrade: "websocket", ...headers } });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode!, text: "" });
+    });
+    req.on("response", (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode!, text }));
+    });
+    req.on("error", reject);
+    req.setTimeout(15_000, () => req.destroy(new Error(`no answer to the handshake in 15 s`)));
+    req.end();
+  });
+}
+
 /** An upgrade request; resolves with the HTTP status the server answered (101 when it upgraded). */
 export function upgrade(base: string, path: string, headers: Record<string, string> = {}): Promise<number> {
   const url = new URL(path, base);

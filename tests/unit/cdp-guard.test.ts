@@ -52,6 +52,60 @@ describe("CDP takeover guard", () => {
     }
   });
 
+  it("refuses the newer commands of the same kinds, and old names Chromium redirects: DevTools windows, offline by rule or state, DOM highlights, forced popovers, find-in-page, page tools, emulated devices, sign-outs", () => {
+    const offline = { offline: true, latency: 0, downloadThroughput: -1, uploadThroughput: -1 };
+    for (const [method, params] of [
+      ["Target.openDevTools", { targetId: "T" }],
+      ["Network.overrideNetworkState", offline],
+      ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", ...offline }] }],
+      ["Network.emulateNetworkConditionsByRule", { offline: true, matchedNetworkConditions: [] }],
+      ["Network.emulateNetworkConditionsByRule", { emulateOfflineServiceWorker: true, matchedNetworkConditions: [] }],
+      ["DOM.highlightRect", { x: 0, y: 0, width: 10, height: 10 }],
+      ["DOM.highlightNode", { highlightConfig: {}, nodeId: 1 }],
+      ["DOM.forceShowPopover", { nodeId: 1, enable: true }],
+      ["DOM.forceShowInterest", { nodeId: 1, enable: true }],
+      ["DOM.setTextMarker", { nodeId: 1, type: "spelling", start: 0, end: 3 }],
+      ["FindInPage.findFirst", { query: "x" }],
+      ["FindInPage.findNext", {}],
+      ["WebMCP.invokeTool", { frameId: "F", toolName: "buy", input: {} }],
+      ["SmartCardEmulation.reportError", { requestId: "1", resultCode: "no-service" }],
+      ["DigitalCredentials.setVirtualWalletBehavior", { action: "respond" }],
+      ["Cast.startTabMirroring", { sinkName: "tv" }],
+      ["Browser.addMockCamera", { deviceId: "cam" }],
+      ["Page.deleteCookie", { cookieName: "sid", url: "http://127.0.0.1:8000/" }],
+      ["Page.clearDeviceMetricsOverride", {}],
+      ["Network.deleteDeviceBoundSession", { key: { site: "s", id: "i" } }],
+      ["Storage.runBounceTrackingMitigations", {}],
+      ["Storage.clearPrivateVerificationTokens", { issuerOrigin: "https://a" }],
+    ] as const) {
+      expect("reply" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+    // Throttling without offline goes on, as with Network.emulateNetworkConditions; so do the reads.
+    for (const [method, params] of [
+      ["Network.emulateNetworkConditionsByRule", { matchedNetworkConditions: [{ urlPattern: "", latency: 100, downloadThroughput: -1, uploadThroughput: -1 }] }],
+      ["Network.overrideNetworkState", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 }],
+      ["FindInPage.enable", {}],
+      ["WebMCP.enable", {}],
+      ["Overlay.hideHighlight", {}],
+    ] as const) {
+      expect("forward" in send({ id: 1, sessionId: "S", method, params }), method).toBe(true);
+    }
+  });
+
+  it("while another screen of the box is held, refuses only what ends this screen's browser (and so the box); the rest goes as it is", () => {
+    const box = (cmd: unknown) => guardCommand(JSON.stringify(cmd), 0, new Map(), 0, "box");
+    for (const method of ["Browser.close", "Browser.crash", "Target.closeTarget", "Page.close"]) {
+      const r = box({ id: 1, method, params: {} });
+      expect("reply" in r, method).toBe(true);
+      expect(JSON.parse((r as { reply: string }).reply).error.message).toContain("ends this screen's browser, and with it the box");
+    }
+    const inner = JSON.stringify({ id: 1, method: "Browser.close" });
+    expect("reply" in box({ id: 2, method: "Target.sendMessageToTarget", params: { sessionId: "X", message: inner } })).toBe(true);
+    for (const method of ["Input.dispatchMouseEvent", "Page.navigate", "Target.createTarget"]) expect("forward" in box({ id: 3, method, params: {} }), method).toBe(true);
+    const evaluation = box({ id: 4, method: "Runtime.evaluate", params: { expression: "1", userGesture: true } });
+    expect(JSON.parse((evaluation as { forward: string }).forward).params.userGesture).toBe(true);
+  });
+
   it("lets through what Playwright's connectOverCDP and Puppeteer's connect send when they attach", () => {
     for (const [method, params] of [
       ["Emulation.setFocusEmulationEnabled", { enabled: true }],
