@@ -14,6 +14,8 @@ const SKIP_DIRS = new Set(["/proc", "/sys", "/dev"]);
 /** Past the walk's own budget, a grep or glob stuck in one pattern test is stopped (see `bounded`). */
 const HARD_STOP_MS = WALK_BUDGET_MS + 2_000;
 const READ_CHUNK = 1024 * 1024;
+/** The first read of a file that states no size (procfs): a multiple of 8 (see `readAtMost`). */
+const FIRST_CHUNK = 64 * 1024;
 
 export function resolvePath(p: string, home: string): string {
   if (!p) throw new AgentError("bad_request", "path is empty");
@@ -37,7 +39,7 @@ export async function readFile(p: string, home: string): Promise<{ path: string;
     // A device or FIFO says size 0 and never ends (/dev/zero filled the agent's memory and killed it).
     if (!st.isFile()) throw new AgentError("bad_request", `${full} is not a regular file`);
     if (st.size > MAX_FILE_BYTES) throw new AgentError("bad_request", `${full} is ${st.size} bytes; the limit is ${MAX_FILE_BYTES}`);
-    const data = await readAtMost(full, MAX_FILE_BYTES);
+    const data = await readAtMost(full, MAX_FILE_BYTES, st.size);
     if (!data) throw new AgentError("bad_request", `${full} goes on past ${MAX_FILE_BYTES} bytes (it said ${st.size}); the limit is ${MAX_FILE_BYTES}`);
     return { path: full, contents_base64: data.toString("base64"), bytes: data.length };
   } catch (err) {
@@ -50,16 +52,17 @@ export async function readFile(p: string, home: string): Promise<{ path: string;
  * A file's bytes, or undefined past `max`. The size a file states is not trusted: procfs and
  * sysfs say 0 (or 4096) for what they make up as they are read, and /proc/self/pagemap then
  * gives 8 bytes for every page of the address space: reading it whole filled the agent's memory
- * and the kernel killed it, and the box with it. Whole chunks: pagemap refuses a read that is
- * not a multiple of 8 bytes.
+ * and the kernel killed it, and the box with it. The first read asks for the stated size and one
+ * byte more (a file that ends there takes one read, no larger buffer); later ones are whole
+ * chunks: pagemap refuses a read that is not a multiple of 8 bytes.
  */
-async function readAtMost(full: string, max: number): Promise<Buffer | undefined> {
+async function readAtMost(full: string, max: number, stated: number): Promise<Buffer | undefined> {
   const fh = await fsp.open(full, "r");
   try {
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK);
+      const buf = Buffer.allocUnsafe(chunks.length ? READ_CHUNK : firstChunk(stated, max));
       const { bytesRead } = await fh.read(buf, 0, buf.length, null);
       if (bytesRead === 0) return Buffer.concat(chunks, total);
       chunks.push(buf.subarray(0, bytesRead));
@@ -71,17 +74,22 @@ async function readAtMost(full: string, max: number): Promise<Buffer | undefined
   }
 }
 
+const firstChunk = (stated: number, max: number): number => (stated > 0 ? Math.min(stated, max) + 1 : FIRST_CHUNK);
+
+/** Where the synchronous reads land (one at a time), so a grep over many files allocates per file only what it keeps. */
+let scratch: Buffer | undefined;
+
 /** `readAtMost` for the synchronous walks (grep). */
 function readAtMostSync(full: string, max: number): Buffer | undefined {
   const fd = fs.openSync(full, "r");
+  scratch ??= Buffer.allocUnsafe(READ_CHUNK);
   try {
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
-      const buf = Buffer.allocUnsafe(READ_CHUNK);
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      const n = fs.readSync(fd, scratch, 0, READ_CHUNK, null);
       if (n === 0) return Buffer.concat(chunks, total);
-      chunks.push(buf.subarray(0, n));
+      chunks.push(Buffer.from(scratch.subarray(0, n)));
       total += n;
       if (total > max) return undefined;
     }
