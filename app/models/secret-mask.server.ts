@@ -186,7 +186,7 @@ export function maskCutEnd(m: Masker, s: string, foldToo = true): string {
 }
 
 /**
- * An image's or a file's bytes (`png_base64`, `content_base64`): not text a page shows. Folded
+ * An image's bytes (`png_base64`; a file read's are text: FILE_BYTES): not text a page shows. Folded
  * (case and `+`, `/` dropped), a megabyte of base64 holds a given 6-character value about once in
  * a thousand answers, and dots there would break the image; folding it also cost ~10 ms a MB.
  */
