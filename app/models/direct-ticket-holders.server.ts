@@ -17,13 +17,13 @@ export async function noteDirectTicket(boxId: string, issuer: string, expiresAtM
     .execute();
 }
 
-/** The issuers holding unexpired direct tickets for the box. */
-export async function directTicketHolders(boxId: string): Promise<string[]> {
+/** The issuers holding unexpired direct tickets for the box (or tickets that expired within `graceMs`). */
+export async function directTicketHolders(boxId: string, graceMs = 0): Promise<string[]> {
   const rows = await db()
     .selectFrom("direct_ticket")
     .select("issuer")
     .where("box_id", "=", boxId)
-    .where("expires_at_ms", ">", Date.now())
+    .where("expires_at_ms", ">", Date.now() - graceMs)
     .execute();
   return rows.map((r) => r.issuer);
 }

@@ -1,5 +1,6 @@
+import { z } from "zod";
 import { agentCall } from "~/protocol/agent";
-import type { DirectInputs } from "~/protocol/direct-viewer";
+import type { DirectInput, DirectInputs } from "~/protocol/direct-viewer";
 import { db } from "~/utils/db.server";
 import { log } from "~/utils/log.server";
 import { principalAccess } from "./access.server";
@@ -136,7 +137,8 @@ export async function collectDirectInput(): Promise<number> {
       const box = await requireRunningBox(SERVER, r.id, AbortSignal.timeout(2000));
       const got = await callAgent<DirectInputs>(box, agentCall("directViewerInputs", {}), {}, 5000);
       if (got.dropped) log.warn({ box: r.id, dropped: got.dropped }, "direct viewer input was dropped before the server took it");
-      for (const i of got.inputs) reportViewerInput({ boxId: r.id, screen: i.screen, issuer: i.issuer, kind: i.kind, detail: i.detail });
+      const inputs = await vouchedInputs(r.id, box.screens, got.inputs);
+      for (const i of inputs) reportViewerInput({ boxId: r.id, screen: i.screen, issuer: i.issuer, kind: i.kind, detail: i.detail });
       if (got.inputs.length) await touchBox(r.id);
       // The box page counts the direct sockets too (an agent from before this answered no list).
       if (got.viewers) noteDirectViewers(r.id, got.viewers);
@@ -146,6 +148,36 @@ export async function collectDirectInput(): Promise<number> {
     }
   }
   return n;
+}
+
+const DirectInputSchema = z.object({
+  screen: z.number().int().min(0),
+  issuer: z.string().max(300),
+  kind: z.enum(["pointer", "key", "cut"]),
+  detail: z.record(z.string(), z.number()),
+});
+
+/** A ticket's socket may have sent input just before the ticket expired: the box is asked every few seconds. */
+const INPUT_AFTER_EXPIRY_MS = 60_000;
+
+/**
+ * The input a box reports that the trace may name a person for: well formed, on one of its
+ * screens, and from an issuer this server signed a ticket for. The box names the issuer, and root
+ * in the box can sign tickets of its own with its secret (docs/security.md): it drives its own
+ * box, but its input is no person's in the trace.
+ */
+async function vouchedInputs(boxId: string, screens: number, inputs: unknown): Promise<Omit<DirectInput, "at_ms">[]> {
+  if (!Array.isArray(inputs) || inputs.length === 0) return [];
+  const holders = new Set(await directTicketHolders(boxId, INPUT_AFTER_EXPIRY_MS));
+  const out: Omit<DirectInput, "at_ms">[] = [];
+  let refused = 0;
+  for (const raw of inputs) {
+    const i = DirectInputSchema.safeParse(raw);
+    if (i.success && i.data.screen < screens && holders.has(i.data.issuer)) out.push(i.data);
+    else refused++;
+  }
+  if (refused) log.warn({ box: boxId, refused }, "a box reported direct viewer input the server gave no ticket for, or malformed: not in the trace");
+  return out;
 }
 
 /** Those connected whom the change may concern, and the key or person it names even when not connected. */

@@ -186,14 +186,19 @@ export function maskCutEnd(m: Masker, s: string, foldToo = true): string {
 }
 
 /**
- * An image's or a file's bytes (`png_base64`, `content_base64`): not text a page shows. Folded
+ * An image's bytes (`png_base64`; a file read's are text: FILE_BYTES): not text a page shows. Folded
  * (case and `+`, `/` dropped), a megabyte of base64 holds a given 6-character value about once in
  * a thousand answers, and dots there would break the image; folding it also cost ~10 ms a MB.
  */
 const BASE64_FIELD = /"[a-z_]*_base64":"[A-Za-z0-9+/=]*"/g;
 
+/** A file read's bytes (`GET …/files`, a batch's `read_file`): masked as text (`maskFileBytes`). */
+const FILE_BYTES = "contents_base64";
+const FILE_READ = /"contents_base64":"[^"]/;
+
 /** Whether a JSON text may hold a value (a cheap look before parsing it again). */
 export function mayHold(m: Masker, json: string): boolean {
+  if (FILE_READ.test(json)) return true;
   json = json.replace(BASE64_FIELD, '""');
   if (json.includes("…") || json.includes('"cut":true')) return true;
   for (const f of m.whole) if (json.includes(JSON.stringify(f).slice(1, -1))) return true;
@@ -223,11 +228,20 @@ export function maskDeep(m: Masker, v: unknown, control = false): unknown {
     const element = control || typeof (v as { role?: unknown }).role === "string";
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
+      if (k === FILE_BYTES && typeof x === "string") {
+        out[k] = maskFileBytes(m, x);
+        continue;
+      }
       if (k.endsWith("_base64") && typeof x === "string") {
         out[k] = x;
         continue;
       }
       out[maskText(m, k)] = element && k === "value" && typeof x === "string" ? maskControl(m, x) : maskDeep(m, x, element && k === "was");
+    }
+    // A masked file's `bytes` says how many the answer carries.
+    const file = (v as Record<string, unknown>)[FILE_BYTES];
+    if (typeof file === "string" && out[FILE_BYTES] !== file && typeof out.bytes === "number") {
+      out.bytes = Buffer.from(out[FILE_BYTES] as string, "base64").length;
     }
     // A read's `content` or an evaluate's `value` cut to its `limit` ends where it was cut.
     if ((v as { cut?: unknown }).cut === true) {
@@ -236,4 +250,25 @@ export function maskDeep(m: Masker, v: unknown, control = false): unknown {
     return out;
   }
   return v;
+}
+
+/**
+ * A file's bytes (base64) with the values masked when the file is text. Other `_base64` fields go
+ * as they are (BASE64_FIELD), but a text file's bytes are text a page or a program wrote: a
+ * page's download, a log, notes holding a typed value. grep showed its lines as dots while a read
+ * gave the bytes, and MCP's read_file puts them before the model as text. UTF-8 without a NUL is
+ * masked as text and sent as bytes again; any other file is no text and goes as it is.
+ */
+function maskFileBytes(m: Masker, b64: string): string {
+  const bytes = Buffer.from(b64, "base64");
+  if (bytes.includes(0)) return b64;
+  let text: string;
+  try {
+    // ignoreBOM: a BOM stays in the text, so a masked file keeps it.
+    text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return b64;
+  }
+  const masked = maskText(m, text);
+  return masked === text ? b64 : Buffer.from(masked, "utf8").toString("base64");
 }

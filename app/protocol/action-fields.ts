@@ -75,7 +75,9 @@ export const ClipboardText = z.string().max(1_000_000);
 export const Argv = z
   .array(z.string().max(64 * 1024).refine((s) => !s.includes("\0"), "holds a NUL byte, which no program argument can"))
   .min(1)
-  .max(1024);
+  .max(1024)
+  // The program: an empty name runs nothing (the agent's spawn threw, a 422 in Node's words).
+  .refine((a) => a[0] !== "", { message: "the program (argv[0]) is empty", path: [0] });
 
 /** What `open_url` may open: pages, not `javascript:`, `chrome:` or `view-source:`. */
 export const URL_SCHEMES = ["http:", "https:", "about:", "data:", "file:"];

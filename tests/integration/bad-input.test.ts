@@ -118,9 +118,20 @@ describe("values that cannot be used", () => {
     expect((await call("/v1/runtimes/docker/images")).body).toEqual(before);
   });
 
-  it("exec refuses a NUL byte in argv with 400", async () => {
+  it("exec refuses a NUL byte in argv, or an empty program, with 400", async () => {
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["a\u0000b"] } }), "argv");
     badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["echo", "x\u0000"] } }), "argv[1]");
+    // No program to run is the caller's mistake (was: 422 `failed` in Node's words).
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: [""] } }), "argv[0] empty");
+    badRequest(await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["", "x"] } }), "argv[0] empty, with arguments");
+    badRequest(
+      await call(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions: [{ type: "exec", what: { argv: [""] } }] } }),
+      "a batch's exec with argv[0] empty",
+    );
+    // An empty argument after the program is an argument like any other.
+    const ok = await call(`/v1/boxes/${box.id}/exec`, { method: "POST", json: { argv: ["printf", "[%s]", ""] } });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    expect(ok.body.stdout).toBe("[]");
   });
 
   it("page/element refuses an empty selector or a blank query with 400, and clicks nothing", async () => {

@@ -220,6 +220,36 @@ describe("direct viewer sockets", () => {
     expect((await asB(`/v1/boxes/${tokenBox}/screens/0/viewer/ticket`, { method: "POST", json: {} })).status).toBe(404);
   });
 
+  it("token: input on a socket opened with a ticket the server never issued (forged with the box's secret, as root in the box can) is not in the trace as that person's", async () => {
+    // Root in the box reads its secret and signs its own tickets (docs/security.md, "Root in the
+    // box"): it drives its own box. The server names the issuer of a direct socket's input from
+    // the box's report; it must not write a person who never held a ticket into the trace.
+    const t = await ticket(tokenBox, "control");
+    const url = new URL(t.control_socket);
+    const now = Date.now();
+    const claims = { box: tokenBox, screen: 0, mode: "control" as const, issuer: "user:usr_forged0000000000", expires_at_ms: now + 60_000, issued_at_ms: now };
+    const forged = await openViewer(`ws://${url.host}${url.pathname}?${new URLSearchParams({ ticket: signDirectTicket(agentSecretOf(server, tokenBox), claims), mode: "control" })}`);
+    const real = await openViewer(t.control_socket);
+    if (typeof forged === "number" || typeof real === "number") throw new Error(`refused: ${forged} ${real}`);
+    try {
+      forged.rfb.pointer(1, 523, 371);
+      forged.rfb.pointer(0, 523, 371);
+      await sleep(300);
+      // After it, a click by the issued ticket: once that is in the trace, the forged one was collected too.
+      real.rfb.pointer(1, 524, 372);
+      real.rfb.pointer(0, 524, 372);
+      const inputs = async () => {
+        const { entries } = await json(await asA(`/v1/boxes/${tokenBox}/trace?limit=500`));
+        return (entries as any[]).filter((e) => e.event === "person_input" && (e.data?.x === 523 || e.data?.x === 524)).map((e) => ({ x: e.data.x, by: e.data.by }));
+      };
+      await expect.poll(async () => (await inputs()).some((i) => i.x === 524), { timeout: 15_000 }).toBe(true);
+      expect(await inputs()).toEqual([{ x: 524, by: expect.stringMatching(/^key:/) }]);
+    } finally {
+      forged.close();
+      real.close();
+    }
+  });
+
   it("token: revoking a key closes its direct sockets at once, and its URLs open nothing after", async () => {
     const doomed = await c.createKey(ada, "direct-doomed");
     const asDoomed = apiAs(server, doomed.secret);

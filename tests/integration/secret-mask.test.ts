@@ -1,3 +1,5 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inFrontPage } from "../support/cdp";
 import { SITE, serveSite } from "../support/site";
@@ -183,5 +185,48 @@ describe("a cut answer and a changed secret still show dots", () => {
     const after = { evaluate: await title(), text: await (await api("/page?format=text")).text(), snapshot: await (await api("/page/snapshot")).text() };
     expectNone(after, OLD);
     expect(JSON.parse(after.evaluate)).toMatchObject({ value: "T:••••••" });
+  });
+});
+
+describe("a secret's value in a text file of the box", () => {
+  it("reads back as dots: GET …/files and a batch's read_file (its bytes), MCP read_file (its text, for the model), as grep's lines do", async () => {
+    // A page's download, a log, notes: the value got into a file. grep's lines were dots already;
+    // the file's bytes came as they are, and read_file put them before the model as text.
+    const FILE = "/tmp/mask/notes.txt";
+    const text = `user=ada\npassword=${PLAIN}\n`;
+    const put = await api("/files", { method: "PUT", json: { path: FILE, contents_base64: Buffer.from(text).toString("base64") } });
+    expect(put.status).toBe(200);
+    const grep = await json(await api("/files/grep", { method: "POST", json: { pattern: "password=", path: "/tmp/mask" } }));
+    expect(grep.matches).toMatchObject([{ path: FILE, line: 2, text: "password=••••••" }]);
+
+    const res = await api(`/files?path=${encodeURIComponent(FILE)}`);
+    const read = await json(res);
+    expect(res.status, JSON.stringify(read)).toBe(200);
+    const got = Buffer.from(read.contents_base64, "base64").toString("utf8");
+    expect(got).toBe("user=ada\npassword=••••••\n");
+    expect(read.bytes).toBe(Buffer.byteLength(got));
+    // A batch's read_file step, the same.
+    const batch = await okBatch([{ type: "read_file", path: FILE }]);
+    const files = [...JSON.stringify(batch).matchAll(/"contents_base64":"([^"]*)"/g)].map((x) => Buffer.from(x[1]!, "base64").toString());
+    expect(files).toEqual(["user=ada\npassword=••••••\n"]);
+
+    const transport = new StreamableHTTPClientTransport(new URL(`${server.base}/mcp`), { requestInit: { headers: { authorization: `Bearer ${server.token}` } } });
+    const client = new Client({ name: "holm-test", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      const r = (await client.callTool({ name: "read_file", arguments: { box: box.id, path: FILE } })) as { isError?: boolean; content: Array<{ type: string; text?: string }> };
+      expect(r.isError, JSON.stringify(r)).toBeFalsy();
+      const all = r.content.map((c) => c.text ?? "").join("\n");
+      expect(all).toContain("password=••••••");
+      for (const c of r.content) expect(Buffer.from(JSON.parse(c.text!.startsWith("{") ? c.text! : "{}").contents_base64 ?? "", "base64").toString()).not.toContain(PLAIN);
+      expectNone({ mcp: all }, PLAIN);
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+    // A binary file (a NUL in it) is bytes, not text: it goes as it is.
+    const bin = Buffer.concat([Buffer.from([0, 1, 2]), Buffer.from(PLAIN)]);
+    await api("/files", { method: "PUT", json: { path: "/tmp/mask/blob.bin", contents_base64: bin.toString("base64") } });
+    const blob = await json(await api("/files?path=/tmp/mask/blob.bin"));
+    expect(Buffer.from(blob.contents_base64, "base64").equals(bin)).toBe(true);
   });
 });

@@ -2,7 +2,7 @@
 // selection means answering other clients' requests for as long as the text should stay, which
 // xclip's (or wl-copy's) background child does for us.
 import { spawn } from "node:child_process";
-import { childEnv, runTool } from "./proc";
+import { ToolOutputTooLarge, childEnv, runTool } from "./proc";
 import { AgentError } from "./errors";
 
 export type Selection = "clipboard" | "primary";
@@ -16,9 +16,19 @@ function tool(display: string, selection: Selection, out: boolean): [string, str
   return out ? ["wl-paste", ["--no-newline", ...primary]] : ["wl-copy", primary];
 }
 
+/**
+ * The most text a read takes: what the server takes of an agent's answer (8 MiB,
+ * AGENT_ANSWER_MAX). Whoever owns the selection says how much there is; more is refused.
+ */
+const READ_MAX = 8 * 1024 * 1024;
+
 export async function readClipboard(display: string, selection: Selection): Promise<{ selection: Selection; text: string }> {
   const [file, args] = tool(display, selection, true);
-  const r = await runTool(file, args, { display, timeoutMs: 5000 });
+  const r = await runTool(file, args, { display, timeoutMs: 5000, maxOutput: READ_MAX }).catch((err: unknown) => {
+    if (!(err instanceof ToolOutputTooLarge)) throw err;
+    const name = selection === "clipboard" ? "clipboard" : "primary selection";
+    throw new AgentError("failed", `the ${name} holds more than ${READ_MAX} bytes of text, more than a read takes; a command can save it to a file (xclip -o)`);
+  });
   // No owner, or an owner without text: xclip exits 1. Both read as empty.
   if (r.code !== 0) return { selection, text: "" };
   return { selection, text: r.stdout.toString("utf8") };

@@ -3,6 +3,7 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import vm from "node:vm";
 import { AgentError } from "./errors";
 
 export const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -10,6 +11,11 @@ const GREP_MAX_FILE = 16 * 1024 * 1024;
 const WALK_BUDGET_MS = 20_000;
 const WALK_MAX_ENTRIES = 500_000;
 const SKIP_DIRS = new Set(["/proc", "/sys", "/dev"]);
+/** Past the walk's own budget, a grep or glob stuck in one pattern test is stopped (see `bounded`). */
+const HARD_STOP_MS = WALK_BUDGET_MS + 2_000;
+const READ_CHUNK = 1024 * 1024;
+/** The first read of a file that states no size (procfs): a multiple of 8 (see `readAtMost`). */
+const FIRST_CHUNK = 64 * 1024;
 
 export function resolvePath(p: string, home: string): string {
   if (!p) throw new AgentError("bad_request", "path is empty");
@@ -33,11 +39,79 @@ export async function readFile(p: string, home: string): Promise<{ path: string;
     // A device or FIFO says size 0 and never ends (/dev/zero filled the agent's memory and killed it).
     if (!st.isFile()) throw new AgentError("bad_request", `${full} is not a regular file`);
     if (st.size > MAX_FILE_BYTES) throw new AgentError("bad_request", `${full} is ${st.size} bytes; the limit is ${MAX_FILE_BYTES}`);
-    const data = await fsp.readFile(full);
+    const data = await readAtMost(full, MAX_FILE_BYTES, st.size);
+    if (!data) throw new AgentError("bad_request", `${full} goes on past ${MAX_FILE_BYTES} bytes (it said ${st.size}); the limit is ${MAX_FILE_BYTES}`);
     return { path: full, contents_base64: data.toString("base64"), bytes: data.length };
   } catch (err) {
     if (err instanceof AgentError) throw err;
     throw fsError(err, full);
+  }
+}
+
+/**
+ * A file's bytes, or undefined past `max`. The size a file states is not trusted: procfs and
+ * sysfs say 0 (or 4096) for what they make up as they are read, and /proc/self/pagemap then
+ * gives 8 bytes for every page of the address space: reading it whole filled the agent's memory
+ * and the kernel killed it, and the box with it. The first read asks for the stated size and one
+ * byte more (a file that ends there takes one read, no larger buffer); later ones are whole
+ * chunks: pagemap refuses a read that is not a multiple of 8 bytes.
+ */
+async function readAtMost(full: string, max: number, stated: number): Promise<Buffer | undefined> {
+  const fh = await fsp.open(full, "r");
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(chunks.length ? READ_CHUNK : firstChunk(stated, max));
+      const { bytesRead } = await fh.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) return Buffer.concat(chunks, total);
+      chunks.push(buf.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > max) return undefined;
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+const firstChunk = (stated: number, max: number): number => (stated > 0 ? Math.min(stated, max) + 1 : FIRST_CHUNK);
+
+/** Where the synchronous reads land (one at a time), so a grep over many files allocates per file only what it keeps. */
+let scratch: Buffer | undefined;
+
+/** `readAtMost` for the synchronous walks (grep). */
+function readAtMostSync(full: string, max: number): Buffer | undefined {
+  const fd = fs.openSync(full, "r");
+  scratch ??= Buffer.allocUnsafe(READ_CHUNK);
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const n = fs.readSync(fd, scratch, 0, READ_CHUNK, null);
+      if (n === 0) return Buffer.concat(chunks, total);
+      chunks.push(Buffer.from(scratch.subarray(0, n)));
+      total += n;
+      if (total > max) return undefined;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const BOUNDED = new vm.Script("work()");
+
+/**
+ * Runs a synchronous walk with its pattern tests, stopped at HARD_STOP_MS. The walk checks its
+ * budget between entries, but a pattern that backtracks (grep's `(a+)+$` over a line of a's, a
+ * glob of many `**` over a deep path) stays in one test for hours, and the agent with it: no
+ * input, frame or health answered. V8 ends a vm script at its timeout, in a regular expression too.
+ */
+function bounded<T>(what: string, work: () => T): T {
+  try {
+    return BOUNDED.runInContext(vm.createContext({ work }), { timeout: HARD_STOP_MS }) as T;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException)?.code !== "ERR_SCRIPT_EXECUTION_TIMEOUT") throw err;
+    throw new AgentError("bad_request", `the ${what} pattern took over ${HARD_STOP_MS} ms on one path or line (it backtracks too much); make it simpler`);
   }
 }
 
@@ -247,13 +321,15 @@ export async function grep(o: GrepOptions, home: string): Promise<{ matches: Arr
   const includeByPath = Boolean(o.include?.includes("/"));
   const matches: Array<{ path: string; line: number; text: string }> = [];
   let cut = false;
-  const stopped = walk(root, (file, rel) => {
+  const visit = (file: string, rel: string): boolean => {
     if (include && !include.test(includeByPath ? rel : path.basename(file))) return true;
     let data: Buffer;
     try {
       const st = fs.statSync(file);
       if (!st.isFile() || st.size > GREP_MAX_FILE) return true;
-      data = fs.readFileSync(file);
+      const got = readAtMostSync(file, GREP_MAX_FILE);
+      if (!got) return true;
+      data = got;
     } catch {
       return true;
     }
@@ -269,7 +345,8 @@ export async function grep(o: GrepOptions, home: string): Promise<{ matches: Arr
       }
     }
     return true;
-  });
+  };
+  const stopped = bounded("grep", () => walk(root, visit));
   return { matches, cut: cut || stopped };
 }
 
@@ -289,19 +366,16 @@ export async function glob(pattern: string, base: string | undefined, limit: num
   const segments = rel.includes("**") ? Infinity : rel.split("/").length;
   const paths: string[] = [];
   let cut = false;
-  const stopped = walk(
-    root,
-    (file, r) => {
-      if (!re.test(r)) return true;
-      if (paths.length >= max) {
-        cut = true;
-        return false;
-      }
-      paths.push(file);
-      return true;
-    },
-    (relDir) => relDir.split("/").length >= segments,
-  );
+  const visit = (file: string, r: string): boolean => {
+    if (!re.test(r)) return true;
+    if (paths.length >= max) {
+      cut = true;
+      return false;
+    }
+    paths.push(file);
+    return true;
+  };
+  const stopped = bounded("glob", () => walk(root, visit, (relDir) => relDir.split("/").length >= segments));
   paths.sort();
   return { paths, cut: cut || stopped };
 }

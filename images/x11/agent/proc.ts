@@ -31,10 +31,27 @@ export interface ToolResult {
   stderr: string;
 }
 
+/**
+ * What a tool may write to stdout by default. Tools read what the box holds (a clipboard, a
+ * window's title), and a process in the box decides how much that is: read whole, 300 MB of
+ * clipboard filled the agent's memory and the kernel killed it, and the box with it.
+ */
+export const TOOL_OUTPUT_MAX = 64 * 1024 * 1024;
+
+/** Thrown (a `failed`) when a tool writes more than its `maxOutput`; the tool is killed. */
+export class ToolOutputTooLarge extends AgentError {
+  constructor(
+    file: string,
+    readonly limit: number,
+  ) {
+    super("failed", `${file} wrote more than ${limit} bytes`);
+  }
+}
+
 export function runTool(
   file: string,
   args: string[],
-  opts: { display?: string; input?: Buffer | string; timeoutMs?: number; env?: Record<string, string> } = {},
+  opts: { display?: string; input?: Buffer | string; timeoutMs?: number; env?: Record<string, string>; maxOutput?: number } = {},
 ): Promise<ToolResult> {
   return new Promise((resolve, reject) => {
     const env = childEnv(opts.display, opts.env);
@@ -49,8 +66,27 @@ export function runTool(
       done = true;
       reject(new AgentError("timeout", `${file} did not finish in ${opts.timeoutMs} ms`));
     }, opts.timeoutMs ?? 10_000);
-    child.stdout?.on("data", (c: Buffer) => out.push(c));
-    child.stderr?.on("data", (c: Buffer) => err.push(c));
+    const maxOutput = opts.maxOutput ?? TOOL_OUTPUT_MAX;
+    let outLen = 0;
+    child.stdout?.on("data", (c: Buffer) => {
+      if (done) return;
+      outLen += c.length;
+      if (outLen > maxOutput) {
+        done = true;
+        clearTimeout(timer);
+        child.kill("SIGKILL");
+        out.length = 0;
+        reject(new ToolOutputTooLarge(file, maxOutput));
+        return;
+      }
+      out.push(c);
+    });
+    // Only the start of stderr is kept: it goes into messages.
+    let errLen = 0;
+    child.stderr?.on("data", (c: Buffer) => {
+      if (errLen < 64 * 1024) err.push(c);
+      errLen += c.length;
+    });
     child.on("error", (e: NodeJS.ErrnoException) => {
       if (done) return;
       done = true;
