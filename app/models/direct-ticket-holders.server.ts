@@ -24,6 +24,8 @@ export async function directTicketHolders(boxId: string, graceMs = 0): Promise<s
     .select("issuer")
     .where("box_id", "=", boxId)
     .where("expires_at_ms", ">", Date.now() - graceMs)
+    // Holders of a password box's password (direct-password.server.ts) hold no ticket.
+    .where("issuer", "not like", "password:%")
     .execute();
   return rows.map((r) => r.issuer);
 }
