@@ -22,17 +22,32 @@ export const TRACE_PAGE_DEFAULT = 100;
  * carries this pattern, and JSON Schema's regex dialect has no `\p{…}` (it needs the u flag).
  */
 const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/u;
+/**
+ * Nor the characters that make the console show other text than the name holds (security
+ * review): direction overrides, embeddings and isolates (U+202E shows "\u202Ebd-dorp" as
+ * "prod-db" and turns the rest of "Remove …?" around), the marks that steer direction, and the
+ * invisible ones (zero-width space, word joiner, BOM, soft hyphen, blank fillers, line and
+ * paragraph separators) that make "prod-db\u200B" look exactly like another box's "prod-db".
+ * U+200C and U+200D (zero-width non-joiner and joiner) stay: Persian, Indic scripts and emoji
+ * need them. Ranges again, for the OpenAPI document.
+ */
+const NOT_LYING = /^[^\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff]*$/u;
 export const BoxNameSchema = z
   .string()
   .min(1, "a name needs at least one character")
   .max(BOX_NAME_MAX, `a name has at most ${BOX_NAME_MAX} characters`)
   .regex(PRINTABLE, "a name has no control characters")
+  .regex(NOT_LYING, "a name has no invisible or direction-changing characters")
   .regex(/^\S(.*\S)?$/su, "a name does not start or end with a space");
 
 export const BoxLabelsSchema = z
   .record(
     z.string().regex(BOX_LABEL_KEY, "a label key is 1–63 of a-z, 0-9, '.', '_', '/', '-', starting with a letter or digit"),
-    z.string().max(BOX_LABEL_VALUE_MAX, `a label value has at most ${BOX_LABEL_VALUE_MAX} characters`).regex(PRINTABLE, "a label value has no control characters"),
+    z
+      .string()
+      .max(BOX_LABEL_VALUE_MAX, `a label value has at most ${BOX_LABEL_VALUE_MAX} characters`)
+      .regex(PRINTABLE, "a label value has no control characters")
+      .regex(NOT_LYING, "a label value has no invisible or direction-changing characters"),
   )
   .refine((labels) => Object.keys(labels).length <= BOX_LABELS_MAX, `a box has at most ${BOX_LABELS_MAX} labels`);
 
