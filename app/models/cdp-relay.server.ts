@@ -18,9 +18,16 @@ const REST = /^(?:\/[A-Za-z0-9_-]{1,128}){0,2}\/?$/;
 /** The endpoints that open, raise or close a tab: control, refused while a person holds the screen. */
 const CONTROL = /^\/(?:new|activate|close)(?:\/|$)/;
 
+/**
+ * The type of every answer, whatever the box's side sent: the answer goes out on the console's
+ * origin, and a program in the box can put its own server where Chromium's DevTools listen.
+ * Passed on, its `text/html` ran its script as the console for a person who opened the URL
+ * (security review; tests/integration/cdp-answer-type). Chromium's /json endpoints are JSON.
+ */
+export const DEVTOOLS_ANSWER_TYPE = "application/json; charset=UTF-8";
+
 export interface DevtoolsAnswer {
   status: number;
-  contentType: string;
   text: string;
 }
 
@@ -45,7 +52,7 @@ export async function relayDevtoolsHttp(a: CdpAccess, box: RunningBox, method: s
   if (res.status === 422 && /does not answer/.test(text)) {
     throw new ApiError("screen_unavailable", `screen ${a.claims.screen}'s browser does not answer DevTools now`, { retryable: true });
   }
-  return { status: res.status, contentType: res.headers.get("content-type") ?? "application/json; charset=UTF-8", text: rewriteDevtools(text, origin, token) };
+  return { status: res.status, text: rewriteDevtools(text, origin, token) };
 }
 
 /** The browser-level WebSocket address through the proxy (what Puppeteer's browserWSEndpoint takes). */
