@@ -26,6 +26,9 @@ const CONTROL = /^\/(?:new|activate|close)(?:\/|$)/;
  */
 export const DEVTOOLS_ANSWER_TYPE = "application/json; charset=UTF-8";
 
+/** Statuses whose answers have no body. */
+const NO_BODY = new Set([204, 205, 304]);
+
 export interface DevtoolsAnswer {
   status: number;
   text: string;
@@ -51,6 +54,11 @@ export async function relayDevtoolsHttp(a: CdpAccess, box: RunningBox, method: s
   const text = (await readCapped(res, ANSWER_MAX)).toString("utf8");
   if (res.status === 422 && /does not answer/.test(text)) {
     throw new ApiError("screen_unavailable", `screen ${a.claims.screen}'s browser does not answer DevTools now`, { retryable: true });
+  }
+  // The status is passed on, so it must be one an answer with a body can carry: the box's side
+  // chooses it, and a 204 or a 999 made the route throw (a 500).
+  if (res.status < 200 || res.status > 599 || NO_BODY.has(res.status)) {
+    throw new ApiError("transport", `screen ${a.claims.screen}'s DevTools answered with status ${res.status}, which is not a DevTools answer`, { retryable: true });
   }
   return { status: res.status, text: rewriteDevtools(text, origin, token) };
 }

@@ -9,17 +9,21 @@ import { until } from "../support/until";
 // what the box's side of them sent. A program in the box can put its own server where Chromium's
 // DevTools listen (here: root swaps /usr/bin/chromium for one, and the box is stopped and resumed);
 // had its content type gone through, a link to that URL, opened by a signed-in person, would run
-// the box's script as the console (the person's session, their keys, their workspace).
+// the box's script as the console (the person's session, their keys, their workspace). Its status
+// is passed on too, so one no answer with a body can carry must not make the route fail (a 500).
 
 let server: TestServer;
 let ada: Person;
 let key: { secret: string; id: string };
 let boxId = "";
+/** The DevTools URL of the box (a token minted before the swap). */
+let cdpUrl = "";
 
 /** What the box's own "DevTools" answer to everything: a page with a script. */
 const FAKE_DEVTOOLS = String.raw`
 require("http").createServer((q, s) => {
-  s.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+  const status = { "/json/list": 204, "/json/protocol": 999 }[q.url] ?? 200;
+  s.writeHead(status, { "content-type": "text/html; charset=utf-8" });
   s.end('<!doctype html><title>devtools</title><script>document.title = "ran as " + location.origin</script><p>box page</p>');
 }).listen(9222, "127.0.0.1");
 setInterval(() => {}, 1 << 30);
@@ -52,6 +56,7 @@ describe("the DevTools HTTP relay", () => {
     // A token minted while Chromium still answers (minting reads its /json/version).
     const minted = await json(await asKey(`/v1/boxes/${boxId}/cdp`, { method: "POST" }));
     expect(minted.url, JSON.stringify(minted)).toMatch(/\/v1\/cdp\//);
+    cdpUrl = minted.url;
     // Root in the box: Chromium's launcher now starts the fake DevTools instead.
     const swap = await execIn(boxId, [
       "sh",
@@ -85,4 +90,16 @@ describe("the DevTools HTTP relay", () => {
     expect(await res.text()).toContain("<script>");
     expect(res.headers.get("content-type")).toBe("application/json; charset=UTF-8");
   }, 180_000);
+
+  it("a status no HTTP answer with a body can have (204, 999) is the box's transport failing (502), never a 500", async () => {
+    expect(cdpUrl).not.toBe("");
+    for (const rest of ["/json/list", "/json/protocol"]) {
+      const res = await fetch(`${cdpUrl}${rest}`);
+      const body = await json(res);
+      expect([rest, res.status, body.code, typeof body.retryable]).toEqual([rest, 502, "transport", "boolean"]);
+      expect(body.message).toMatch(/DevTools answered with status (204|999)/);
+    }
+    // The box is still served: /json/version answers (as JSON).
+    expect((await fetch(`${cdpUrl}/json/version`)).status).toBe(200);
+  });
 });
