@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ClipboardSetSchema, Path, Selection } from "./action-fields";
 import { BatchSchema, StepSchema } from "./actions";
+import { NOT_LYING, PRINTABLE } from "./plain-text";
 import { BOX_LABELS_MAX, BOX_LABEL_KEY, BOX_LABEL_VALUE_MAX, BOX_NAME_MAX } from "./box-console";
 
 // The queries and small bodies of the /v1 box, file, screen, history and secret routes that no
@@ -16,22 +17,8 @@ export const TRACE_PAGE_DEFAULT = 100;
 // (`metadata` beside spec and placement) and by PATCH /v1/boxes/{id}; the console's rename and
 // label chips send the same values through the same model (app/models/box-metadata.server.ts).
 
-/**
- * No control characters, and no space at either end (a name that looks empty is no name). The
- * control characters (Unicode's Cc) spelled as their ranges, C0, DEL and C1: the OpenAPI document
- * carries this pattern, and JSON Schema's regex dialect has no `\p{…}` (it needs the u flag).
- */
-const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/u;
-/**
- * Nor the characters that make the console show other text than the name holds (security
- * review): direction overrides, embeddings and isolates (U+202E shows "\u202Ebd-dorp" as
- * "prod-db" and turns the rest of "Remove …?" around), the marks that steer direction, and the
- * invisible ones (zero-width space, word joiner, BOM, soft hyphen, blank fillers, line and
- * paragraph separators) that make "prod-db\u200B" look exactly like another box's "prod-db".
- * U+200C and U+200D (zero-width non-joiner and joiner) stay: Persian, Indic scripts and emoji
- * need them. Ranges again, for the OpenAPI document.
- */
-const NOT_LYING = /^[^\u00ad\u061c\u115f\u1160\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\u3164\ufeff]*$/u;
+// No control characters, nor any that make the console show another name (plain-text.ts), and no
+// space at either end (a name that looks empty is no name).
 export const BoxNameSchema = z
   .string()
   .min(1, "a name needs at least one character")
