@@ -198,6 +198,14 @@ const EVERY_RESPONSE: [string, string][] = [
   ["x-content-type-options", "nosniff"],
 ];
 
+/**
+ * /v1 and /mcp answer data, never a page: should one of them ever carry bytes a box chose as a
+ * page (the DevTools relay once passed on a box's `text/html`: tests/integration/cdp-answer-type),
+ * a browser that opens it runs nothing and loads nothing, in an opaque origin without the
+ * console's cookies. Defence in depth beside nosniff and the fixed types of those answers.
+ */
+const API_CSP = "sandbox; default-src 'none'; frame-ancestors 'none'";
+
 /** Express-style middleware for every HTTP request (server.ts installs it before anything else). */
 export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) {
   for (const [name, value] of EVERY_RESPONSE) res.setHeader(name, value);
@@ -212,6 +220,7 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   }
   const path = url.split("?")[0]!;
   const v1 = isApiPath(path);
+  if (v1) res.setHeader("content-security-policy", API_CSP);
   if (v1 && !decodes(path)) {
     return send(res, new ApiError("bad_request", "the path holds a malformed percent-escape (% then two hex digits of UTF-8)"), hasBody(req) ? req : undefined);
   }

@@ -19,9 +19,19 @@ const REST = /^(?:\/[A-Za-z0-9_-]{1,128}){0,2}\/?$/;
 const CONTROL = /^\/(?:new|activate|close)(?:\/|$)/;
 const CLOSE = /^\/close(?:\/|$)/;
 
+/**
+ * The type of every answer, whatever the box's side sent: the answer goes out on the console's
+ * origin, and a program in the box can put its own server where Chromium's DevTools listen.
+ * Passed on, its `text/html` ran its script as the console for a person who opened the URL
+ * (security review; tests/integration/cdp-answer-type). Chromium's /json endpoints are JSON.
+ */
+export const DEVTOOLS_ANSWER_TYPE = "application/json; charset=UTF-8";
+
+/** Statuses whose answers have no body. */
+const NO_BODY = new Set([204, 205, 304]);
+
 export interface DevtoolsAnswer {
   status: number;
-  contentType: string;
   text: string;
 }
 
@@ -52,7 +62,12 @@ export async function relayDevtoolsHttp(a: CdpAccess, box: RunningBox, method: s
   if (res.status === 422 && /does not answer/.test(text)) {
     throw new ApiError("screen_unavailable", `screen ${a.claims.screen}'s browser does not answer DevTools now`, { retryable: true });
   }
-  return { status: res.status, contentType: res.headers.get("content-type") ?? "application/json; charset=UTF-8", text: rewriteDevtools(text, origin, token) };
+  // The status is passed on, so it must be one an answer with a body can carry: the box's side
+  // chooses it, and a 204 or a 999 made the route throw (a 500).
+  if (res.status < 200 || res.status > 599 || NO_BODY.has(res.status)) {
+    throw new ApiError("transport", `screen ${a.claims.screen}'s DevTools answered with status ${res.status}, which is not a DevTools answer`, { retryable: true });
+  }
+  return { status: res.status, text: rewriteDevtools(text, origin, token) };
 }
 
 /** The browser-level WebSocket address through the proxy (what Puppeteer's browserWSEndpoint takes). */

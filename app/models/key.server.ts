@@ -1,6 +1,7 @@
 import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
+import { nameProblem } from "~/protocol/plain-text";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import { newsEpoch, newsLive } from "~/utils/cluster.server";
 import { db, lockKey } from "~/utils/db.server";
@@ -52,6 +53,8 @@ function toKey(r: ApiKey): ApiKey {
 export async function createKey(input: { workspaceId: string; name: string; createdBy: string; expiresAtMs?: number | null }) {
   const name = input.name.trim();
   if (!name || name.length > 80) throw badRequest("a key name is 1 to 80 characters");
+  const problem = nameProblem(name, "a key name");
+  if (problem) throw badRequest(problem);
   if (input.expiresAtMs !== undefined && input.expiresAtMs !== null && input.expiresAtMs <= Date.now()) {
     throw badRequest("the expiry must be in the future");
   }

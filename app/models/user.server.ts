@@ -1,11 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { Insertable } from "kysely";
 import type { UserTable } from "../../db/schema";
+import { nameProblem } from "~/protocol/plain-text";
 import { ApiError, badRequest } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { dummyHash, hashPassword, verifyPassword } from "~/utils/password.server";
 import { principalChanged } from "./principal-changes.server";
 import { log } from "~/utils/log.server";
+
+/** The longest name a person may give (as a box's, a key's and a workspace's). */
+export const PERSON_NAME_MAX = 80;
 
 export interface User {
   id: string;
@@ -47,13 +51,19 @@ export type NewUserRow = Insertable<UserTable>;
  * writes the row together with the account's workspace or membership, or not at all.
  */
 export async function prepareUser(input: { email: string; name: string; password: string }): Promise<NewUserRow> {
+  // Other people read it ("Ada has control", the trace, the members table): as for a box's name,
+  // nothing that shows as another name, and not without end (it was unchecked).
+  const name = input.name.trim();
+  if (name.length > PERSON_NAME_MAX) throw badRequest(`a name has at most ${PERSON_NAME_MAX} characters`, "user_name");
+  const problem = nameProblem(name, "a name");
+  if (problem) throw badRequest(problem, "user_name");
   if (input.password.length < MIN_PASSWORD) throw badRequest(`a password needs at least ${MIN_PASSWORD} characters`);
   const email = normalizeEmail(input.email);
   if (await findUserByEmail(email)) throw emailTaken();
   return {
     id: `usr_${randomBytes(12).toString("hex")}`,
     email,
-    name: input.name.trim() || email.split("@")[0]!,
+    name: name || email.split("@")[0]!,
     password_hash: await hashPassword(input.password),
     is_admin: 0,
     created_at_ms: Date.now(),

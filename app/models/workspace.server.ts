@@ -1,6 +1,7 @@
 import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase32LowerCaseNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
 import { randomBytes } from "node:crypto";
+import { nameProblem } from "~/protocol/plain-text";
 import { ApiError, badRequest, notFound } from "~/utils/api-error.server";
 import type { Transaction } from "kysely";
 import type { Database } from "../../db/schema";
@@ -35,6 +36,8 @@ const INVITE_MS = INVITE_DAYS * 24 * 3600 * 1000;
 export function workspaceName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > 80) throw badRequest("a workspace name is 1 to 80 characters", "name");
+  const problem = nameProblem(trimmed, "a workspace name");
+  if (problem) throw badRequest(problem, "name");
   return trimmed;
 }
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ClipboardSetSchema, Path, Selection } from "./action-fields";
 import { BatchSchema, StepSchema } from "./actions";
+import { NOT_LYING, PRINTABLE } from "./plain-text";
 import { BOX_LABELS_MAX, BOX_LABEL_KEY, BOX_LABEL_VALUE_MAX, BOX_NAME_MAX } from "./box-console";
 
 // The queries and small bodies of the /v1 box, file, screen, history and secret routes that no
@@ -16,23 +17,24 @@ export const TRACE_PAGE_DEFAULT = 100;
 // (`metadata` beside spec and placement) and by PATCH /v1/boxes/{id}; the console's rename and
 // label chips send the same values through the same model (app/models/box-metadata.server.ts).
 
-/**
- * No control characters, and no space at either end (a name that looks empty is no name). The
- * control characters (Unicode's Cc) spelled as their ranges, C0, DEL and C1: the OpenAPI document
- * carries this pattern, and JSON Schema's regex dialect has no `\p{…}` (it needs the u flag).
- */
-const PRINTABLE = /^[^\u0000-\u001f\u007f-\u009f]*$/u;
+// No control characters, nor any that make the console show another name (plain-text.ts), and no
+// space at either end (a name that looks empty is no name).
 export const BoxNameSchema = z
   .string()
   .min(1, "a name needs at least one character")
   .max(BOX_NAME_MAX, `a name has at most ${BOX_NAME_MAX} characters`)
   .regex(PRINTABLE, "a name has no control characters")
+  .regex(NOT_LYING, "a name has no invisible or direction-changing characters")
   .regex(/^\S(.*\S)?$/su, "a name does not start or end with a space");
 
 export const BoxLabelsSchema = z
   .record(
     z.string().regex(BOX_LABEL_KEY, "a label key is 1–63 of a-z, 0-9, '.', '_', '/', '-', starting with a letter or digit"),
-    z.string().max(BOX_LABEL_VALUE_MAX, `a label value has at most ${BOX_LABEL_VALUE_MAX} characters`).regex(PRINTABLE, "a label value has no control characters"),
+    z
+      .string()
+      .max(BOX_LABEL_VALUE_MAX, `a label value has at most ${BOX_LABEL_VALUE_MAX} characters`)
+      .regex(PRINTABLE, "a label value has no control characters")
+      .regex(NOT_LYING, "a label value has no invisible or direction-changing characters"),
   )
   .refine((labels) => Object.keys(labels).length <= BOX_LABELS_MAX, `a box has at most ${BOX_LABELS_MAX} labels`);
 

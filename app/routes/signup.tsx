@@ -45,7 +45,7 @@ export async function action({ request, context }: Route.ActionArgs) {
     const admin = mayAdminister(peer(context), field(form, "setup_token"));
     if (m.first && !admin) throw new ApiError("denied", FIRST_ACCOUNT_REFUSAL);
     // A refusal about a field is said at it; any other (an address with an account) in the banner.
-    const { user, workspaceId } = await formFields({ email: "email", confirm: "confirm" }, async () => {
+    const { user, workspaceId } = await formFields({ user_name: "name", email: "email", confirm: "confirm" }, async () => {
       const email = field(form, "email");
       if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw badRequest("enter an email address", "email");
       if (field(form, "password") !== field(form, "confirm")) throw badRequest("the passwords differ", "confirm");
@@ -97,7 +97,7 @@ export default function Signup({ loaderData }: Route.ComponentProps) {
           {/* The Create account button was disabled while it worked, which dropped the focus: a
               refusal at a field takes it there, any other to this banner. */}
           {result && "error" in result && !("field" in result && result.field) ? <Alert focus={result}>{result.error}</Alert> : null}
-          <Field label="Name" name="name" autoComplete="name" required />
+          <Field label="Name" name="name" autoComplete="name" required maxLength={80} error={fieldError(result, "name")} />
           <Field label="Email" name="email" type="email" autoComplete="email" required defaultValue={invite?.email} readOnly={!!invite} error={fieldError(result, "email")} />
           <Field label="Password" name="password" type="password" autoComplete="new-password" minLength={10} required hint="At least 10 characters." />
           <Field label="Confirm password" name="confirm" type="password" autoComplete="new-password" minLength={10} required error={fieldError(result, "confirm")} />

@@ -77,6 +77,37 @@ describe("accounts", () => {
     expect(closed.status).toBeLessThan(400);
   });
 
+  it("a person's, a key's or a workspace's name that would show as another (direction override, invisible characters) or that has no end is refused", async () => {
+    // Others read these names where it matters: "Ada has control", "Ada took over screen 0",
+    // "key agent-1" in a trace, the members table, the workspace switcher. "\u202Enimda" shows as
+    // "admin"; "agent\u200B" looks exactly like "agent".
+    const pw = "x".repeat(12);
+    const token = await c.inviteToken(ada, "mal@example.com", "member");
+    const refusedSignUp = async (name: string, said: string) => {
+      const res = await c.form(undefined, "/signup", { name, email: "mal@example.com", password: pw, confirm: pw, invite: token });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("set-cookie")).toBeNull();
+      expect(await res.text()).toContain(said);
+    };
+    await refusedSignUp("\u202Enimda", "a name has no invisible or direction-changing characters");
+    await refusedSignUp("Ada\u2066", "a name has no invisible or direction-changing characters");
+    await refusedSignUp("Ada\u0007", "a name has no control characters");
+    await refusedSignUp("m".repeat(81), "a name has at most 80 characters");
+    expect((await login("mal@example.com", pw)).status).toBe(401);
+    // Right-to-left scripts are names like any other.
+    const mal = await c.form(undefined, "/signup", { name: "\u05de\u05dc", email: "mal@example.com", password: pw, confirm: pw, invite: token });
+    expect(mal.status, await mal.clone().text()).toBe(302);
+
+    const keyForm = async (name: string) => (await c.form(ada, "/keys?index", { intent: "create", name, csrf: c.csrfIn(await c.page(ada, "/keys")) })).text();
+    expect(await keyForm("agent\u200B")).toContain("a key name has no invisible or direction-changing characters");
+    expect(await keyForm("\u202Etnega")).toContain("a key name has no invisible or direction-changing characters");
+    expect(await c.page(ada, "/keys")).not.toMatch(/agent\u200B|\u202Etnega/);
+
+    const wsForm = async (name: string) => (await c.form(ada, "/workspaces/new", { name, csrf: c.csrfIn(await c.page(ada, "/keys")) })).text();
+    expect(await wsForm("\u202Ehcraeser")).toContain("a workspace name has no invisible or direction-changing characters");
+    expect(await wsForm("Research\u0000")).toContain("a workspace name has no control characters");
+  });
+
   it("sets a HttpOnly, SameSite session cookie and stores only hashes of tokens, passwords and keys", async () => {
     const res = await login("ada@example.com", "correct horse battery");
     expect(res.status).toBe(302);

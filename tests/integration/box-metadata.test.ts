@@ -75,6 +75,20 @@ describe("metadata on POST /v1/boxes", () => {
     await refused(await create({ metadata: { name: "" } }), 400, "bad_request", /^metadata\.name: a name needs at least one character/);
     await refused(await create({ metadata: { name: "x".repeat(81) } }), 400, "bad_request", /^metadata\.name: a name has at most 80 characters/);
     await refused(await create({ metadata: { labels: { Team: "web" } } }), 400, "bad_request", /^metadata\.labels\.Team: a label key is/);
+    // A name or label that makes the console name another box: a right-to-left override shows
+    // "\u202Ebd-dorp" as "prod-db" (and turns the rest of "Remove …?" around it); a zero-width
+    // space makes "prod-db\u200B" look exactly like "prod-db" in the list, switcher and dialogs.
+    const lying = /a name has no invisible or direction-changing characters/;
+    await refused(await create({ metadata: { name: "\u202Ebd-dorp" } }), 400, "bad_request", new RegExp(`^metadata\\.name: ${lying.source}`));
+    await refused(await create({ metadata: { name: "prod-db\u200B" } }), 400, "bad_request", new RegExp(`^metadata\\.name: ${lying.source}`));
+    await refused(await create({ metadata: { name: "a\u2067b\u2069" } }), 400, "bad_request", new RegExp(`^metadata\\.name: ${lying.source}`));
+    await refused(await create({ metadata: { name: "line\u2028break" } }), 400, "bad_request", new RegExp(`^metadata\\.name: ${lying.source}`));
+    await refused(
+      await create({ metadata: { labels: { env: "\u202Edorp" } } }),
+      400,
+      "bad_request",
+      /^metadata\.labels\.env: a label value has no invisible or direction-changing characters/,
+    );
     const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, "v"]));
     await refused(await create({ metadata: { labels: many } }), 400, "bad_request", /^metadata\.labels: a box has at most 16 labels/);
     // Metadata is not part of the spec: inside it, it is an unknown key of the spec.
@@ -145,6 +159,8 @@ describe("PATCH /v1/boxes/{id}", () => {
     await refused(await patch(asA, boxId, { name: "" }), 400, "bad_request", /^name: a name needs at least one character/);
     await refused(await patch(asA, boxId, { name: " padded " }), 400, "bad_request", /^name: a name does not start or end with a space/);
     await refused(await patch(asA, boxId, { name: "bell\u0007" }), 400, "bad_request", /^name: a name has no control characters/);
+    await refused(await patch(asA, boxId, { name: "\u202Ebd-dorp" }), 400, "bad_request", /^name: a name has no invisible or direction-changing characters/);
+    await refused(await patch(asA, boxId, { labels: { env: "prod\uFEFF" } }), 400, "bad_request", /^labels\.env: a label value has no invisible or direction-changing characters/);
     await refused(await patch(asA, boxId, { name: "n".repeat(81) }), 400, "bad_request", /^name: a name has at most 80 characters/);
     await refused(await patch(asA, boxId, { labels: null }), 400, "bad_request", /^labels: /);
     await refused(await patch(asA, boxId, { labels: { "a b": "x" } }), 400, "bad_request", /^labels\.a b: a label key is/);
@@ -157,6 +173,10 @@ describe("PATCH /v1/boxes/{id}", () => {
       /not valid JSON/,
     );
     expect(await json(await asA(`/v1/boxes/${boxId}`))).toMatchObject({ name: "final name", labels: {} });
+    // Right-to-left scripts and emoji joined by a zero-width joiner are names like any other.
+    const rtl = "\u05de\u05d7\u05e7\u05e8 \u{1F469}\u200D\u{1F4BB} \u06a9\u200C\u0647\u0627";
+    expect(await json(await patch(asA, boxId, { name: rtl, labels: { team: "بحث" } }))).toMatchObject({ name: rtl, labels: { team: "بحث" } });
+    expect(await json(await patch(asA, boxId, { name: "final name", labels: {} }))).toMatchObject({ name: "final name", labels: {} });
   });
 
   it("another workspace gets 404 (even for a bad body), a viewer 409, a console session with CSRF and the server token may", async () => {

@@ -1,7 +1,7 @@
 import { baseUrlOf } from "~/edge/base-url.server";
 import { v1 } from "~/edge/route.server";
 import { cdpAccess } from "~/models/cdp-access.server";
-import { cdpBox, relayDevtoolsHttp } from "~/models/cdp-relay.server";
+import { DEVTOOLS_ANSWER_TYPE, cdpBox, relayDevtoolsHttp } from "~/models/cdp-relay.server";
 
 // `any /v1/cdp/{token}/json` and `/json/…`: Chromium's DevTools HTTP endpoints through the
 // server. No bearer: the token in the path is the credential, checked with its issuer's access
@@ -17,7 +17,7 @@ const relay = async ({ request, params }: { request: Request; params: Record<str
   const rest = url.pathname.slice(url.pathname.indexOf("/json") + "/json".length);
   const method = request.method === "HEAD" ? "GET" : request.method;
   const out = await relayDevtoolsHttp(access, box, method, rest, url.search, baseUrlOf(request), token);
-  return new Response(out.text, { status: out.status, headers: { "content-type": out.contentType, "cache-control": "no-store" } });
+  return new Response(out.text, { status: out.status, headers: { "content-type": DEVTOOLS_ANSWER_TYPE, "cache-control": "no-store" } });
 };
 
 const route = v1({ GET: relay, POST: relay, PUT: relay, PATCH: relay, DELETE: relay });
