@@ -57,20 +57,54 @@ export function cdpUrl(origin: string, token: string): string {
   return `${origin.replace(/\/$/, "")}/v1/cdp/${token}`;
 }
 
+/** What Chromium names its own DevTools by (127.0.0.1:(9222+n), the Host the agent sends). */
+const LOOP = String.raw`(?:127\.0\.0\.1|localhost|\[::1\]):\d{1,5}`;
+/** A whole DevTools WebSocket address: `ws://127.0.0.1:9222/devtools/page/ID` and the like. */
+const WS_ADDRESS = new RegExp(String.raw`^wss?://${LOOP}/devtools/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?)$`);
+/** A DevTools front end of Chromium's own, with its `ws=` (or `wss=`) address. */
+const FRONT_END = new RegExp(
+  String.raw`^((?:https://chrome-devtools-frontend\.appspot\.com/serve_rev/@[A-Za-z0-9]+/|devtools://devtools/bundled/|/devtools/)[a-z_]+\.html\?)wss?=${LOOP}/devtools/([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)?)$`,
+);
+
 /**
- * Rewrites every DevTools address Chromium names in an answer (it names itself
- * 127.0.0.1:(9222+n), the Host the agent sends) to go through the proxy: `ws://…/devtools/…`
- * (webSocketDebuggerUrl) and the `ws=…/devtools/…` of devtoolsFrontendUrl. On text, so it
- * covers every field, present and future, without parsing what it does not need.
+ * Rewrites every DevTools address Chromium names in an answer (webSocketDebuggerUrl, the `ws=`
+ * of devtoolsFrontendUrl) to go through the proxy. Only a string that is such an address as a
+ * whole is rewritten, since the token goes into it: a program in the box can answer for
+ * DevTools, and `ws://evil/?x=ws://127.0.0.1:9222/devtools/…` rewritten in place would send an
+ * agent's CDP client, token and all, to another host. An answer that is not JSON is left as it is.
  */
 export function rewriteDevtools(text: string, origin: string, token: string): string {
   const o = new URL(origin);
-  const secure = o.protocol === "https:";
+  const scheme = o.protocol === "https:" ? "wss" : "ws";
   const hostPath = `${o.host}/v1/cdp/${token}/devtools/`;
-  const loop = String.raw`(?:127\.0\.0\.1|localhost|\[::1\]):\d{1,5}`;
-  return text
-    .replace(new RegExp(String.raw`wss?://${loop}/devtools/`, "g"), `${secure ? "wss" : "ws"}://${hostPath}`)
-    .replace(new RegExp(String.raw`([?&])wss?=${loop}/devtools/`, "g"), `$1${secure ? "wss" : "ws"}=${hostPath}`);
+  let rewritten = false;
+  const visit = (v: unknown): unknown => {
+    if (typeof v === "string") {
+      const ws = WS_ADDRESS.exec(v);
+      if (ws) {
+        rewritten = true;
+        return `${scheme}://${hostPath}${ws[1]}`;
+      }
+      const fe = FRONT_END.exec(v);
+      if (fe) {
+        rewritten = true;
+        return `${fe[1]}${scheme}=${hostPath}${fe[2]}`;
+      }
+      return v;
+    }
+    if (Array.isArray(v)) return v.map(visit);
+    if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, visit(x)]));
+    return v;
+  };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  const out = visit(parsed);
+  // Unchanged answers (/json/protocol, about 1 MB) go out as Chromium wrote them.
+  return rewritten ? JSON.stringify(out) : text;
 }
 
 /**

@@ -162,5 +162,22 @@ describe("DevTools address rewriting", () => {
     expect(out.webSocketDebuggerUrl).toBe("ws://holm.local:8080/v1/cdp/T.K/devtools/page/AB12");
     expect(out.devtoolsFrontendUrl).toContain("?ws=holm.local:8080/v1/cdp/T.K/devtools/page/AB12");
     expect(JSON.parse(rewriteDevtools(body, "https://holm.example", "T")).webSocketDebuggerUrl).toBe("wss://holm.example/v1/cdp/T/devtools/page/AB12");
+    const list = JSON.parse(rewriteDevtools(JSON.stringify([{ id: "A", webSocketDebuggerUrl: "ws://127.0.0.1:9223/devtools/page/A" }]), "http://h", "T"));
+    expect(list[0].webSocketDebuggerUrl).toBe("ws://h/v1/cdp/T/devtools/page/A");
+    expect(JSON.parse(rewriteDevtools(JSON.stringify({ webSocketDebuggerUrl: "ws://127.0.0.1:9222/devtools/browser/9f-2a" }), "http://h", "T")).webSocketDebuggerUrl).toBe(
+      "ws://h/v1/cdp/T/devtools/browser/9f-2a",
+    );
+  });
+
+  it("puts the token only into a string that is a DevTools address as a whole (a box's own answer cannot send it elsewhere)", () => {
+    const hostile = {
+      webSocketDebuggerUrl: "ws://evil.example/?x=ws://127.0.0.1:9222/devtools/browser/B",
+      devtoolsFrontendUrl: "https://evil.example/inspector.html?ws=127.0.0.1:9222/devtools/page/A",
+      title: "see ws://127.0.0.1:9222/devtools/page/A",
+      url: "http://x/?ws=127.0.0.1:9222/devtools/page/A",
+    };
+    const text = JSON.stringify(hostile);
+    expect(rewriteDevtools(text, "http://holm.local:8080", "SECRET.TOKEN")).not.toContain("SECRET.TOKEN");
+    expect(rewriteDevtools("<html>ws://127.0.0.1:9222/devtools/page/A</html>", "http://h", "SECRET")).not.toContain("SECRET");
   });
 });
