@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import net from "node:net";
 import path from "node:path";
 import { v1Routes } from "../../app/routes";
 import { raw } from "../support/http";
-import { ROOT, type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
+import { ROOT, type TestServer, execIn, json } from "../support/server";
+import { serverWithOneBox } from "../support/one-box";
 
 // Bad input answers the seed's 400 `bad_request` ({code, message, retryable}) at once: never a
 // hang, a 500, a 422, an HTML page or an empty body, and never an effect. One box for all.
@@ -11,15 +12,9 @@ import { ROOT, type TestServer, execIn, json, removeTestBoxes, startServer } fro
 let server: TestServer;
 let box: any;
 
-beforeAll(async () => {
-  server = await startServer();
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
-  expect(box.state, JSON.stringify(box)).toBe("ready");
-});
-
-afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
+serverWithOneBox((s, b) => {
+  server = s;
+  box = b;
 });
 
 /** A /v1 call that must answer within `ms` (a hang fails the test, not its timeout). */

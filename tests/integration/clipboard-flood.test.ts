@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { describe, expect, it } from "vitest";
+import { type TestServer, json } from "../support/server";
+import { serverWithOneBox } from "../support/one-box";
 
 // What is in a box's clipboard is the box's: any process there (or a page, with a copy in a
 // click the agent made) can own it with as much text as it likes. Reading it must not cost the
@@ -9,15 +10,9 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 let server: TestServer;
 let box: any;
 
-beforeAll(async () => {
-  server = await startServer();
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
-  expect(box.state, JSON.stringify(box)).toBe("ready");
-});
-
-afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
+serverWithOneBox((s, b) => {
+  server = s;
+  box = b;
 });
 
 const api = (path: string, init: RequestInit & { json?: unknown } = {}) =>

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
 
 // The file routes with arguments an agent (or whoever holds its key) may send on purpose: files
@@ -7,53 +7,53 @@ import { type TestServer, json, removeTestBoxes, startServer } from "../support/
 // code before this, each attack left its box dead (killed for its memory) or deaf for hours.
 
 let server: TestServer;
-let box: any;
+const boxes: string[] = [];
 
 beforeAll(async () => {
   server = await startServer();
 });
 
-afterEach(async () => {
-  if (box) await server.api(`/v1/boxes/${box.id}`, { method: "DELETE" }).catch(() => undefined);
-  box = undefined;
-});
-
 afterAll(async () => {
+  await Promise.all(boxes.map((id) => server.api(`/v1/boxes/${id}`, { method: "DELETE" }).catch(() => undefined)));
   await server?.stop();
   await removeTestBoxes();
 });
 
+/** A box of the test's own, and the calls the tests make to it. */
 async function launch() {
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
+  const box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { features: [] } } } }));
   expect(box.state, JSON.stringify(box)).toBe("ready");
-}
+  boxes.push(box.id);
 
-/** A call that must answer within `ms`: a hang fails the test with what happened, not its timeout. */
-async function call(path: string, init: RequestInit & { json?: unknown } = {}, ms = 45_000) {
-  const t0 = Date.now();
-  try {
-    const res = await server.api(`/v1/boxes/${box.id}${path}`, { ...init, signal: AbortSignal.timeout(ms) });
-    const text = await res.text();
-    return { status: res.status, body: JSON.parse(text), ms: Date.now() - t0 };
-  } catch (err) {
-    return { status: 0, body: { error: String(err) }, ms: Date.now() - t0 };
+  /** A call that must answer within `ms`: a hang fails the test with what happened, not its timeout. */
+  async function call(path: string, init: RequestInit & { json?: unknown } = {}, ms = 45_000) {
+    const t0 = Date.now();
+    try {
+      const res = await server.api(`/v1/boxes/${box.id}${path}`, { ...init, signal: AbortSignal.timeout(ms) });
+      const text = await res.text();
+      return { status: res.status, body: JSON.parse(text), ms: Date.now() - t0 };
+    } catch (err) {
+      return { status: 0, body: { error: String(err) }, ms: Date.now() - t0 };
+    }
   }
-}
 
-/** The box still runs and its agent answers at once. */
-async function expectAlive() {
-  const cursor = await call("/screens/0/cursor", {}, 10_000);
-  expect(cursor.status, JSON.stringify(cursor)).toBe(200);
-  const state = await json(await server.api(`/v1/boxes/${box.id}`));
-  expect(state.state, JSON.stringify(state)).toBe("ready");
-}
+  /** The box still runs and its agent answers at once. */
+  async function expectAlive() {
+    const cursor = await call("/screens/0/cursor", {}, 10_000);
+    expect(cursor.status, JSON.stringify(cursor)).toBe(200);
+    const state = await json(await server.api(`/v1/boxes/${box.id}`));
+    expect(state.state, JSON.stringify(state)).toBe("ready");
+  }
 
-const put = (path: string, text: string) =>
-  call("/files", { method: "PUT", json: { path, contents_base64: Buffer.from(text).toString("base64") } });
+  const put = (path: string, text: string) =>
+    call("/files", { method: "PUT", json: { path, contents_base64: Buffer.from(text).toString("base64") } });
+
+  return { call, expectAlive, put };
+}
 
 describe("files that say size 0 and go on", () => {
   it("the agent's own /proc/self/pagemap is refused past the file limit (400), a grep of /proc/self ends; the box lives on", async () => {
-    await launch();
+    const { call, expectAlive } = await launch();
     // procfs says 0 bytes for it, then gives 8 bytes per page of the whole address space (TBs).
     const read = await call("/files?path=/proc/self/pagemap");
     expect(read.status, JSON.stringify(read)).toBe(400);
@@ -73,9 +73,10 @@ describe("files that say size 0 and go on", () => {
   });
 });
 
-describe("patterns that backtrack for ever", () => {
+// Each blocks its box's agent for the walk's budget (~22 s): the two run side by side, in two boxes.
+describe.concurrent("patterns that backtrack for ever", () => {
   it("grep `(a+)+$` over a line of a's: 400 within the walk's budget, and the agent answers other calls after", async () => {
-    await launch();
+    const { call, expectAlive, put } = await launch();
     expect((await put("/tmp/redos/line.txt", `${"a".repeat(40)}!\n`)).status).toBe(200);
     const grep = await call("/files/grep", { method: "POST", json: { pattern: "(a+)+$", path: "/tmp/redos" } });
     expect(grep.status, JSON.stringify(grep)).toBe(400);
@@ -91,7 +92,7 @@ describe("patterns that backtrack for ever", () => {
   });
 
   it("glob `**/` × 16 against a deep path: 400 within the walk's budget, and the agent answers other calls after", async () => {
-    await launch();
+    const { call, expectAlive, put } = await launch();
     expect((await put(`/tmp/deep/${"a/".repeat(30)}y`, "y")).status).toBe(200);
     const pattern = encodeURIComponent(`${"**/".repeat(16)}x`);
     const glob = await call(`/files/glob?pattern=${pattern}&path=/tmp/deep`);

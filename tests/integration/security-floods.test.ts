@@ -55,6 +55,24 @@ async function flood(total: number, ms: number, queued: () => number, send: () =
   return sent;
 }
 
+/**
+ * Offers 512 MiB of `msg` over a raw WebSocket (a CDP socket) for at most 20 s, then a second for
+ * the server to settle, and expects its memory to have grown by less than BOUND.
+ */
+async function floodBounded(ws: WebSocket, msg: Buffer): Promise<void> {
+  const before = peakRss(server.pid);
+  const sent = await flood(
+    512 * MiB,
+    20_000,
+    () => ws.bufferedAmount,
+    () => (ws.readyState === WebSocket.OPEN ? (ws.send(msg, { binary: false }), true) : false),
+    msg.length,
+  );
+  await sleep(1000);
+  const grew = peakRss(server.pid) - before;
+  expect(grew, `the server grew by ${(grew / MiB).toFixed(0)} MiB while ${(sent / MiB).toFixed(0)} MiB were offered`).toBeLessThan(BOUND);
+}
+
 describe("a socket whose far side stops reading", () => {
   it("CDP: a flood into a paused box's browser does not grow the server's memory; the socket works again after resume", async () => {
     const cdp = await json(await asA(`/v1/boxes/${box.id}/cdp`, { method: "POST" }));
@@ -79,17 +97,7 @@ describe("a socket whose far side stops reading", () => {
     expect((await asA(`/v1/boxes/${box.id}/pause`, { method: "POST" })).status).toBe(200);
     const size = 4 * MiB;
     const msg = Buffer.from(`{"id":1,"method":"Runtime.evaluate","params":{"expression":"'${"a".repeat(size - 80)}'.length"}}`);
-    const before = peakRss(server.pid);
-    const sent = await flood(
-      512 * MiB,
-      20_000,
-      () => ws.bufferedAmount,
-      () => (ws.readyState === WebSocket.OPEN ? (ws.send(msg, { binary: false }), true) : false),
-      msg.length,
-    );
-    await sleep(1000);
-    const grew = peakRss(server.pid) - before;
-    expect(grew, `the server grew by ${(grew / MiB).toFixed(0)} MiB while ${(sent / MiB).toFixed(0)} MiB were offered`).toBeLessThan(BOUND);
+    await floodBounded(ws, msg);
 
     // Paused boxes keep their CDP sockets: after resume what was held goes through, and the
     // socket answers as before, a screenshot (megabytes back) included.
@@ -153,17 +161,7 @@ describe("a socket whose far side stops reading", () => {
       ws.pause();
       const size = 4 * MiB;
       const msg = Buffer.from(`{"id":"${"a".repeat(size - 60)}","method":"Input.dispatchKeyEvent"}`);
-      const before = peakRss(server.pid);
-      const sent = await flood(
-        512 * MiB,
-        20_000,
-        () => ws.bufferedAmount,
-        () => (ws.readyState === WebSocket.OPEN ? (ws.send(msg, { binary: false }), true) : false),
-        msg.length,
-      );
-      await sleep(1000);
-      const grew = peakRss(server.pid) - before;
-      expect(grew, `the server grew by ${(grew / MiB).toFixed(0)} MiB while ${(sent / MiB).toFixed(0)} MiB were offered`).toBeLessThan(BOUND);
+      await floodBounded(ws, msg);
       // Once the client reads, what it sent is answered, and the socket works as before.
       ws.resume();
       ws.send(JSON.stringify({ id: 1, method: "Browser.getVersion" }));
