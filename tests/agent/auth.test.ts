@@ -172,6 +172,20 @@ describe("DevTools relay", () => {
     expect(seen.length).toBe(before);
   });
 
+  it("refuses every route but /health unsigned or with a forged signature (the viewer password route too)", async () => {
+    const { AGENT_ROUTES, agentPath } = await import("../../app/protocol/agent");
+    for (const [name, [method, pattern]] of Object.entries(AGENT_ROUTES)) {
+      if (name === "health") continue;
+      const params = Object.fromEntries([...pattern.matchAll(/:(\w+)/g)].map((m) => [m[1], m[1] === "n" ? "0" : "x"]));
+      const p = agentPath(name as keyof typeof AGENT_ROUTES, params as never);
+      const body = method === "GET" || method === "DELETE" ? undefined : JSON.stringify({ epoch: 7, issuer: "key:x", on: true });
+      const headers: Record<string, string> = body ? { "content-type": "application/json" } : {};
+      expect((await raw(p, { method, headers, body })).status, `${method} ${p} unsigned`).toBe(401);
+      const forged = { ...headers, authorization: "HOLM1 t=1,nonce=aaaaaaaaaaaaaaaaaaaaaa,body=00,sig=00" };
+      expect((await raw(p, { method, headers: forged, body })).status, `${method} ${p} forged`).toBe(401);
+    }
+  });
+
   it("relays a signed HTTP request with Host rewritten, no Origin and no signature", async () => {
     const res = await agent.call("GET", "/screens/0/cdp/json/version", undefined, { origin: "http://evil.example", host: "rebind.example" });
     expect(res.status).toBe(200);
