@@ -28,7 +28,7 @@ LOGS=$(mktemp -d)
 export HOLM_TEST_LOG_DIR="$LOGS/servers"
 cleanup() {
   # Boxes carry holm.test=<run>-<suite>: remove whatever a failed test left behind.
-  for suite in unit agent int int2 e2e; do
+  for suite in unit agent int int2 int3 e2e; do
     ids=$(/usr/bin/docker ps -aq --filter "label=holm.test=${RUN}-${suite}" 2>/dev/null || true)
     [ -n "$ids" ] && /usr/bin/docker rm -f $ids >/dev/null 2>&1 || true
   done
@@ -81,18 +81,23 @@ agent=$!
 echo "== unit"
 HOLM_TEST_RUN="${RUN}-unit" npx vitest run --project unit 2>&1 | tee "$LOGS/unit.log" || { status=1; note_failure unit "$LOGS/unit.log"; }
 
-# The integration files in two halves at once (vitest's --shard), each half in order: one
-# in order took 26–31 minutes here, and its files mostly wait on boxes. Each half has its own
-# run label, so neither's cleanup touches the other's boxes.
+# The integration files in three shards at once (vitest's --shard), each in order: one in order
+# took 26–31 minutes here, two shards 25.5 minutes each by stop 45, and the files mostly wait on
+# boxes. The shards are cut by each file's past duration (tests/support/duration-sequencer.ts;
+# scripts/test-durations.mjs writes the list from a run's log). Each shard has its own run label,
+# so no shard's cleanup touches another's boxes.
 # One retry: a console test that fails and then passes is reported as flaky, with its first
 # failure, in the summary below (never silently), instead of failing the whole run.
 bg e2e npx playwright test --retries=1
 e2e=$!
-bg int2 npx vitest run --project integration --shard=2/2
+bg int2 npx vitest run --project integration --shard=2/3
 int2=$!
-echo "== integration (1 of 2)"
-HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/2 2>&1 | tee "$LOGS/int.log" || { status=1; note_failure "integration (1 of 2)" "$LOGS/int.log"; }
-fg int2 "$int2" "integration (2 of 2)" || { status=1; note_failure "integration (2 of 2)" "$LOGS/int2.log"; }
+bg int3 npx vitest run --project integration --shard=3/3
+int3=$!
+echo "== integration (1 of 3)"
+HOLM_TEST_RUN="${RUN}-int" npx vitest run --project integration --shard=1/3 2>&1 | tee "$LOGS/int.log" || { status=1; note_failure "integration (1 of 3)" "$LOGS/int.log"; }
+fg int2 "$int2" "integration (2 of 3)" || { status=1; note_failure "integration (2 of 3)" "$LOGS/int2.log"; }
+fg int3 "$int3" "integration (3 of 3)" || { status=1; note_failure "integration (3 of 3)" "$LOGS/int3.log"; }
 fg agent "$agent" "in-box agent (host Xvfb)" || { status=1; note_failure "in-box agent" "$LOGS/agent.log"; }
 fg e2e "$e2e" "end-to-end" || { status=1; note_failure "end-to-end" "$LOGS/e2e.log"; }
 echo "== secrets in the servers' logs"
