@@ -32,6 +32,13 @@ const ALSO_BLOCKED = [
   ["100::/64", "discard"],
   // Local-use NAT64 (RFC 8215), which carries an IPv4 address as 64:ff9b::/96 does.
   ["64:ff9b:1::/48", "local NAT64"],
+  // IANA's special-purpose IPv6 ranges that are not globally reachable and that ipaddr.js calls
+  // unicast: benchmarking (RFC 5180), ORCHID (RFC 4843), documentation (RFC 9637) and SRv6
+  // segment identifiers (RFC 9602), which an operator's own routers may carry.
+  ["2001:2::/48", "benchmarking"],
+  ["2001:10::/28", "ORCHID"],
+  ["3fff::/20", "documentation"],
+  ["5f00::/16", "SRv6 segment identifiers"],
 ].map(([cidr, name]) => [ipaddr.parseCIDR(cidr!), name!] as const);
 
 /** Why `address` (an IP literal) may not be a target, or undefined when it may. */

@@ -19,9 +19,11 @@ describe("webhook targets", () => {
       "2002:7f00:1::", "64:ff9b::a00:1",
       // Ranges ipaddr.js calls unicast: IPv4-compatible loopback and metadata, site-local, benchmarking, discard, local NAT64.
       "::7f00:1", "::a9fe:a9fe", "fec0::1", "198.18.0.1", "198.19.255.255", "100::1", "64:ff9b:1::7f00:1",
+      // And IANA's special-purpose IPv6 ranges that are not global: benchmarking, ORCHID, documentation, SRv6 SIDs.
+      "2001:2::1", "2001:10::1", "3fff::1", "3fff:fff::1", "5f00::1", "5f00:ffff::1",
     ];
     for (const ip of blocked) expect(blockedRange(ip), ip).toBeDefined();
-    for (const ip of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1", "198.20.0.1", "2606:4700:4700::1111", "2a00:1450::1"]) expect(blockedRange(ip), ip).toBeUndefined();
+    for (const ip of ["8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1", "198.20.0.1", "2606:4700:4700::1111", "2a00:1450::1", "2001:3::1", "2001:20::1", "3fff:1000::1", "5f01::1"]) expect(blockedRange(ip), ip).toBeUndefined();
     expect(blockedRange("not-an-ip")).toBe("not an IP address");
   });
 
