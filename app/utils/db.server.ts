@@ -18,6 +18,7 @@ import type { Database } from "../../db/schema";
 import { migrationProvider } from "../../db/migrations";
 import { env } from "./env.server";
 import { log } from "./log.server";
+import { assertRestoreFinished } from "./restore-marker.server";
 
 let instance: Kysely<Database> | undefined;
 let sqlite: SQLite.Database | undefined;
@@ -66,6 +67,8 @@ export async function openDb(): Promise<Kysely<Database>> {
   kind = "sqlite";
   let file = ":memory:";
   if (e.HOLM_STORAGE_BACKEND === "local") {
+    // Not a fresh empty store in place of one a cut-off restore moved aside.
+    assertRestoreFinished(e.HOLM_STATE_DIR);
     fs.mkdirSync(e.HOLM_STATE_DIR, { recursive: true, mode: 0o700 });
     file = path.join(e.HOLM_STATE_DIR, "holm.db");
     ownerOnly(file);

@@ -2,6 +2,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 import fs from "node:fs";
 import path from "node:path";
 import { env } from "./env.server";
+import { assertRestoreFinished } from "./restore-marker.server";
 
 let key: Buffer | undefined;
 
@@ -22,6 +23,8 @@ export function serverKey(): Buffer {
     key = Buffer.from(fs.readFileSync(file, "utf8").trim(), "base64url");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+    // Not a new key in place of one a cut-off restore moved aside: it would open no sealed secret.
+    assertRestoreFinished(e.HOLM_STATE_DIR);
     fs.mkdirSync(e.HOLM_STATE_DIR, { recursive: true, mode: 0o700 });
     const fresh = randomBytes(32);
     try {

@@ -7,6 +7,7 @@ import { migrationProvider } from "../../db/migrations";
 import type { Manifest } from "./backup";
 import { unpack } from "./restore-archive";
 import { KEY_FILE, SERVER_ID_FILE, STORE_COMPANIONS, STORE_FILE, giveToOwnerOf, plural, processesUsing, settings } from "./state-dir";
+import { RESTORE_ASIDE_PREFIX, RESTORE_UNFINISHED } from "~/utils/restore-marker.server";
 
 // `holm restore FILE`: a `holm backup` archive into the state directory (HOLM_STATE_DIR or
 // --state-dir). It refuses a directory that holds anything unless --force, and refuses while a
@@ -161,9 +162,14 @@ function asNewServer(stage: string): { boxes: number; profiles: number; webhooks
  * so the directory is as it was: removing the old files first had left a directory with neither
  * store (a review found only the key left). The old files are removed once all is in place. An
  * interrupt (Ctrl-C) during the renames, which take milliseconds, is ignored: it would leave half.
+ * A kill -9 there cannot be: the aside directory holds a marker until every new file is in, and no
+ * server starts on the directory while it does (app/utils/restore-marker.server.ts).
  */
 async function swapIn(dir: string, stage: string, incoming: string[], old: string[]): Promise<void> {
-  const aside = await fsp.mkdtemp(path.join(dir, ".holm-restore-old-"));
+  const aside = await fsp.mkdtemp(path.join(dir, RESTORE_ASIDE_PREFIX));
+  // Until every new file is in: a server will not start on the directory while it is there.
+  const unfinished = path.join(aside, RESTORE_UNFINISHED);
+  await fsp.writeFile(unfinished, `holm restore (process ${process.pid}) moving files; kept if it was cut off\n`);
   const moved: [string, string][] = [];
   const hold = () => undefined;
   for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, hold);
@@ -179,9 +185,11 @@ async function swapIn(dir: string, stage: string, incoming: string[], old: strin
         await fsp.rename(path.join(stage, name), path.join(dir, name));
         moved.push([path.join(stage, name), path.join(dir, name)]);
       }
+      await fsp.unlink(unfinished);
     } catch (err) {
       const undone = await Promise.resolve().then(async () => {
         for (const [from, to] of moved.reverse()) await fsp.rename(to, from);
+        await fsp.rm(unfinished, { force: true });
         await fsp.rmdir(aside);
         return true;
       }).catch(() => false);

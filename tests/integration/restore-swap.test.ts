@@ -63,4 +63,27 @@ describe.skipIf(ON_POSTGRES)("holm restore --force whose swap fails part way", (
     server = await server.restart();
     expect((await apiAs(server, key)("/v1/boxes")).status).toBe(200);
   }, 120_000);
+
+  it("cut off by kill -9 in the middle of its renames: no server starts on the half-swapped directory (not as a fresh one), and says where the old files are", async () => {
+    await server.stop();
+    // What the swap leaves when killed after moving the old store and key aside, before the new
+    // ones are in: the aside directory with its marker (cli/local/restore.ts swapIn).
+    const aside = path.join(stateDir, ".holm-restore-old-cut");
+    fs.mkdirSync(aside);
+    fs.writeFileSync(path.join(aside, "restore-unfinished"), "");
+    for (const name of fs.readdirSync(stateDir).filter((n) => n === "secret.key" || n.startsWith("holm.db"))) fs.renameSync(path.join(stateDir, name), path.join(aside, name));
+    const err = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_STATE_DIR: stateDir }).then(
+      async (s) => (await s.stop(), "started"),
+      (e: Error) => e.message,
+    );
+    expect(err).toMatch(/a holm restore into .* was cut off while it swapped the files: the old state's files are in .*\.holm-restore-old-cut/);
+    // Nothing made in their place: an empty store and a new key would open none of the old secrets.
+    expect(fs.readdirSync(stateDir).filter((n) => n === "secret.key" || n.startsWith("holm.db"))).toEqual([]);
+    // Done as the message says: the server starts on the old state, bob's account and the key in it.
+    for (const name of fs.readdirSync(aside).filter((n) => n !== "restore-unfinished")) fs.renameSync(path.join(aside, name), path.join(stateDir, name));
+    fs.rmSync(aside, { recursive: true });
+    expect(users()).toBe("ada@example.com,bob@example.com");
+    server = await server.restart();
+    expect((await apiAs(server, key)("/v1/boxes")).status).toBe(200);
+  }, 120_000);
 });
