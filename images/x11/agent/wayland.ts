@@ -172,8 +172,12 @@ export class RfbInput implements InputBackend {
     const units = opts.astralAsSurrogates ? textUnits(text).flatMap(surrogateUnits) : textUnits(text);
     if (!units.every((u) => inWayvncKeymap(u.sym))) {
       // Text outside the keymap goes whole through wtype (wayland-wtype.ts): its keys and
-      // wayvnc's reach the page in the order sent only if one keyboard sends them all.
-      await this.sync();
+      // wayvnc's reach the page in the order sent only if one keyboard sends them all. wtype
+      // talks to sway past wayvnc, so it starts once sway has what wayvnc was sent (a catch-up):
+      // the events only written, on a busy box wtype's first keys reached the page before the
+      // click that focused the field ("fork ✓" arrived as " ✓").
+      this.sinceCatchUp = 0;
+      await (this.catchUp ? this.catchUp() : this.sync());
       return wtypeText(this.display, units, delayMs);
     }
     for (const u of units) {
