@@ -19,7 +19,8 @@ import type { WindowInfo } from "./window-types";
 import { AgentError } from "./errors";
 import type { AgentConfig } from "./config";
 import { BandedPng } from "./png-bands";
-import { IPC_GET_VERSION, WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";
+import { IPC_GET_VERSION } from "./sway-ipc";
+import { WaylandDesk, registerWaylandDisplay, type Desk, type Point } from "./wayland";
 
 export interface Session extends Desk {
   conn: XConnection;
