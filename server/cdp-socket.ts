@@ -125,26 +125,30 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   const rest = match[2]!;
   let access: CdpAccess;
   let up: WebSocket;
+  // A place is taken before the box is waited for or its relay opened, and given back when the
+  // client's connection ends; a refusal gives it back at once (a client that keeps its end of a
+  // refused connection open would otherwise hold it).
+  let release = () => undefined as void;
+  const no = (err: ApiError) => (release(), refuse(socket, err));
   try {
     access = await cdpAccess(token);
     if (!REST.test(rest)) throw notFound("no such DevTools WebSocket; use the address /json/version or /json/list names");
-    // A place before the box is waited for or its relay opened; given back when the client's
-    // connection ends, whether it was refused, left or relayed.
-    const release = reserveCdpPlace(access.claims);
-    if (release instanceof ApiError) throw release;
+    const place = reserveCdpPlace(access.claims);
+    if (place instanceof ApiError) throw place;
+    release = place;
     socket.once("close", release);
     if (socket.destroyed) release();
     const box = await cdpBox(access, AbortSignal.timeout(PAUSED_WAIT_MS));
     up = await openUpstream(access, box.address, rest);
   } catch (e) {
-    return refuse(socket, isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
+    return no(isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
   }
   // Access changed while the relay opened: checked again, so the listener below misses none.
   if (access.seq !== principalSeq()) {
     const again = await issuerAccess(access.claims, access.owner);
     if (!again.ok || access.seq !== principalSeq()) {
       up.terminate();
-      return refuse(socket, again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
+      return no(again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
     }
   }
   if (socket.destroyed) return void up.terminate();
