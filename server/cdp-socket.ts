@@ -228,7 +228,7 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   up.on("error", (err: Error & { code?: string }) => {
     if (err.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") {
       log.info({ box_id, screen, issuer }, "a CDP message from the browser was over the bound; closing its socket");
-      return close(c, CLOSE_TOO_BIG, `holm: the browser's answer is over ${env().HOLM_CDP_MESSAGE_MIB} MiB, the most one CDP message may be (HOLM_CDP_MESSAGE_MIB)`);
+      return close(c, CLOSE_TOO_BIG, `holm: a message from the browser is over ${env().HOLM_CDP_MESSAGE_MIB} MiB, the most one CDP message may be (HOLM_CDP_MESSAGE_MIB)`);
     }
     close(c, 1011, "the box's DevTools connection failed");
   });
