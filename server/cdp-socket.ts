@@ -12,6 +12,8 @@ import { AGENT_PORT } from "~/protocol/agent";
 import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
 import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
+import { cdpMessageMax, reserveCdpPlace } from "./cdp-limits";
+import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
 import { countSocket } from "~/utils/metrics.server";
 
@@ -24,17 +26,12 @@ import { countSocket } from "~/utils/metrics.server";
 // the screen, when each is read and the commands that would change the screen are answered
 // with a CDP error instead (app/models/cdp-guard.server.ts). A socket closes when its issuer's
 // access ends (key revoked or expired, member removed, session ended), when its token expires
-// and when the box stops or goes away. The token is never logged.
+// and when the box stops or goes away. The token is never logged. How many sockets a screen and
+// an issuer may have open, and how large one message may be, are bounded (server/cdp-limits.ts).
 
 const UPGRADE = /^\/v1\/cdp\/([^/]*)\/devtools\/(.*)$/;
 /** Chromium's WebSocket paths: /devtools/browser/<uuid>, /devtools/page/<id>. No dots: the agent path cannot climb. */
 const REST = /^[a-z_]{1,32}\/[A-Za-z0-9_-]{1,128}$/;
-/**
- * The largest message each way, as Chromium's own DevTools server takes them: 100 MB from a
- * client, 256 MB to one (devtools_http_handler.cc). Each is held whole in memory here.
- */
-const MAX_CLIENT_MESSAGE = 100 * 1024 * 1024;
-const MAX_BROWSER_MESSAGE = 256 * 1024 * 1024;
 const PAUSED_WAIT_MS = 60_000;
 /**
  * Back-pressure, both ways: while more than HIGH_WATER waits to be written to one side, the
@@ -42,14 +39,16 @@ const PAUSED_WAIT_MS = 60_000;
  * waits. A paused box keeps its CDP sockets open (docs/decisions/0011): its socket stops taking
  * bytes, and without this every message a client sent meanwhile was held here (a security
  * review grew the server by 1.2 GB). Memory per socket stays under HIGH_WATER plus the largest
- * message (one message is read whole before it is sent on). Unlike x11vnc (app/protocol/rfb/
- * pipe.ts), neither side is shared by other connections, so pausing a reader stalls nobody else.
+ * message each way (one message, at most cdpMessageMax(), is read whole before it is sent on;
+ * server/cdp-limits.ts bounds the sockets). Unlike x11vnc (app/protocol/rfb/pipe.ts), neither
+ * side is shared by other connections, so pausing a reader stalls nobody else.
  */
 const HIGH_WATER = 8 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
-/** Close codes: 1008 (policy) when access ends, 1001 when the box goes away. */
+/** Close codes: 1008 (policy) when access ends, 1001 when the box goes away, 1009 past the message bound. */
 const CLOSE_POLICY = 1008;
 const CLOSE_AWAY = 1001;
+const CLOSE_TOO_BIG = 1009;
 
 interface Conn {
   access: CdpAccess;
@@ -82,7 +81,9 @@ function close(c: Conn, code: number, reason: string) {
   if (!open.delete(c)) return;
   clearTimeout(c.timer);
   if (c.client.readyState === WebSocket.OPEN) c.client.close(code, reason.slice(0, 120));
-  else c.client.terminate();
+  // Closing already (ws closes 1009 itself on a client's message past the bound): its close
+  // frame goes out, and ws ends the connection after the handshake or its own timeout.
+  else if (c.client.readyState !== WebSocket.CLOSING) c.client.terminate();
   c.up.terminate();
 }
 
@@ -92,7 +93,7 @@ function openUpstream(access: CdpAccess, address: string, rest: string): Promise
   const up = new WebSocket(`ws://${address}:${AGENT_PORT}${path}`, {
     headers: { authorization: signAgentRequest(access.claims.box_id, "GET", path) },
     perMessageDeflate: false,
-    maxPayload: MAX_BROWSER_MESSAGE,
+    maxPayload: cdpMessageMax(),
     handshakeTimeout: 10_000,
   });
   return new Promise((resolve, reject) => {
@@ -124,20 +125,30 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   const rest = match[2]!;
   let access: CdpAccess;
   let up: WebSocket;
+  // A place is taken before the box is waited for or its relay opened, and given back when the
+  // client's connection ends; a refusal gives it back at once (a client that keeps its end of a
+  // refused connection open would otherwise hold it).
+  let release = () => undefined as void;
+  const no = (err: ApiError) => (release(), refuse(socket, err));
   try {
     access = await cdpAccess(token);
     if (!REST.test(rest)) throw notFound("no such DevTools WebSocket; use the address /json/version or /json/list names");
+    const place = reserveCdpPlace(access.claims);
+    if (place instanceof ApiError) throw place;
+    release = place;
+    socket.once("close", release);
+    if (socket.destroyed) release();
     const box = await cdpBox(access, AbortSignal.timeout(PAUSED_WAIT_MS));
     up = await openUpstream(access, box.address, rest);
   } catch (e) {
-    return refuse(socket, isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
+    return no(isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
   }
   // Access changed while the relay opened: checked again, so the listener below misses none.
   if (access.seq !== principalSeq()) {
     const again = await issuerAccess(access.claims, access.owner);
     if (!again.ok || access.seq !== principalSeq()) {
       up.terminate();
-      return refuse(socket, again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
+      return no(again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
     }
   }
   if (socket.destroyed) return void up.terminate();
@@ -214,7 +225,13 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   client.on("close", () => close(c, 1000, ""));
   up.on("close", (code) => close(c, code === 1000 ? 1000 : CLOSE_AWAY, "the browser closed the connection"));
   client.on("error", () => close(c, 1011, ""));
-  up.on("error", () => close(c, 1011, "the box's DevTools connection failed"));
+  up.on("error", (err: Error & { code?: string }) => {
+    if (err.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") {
+      log.info({ box_id, screen, issuer }, "a CDP message from the browser was over the bound; closing its socket");
+      return close(c, CLOSE_TOO_BIG, `holm: a message from the browser is over ${env().HOLM_CDP_MESSAGE_MIB} MiB, the most one CDP message may be (HOLM_CDP_MESSAGE_MIB)`);
+    }
+    close(c, 1011, "the box's DevTools connection failed");
+  });
 }
 
 async function recheck(c: Conn) {
@@ -228,7 +245,7 @@ async function recheck(c: Conn) {
 /** Registers the DevTools socket's upgrade route and its listeners (once, before listening). */
 export function registerCdpSocket() {
   if (wss) return;
-  wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: MAX_CLIENT_MESSAGE });
+  wss = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: cdpMessageMax() });
   registerUpgrade(UPGRADE, (req, socket, head, match) => {
     socket.on("error", () => undefined);
     accept(req, socket, head, match).catch((err) => {

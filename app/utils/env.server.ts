@@ -66,6 +66,14 @@ const EnvSchema = z.object({
   HOLM_TAKEOVER_GRACE_SECS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Viewer sockets one screen takes through this server (half of it for one issuer); more are refused 503. */
   HOLM_VIEWERS_PER_SCREEN: z.coerce.number().int().min(1).max(10_000).default(64),
+  /**
+   * CDP sockets one screen takes through this server (half of it for one issuer), and one issuer
+   * across every box; more are refused 503 (server/cdp-limits.ts).
+   */
+  HOLM_CDP_SOCKETS_PER_SCREEN: z.coerce.number().int().min(1).max(10_000).default(16),
+  HOLM_CDP_SOCKETS_PER_ISSUER: z.coerce.number().int().min(1).max(100_000).default(32),
+  /** The largest CDP message through the proxy, each way, in MiB; a longer one closes its socket 1009. */
+  HOLM_CDP_MESSAGE_MIB: z.coerce.number().int().min(1).max(256).default(32),
   /** Boxes that may be starting at the same time; more wait in `starting`. */
   HOLM_LAUNCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /**
