@@ -139,6 +139,11 @@ test("walking the console (box list, a box's live screen, its terminal, its trac
 
   // The live screen through noVNC (the viewer relay's WebSocket) and the terminal (socket.io).
   await expect(page.getByTestId("vnc")).toHaveAttribute("data-state", "connected");
+  // Taking the screen over and giving it back: the control socket and the shortcut hints.
+  await page.getByRole("button", { name: "Take over" }).click();
+  await expect(page.getByTestId("vnc")).toHaveAttribute("data-mode", "control");
+  await page.getByRole("button", { name: "Give back" }).click();
+  await expect(page.getByTestId("vnc")).toHaveAttribute("data-mode", "view");
   await page.getByText("Terminal", { exact: true }).click();
   await expect(page.getByTestId("terminal-status")).toContainText("Connected");
 
@@ -150,6 +155,7 @@ test("walking the console (box list, a box's live screen, its terminal, its trac
   for (const [path, heading] of [
     ["/settings", "Settings"],
     [`/boxes/${box.id}`, undefined],
+    [`/boxes/${box.id}/screen?screen=0`, undefined],
     [`/boxes/${box.id}/trace`, /Trace of/],
     ["/webhooks", /Webhooks/],
     ["/members", /Members/],
