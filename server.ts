@@ -15,6 +15,8 @@ type Holm = {
   log: import("pino").Logger;
   flushLog(): Promise<void>;
   noteOf(req: import("node:http").IncomingMessage): object | undefined;
+  /** The nonce of the request's script policy, which the edge set (server/page-csp.ts). */
+  cspNonceOf(req: import("node:http").IncomingMessage): string | undefined;
   /** One log line per request (first), and GET /metrics. */
   requestLog: express.RequestHandler;
   metrics: express.RequestHandler;
@@ -89,7 +91,12 @@ app.use(
   // socket's address, or behind a proxy (trust proxy, above) the client that the loopback proxy
   // names last in X-Forwarded-For; a header from anyone else is never believed.
   // `note`: the request's log line, which the /v1 routes fill in (server/request-log.ts).
-  createRequestHandler({ build, getLoadContext: (req) => ({ remoteAddress: req.ip ?? req.socket.remoteAddress ?? "unknown", note: holm.noteOf(req) }) }),
+  // `cspNonce`: the page's script nonce, which its policy names (app/entry.server.tsx puts it on
+  // every script the render writes).
+  createRequestHandler({
+    build,
+    getLoadContext: (req) => ({ remoteAddress: req.ip ?? req.socket.remoteAddress ?? "unknown", note: holm.noteOf(req), cspNonce: holm.cspNonceOf(req) }),
+  }),
 );
 
 server.listen(config.port, config.host, () => {

@@ -11,6 +11,7 @@ import { isbot } from "isbot";
 import type { RenderToPipeableStreamOptions } from "react-dom/server";
 import { renderToPipeableStream } from "react-dom/server";
 import { type RequestNote, failureOf, log } from "~/utils/log.server";
+import { NonceContext } from "~/components/nonce";
 
 export const streamTimeout = 5_000;
 
@@ -65,9 +66,17 @@ export default function handleRequest(
       streamTimeout + 1000,
     );
 
+    // The page's script nonce (server/page-csp.ts, by way of server.ts): on every script the render
+    // writes, React's own streaming scripts and React Router's (<Scripts>, <ScrollRestoration>,
+    // module preloads), and ours in the root's <head> (NonceContext). A render without one (no
+    // policy to satisfy) writes none.
+    const nonce = (loadContext as { cspNonce?: string } | undefined)?.cspNonce;
     const { pipe, abort } = renderToPipeableStream(
-      <ServerRouter context={routerContext} url={request.url} />,
+      <NonceContext value={nonce}>
+        <ServerRouter context={routerContext} url={request.url} nonce={nonce} />
+      </NonceContext>,
       {
+        nonce,
         [readyOption]() {
           shellRendered = true;
           const body = new PassThrough({

@@ -15,6 +15,7 @@ import { hotPath } from "./hot-path";
 import { metricsRoute } from "./metrics";
 import { requestLog } from "./request-log";
 import { answerClientError, httpEdge } from "./http-edge";
+import { cspNonceOf } from "./page-csp";
 import { startLoops, stopLoops } from "./loops";
 import { attachSocketIo } from "./realtime";
 import { attachRevocation } from "./revocation";
@@ -41,6 +42,8 @@ export const holm = {
   flushLog,
   /** The log note of a request, for React Router's load context (the /v1 routes fill it in). */
   noteOf: (req: import("node:http").IncomingMessage) => noteOf(req),
+  /** The request's CSP nonce (the edge made it), for the render's scripts (server/page-csp.ts). */
+  cspNonceOf,
 
   /** First middleware: one log line per request (HOLM_LOG_REQUESTS=0: none). */
   requestLog,

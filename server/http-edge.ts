@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { ApiError } from "~/utils/api-error.server";
 import { env } from "~/utils/env.server";
+import { newPageNonce, pagePolicy } from "./page-csp";
 
 // The HTTP edge: what every request, page, /v1 call and socket passes before any route sees it
 // (docs/decisions/0005). A browser is the threat here: any page the user visits can send it
@@ -189,7 +190,8 @@ function capStreamingBody(req: IncomingMessage, res: ServerResponse, limit: numb
  * On every answer. No page of the console may be framed, by anyone: a page on another port of the
  * same host is the same site, gets the session cookie into a frame (SameSite=Lax) and could lay the
  * console under a decoy to take a person's clicks (tests/e2e/security-http). `frame-ancestors` for
- * browsers that read CSP, X-Frame-Options for the rest. No answer is sniffed into another type:
+ * browsers that read CSP, X-Frame-Options for the rest (a path the edge lets through gets a fuller
+ * policy below: /v1's, or a page's script policy). No answer is sniffed into another type:
  * box files and images must never be read as a page of the console's origin.
  */
 const EVERY_RESPONSE: [string, string][] = [
@@ -220,7 +222,8 @@ export function httpEdge(req: IncomingMessage, res: ServerResponse, next: (err?:
   }
   const path = url.split("?")[0]!;
   const v1 = isApiPath(path);
-  if (v1) res.setHeader("content-security-policy", API_CSP);
+  // A page of the console: only the scripts of the server's own render run (server/page-csp.ts).
+  res.setHeader("content-security-policy", v1 ? API_CSP : pagePolicy(newPageNonce(req)));
   if (v1 && !decodes(path)) {
     return send(res, new ApiError("bad_request", "the path holds a malformed percent-escape (% then two hex digits of UTF-8)"), hasBody(req) ? req : undefined);
   }

@@ -1,3 +1,5 @@
+import { useNonce } from "./nonce";
+
 // A console page whose own requests the browser cut comes back whole. Chrome cancels every request
 // in flight, loopback ones included, whenever a network interface or address comes or goes
 // (net::ERR_NETWORK_CHANGED), and a Docker engine on the same machine adds and removes them as
@@ -56,7 +58,8 @@ const GUARD = `(function () {
   };
 })();`;
 
-/** Put first in <head>, before the stylesheets and scripts it watches. */
+/** Put first in <head>, before the stylesheets and scripts it watches. With the page's nonce: inline. */
 export function NetworkCutGuard() {
-  return <script dangerouslySetInnerHTML={{ __html: GUARD }} />;
+  const nonce = useNonce();
+  return <script nonce={nonce} suppressHydrationWarning dangerouslySetInnerHTML={{ __html: GUARD }} />;
 }

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { useFetcher } from "react-router";
-import { WEBHOOK_EVENT_KINDS } from "~/protocol/api-webhook";
+import { WEBHOOK_EVENT_KINDS } from "~/protocol/webhook-events";
 import { useEditor } from "./box-meta-edit";
 import { PostForm } from "./post-form";
 import { Alert, Button, Card, CsrfInput, FieldMessage, useInvalid, when } from "./ui";

@@ -1,23 +1,11 @@
 import { z } from "zod";
+import { WEBHOOK_EVENT_KINDS } from "./webhook-events";
 
 // The bodies and queries of /v1/webhooks (holm's, issue 16; docs/decisions/0018), written once:
 // the routes validate with them, the OpenAPI registry documents them, the console sends the same
 // values. Unknown keys are refused, as everywhere on /v1.
 
-/** The event kinds of seed 000 ("Events") a webhook may subscribe to; "*" is every kind. */
-export const WEBHOOK_EVENT_KINDS = [
-  "box.created",
-  "box.ready",
-  "box.paused",
-  "box.stopped",
-  "box.removed",
-  "box.unreachable",
-  "box.failed",
-  "screen.taken_over",
-  "screen.given_back",
-  "image.built",
-  "image.removed",
-] as const;
+export { WEBHOOK_EVENT_KINDS };
 
 /** Webhooks one workspace may have. */
 export const WEBHOOKS_PER_OWNER = 20;
