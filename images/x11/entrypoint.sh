@@ -66,8 +66,9 @@ part_died() {
   exit "$status"
 }
 
-# A kiosk: a screen's Chromium that quit (status 0: its last tab or window closed by ctrl+w,
-# ctrl+shift+q or a page's window.close(), input the server cannot refuse without refusing typing)
+# A kiosk: a screen's Chromium that quit (status 0: its last tab or window closed by ctrl+w or a
+# page's window.close(), input the server cannot refuse without refusing typing; or a TERM, which
+# Chromium answers by quitting)
 # is started again on its display and profile, on a blank tab, instead of stopping the box and
 # every other screen with it (docs/decisions/0011-cdp-proxy.md). A crash (a signal, a non-zero
 # status) still stops the box with status 13, and so does a browser that quits more than
@@ -205,6 +206,8 @@ trap 'log "TERM received, stopping"; shutdown; exit 0' TERM INT
 [[ $screens =~ ^[1-8]$ ]] || die "HOLM_SCREENS must be 1-8, got '$screens'"
 [[ $width =~ ^[0-9]{3,5}$ && $height =~ ^[0-9]{3,5}$ ]] ||
   die "HOLM_WIDTH and HOLM_HEIGHT must be whole pixels, got '$width' x '$height'"
+[[ $browser_restarts_max =~ ^[0-9]{1,3}$ ]] ||
+  die "HOLM_BROWSER_RESTARTS_PER_MIN must be a whole number, got '$browser_restarts_max'"
 
 log "starting $screens $desktop screen(s) of ${width}x${height}, features '${HOLM_FEATURES:-}'"
 
