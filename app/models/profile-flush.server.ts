@@ -9,13 +9,16 @@ import { measureProfile } from "./profile-size.server";
 // model) in a cycle; the server registers it at boot.
 
 const FLUSH_MS = 8000;
+/** The entrypoint's line for screen 0's browser quitting (X11 names it by display, Wayland by screen). */
+const SCREEN_0_QUIT = / holm: chromium (?::99|0) quit \(status 0\)/;
 
 /**
  * Chromium writes cookies out every 30 s and when it closes, not when it is sent TERM or killed
  * (tried here: a cookie set 3 s before `docker stop` was lost, also for every later box with the
  * profile; after `Browser.close` it was on disk). So before a running box with a profile is
- * stopped or removed, its screen-0 browser is closed over CDP and given up to 8 s to exit; the
- * box stops with it (its entrypoint ends when Chromium does). A stop does this in the box's
+ * stopped or removed, its screen-0 browser is closed over CDP and given up to 8 s to exit. The
+ * box's entrypoint starts a browser that quit again (a kiosk, images/x11/entrypoint.sh) and says
+ * so in its output, which is how the exit is seen; the box's stop follows. A stop does this in the box's
  * serial chain, so the exit watcher (box-sync.server.ts) finds the box `stopped` by the user, not
  * on its own; a resume starts Chromium again on the profile. A paused box being removed is not
  * woken for it: what it set in its last 30 s may be lost (a stop wakes it anyway, so it flushes).
@@ -39,14 +42,19 @@ async function flushProfile(row: BoxRow, profile: string): Promise<void> {
   if (!address) return;
   const box = { id: row.id, owner: row.owner, screens: row.screens, width: row.width, height: row.height, address };
   const closing = (async () => {
+    const ref = row.runtime_ref;
+    const lastQuit = async () => (ref ? (await runtimeOf(row).logs(ref, 50)).findLast((l) => SCREEN_0_QUIT.test(l)) : undefined);
+    const before = await lastQuit();
     const browser = await browserOf(box, 0);
     const gone = new Promise<void>((resolve) => browser.once("disconnected", () => resolve()));
     const session = await browser.newBrowserCDPSession();
     await session.send("Browser.close").catch(() => undefined);
     await gone;
     // DevTools hangs up early in Chromium's shutdown, before the cookie store's last write: the
-    // write is done when Chromium has exited, and with it the box (its entrypoint ends then).
-    while (row.runtime_ref && (await runtimeOf(row).inspect(row.runtime_ref)).state === "running") {
+    // write is done when Chromium has exited, which the entrypoint logs (a new line: each starts
+    // with its time). A box that stops instead (an image from before the kiosk) ends the wait too.
+    // Only the box's own processes could print such a line early, against their own profile.
+    while (ref && (await runtimeOf(row).inspect(ref)).state === "running" && (await lastQuit()) === before) {
       await new Promise((r) => setTimeout(r, 100));
     }
   })();

@@ -77,7 +77,7 @@ async function keep(box: RunningBox, screen: number, state: RecordState, by: Act
   await mark(box.id, screen, "recording_stopped", { ...base, bytes: data.length, kept: true, recording: id }, by);
 }
 
-/** Registered at boot, before the profile's flush (which closes the browser and ends the box). */
+/** Registered at boot, before the profile's flush (which closes the browser). */
 export function registerRecordingKeep(): void {
   onBeforeRemove(keepBeforeRemove);
 }

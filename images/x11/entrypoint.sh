@@ -4,7 +4,8 @@
 # CDP on 127.0.0.1:9222+n only (the agent relays it to the server, signed); then the agent.
 # Screens start side by side, one stage at a time, so N screens take about as long as one.
 # Every long-lived process is a direct child so that `wait -n` sees it die: the box then stops
-# with a non-zero status instead of living on half broken.
+# with a non-zero status instead of living on half broken; only a browser that quit is started
+# again (restart_browser).
 # The contract (env, ports, displays) is images/README.md.
 set -uo pipefail
 
@@ -54,7 +55,8 @@ part_died() {
     wait "$pid"
     rc=$?
   fi
-  log "${part[$pid]:-pid $pid} exited with status $rc; stopping the box"
+  restart_browser "$pid" "$rc" && return 0
+  log "${part[$pid]:-pid $pid} exited with status $rc${part_why:-}; stopping the box"
   if [[ -n ${part_log[$pid]:-} ]]; then
     tail -n 6 "${part_log[$pid]}" 2>/dev/null | while IFS= read -r line; do log "  ${part[$pid]}: ${line:0:300}"; done
   fi
@@ -62,6 +64,35 @@ part_died() {
   unset "part[$pid]"
   shutdown
   exit "$status"
+}
+
+# A kiosk: a screen's Chromium that quit (status 0: its last tab or window closed by ctrl+w or a
+# page's window.close(), input the server cannot refuse without refusing typing; or a TERM, which
+# Chromium answers by quitting)
+# is started again on its display and profile, on a blank tab, instead of stopping the box and
+# every other screen with it (docs/decisions/0011-cdp-proxy.md). A crash (a signal, a non-zero
+# status) still stops the box with status 13, and so does a browser that quits more than
+# browser_restarts_max times within a minute: a page or an agent quitting it in a loop.
+readonly browser_restarts_max=${HOLM_BROWSER_RESTARTS_PER_MIN:-5}
+# pid -> its screen, for the browsers; per screen, the times (s) it was started again lately.
+declare -A browser_screen=()
+declare -a browser_restarts=()
+
+# restart_browser PID STATUS: starts that browser again when the rule above allows; fails if not.
+restart_browser() {
+  local pid=$1 rc=$2 n now t recent=()
+  [[ -n ${browser_screen[$pid]:-} ]] && ((rc == 0 && !stopping)) || return 1
+  n=${browser_screen[$pid]}
+  now=$EPOCHSECONDS
+  for t in ${browser_restarts[n]:-}; do ((now - t < 60)) && recent+=("$t"); done
+  if ((${#recent[@]} >= browser_restarts_max)); then
+    part_why=" after ${#recent[@]} restarts within a minute"
+    return 1
+  fi
+  browser_restarts[n]="${recent[*]} $now"
+  log "${part[$pid]} quit (status 0); starting it again (restart $((${#recent[@]} + 1)) within a minute)"
+  unset "part[$pid]" "part_log[$pid]" "browser_screen[$pid]"
+  start_browser "$n"
 }
 
 # Ends the box when a part has ended. A part that ended while this script ran another command was
@@ -175,6 +206,8 @@ trap 'log "TERM received, stopping"; shutdown; exit 0' TERM INT
 [[ $screens =~ ^[1-8]$ ]] || die "HOLM_SCREENS must be 1-8, got '$screens'"
 [[ $width =~ ^[0-9]{3,5}$ && $height =~ ^[0-9]{3,5}$ ]] ||
   die "HOLM_WIDTH and HOLM_HEIGHT must be whole pixels, got '$width' x '$height'"
+[[ $browser_restarts_max =~ ^[0-9]{1,3}$ ]] ||
+  die "HOLM_BROWSER_RESTARTS_PER_MIN must be a whole number, got '$browser_restarts_max'"
 
 log "starting $screens $desktop screen(s) of ${width}x${height}, features '${HOLM_FEATURES:-}'"
 
@@ -407,13 +440,9 @@ if has_feature dock && [[ -e ${apps[0]} ]]; then
   } >"$tint2rc"
 fi
 
-for ((n = 0; n < screens; n++)); do
-  d=$((99 + n))
-  if has_feature dock && [[ $desktop != wayland ]]; then
-    spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c "$tint2rc"
-  fi
-  profile=/root/.config/holm/chromium-$n
-  mkdir -p "$profile"
+# start_browser N: screen N's Chromium, at the box's start and again when it quits (restart_browser).
+start_browser() {
+  local n=$1 d=$((99 + $1)) profile=/root/.config/holm/chromium-$1
   # Left behind by a container that was killed; Chromium would take them for a running twin.
   rm -f "$profile"/Singleton{Lock,Socket,Cookie}
   if [[ $desktop == wayland ]]; then
@@ -422,10 +451,20 @@ for ((n = 0; n < screens; n++)); do
     spawn_quiet "chromium $n" "chromium-$n" env XDG_RUNTIME_DIR="/run/holm/wl-$n" WAYLAND_DISPLAY=wayland-1 \
       "${chromium_env[@]}" chromium --ozone-platform=wayland --disable-smooth-scrolling "${chromium_flags[@]}" \
       "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
-    continue
+  else
+    spawn_quiet "chromium :$d" "chromium-$n" env DISPLAY=":$d" "${chromium_env[@]}" chromium "${chromium_flags[@]}" \
+      "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
   fi
-  spawn_quiet "chromium :$d" "chromium-$n" env DISPLAY=":$d" "${chromium_env[@]}" chromium "${chromium_flags[@]}" \
-    "--user-data-dir=$profile" "--remote-debugging-port=$((9222 + n))" about:blank
+  browser_screen[$!]=$n
+}
+
+for ((n = 0; n < screens; n++)); do
+  d=$((99 + n))
+  if has_feature dock && [[ $desktop != wayland ]]; then
+    spawn_quiet "tint2 :$d" "tint2-$n" env DISPLAY=":$d" tint2 -c "$tint2rc"
+  fi
+  mkdir -p "/root/.config/holm/chromium-$n"
+  start_browser "$n"
 done
 log "chromium launched"
 

@@ -15,7 +15,7 @@ import { until } from "../support/until";
 // takeover each must be answered with the takeover error, and the page must show no change;
 // after give-back the same commands work, so what the test looks at is a real effect. And a
 // person's takeover of one screen holds against a client of another screen ending its browser,
-// which stops the whole box.
+// which, crashed, stops the whole box (one that quits is started again).
 
 let server: TestServer;
 let box: any;
@@ -106,7 +106,7 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
     }
   }, 90_000);
 
-  it("while a person holds screen 0, a CDP client of screen 1 cannot end its browser (it would stop the box and the person's screen with it); after give-back it can", async () => {
+  it("while a person holds screen 0, a CDP client of screen 1 cannot end its browser (a crash would stop the box and the person's screen with it); after give-back it can", async () => {
     const made = await json(await asKey("/v1/boxes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ spec: { desktop: { screens: 2 } } }) }));
     expect(made.state, JSON.stringify(made)).toBe("ready");
     const res = await asKey(`/v1/boxes/${made.id}/cdp?screen=1`, { method: "POST" });
@@ -117,6 +117,7 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
     const send = cdpSocket(ws);
     const takeover = `/v1/boxes/${made.id}/screens/0/takeover`;
     const state = async () => (await json(await asKey(`/v1/boxes/${made.id}`))).state;
+    let again: WebSocket | undefined;
     try {
       expect((await server.api(takeover, { method: "POST", json: { shared: false } })).status).toBe(200);
       // Screen 1 is the agent's own: it still drives there.
@@ -140,11 +141,27 @@ describe("CDP commands of a current Chromium during an exclusive takeover", () =
       expect((await send("Browser.getVersion")).result?.product).toMatch(/Chrom/);
 
       expect((await server.api(takeover, { method: "DELETE" })).status).toBe(200);
+      // After give-back: the browser it closes ends (its socket closes) and the box starts it
+      // again (a kiosk, images/x11/entrypoint.sh); the browser it crashes stops the box.
+      const closed = new Promise((r) => ws.once("close", r));
       await send("Browser.close").catch(() => undefined);
-      await until("the box stopped by its browser's end", state, (s) => s !== "ready");
+      await closed;
+      const mint = async () => {
+        const r = await asKey(`/v1/boxes/${made.id}/cdp?screen=1`, { method: "POST" });
+        return r.status === 200 ? ((await json(r)).ws_url as string) : undefined;
+      };
+      const url = await until("a CDP address of screen 1's new browser", mint, (u) => u !== undefined);
+      expect(await state()).toBe("ready");
+      again = new WebSocket(url!);
+      await new Promise((resolve, reject) => (again!.once("open", resolve), again!.once("error", reject)));
+      const sendAgain = cdpSocket(again);
+      expect((await sendAgain("Browser.getVersion")).result?.product).toMatch(/Chrom/);
+      void sendAgain("Browser.crash").catch(() => undefined);
+      await until("the box stopped by its browser's crash", state, (s) => s !== "ready");
     } finally {
       await server.api(takeover, { method: "DELETE" });
       ws.terminate();
+      again?.terminate();
     }
   }, 90_000);
 });

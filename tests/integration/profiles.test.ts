@@ -113,6 +113,11 @@ describe("browser profiles", () => {
 
   it("the next box with the profile starts logged in where the last one left off", async () => {
     await remove(asA, first.id);
+    // Its browser was closed for the profile's last writes, and the server saw it end (the box's
+    // entrypoint starts a browser that quits again: that must not hold the removal for 8 s).
+    // (The server logs JSON: the name's quotes come escaped.)
+    expect(server.logs()).toMatch(/browser closed for profile \\"work\\"/);
+    expect(server.logs()).not.toMatch(/did not close in \d+ ms; profile \\"work\\"/);
     expect((await json(await asA("/v1/profiles"))).profiles).toEqual([expect.objectContaining({ name: "work", held_by: null })]);
     const { status, box } = await launch(asA, { profile: "work" });
     expect(status, JSON.stringify(box)).toBe(200);

@@ -226,8 +226,9 @@ export async function focusTab(screen: Screen, ref: string): Promise<{ tab: TabI
 }
 
 /**
- * Chromium quits when its last tab or window closes, and the box stops with it (its entrypoint
- * stops the box when Chromium exits). A kiosk browser shows a blank page instead: so before the
+ * Chromium quits when its last tab or window closes. The box's entrypoint then starts it again
+ * (a second or two, its other windows and DevTools clients gone), and a sixth time within a minute
+ * stops the box. A kiosk browser shows a blank page instead, at once: so before the
  * last tab goes, a blank one is opened (in a window of its own when `newWindow`, for a window
  * that closes with all its tabs).
  */

@@ -110,8 +110,8 @@ async function pressChord(screen: Screen, s: Desk, chord: string): Promise<void>
 }
 
 /**
- * Before Chromium's last window closes, a blank window of its own: otherwise Chromium quits and
- * the box stops with it (pages.ts openBlank). Other windows close as asked. The close waits (up
+ * Before Chromium's last window closes, a blank window of its own: otherwise Chromium quits
+ * (pages.ts openBlank). Other windows close as asked. The close waits (up
  * to 5 s) for the blank window to be on the screen: Chromium answers before it maps it, and on a
  * loaded machine the next call's window list had no browser in it.
  */
