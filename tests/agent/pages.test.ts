@@ -294,6 +294,17 @@ describe("pages", () => {
     await expectTabsMatchChromium(await tabsRoute());
   });
 
+  it("a tab's title is the page's own, not DevTools' HTML-escaped form of it (/json/list sends `&#39;` for `'`)", async () => {
+    // The title element's text is `Ada's "R&D" <page>`: its markup needs escapes, the title none.
+    const r = await openUrl({ url: "data:text/html,<title>Ada's \"R%26amp;D\" %26lt;page%26gt;</title><p>x</p>", label: "title" });
+    const id = r.results[0].tab.id;
+    const title = await evalIn<string>(id, "document.title");
+    expect(title).toBe(`Ada's "R&D" <page>`);
+    expect(r.results[0].tab.title).toBe(title);
+    expect((await tabsRoute()).find((t) => t.id === id)!.title).toBe(title);
+    expect((await agent.call("DELETE", "/screens/0/tabs/title")).body.closed).toBe(true);
+  });
+
   it("a screen whose Chromium does not answer: batches get tabs: [], the tabs route fails", async () => {
     const lone = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_CDP_PORT_BASE: String(await freePort()) });
     const r = await batch(lone, 0, { actions: [{ type: "cursor" }] });

@@ -39,8 +39,14 @@ export async function listTargets(port: number, timeoutMs = 5000): Promise<CdpTa
   if (r.status !== 200) throw new AgentError("failed", `DevTools /json/list answered ${r.status}: ${r.text.slice(0, 200)}`);
   const list = JSON.parse(r.text) as unknown;
   if (!Array.isArray(list)) throw new AgentError("failed", "DevTools /json/list is not a list");
-  return list as CdpTarget[];
+  return (list as CdpTarget[]).map((t) => (typeof t.title === "string" ? { ...t, title: unescapeTitle(t.title) } : t));
 }
+
+// DevTools' HTTP list sends each title through base::EscapeForHTML (for its own HTML listing):
+// a page titled `Ada's` came out as `Ada&#39;s` in every tab list. Those five, in one pass, so
+// `&amp;lt;` (a title that says `&lt;`) stays `&lt;`.
+const TITLE_ESCAPES: Record<string, string> = { "&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&#39;": "'" };
+const unescapeTitle = (title: string): string => title.replace(/&(?:lt|gt|amp|quot|#39);/g, (e) => TITLE_ESCAPES[e]!);
 
 /** An error answer from Chromium to one command (the session itself is fine). */
 export class CdpError extends AgentError {}
