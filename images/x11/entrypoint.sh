@@ -56,7 +56,7 @@ part_died() {
     rc=$?
   fi
   restart_browser "$pid" "$rc" && return 0
-  log "${part[$pid]:-pid $pid} exited with status $rc${part_why:-}; stopping the box"
+  log "${part[$pid]:-pid $pid} exited with status $rc; stopping the box"
   if [[ -n ${part_log[$pid]:-} ]]; then
     tail -n 6 "${part_log[$pid]}" 2>/dev/null | while IFS= read -r line; do log "  ${part[$pid]}: ${line:0:300}"; done
   fi
@@ -68,30 +68,50 @@ part_died() {
 
 # A kiosk: a screen's Chromium that quit (status 0: its last tab or window closed by ctrl+w or a
 # page's window.close(), input the server cannot refuse without refusing typing; or a TERM, which
-# Chromium answers by quitting)
-# is started again on its display and profile, on a blank tab, instead of stopping the box and
-# every other screen with it (docs/decisions/0011-cdp-proxy.md). A crash (a signal, a non-zero
-# status) still stops the box with status 13, and so does a browser that quits more than
-# browser_restarts_max times within a minute: a page or an agent quitting it in a loop.
+# Chromium answers by quitting) is started again on its display and profile, on a blank tab,
+# instead of stopping the box and every other screen with it (docs/decisions/0011-cdp-proxy.md).
+# A crash (a signal, a non-zero status) still stops the box with status 13. A browser quit more
+# than browser_restarts_max times within a minute (a page or an agent quitting it in a loop) is
+# started again once the oldest of those restarts is a minute old, not at once: the loop costs
+# that screen its browser for a while, never the box (stopping it then took a person's screen 0
+# with it while an agent quit screen 1's browser over and over).
 readonly browser_restarts_max=${HOLM_BROWSER_RESTARTS_PER_MIN:-5}
-# pid -> its screen, for the browsers; per screen, the times (s) it was started again lately.
-declare -A browser_screen=()
+# pid -> its screen, for the browsers and for the pauses before one starts again; per screen, the
+# times (s) it was started again lately.
+declare -A browser_screen=() browser_pause=()
 declare -a browser_restarts=()
 
-# restart_browser PID STATUS: starts that browser again when the rule above allows; fails if not.
+# restart_browser PID STATUS: starts that browser again, now or after a pause (a `sleep` part,
+# whose end starts it); fails for anything else, which then stops the box.
 restart_browser() {
-  local pid=$1 rc=$2 n now t recent=()
-  [[ -n ${browser_screen[$pid]:-} ]] && ((rc == 0 && !stopping)) || return 1
+  local pid=$1 rc=$2 n now t recent=() name
+  ((rc == 0 && !stopping)) || return 1
+  if [[ -n ${browser_pause[$pid]:-} ]]; then
+    n=${browser_pause[$pid]}
+    unset "part[$pid]" "browser_pause[$pid]"
+    browser_restarts[n]="${browser_restarts[n]:-} $EPOCHSECONDS"
+    log "screen $n: the pause is over; starting its browser again"
+    start_browser "$n"
+    return 0
+  fi
+  [[ -n ${browser_screen[$pid]:-} ]] || return 1
   n=${browser_screen[$pid]}
+  name=${part[$pid]}
   now=$EPOCHSECONDS
   for t in ${browser_restarts[n]:-}; do ((now - t < 60)) && recent+=("$t"); done
+  unset "part[$pid]" "part_log[$pid]" "browser_screen[$pid]"
+  browser_restarts[n]="${recent[*]}"
   if ((${#recent[@]} >= browser_restarts_max)); then
-    part_why=" after ${#recent[@]} restarts within a minute"
-    return 1
+    local pause=$((60 - (now - recent[0])))
+    ((pause < 1)) && pause=1
+    log "$name quit (status 0); started again ${#recent[@]} times within a minute already, so again in ${pause} s"
+    sleep "$pause" &
+    part[$!]="chromium $n (paused)"
+    browser_pause[$!]=$n
+    return 0
   fi
   browser_restarts[n]="${recent[*]} $now"
-  log "${part[$pid]} quit (status 0); starting it again (restart $((${#recent[@]} + 1)) within a minute)"
-  unset "part[$pid]" "part_log[$pid]" "browser_screen[$pid]"
+  log "$name quit (status 0); starting it again (restart $((${#recent[@]} + 1)) within a minute)"
   start_browser "$n"
 }
 

@@ -130,7 +130,8 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
     }
   }, 180_000);
 
-  it("over and over: five quits within a minute are started again, the sixth stops the box as a crash does (Chromium exited)", async () => {
+  // X11 only: the pause is the entrypoint's, the same on both desktops, and costs a minute.
+  it.skipIf(DESKTOP === "wayland")("over and over: five quits within a minute are started again at once, the sixth after a pause; the box runs throughout", async () => {
     const id = await newBox();
     try {
       const t0 = Date.now();
@@ -154,17 +155,27 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
       }
       // The bound counts quits within a minute: five restarts here took well under one.
       expect(Date.now() - t0).toBeLessThan(55_000);
-      // Sent again until it lands: a browser just started may not have its window focused yet.
-      for (let i = 0; i < 5 && (await running(id)); i++) {
+      // The sixth: sent again until it lands; then screen 1 has no browser for a while, the box runs.
+      const logs = async () => (await docker.getContainer(`holm-${id}`).logs({ stdout: true, stderr: true })).toString("utf8");
+      for (let i = 0; i < 5 && !/again in \d+ s/.test(await logs()); i++) {
         await closeTabByKey(id, 1).catch(() => undefined);
-        await until("the box stopped", () => running(id), (r) => !r, 4000).catch(() => undefined);
+        await sleep(1000);
       }
-      expect(await running(id)).toBe(false);
-      const box = await until("the box stopped, for /v1", async () => json(await server.api(`/v1/boxes/${id}`)), (b) => b.state === "stopped");
-      expect(box.reason).toMatch(/Chromium exited/);
-      expect(box.reason).toMatch(/after 5 restarts within a minute/);
+      expect(await logs()).toMatch(/quit \(status 0\); started again 5 times within a minute already, so again in \d+ s/);
+      expect(await tabsOf(id, 1)).toEqual([]);
+      expect(await running(id)).toBe(true);
+      expect((await json(await server.api(`/v1/boxes/${id}`))).state).toBe("ready");
+      // Screen 0 goes on meanwhile.
+      expect((await batch(id, 0, { actions: [{ type: "open_url", url: AGENT, target: "current" }] })).status).toBe(200);
+      // Once the first restart is a minute old, screen 1's browser is back; the box never stopped.
+      const back = await until("screen 1's browser after the pause", () => tabsOf(id, 1), (t) => t.length === 1, 75_000);
+      expect(back[0].id).not.toBe(last);
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(55_000);
+      expect(await running(id)).toBe(true);
+      expect(await logs()).toMatch(/the pause is over; starting its browser again/);
+      expect((await batch(id, 1, { actions: [{ type: "open_url", url: AGENT, target: "current" }] })).status).toBe(200);
     } finally {
       await remove(id);
     }
-  }, 180_000);
+  }, 240_000);
 });
