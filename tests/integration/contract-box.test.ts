@@ -67,11 +67,41 @@ beforeAll(async () => {
   void removeOnceCreated(boxF.id);
 });
 
-/** Removes the box's container as soon as the engine has one (the launch then fails). */
+/**
+ * Removes the box's container as soon as the engine has one (the launch then fails): on the
+ * engine's `create` event, and by looking every 100 ms in case the event is missed. Tried until
+ * the container is gone: on a loaded machine a look could come after the box was already ready
+ * (a CI run with three shards found it `ready`), and a removal can fail while the engine is busy.
+ */
 async function removeOnceCreated(id: string) {
-  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await sleep(100)) {
-    const [c] = await docker.listContainers({ all: true, filters: { label: [`holm.box=${id}`] } });
-    if (c) return docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  const label = `holm.box=${id}`;
+  let done = false;
+  const removeUntilGone = async (cid: string) => {
+    for (let i = 0; i < 50; i++) {
+      try {
+        await docker.getContainer(cid).remove({ force: true });
+      } catch (err) {
+        if ((err as { statusCode?: number }).statusCode === 404) break;
+      }
+      if (!(await docker.getContainer(cid).inspect().then(() => true, () => false))) break;
+      await sleep(100);
+    }
+    done = true;
+  };
+  const events = (await docker.getEvents({ filters: { type: ["container"], event: ["create"], label: [label] } })) as NodeJS.ReadableStream & { destroy(): void };
+  events.on("data", (chunk: Buffer) => {
+    for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
+      const cid = (JSON.parse(line) as { id?: string; Actor?: { ID?: string } }).Actor?.ID;
+      if (cid && !done) void removeUntilGone(cid);
+    }
+  });
+  try {
+    for (const deadline = Date.now() + 180_000; Date.now() < deadline && !done; await sleep(100)) {
+      const [c] = await docker.listContainers({ all: true, filters: { label: [label] } });
+      if (c) await removeUntilGone(c.Id);
+    }
+  } finally {
+    events.destroy();
   }
 }
 
