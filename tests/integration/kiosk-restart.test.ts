@@ -172,6 +172,8 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
       const read = await server.api(`/v1/boxes/${id}/screens/1/actions`, { method: "POST", json: { actions: [{ type: "read", what: { format: "text" } }] } });
       expect(read.status).toBe(200);
       expect((await json(read)).results[0], "a read on screen 1 during its pause").toMatchObject({ ok: false, code: "screen_unavailable" });
+      const opened = await batch(id, 1, { actions: [{ type: "open_url", url: AGENT, target: "current" }] });
+      expect(opened.out.results[0], "an open_url on screen 1 during its pause").toMatchObject({ ok: false, code: "screen_unavailable" });
       expect(await running(id)).toBe(true);
       expect((await json(await server.api(`/v1/boxes/${id}`))).state).toBe("ready");
       // Screen 0 goes on meanwhile.
