@@ -184,12 +184,16 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
   c.timer.unref();
   let answered = true;
+  let queued = 0;
   client.on("pong", () => (answered = true));
+  client.on("message", () => (answered = true));
   c.ping = setInterval(() => {
     if (client.readyState !== WebSocket.OPEN) return;
-    // A client held (the proxy reads nothing from it while the browser is behind) is not judged
-    // this round: its answer waits unread with the rest.
-    if (holds.get(client)) answered = true;
+    // Not judged this round: a client held (the proxy reads nothing from it while the browser is
+    // behind: its answer waits unread with the rest), or one still taking in what was queued for
+    // it (a slow link reads a 32 MiB answer before the ping behind it).
+    if (holds.get(client) || client.bufferedAmount < queued) answered = true;
+    queued = client.bufferedAmount;
     if (!answered) return client.terminate();
     answered = false;
     client.ping();
