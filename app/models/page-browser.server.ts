@@ -223,16 +223,17 @@ export function targetIdOf(page: Page): Promise<string> {
 }
 
 /**
- * The screen's tabs as the agent lists them (front first, with labels). A browser that does not
- * answer DevTools (the box's entrypoint is starting it again after it quit, or waits a minute
+ * The screen's tabs as the agent lists them (front first, with labels). A browser whose DevTools
+ * refuses connections (the box's entrypoint is starting it again after it quit, or waits a minute
  * after it quit over and over: images/x11/entrypoint.sh) is `screen_unavailable`, retryable, as
- * connecting to it is (`connect` above), not the agent's `failed`.
+ * connecting to it is (`connect` above).
  */
 export function listTabs(t: ScreenTarget): Promise<TabInfo[]> {
   return callAgent<{ tabs: TabInfo[] }>(t.box, agentCall("tabs", { n: t.screen })).then(
     (r) => r.tabs,
     (err: unknown) => {
-      if (!(isApiError(err) && err.code === "failed" && /DevTools .* does not answer/.test(err.message))) throw err;
+      // (An agent of an image from before it says so itself: `failed`, the connection refused.)
+      if (!(isApiError(err) && err.code === "failed" && /DevTools .* does not answer: connect ECONNREFUSED/.test(err.message))) throw err;
       throw new ApiError("screen_unavailable", `screen ${t.screen}'s browser does not answer DevTools now (it may be starting again after it quit)`, { retryable: true });
     },
   );
