@@ -49,12 +49,22 @@ const LOW_WATER = 1024 * 1024;
 const CLOSE_POLICY = 1008;
 const CLOSE_AWAY = 1001;
 const CLOSE_TOO_BIG = 1009;
+/**
+ * Liveness, as the viewer relay's (app/protocol/rfb/pipe.ts): a client whose connection vanished
+ * without closing (a machine that slept or lost its network, a sandbox frozen and thrown away)
+ * answers no ping and is ended within two of these. Without it its socket stayed open until its
+ * token expired (an hour by default, up to a day), holding one of the key's CDP places
+ * (server/cdp-limits.ts): a few such drops and the key was refused on that screen. Every
+ * WebSocket client library answers pings itself (Playwright's, Puppeteer's, ws, browsers).
+ */
+const PING_MS = 30_000;
 
 interface Conn {
   access: CdpAccess;
   client: WebSocket;
   up: WebSocket;
   timer?: NodeJS.Timeout;
+  ping?: NodeJS.Timeout;
 }
 
 const open = new Set<Conn>();
@@ -80,6 +90,7 @@ let wss: WebSocketServer | undefined;
 function close(c: Conn, code: number, reason: string) {
   if (!open.delete(c)) return;
   clearTimeout(c.timer);
+  clearInterval(c.ping);
   if (c.client.readyState === WebSocket.OPEN) c.client.close(code, reason.slice(0, 120));
   // Closing already (ws closes 1009 itself on a client's message past the bound): its close
   // frame goes out, and ws ends the connection after the handshake or its own timeout.
@@ -172,6 +183,22 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
   // Timers hold at most ~24.8 days; a token lives at most a day.
   c.timer = setTimeout(() => close(c, CLOSE_POLICY, "the CDP token (or the key that minted it) has expired"), Math.min(left, 2 ** 31 - 1));
   c.timer.unref();
+  let answered = true;
+  let queued = 0;
+  client.on("pong", () => (answered = true));
+  client.on("message", () => (answered = true));
+  c.ping = setInterval(() => {
+    if (client.readyState !== WebSocket.OPEN) return;
+    // Not judged this round: a client held (the proxy reads nothing from it while the browser is
+    // behind: its answer waits unread with the rest), or one still taking in what was queued for
+    // it (a slow link reads a 32 MiB answer before the ping behind it).
+    if (holds.get(client) || client.bufferedAmount < queued) answered = true;
+    queued = client.bufferedAmount;
+    if (!answered) return client.terminate();
+    answered = false;
+    client.ping();
+  }, PING_MS);
+  c.ping.unref();
   // One writer per side: sends to `to`, and stops reading `from` (the side whose message this
   // is) while `to` is behind; each write's completion looks again (ws has no drain event; a write
   // completes once the socket has taken it). The client is the source of two kinds of writes:

@@ -237,8 +237,8 @@ export function refusedDuringTakeover(method: string, params: Record<string, unk
 
 /**
  * What ends a screen's browser: the browser itself, or its last tab (Chromium exits with its last
- * window). The box's entrypoint starts a browser that quit again, but a crash, or a sixth quit
- * within a minute, stops the box (images/x11/entrypoint.sh), so these are box-wide writes,
+ * window). The box's entrypoint starts a browser that quit again (a sixth quit within a minute
+ * only after a pause), but a crash stops the box (images/x11/entrypoint.sh), so these are box-wide writes,
  * refused while a person holds any screen of the box, as stopping it is (assertMayWriteBox), not
  * only the token's own screen. Closing a tab is refused even when it
  * is not the last: which one is, the proxy does not know.

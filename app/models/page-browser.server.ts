@@ -1,6 +1,6 @@
 import { type Browser, type BrowserContext, type ConsoleMessage, type Dialog, type Page, chromium } from "playwright-core";
 import { AGENT_PORT, type TabInfo, agentCall } from "~/protocol/agent";
-import { ApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
 import { agentFetch, readCapped, signAgentRequest } from "./agent.server";
 import { lookAhead } from "./page-element-snap.server";
 import type { RunningBox } from "./box.server";
@@ -222,9 +222,21 @@ export function targetIdOf(page: Page): Promise<string> {
   return s.targetId;
 }
 
-/** The screen's tabs as the agent lists them (front first, with labels). */
+/**
+ * The screen's tabs as the agent lists them (front first, with labels). A browser whose DevTools
+ * refuses connections (the box's entrypoint is starting it again after it quit, or waits a minute
+ * after it quit over and over: images/x11/entrypoint.sh) is `screen_unavailable`, retryable, as
+ * connecting to it is (`connect` above).
+ */
 export function listTabs(t: ScreenTarget): Promise<TabInfo[]> {
-  return callAgent<{ tabs: TabInfo[] }>(t.box, agentCall("tabs", { n: t.screen })).then((r) => r.tabs);
+  return callAgent<{ tabs: TabInfo[] }>(t.box, agentCall("tabs", { n: t.screen })).then(
+    (r) => r.tabs,
+    (err: unknown) => {
+      // (An agent of an image from before it says so itself: `failed`, the connection refused.)
+      if (!(isApiError(err) && err.code === "failed" && /DevTools .* does not answer: connect ECONNREFUSED/.test(err.message))) throw err;
+      throw new ApiError("screen_unavailable", `screen ${t.screen}'s browser does not answer DevTools now (it may be starting again after it quit)`, { retryable: true });
+    },
+  );
 }
 
 export interface TabPage {
@@ -309,11 +321,19 @@ export async function screenOfTab(box: RunningBox, tab?: string | null): Promise
 /** Listings screenOfTab read, for the pageOf of the same call (by its target object). */
 const listedFor = new WeakMap<ScreenTarget, TabInfo[]>();
 
-/** Every screen's tabs, for `GET /v1/boxes/{id}/pages`. */
+/**
+ * Every screen's tabs, for `GET /v1/boxes/{id}/pages`. A screen whose browser is not there now
+ * (quit, and not started again yet) has none: one screen's browser quitting (an agent's ctrl+w)
+ * made the whole box's list answer 422, another screen's person's tabs with it.
+ */
 export async function allTabs(box: RunningBox): Promise<(TabInfo & { screen: number })[]> {
   const out: (TabInfo & { screen: number })[] = [];
   for (let screen = 0; screen < box.screens; screen++) {
-    for (const tab of await listTabs({ box, screen })) out.push({ ...tab, screen });
+    const tabs = await listTabs({ box, screen }).catch((err: unknown) => {
+      if (isApiError(err) && err.code === "screen_unavailable") return [];
+      throw err;
+    });
+    for (const tab of tabs) out.push({ ...tab, screen });
   }
   return out;
 }

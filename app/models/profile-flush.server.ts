@@ -31,7 +31,15 @@ export function registerProfileFlush(): void {
 async function letGo(row: BoxRow, running: boolean): Promise<void> {
   const placement = JSON.parse(row.placement_json) as { profile?: string };
   if (!placement.profile) return;
-  if (running) await flushProfile(row, placement.profile);
+  // A screen-0 browser that is not there to close (it quit, and the box's entrypoint waits out a
+  // pause before starting it again, or is starting it) wrote the profile out as it quit. Its
+  // failure once skipped the measure below: a profile filled, then its browser quit in a loop
+  // as the box went, was never refused at launch.
+  if (running) {
+    await flushProfile(row, placement.profile).catch((err: unknown) =>
+      log.warn({ err, box: row.id }, `browser not closed for profile "${placement.profile}" (it may have quit already); measuring it as it is`),
+    );
+  }
   // After the close, so what Chromium wrote last counts; from the engine, so a box whose
   // Chromium died (out of memory, filling the profile) is measured too.
   await measureProfile(row, placement.profile);

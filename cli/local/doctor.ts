@@ -9,6 +9,7 @@ import { baseImageTag, imageTag } from "~/runtime/image-source.server";
 import { configFileResult, type Env, publicUrl } from "~/utils/env.server";
 import { isLoopbackUrl } from "~/utils/loopback";
 import { KEY_FILE, STORE_FILE, settings } from "./state-dir";
+import { assertRestoreFinished } from "~/utils/restore-marker.server";
 
 // `holm doctor`: what an operator checks before starting (or after upgrading) a server, each as
 // ok / warn / fail with what to do about it, from this machine's settings (the same environment
@@ -144,6 +145,12 @@ async function store(e: Env, add: Add): Promise<void> {
       const file = path.join(e.HOLM_STATE_DIR, STORE_FILE);
       const unusable = stateDirProblem(e.HOLM_STATE_DIR);
       if (unusable) return add("fail", "store", unusable.says, unusable.fix);
+      // What the server refuses to start on, said here too: it had "does not exist yet" below.
+      try {
+        assertRestoreFinished(e.HOLM_STATE_DIR);
+      } catch (err) {
+        return add("fail", "store", (err as Error).message, "move the old state's files back (or restore again), then remove the .holm-restore-old- directory");
+      }
       if (!fs.existsSync(file)) return add("ok", "store", `${file} does not exist yet: the first start makes it`);
       const db = new SQLite(file, { readonly: true, fileMustExist: true });
       try {

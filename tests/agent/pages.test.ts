@@ -305,17 +305,17 @@ describe("pages", () => {
     expect((await agent.call("DELETE", "/screens/0/tabs/title")).body.closed).toBe(true);
   });
 
-  it("a screen whose Chromium does not answer: batches get tabs: [], the tabs route fails", async () => {
+  it("a screen whose Chromium does not listen (quit, not started again yet): batches get tabs: [], the tabs route and open_url say screen_unavailable", async () => {
     const lone = await startAgent({ HOLM_DISPLAY_BASE: String(D), HOLM_CDP_PORT_BASE: String(await freePort()) });
     const r = await batch(lone, 0, { actions: [{ type: "cursor" }] });
     expect(r.stopped_at).toBeNull();
     expect(r.tabs).toEqual([]);
     expect(r.windows.length).toBeGreaterThan(0);
     const t = await lone.call("GET", "/screens/0/tabs");
-    expect(t.status).toBe(422);
-    expect(t.body.code).toBe("failed");
+    expect(t.status).toBe(409);
+    expect(t.body.code).toBe("screen_unavailable");
     const o = await batch(lone, 0, { actions: [{ type: "open_url", url: "about:blank" }] });
-    expect(o.results[0]).toMatchObject({ ok: false, code: "failed" });
+    expect(o.results[0]).toMatchObject({ ok: false, code: "screen_unavailable" });
     lone.proc.kill("SIGKILL");
   });
 });

@@ -199,3 +199,48 @@ it("a refused upgrade gives its place back at once, even while its client keeps 
     await closeAll();
   }
 }, 60_000);
+
+/**
+ * A client whose machine went away (slept, lost its network, a sandbox frozen and thrown away): its
+ * upgrade went through, then nothing more comes on the connection, not even a close, and nothing
+ * on it answers. Kept in `held` (the test's end destroys it).
+ */
+function vanishedClient(wsUrl: string, held: net.Socket[]): Promise<number> {
+  const url = new URL(wsUrl);
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ port: Number(url.port), host: url.hostname }, () =>
+      s.write(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
+    );
+    held.push(s);
+    s.once("data", (d) => (s.pause(), resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(String(d))?.[1] ?? 0))));
+    s.once("error", reject);
+  });
+}
+
+it("sockets whose clients vanished without closing give their places back within a minute or so; a live client's socket stays open", async () => {
+  const [, b, c] = keys as [Api, Api, Api];
+  const held: net.Socket[] = [];
+  try {
+    // A live client (ws answers the server's pings, as Playwright's and Puppeteer's do).
+    const live = await open((await mint(b, 1)).ws_url);
+    expect(live).toBeInstanceOf(WebSocket);
+    const { ws_url } = await mint(c, 1);
+    // Key c's two places on screen 1, taken by connections that then went silent for good.
+    for (let i = 0; i < 2; i++) expect(await vanishedClient(ws_url, held)).toBe(101);
+    expect(seen(await open(ws_url))).toMatchObject(refused(/issuer/));
+    // Once the server notices they are gone, the key connects again (not for the token's hour).
+    const again = await until(
+      "key c's place back after its clients vanished",
+      async () => (await new Promise((r) => setTimeout(r, 1000)), open(ws_url)),
+      (w) => w instanceof WebSocket,
+      90_000,
+    );
+    expect(again).toBeInstanceOf(WebSocket);
+    // The live one lived through the same minute and still answers.
+    expect((live as WebSocket).readyState).toBe(WebSocket.OPEN);
+    expect((await cdpSocket(live as WebSocket)("Browser.getVersion")).result?.product).toMatch(/Chrom/);
+  } finally {
+    for (const s of held) s.destroy();
+    await closeAll();
+  }
+}, 150_000);

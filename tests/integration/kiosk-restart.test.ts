@@ -162,7 +162,18 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
         await sleep(1000);
       }
       expect(await logs()).toMatch(/quit \(status 0\); started again 5 times within a minute already, so again in \d+ s/);
-      expect(await tabsOf(id, 1)).toEqual([]);
+      // The box's tab list still answers: screen 0's tab, none on screen 1 (it answered 422
+      // `failed`, not retryable, for the whole box while one screen had no browser).
+      const listed = await server.api(`/v1/boxes/${id}/pages`, { signal: AbortSignal.timeout(20_000) });
+      const list = await json(listed);
+      expect(listed.status, JSON.stringify(list)).toBe(200);
+      expect(list.tabs.map((t: any) => t.screen), JSON.stringify(list)).toEqual([0]);
+      // What needs screen 1's browser says the screen cannot be used now, and to try again.
+      const read = await server.api(`/v1/boxes/${id}/screens/1/actions`, { method: "POST", json: { actions: [{ type: "read", what: { format: "text" } }] } });
+      expect(read.status).toBe(200);
+      expect((await json(read)).results[0], "a read on screen 1 during its pause").toMatchObject({ ok: false, code: "screen_unavailable" });
+      const opened = await batch(id, 1, { actions: [{ type: "open_url", url: AGENT, target: "current" }] });
+      expect(opened.out.results[0], "an open_url on screen 1 during its pause").toMatchObject({ ok: false, code: "screen_unavailable" });
       expect(await running(id)).toBe(true);
       expect((await json(await server.api(`/v1/boxes/${id}`))).state).toBe("ready");
       // Screen 0 goes on meanwhile.

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
 import { SITE, serveSite } from "../support/site";
+import { until } from "../support/until";
 
 // What a browser profile keeps across a box's stop, and how big it may get (ADR 0025), on real
 // boxes: a cookie set moments before `POST …/stop` is there after `…/resume` and in the next box
@@ -113,5 +114,37 @@ describe("browser profiles across stops, and their size", () => {
     expect(again.status, JSON.stringify(again.box)).toBe(200);
     await call(`/v1/boxes/${again.box.id}`, "DELETE");
     expect((await profile("big")).size_bytes).toBeLessThan(MAX_BYTES);
+  }, 300_000);
+
+  it("a profile is measured even when its box goes while screen 0's browser waits out its kiosk pause (quit six times within a minute): over the bound, refused at launch", async () => {
+    const { status, box } = await launch("looped");
+    expect(status, JSON.stringify(box)).toBe(200);
+    const fill = await call(`/v1/boxes/${box.id}/exec`, "POST", {
+      argv: ["sh", "-c", "head -c 52428800 /dev/urandom > /root/.config/holm/chromium-0/filler && sync"],
+      timeout_ms: 30_000,
+    });
+    expect(fill.code, fill.stderr).toBe(0);
+    // Screen 0's browser quits six times (a TERM from inside the box, which Chromium answers by
+    // quitting, as it does ctrl+w on its last tab), each once the one started again answers.
+    const logs = async () => (await docker.getContainer(`holm-${box.id}`).logs({ stdout: true, stderr: true })).toString("utf8");
+    const tabs = async () => (await call(`/v1/boxes/${box.id}/pages`, "GET")).tabs as unknown[];
+    for (let i = 1; i <= 6; i++) {
+      await until(`screen 0's browser up before quit ${i}`, tabs, (t) => t.length === 1, 30_000);
+      const quit = await call(`/v1/boxes/${box.id}/exec`, "POST", {
+        argv: ["sh", "-c", "kill -TERM $(ps -eo pid=,ppid=,args= | awk '$2 == 1 && / --remote-debugging-port=9222 / { print $1 }')"],
+        timeout_ms: 10_000,
+      });
+      expect(quit.code, quit.stderr).toBe(0);
+      await until(`quit ${i} seen by the box`, logs, (l) => (l.match(/chromium :99 quit \(status 0\)/g) ?? []).length === i, 20_000);
+    }
+    expect(await logs()).toMatch(/so again in \d+ s/);
+    await call(`/v1/boxes/${box.id}`, "DELETE");
+
+    // Its size was measured as the box went (there was no browser to close first).
+    const listed = await profile("looped");
+    expect(listed.size_bytes, JSON.stringify(listed)).toBeGreaterThan(50 * 1024 * 1024);
+    const refused = await server.api("/v1/boxes", { method: "POST", json: { placement: { profile: "looped" } } });
+    expect(refused.status, JSON.stringify(await json(refused))).toBe(409);
+    await call("/v1/profiles/looped", "DELETE");
   }, 300_000);
 });

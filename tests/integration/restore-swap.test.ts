@@ -79,6 +79,12 @@ describe.skipIf(ON_POSTGRES)("holm restore --force whose swap fails part way", (
     expect(err).toMatch(/a holm restore into .* was cut off while it swapped the files: the old state's files are in .*\.holm-restore-old-cut/);
     // Nothing made in their place: an empty store and a new key would open none of the old secrets.
     expect(fs.readdirSync(stateDir).filter((n) => n === "secret.key" || n.startsWith("holm.db"))).toEqual([]);
+    // `holm doctor`, what an operator runs when the server will not start, says the same (it said
+    // "store ok: holm.db does not exist yet: the first start makes it").
+    const doctor = await holmCli(work, ["--json", "doctor"], { HOLM_STATE_DIR: stateDir });
+    const store = JSON.parse(doctor.stdout).checks.filter((c: any) => c.area === "store");
+    expect(store[0], doctor.stdout).toMatchObject({ level: "fail", says: expect.stringMatching(/cut off while it swapped the files: the old state's files are in .*\.holm-restore-old-cut/) });
+    expect(doctor.code).toBe(1);
     // Done as the message says: the server starts on the old state, bob's account and the key in it.
     for (const name of fs.readdirSync(aside).filter((n) => n !== "restore-unfinished")) fs.renameSync(path.join(aside, name), path.join(stateDir, name));
     fs.rmSync(aside, { recursive: true });

@@ -18,7 +18,11 @@ export interface CdpTarget {
   webSocketDebuggerUrl?: string;
 }
 
-/** One request to the DevTools HTTP server: status and body text. Refused or silent → `failed`. */
+/**
+ * One request to the DevTools HTTP server: status and body text. Refused → `screen_unavailable`:
+ * no browser listens there now (the box's entrypoint starts one that quit again, after a pause
+ * when it quit over and over), which a later try may find back; silent → `failed`.
+ */
 export function cdpHttp(port: number, method: string, path: string, timeoutMs = 5000): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: HOST, port, method, path, agent: httpAgent, timeout: timeoutMs }, (res) => {
@@ -28,7 +32,9 @@ export function cdpHttp(port: number, method: string, path: string, timeoutMs = 
       res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
     });
     req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on("error", (err) => reject(new AgentError("failed", `Chromium's DevTools on ${HOST}:${port} does not answer: ${err.message}`)));
+    req.on("error", (err: NodeJS.ErrnoException) =>
+      reject(new AgentError(err.code === "ECONNREFUSED" ? "screen_unavailable" : "failed", `Chromium's DevTools on ${HOST}:${port} does not answer: ${err.message}`)),
+    );
     req.end();
   });
 }

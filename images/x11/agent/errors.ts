@@ -2,7 +2,7 @@ import { ERROR_STATUS } from "../../../app/protocol/errors";
 
 // Error codes shared with the server: the subset of its table (app/protocol/errors.ts) a box
 // can produce, each with the status that table gives it.
-export type ErrorCode = "bad_request" | "unsupported" | "not_found" | "denied" | "failed" | "timeout" | "internal" | "unauthorized";
+export type ErrorCode = "bad_request" | "unsupported" | "not_found" | "denied" | "failed" | "timeout" | "internal" | "unauthorized" | "screen_unavailable";
 
 export const HTTP_STATUS: Record<ErrorCode, number> = ERROR_STATUS;
 

@@ -227,8 +227,8 @@ export async function focusTab(screen: Screen, ref: string): Promise<{ tab: TabI
 
 /**
  * Chromium quits when its last tab or window closes. The box's entrypoint then starts it again
- * (a second or two, its other windows and DevTools clients gone), and a sixth time within a minute
- * stops the box. A kiosk browser shows a blank page instead, at once: so before the
+ * (a second or two, its other windows and DevTools clients gone; a sixth time within a minute,
+ * only after a pause). A kiosk browser shows a blank page instead, at once: so before the
  * last tab goes, a blank one is opened (in a window of its own when `newWindow`, for a window
  * that closes with all its tabs).
  */
