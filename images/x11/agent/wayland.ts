@@ -206,16 +206,28 @@ export class RfbInput implements InputBackend {
 }
 
 /**
- * Closes a connection to wayvnc without crashing it: wayvnc 0.5 (neatvnc 0.5) dies of SIGSEGV
- * when a client goes away before it has sent its greeting (seen here: 100 connect-and-close
- * in a row killed it, and the box with it). So a connection is closed only once the greeting
- * came, or after a while if it never does.
+ * Closes a connection to wayvnc without crashing it. wayvnc 0.5 (neatvnc 0.5.4) frees a client
+ * whose write fails with EPIPE at once, in the middle of what was writing to it: its greeting
+ * (seen here: 100 connect-and-close in a row killed it, and the box with it), or a clipboard
+ * change it sends to every client (nvnc_send_cut_text: seen here, a paste while viewers came and
+ * went stopped the box with status 12). So no write of wayvnc's may find the socket closed: the
+ * agent only ends its side (wayvnc reads the end and closes the client in its own time, safely),
+ * reads and drops what comes meanwhile, and lets go once wayvnc closed, or after a while if it
+ * never does. Before its greeting, it waits for that first.
  */
 export function closeWayvnc(sock: net.Socket, greeted: boolean): void {
-  if (greeted || sock.destroyed) return void sock.destroy();
+  if (sock.destroyed) return;
   const done = () => sock.destroy();
-  sock.once("data", done);
   setTimeout(done, 5000).unref();
+  const end = () => {
+    sock.unpipe();
+    sock.removeAllListeners("data");
+    sock.once("close", done);
+    sock.end();
+    sock.resume();
+  };
+  if (greeted) end();
+  else sock.once("data", end);
 }
 
 // wayvnc 0.5 (neatvnc 0.5.4, nvnc_send_cut_text) sends each clipboard change in the box (a
@@ -370,7 +382,7 @@ export class WaylandDesk implements Desk {
   }
 
   close(): void {
-    this.sock.destroy();
+    closeWayvnc(this.sock, true);
     this.ipc.close();
   }
 }
