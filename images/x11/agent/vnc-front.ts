@@ -10,7 +10,7 @@ import { VNC_PASSWD_PATH } from "../../../app/protocol/agent";
 import { ByteReader, greetViewerWithPassword } from "../../../app/protocol/rfb/handshake";
 import { passwordOfVncPasswdFile, vncChallengeResponse } from "../../../app/protocol/rfb/vnc-auth";
 import { RfbClientFilter } from "../../../app/protocol/rfb/filter";
-import { closeWayvnc, loginNone, waylandPaths } from "./wayland";
+import { closeWayvnc, loginNone, readServerInit, waylandPaths } from "./wayland";
 import type { AgentConfig } from "./config";
 
 const HANDSHAKE_MS = 10_000;
@@ -65,10 +65,8 @@ function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string, onPoi
       viewer.destroy();
       return;
     }
-    clearTimeout(timer);
-    // Both sides are at ClientInit: from here the bytes are the viewer's and wayvnc's own.
+    // Both sides are at ClientInit: from here the viewer's bytes are its own.
     viewer.off("data", onViewer);
-    vnc.off("data", onVnc);
     // The viewer's messages are framed on their way (they are few and small): where it puts the
     // pointer is the pointer's place, which wayvnc cannot be asked for. A message that cannot be
     // framed ends the connection, as at the server's relay.
@@ -83,9 +81,20 @@ function serveOne(viewer: net.Socket, vncPath: string, passwdFile: string, onPoi
     };
     const early = fromViewer.rest();
     if (early.length) toVnc(early);
-    const late = fromVnc.rest();
-    if (late.length) viewer.write(late);
     viewer.on("data", toVnc);
+    // wayvnc's ServerInit, answering the viewer's ClientInit, without a clipboard change that came
+    // before it (readServerInit says why); from there on wayvnc's bytes are its own.
+    let init: Buffer;
+    try {
+      init = await readServerInit((n) => fromVnc.read(n));
+    } catch {
+      closeWayvnc(vnc, greeted);
+      viewer.destroy();
+      return;
+    }
+    clearTimeout(timer);
+    vnc.off("data", onVnc);
+    viewer.write(Buffer.concat([init, fromVnc.rest()]));
     vnc.pipe(viewer);
   })();
 }

@@ -206,29 +206,76 @@ export class RfbInput implements InputBackend {
 }
 
 /**
- * Closes a connection to wayvnc without crashing it: wayvnc 0.5 (neatvnc 0.5) dies of SIGSEGV
- * when a client goes away before it has sent its greeting (seen here: 100 connect-and-close
- * in a row killed it, and the box with it). So a connection is closed only once the greeting
- * came, or after a while if it never does.
+ * Closes a connection to wayvnc without crashing it. wayvnc 0.5 (neatvnc 0.5.4) frees a client
+ * whose write fails with EPIPE at once, in the middle of what was writing to it: its greeting
+ * (seen here: 100 connect-and-close in a row killed it, and the box with it), or a clipboard
+ * change it sends to every client (nvnc_send_cut_text: seen here, a paste while viewers came and
+ * went stopped the box with status 12). So no write of wayvnc's may find the socket closed: the
+ * agent only ends its side (wayvnc reads the end and closes the client in its own time, safely),
+ * reads and drops what comes meanwhile, and lets go once wayvnc closed, or after a while if it
+ * never does. Before its greeting, it waits for that first.
  */
 export function closeWayvnc(sock: net.Socket, greeted: boolean): void {
-  if (greeted || sock.destroyed) return void sock.destroy();
+  if (sock.destroyed) return;
   const done = () => sock.destroy();
-  sock.once("data", done);
   setTimeout(done, 5000).unref();
+  const end = () => {
+    sock.unpipe();
+    sock.removeAllListeners("data");
+    sock.once("close", done);
+    sock.end();
+    sock.resume();
+  };
+  if (greeted) end();
+  else sock.once("data", end);
+}
+
+// wayvnc 0.5 (neatvnc 0.5.4, nvnc_send_cut_text) sends each clipboard change in the box (a
+// viewer's paste, a copy in a page) to every client, one still in its handshake included: a
+// ServerCutText between two handshake messages. Read as the next handshake message, it ended a
+// person's fresh viewer (4502) or reached it as its ServerInit. So the handshake reads skip it:
+// type 3, three bytes of padding (not zeroed by neatvnc: any bytes), a 4-byte length, the text.
+// No handshake message of wayvnc's starts with a 3 where one can come: it offers one security
+// type, never three; a security result is 0 or 1; a ServerInit's pixel format (byte 4) has 8, 16
+// or 32 bits a pixel, where a cut text's length below 16 MB has a 0.
+type Read = (n: number) => Promise<Buffer>;
+
+/** Skips the text of a ServerCutText whose first 4 bytes (type and padding) were read. */
+async function skipCutText(read: Read): Promise<void> {
+  await read((await read(4)).readUInt32BE(0));
 }
 
 /** Reads wayvnc's greeting and picks None; resolves when wayvnc waits for ClientInit. */
-export async function loginNone(read: (n: number) => Promise<Buffer>, write: (b: Buffer) => void): Promise<void> {
+export async function loginNone(read: Read, write: (b: Buffer) => void): Promise<void> {
   const version = (await read(12)).toString("latin1");
   if (!/^RFB 003\.\d{3}\n$/.test(version)) throw new Error(`wayvnc did not greet with RFB 3.x: ${JSON.stringify(version)}`);
   write(Buffer.from("RFB 003.008\n", "latin1"));
-  const n = (await read(1))[0];
+  let n: number;
+  while ((n = (await read(1))[0]!) === 3) {
+    await read(3);
+    await skipCutText(read);
+  }
   if (n === 0) throw new Error("wayvnc refused the connection");
   const types = [...(await read(n))];
   if (!types.includes(1)) throw new Error(`wayvnc offers security types ${types.join(", ")}, not None`);
   write(Buffer.from([1]));
-  if ((await read(4)).readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+  let result: Buffer;
+  while ((result = await read(4))[0] === 3) await skipCutText(read);
+  if (result.readUInt32BE(0) !== 0) throw new Error("wayvnc refused the session");
+}
+
+/** wayvnc's ServerInit (it comes once it has the ClientInit), past any ServerCutText before it. */
+export async function readServerInit(read: Read): Promise<Buffer> {
+  for (;;) {
+    // Both are 8 bytes long at least.
+    const head = await read(8);
+    if (head[0] === 3 && head[4] === 0) {
+      await read(head.readUInt32BE(4));
+      continue;
+    }
+    const init = Buffer.concat([head, await read(16)]);
+    return Buffer.concat([init, await read(init.readUInt32BE(20))]);
+  }
 }
 
 /** A client connection to wayvnc: RFB 3.8, security None (the socket is root's alone), shared. */
@@ -247,8 +294,7 @@ async function rfbConnect(socketPath: string, timeoutMs: number): Promise<{ sock
   try {
     await loginNone((n) => reader.read(n), (b) => sock.write(b));
     sock.write(Buffer.from([1])); // ClientInit: shared
-    const init = await reader.read(24);
-    await reader.read(init.readUInt32BE(20));
+    const init = await readServerInit((n) => reader.read(n));
     // From here the reader is RfbFrames': updates it asks for, and what wayvnc sends unasked.
     return { sock, reader, width: init.readUInt16BE(0), height: init.readUInt16BE(2) };
   } catch (err) {
@@ -336,7 +382,7 @@ export class WaylandDesk implements Desk {
   }
 
   close(): void {
-    this.sock.destroy();
+    closeWayvnc(this.sock, true);
     this.ipc.close();
   }
 }
