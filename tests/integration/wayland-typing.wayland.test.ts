@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
+import { describe, expect, it } from "vitest";
+import { serverWithOneBox } from "../support/one-box";
+import { type TestServer, json } from "../support/server";
 
 // Text typed right after a click on a busy Wayland box (ADR 0030): the click goes to sway through
 // wayvnc, text outside wayvnc's keymap through wtype, a client of sway's own. Its keys must come
@@ -14,16 +15,14 @@ const PAGE =
   "data:text/html,<style>body{margin:0}input{position:absolute;left:40px;top:40px;width:400px;height:40px}</style><input id=t>" +
   "<script>window.seen=[];addEventListener('mousedown',()=>seen.push('click'),true);addEventListener('keydown',e=>seen.push(e.key),true)</script>";
 
-beforeAll(async () => {
-  server = await startServer();
-  box = await json(await server.api("/v1/boxes", { method: "POST", json: { spec: { desktop: { server: "wayland", features: [] } } } }));
-  expect(box.state, JSON.stringify(box).slice(0, 600)).toBe("ready");
-}, 180_000);
-
-afterAll(async () => {
-  await server?.stop();
-  await removeTestBoxes();
-});
+serverWithOneBox(
+  (s, b) => {
+    server = s;
+    box = b;
+  },
+  {},
+  { desktop: { server: "wayland", features: [] } },
+);
 
 async function batch(actions: unknown[]): Promise<any> {
   const res = await server.api(`/v1/boxes/${box.id}/screens/0/actions`, { method: "POST", json: { actions } });
