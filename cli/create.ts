@@ -18,6 +18,7 @@ export const TAG_KEY = "holm-cli.create";
 const MAX_LABELS = 16;
 
 export interface Ticker {
+  start: () => void;
   update: (label: string) => void;
   stop: () => void;
 }
@@ -36,6 +37,7 @@ export async function createInterruptibly(holm: Holm, body: CreateBox, opts: { w
     remove: () => removeMade(holm, () => ({ id, failed }), tag),
   });
   const interrupted = () => guard.interrupted;
+  opts.tick.start(); // only now: a Ctrl-C from here on is this command's (cli/output.ts ticker)
   const never = new Promise<never>(() => undefined);
   try {
     let box = await holm.boxes.create(tagged).catch((e) => {

@@ -94,6 +94,7 @@ export function historyCommands(program: Command, ctx: Ctx) {
         what: () => (id ? `box ${id}` : `the fork of ${box}`),
         remove: () => made.then(async (found) => (found ? (await holm.boxes.remove(found), found) : undefined)),
       });
+      tick.start(); // after the handler: see cli/output.ts ticker
       const never = new Promise<never>(() => undefined);
       try {
         const posted = holm.boxes.fork(box, { up_to }, { idempotencyKey: f.idempotencyKey });

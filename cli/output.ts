@@ -49,15 +49,26 @@ export function printTable(head: string[], rows: (string | number | undefined)[]
 
 export const progress = (line: string) => process.stderr.write(`${printable(line)}\n`);
 
-/** A line on stderr that updates in place on a terminal (and is written once otherwise). */
+/**
+ * A line on stderr that updates in place on a terminal (and is written once otherwise). Nothing
+ * is written until `start`: a command that must catch Ctrl-C installs its handler first, since a
+ * script (or a test) that interrupts on seeing the line would otherwise kill the process by the
+ * signal's default action before the handler is there.
+ */
 export function ticker(label: string) {
-  const started = Date.now();
+  let started = Date.now();
   const tty = process.stderr.isTTY;
-  if (!tty) progress(`${label}…`);
   const draw = () => process.stderr.write(`\r${printable(label)}… ${((Date.now() - started) / 1000).toFixed(0)} s `);
-  const timer = tty ? setInterval(draw, 1000) : undefined;
-  if (tty) draw();
+  let timer: ReturnType<typeof setInterval> | undefined;
   return {
+    start: () => {
+      started = Date.now();
+      if (!tty) progress(`${label}…`);
+      else {
+        timer = setInterval(draw, 1000);
+        draw();
+      }
+    },
     update: (next: string) => {
       if (next === label) return;
       label = next;

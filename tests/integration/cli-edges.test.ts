@@ -136,10 +136,20 @@ describe("holm CLI: a box's life", () => {
   it("Ctrl-C at once after holm new starts leaves no box behind", async () => {
     const before = await liveIds();
     try {
+      // Interrupted the moment its first line arrives (as a script watching it would): the old
+      // CLI printed the line before its handler was installed and died silently 39 times in 40.
       const out = await holmCli(["new", "--ttl", "10"], {
-        onStart: (child, seen) => void until("the ticker", () => (seen.stderr.includes("creating a box") ? true : undefined)).then(() => child.kill("SIGINT")),
+        onStart: (child, seen) => {
+          let sent = false;
+          child.stderr!.on("data", () => {
+            if (!sent && seen.stderr.includes("creating a box")) {
+              sent = true;
+              child.kill("SIGINT");
+            }
+          });
+        },
       });
-      expect(out.signal).toBe("SIGINT");
+      expect(out.signal, JSON.stringify(out)).toBe("SIGINT");
       expect(out.stderr).toMatch(/interrupted: (removed box_\w+|no box was made)/);
       // Whatever the server made of the request is gone, now and once its launch is over.
       await new Promise((r) => setTimeout(r, 3000));
