@@ -4,7 +4,7 @@
 import { ApiError } from "~/utils/api-error.server";
 import { db, lockKey } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
-import { isLoopback } from "~/utils/loopback";
+import { isLoopback, isLoopbackUrl } from "~/utils/loopback";
 import { safeEqual } from "~/utils/secret.server";
 import { emailTaken, prepareUser, toUser, type User } from "./user.server";
 import { insertWorkspace, invitationFor, joinByInvitation, workspaceName } from "./workspace.server";
@@ -26,11 +26,29 @@ export interface SignUp {
  * loopback peer (behind a proxy, the client the loopback proxy names: server.ts) or whoever gives
  * the server token. A server listening on a public address used to hand itself to the first
  * stranger who found its sign-up page.
+ *
+ * With HOLM_PUBLIC_URL on another host, a loopback peer counts only when it asked for a loopback
+ * name (`Host: 127.0.0.1:…`, `localhost`, an SSH tunnel): a proxy that passes the public Host on
+ * but no X-Forwarded-For makes every stranger's request come from its loopback address.
  */
-export function mayAdminister(address: string | undefined, token: string): boolean {
-  if (isLoopback(address)) return true;
+export function mayAdminister(address: string | undefined, host: string | null, token: string): boolean {
+  if (isLoopback(address) && (!publicElsewhere() || hostIsLoopback(host))) return true;
   const serverToken = env().HOLM_SERVER_TOKEN;
   return !!serverToken && token !== "" && safeEqual(token, serverToken);
+}
+
+const publicElsewhere = () => {
+  const pub = env().HOLM_PUBLIC_URL;
+  return !!pub && !isLoopbackUrl(pub);
+};
+
+function hostIsLoopback(host: string | null): boolean {
+  if (!host) return false;
+  try {
+    return isLoopbackUrl(`http://${host}`);
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a caller who is not at the machine can make the first account at all (with the server token). */

@@ -24,12 +24,13 @@ interface Proxy {
 }
 
 /** The nginx recipe's `location /` in node:http: Host kept, X-Forwarded-Proto set, X-Forwarded-For appended. */
-async function startProxy(upstream: string): Promise<Proxy> {
+async function startProxy(upstream: string, opts: { forwardedFor?: boolean } = {}): Promise<Proxy> {
   const target = new URL(upstream);
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const headers = { ...req.headers };
     const before = req.headers["x-forwarded-for"];
-    headers["x-forwarded-for"] = before ? `${before}, ${req.socket.remoteAddress}` : req.socket.remoteAddress;
+    // A proxy set up without the recipe's X-Forwarded-For line passes on whatever the client sent.
+    if (opts.forwardedFor !== false) headers["x-forwarded-for"] = before ? `${before}, ${req.socket.remoteAddress}` : req.socket.remoteAddress;
     headers["x-forwarded-proto"] = "https";
     const out = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (up) => {
       res.writeHead(up.statusCode ?? 502, up.headers);
@@ -122,6 +123,30 @@ describe.skipIf(!outside)("behind a loopback proxy (HOLM_PUBLIC_URL set)", () =>
     // The owner, at another address, still gets in.
     const owner = await login(proxy.local, "owner@example.com", "correct horse battery");
     expect(owner.status, /role="alert"[^>]*>([^<]*)/.exec(owner.text)?.[1] ?? owner.text.slice(0, 300)).toBe(302);
+    expect(String(owner.headers["set-cookie"])).toMatch(/^holm_session=/);
+  });
+});
+
+describe.skipIf(!outside)("behind a loopback proxy that sends no X-Forwarded-For", () => {
+  it("a stranger cannot make the first account (which administers the server); the operator at the machine still can", async () => {
+    const s = await startServer({ HOLM_SERVER_TOKEN: "", HOLM_PUBLIC_URL: PUBLIC });
+    servers.push(s);
+    const proxy = await startProxy(s.base, { forwardedFor: false });
+    proxies.push(proxy);
+    const form = new URLSearchParams({ name: "Mallory", email: "mallory@example.com", password: "correct horse battery", confirm: "correct horse battery", workspace: "Mine" }).toString();
+    const signUp = (base: string, host?: string) =>
+      via(base, "/signup", { method: "POST", headers: { origin: host ? `http://${host}` : PUBLIC, "content-type": "application/x-www-form-urlencoded", ...(host ? { host } : {}) }, body: form });
+    // Every request reaches holm from the proxy's loopback address, X-Forwarded-For or not.
+    for (const extra of [{}, { "x-forwarded-for": "127.0.0.1" }] as Record<string, string>[]) {
+      const page = await via(proxy.remote, "/signup", { headers: extra });
+      expect(page.text).not.toContain('name="password"');
+    }
+    const stranger = await signUp(proxy.remote);
+    expect(String(stranger.headers["set-cookie"] ?? "")).not.toMatch(/holm_session=/);
+    expect(stranger.text.replace(/<[^>]+>/g, " ")).toContain("the first account administers this server");
+    // At the machine (its loopback address, or an SSH tunnel to it): the first account is made.
+    const owner = await signUp(s.base, new URL(s.base).host);
+    expect(owner.status, owner.text.slice(0, 300)).toBe(302);
     expect(String(owner.headers["set-cookie"])).toMatch(/^holm_session=/);
   });
 });
