@@ -269,6 +269,13 @@ export interface Database {
   trace_recording_part: TraceRecordingPartTable;
   box_typed_secret: BoxTypedSecretTable;
   direct_password: DirectPasswordTable;
+  browser_restart_seen: BrowserRestartSeenTable;
+}
+
+/** How far the server has read a box's log for its browsers' restarts (0025): the last line's time. */
+export interface BrowserRestartSeenTable {
+  box_id: string;
+  through_ms: Timestamp;
 }
 
 /** A password box's viewer password epoch (0024; no row: 0). */

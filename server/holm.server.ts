@@ -2,6 +2,7 @@ import type { Server as HttpServer } from "node:http";
 import type { Server as IoServer } from "socket.io";
 import { adoptBoxes } from "~/models/box-sync.server";
 import { registerProfileFlush } from "~/models/profile-flush.server";
+import { registerBrowserRestarts } from "~/models/browser-restarts.server";
 import { registerRecordingKeep } from "~/models/recording.server";
 import { resumeBuilds } from "~/models/image.server";
 import { loadTakeovers, stopTakeovers } from "~/models/takeover.server";
@@ -61,6 +62,8 @@ export const holm = {
     // Before any box can be removed: a box with a browser profile closes its browser first.
     // In this order: recordings are copied out while the box still runs; the profile flush ends it.
     registerRecordingKeep();
+    // Before the profile flush: a restart before the stop is traced, the flush's own quit is not.
+    registerBrowserRestarts();
     registerProfileFlush();
     await openDb();
     await openCluster();

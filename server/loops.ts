@@ -1,4 +1,5 @@
 import { reapBoxes, sweepsDone, watchBoxExits } from "~/models/box-sync.server";
+import { noteAllBrowserRestarts } from "~/models/browser-restarts.server";
 import { collectDirectInput, recheckUnreached } from "~/models/direct-viewer-access.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
@@ -49,6 +50,11 @@ export function startLoops() {
   every("reaper", e.HOLM_SERVER_REAP_SECS, async () => {
     const { removed } = await reapBoxes();
     return removed ? `removed ${removed} box(es)` : undefined;
+  });
+  // A screen's browser that quit and was started again, from the box's log, into its trace.
+  every("browser restarts", e.HOLM_SERVER_REAP_SECS, async () => {
+    const n = await noteAllBrowserRestarts();
+    return n ? `${n} browser restart(s) traced` : undefined;
   });
   every("prune", e.HOLM_SERVER_PRUNE_SECS, async () => {
     const { traces, events, images } = await prune();

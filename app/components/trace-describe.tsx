@@ -194,6 +194,11 @@ export function describeEntry(e: TraceEntry): string {
     }
     case "terminal":
       return `terminal ${str(d.phase) ?? "used"}${byWho(who)}`;
+    case "browser_restarted":
+      // The box's entrypoint started it again on a blank tab: its pages are gone (browser-restarts.server.ts).
+      return d.after_pause === true ? `screen ${screen}'s browser restarted after its pause` : `screen ${screen}'s browser quit and was restarted`;
+    case "browser_paused":
+      return `screen ${screen}'s browser quit; restarts paused after ${num(d.quits_in_minute) ?? "too many"} quits in a minute${num(d.restart_in_s) !== undefined ? ` (again in ${d.restart_in_s} s)` : ""}`;
     case "ready":
       return "ready";
     case "paused":

@@ -372,7 +372,15 @@ const rows: Row[] = [
     errors: ["denied"],
   },
   // History and events
-  { op: `GET ${BOX}/trace`, id: "trace", tag: "history", summary: "Read the trace: {entries, next}.", query: TraceQuerySchema },
+  {
+    op: `GET ${BOX}/trace`,
+    id: "trace",
+    tag: "history",
+    summary: "Read the trace: {entries, next}.",
+    description:
+      "Not in the seed: a screen's browser that quit (its last tab closed) and that the box started again on a blank tab is a `browser_restarted` entry (actor `server`, its `screen`, `data.quits_in_minute`; `data.after_pause: true` when it was started again after a pause); a quit that paused the restarts, after more than 5 in a minute, is a `browser_paused` entry (`data.quits_in_minute`, `data.restart_in_s`). The server reads them from the box's log: at its next sweep (HOLM_SERVER_REAP_SECS) or when the trace is read, each once.",
+    query: TraceQuerySchema,
+  },
   { op: `GET ${BOX}/trace/frames/{hash}`, id: "traceFrame", tag: "history", summary: "A frame the trace refers to.", binary: { type: "image/png", about: "The frame, a PNG." } },
   {
     op: `GET ${BOX}/trace/recordings`,
@@ -387,7 +395,15 @@ const rows: Row[] = [
     summary: "A kept recording (`recording` of a recording_stopped entry). Honours Range.",
     binary: { type: "video/mp4", about: "The recording, an MP4 (H.264)." },
   },
-  { op: "GET /v1/events", id: "events", tag: "events", summary: "Read events in order: {events, next, more}.", query: EventsQuerySchema },
+  {
+    op: "GET /v1/events",
+    id: "events",
+    tag: "events",
+    summary: "Read events in order: {events, next, more}.",
+    description:
+      "Not in the seed: `screen.browser_restarted` (a screen's browser quit and the box started it again; `data.screen`, `data.quits_in_minute` or `data.after_pause`) and `screen.browser_paused` (its restarts paused after too many quits in a minute; `data.screen`, `data.quits_in_minute`, `data.restart_in_s`), as the trace's `browser_restarted` and `browser_paused` entries.",
+    query: EventsQuerySchema,
+  },
   // Scheduled work: GET and POST alike, with the server token or CRON_SECRET.
   ...(["reap", "prune", "run"] as const).flatMap((job) =>
     (["GET", "POST"] as const).map((m): Row => ({ op: `${m} /v1/jobs/${job}`, id: `${m.toLowerCase()}Jobs${job[0]!.toUpperCase()}${job.slice(1)}`, tag: "jobs", summary: `The ${job} job.` })),

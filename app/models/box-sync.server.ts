@@ -25,6 +25,7 @@ import { failIfKeyRefused } from "./box-key.server";
 import { LATE_CREATE_MS, leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
 import { endedBecause } from "./box-exit.server";
+import { noteBrowserRestarts } from "./browser-restarts.server";
 import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
@@ -80,9 +81,8 @@ export async function reapBoxes(now = Date.now()): Promise<{ removed: number }> 
 }
 
 /**
- * Waits for the sweeps still going through a runtime's rows, for as long as one can take once
- * its engine stops answering (a ping, then one bound: the rest is taken as away): shutdown must
- * not close the store under a sweep, nor a test's next server find its writes.
+ * Waits for the sweeps still going through a runtime's rows, as long as one can take once its engine
+ * stops answering (a ping, then one bound): shutdown must not close the store under a sweep, nor a test's next server find its writes.
  */
 export async function sweepsDone(): Promise<void> {
   await orAfter(Promise.allSettled([...sweeping.values()]).then(() => undefined), PING_MS + 2 * engineTimeoutMs(), undefined);
@@ -218,7 +218,7 @@ async function stoppedOnItsOwn(row: BoxRow, rt: Runtime): Promise<void> {
     Object.assign(row, { state: cur.state, reason });
     log.info({ box: cur.id, reason }, "box stopped on its own");
     if (cur.pooled) return; // no one's until claimed: the pool removes it, nothing names it (ADR 0014)
-    await trace(cur.id, "stopped", { reason });
+    await noteBrowserRestarts(cur).then(() => trace(cur.id, "stopped", { reason })); // its browser's restarts first
     await recordEvent("box.stopped", { owner: cur.owner, box_id: cur.id, runtime: cur.runtime, data: { why: reason } });
   }));
 }

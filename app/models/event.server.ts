@@ -15,6 +15,8 @@ export type EventKind =
   | "box.failed"
   | "screen.taken_over"
   | "screen.given_back"
+  | "screen.browser_restarted"
+  | "screen.browser_paused"
   | "image.built"
   | "image.removed";
 

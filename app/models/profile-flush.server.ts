@@ -1,5 +1,6 @@
 import { log } from "~/utils/log.server";
 import { type BoxRow, boxAddress, onBeforeRemove, onBeforeStop, runtimeOf } from "./box-record.server";
+import { passBrowserRestarts } from "./browser-restarts.server";
 import { browserOf } from "./page-browser.server";
 import { measureProfile } from "./profile-size.server";
 
@@ -39,6 +40,8 @@ async function letGo(row: BoxRow, running: boolean): Promise<void> {
     await flushProfile(row, placement.profile).catch((err: unknown) =>
       log.warn({ err, box: row.id }, `browser not closed for profile "${placement.profile}" (it may have quit already); measuring it as it is`),
     );
+    // The entrypoint starts the browser this closed again, and logs it as a restart: it is the stop's, not one to trace.
+    await passBrowserRestarts(row.id).catch((err: unknown) => log.warn({ err, box: row.id }, "the profile flush's browser quit could not be skipped"));
   }
   // After the close, so what Chromium wrote last counts; from the engine, so a box whose
   // Chromium died (out of memory, filling the profile) is measured too.

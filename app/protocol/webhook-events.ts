@@ -13,6 +13,10 @@ export const WEBHOOK_EVENT_KINDS = [
   "box.failed",
   "screen.taken_over",
   "screen.given_back",
+  // Not in the seed: a screen's browser quit and the box started it again (or, after too many
+  // quits in a minute, will after a pause): its tabs are gone (app/models/browser-restarts.server.ts).
+  "screen.browser_restarted",
+  "screen.browser_paused",
   "image.built",
   "image.removed",
 ] as const;

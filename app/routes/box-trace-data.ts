@@ -3,6 +3,7 @@ import { requireWorkspaceJson } from "~/edge/console.server";
 import { parseQuery } from "~/edge/route.server";
 import { bytesResponse } from "~/edge/byte-range.server";
 import type { Actor } from "~/models/actor";
+import { noteBrowserRestartsOf } from "~/models/browser-restarts.server";
 import { readRecordingPart, recordingOf } from "~/models/recording-store.server";
 import { TRACE_PAGE_DEFAULT, TRACE_PAGE_MAX, frameHash, readBoxFrame, readTrace, traceBox } from "~/models/trace.server";
 import { ApiError, errorResponse, notFound } from "~/utils/api-error.server";
@@ -26,6 +27,8 @@ async function entries(request: Request, id: string): Promise<Response> {
   const actor = await sessionActor(request, id);
   const q = parseQuery(request, EntriesQuerySchema);
   const box = await traceBox(actor, id);
+  // A browser that quit and was started again is read from the box's log (browser-restarts.server.ts).
+  if (!box.removed) await noteBrowserRestartsOf(box.id);
   const page = await readTrace(box.id, { after: q.after, limit: q.limit });
   return Response.json(page, { headers: { "cache-control": "no-store" } });
 }

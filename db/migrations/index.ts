@@ -22,6 +22,7 @@ import { recordingParts } from "./0021-recording-parts";
 import { profileSize } from "./0022-profile-size";
 import { boxTypedSecrets } from "./0023-box-typed-secrets";
 import { directPassword } from "./0024-direct-password";
+import { browserRestarts } from "./0025-browser-restarts";
 
 // Listed here, not read from disk, so the migrations travel inside the server bundle.
 const migrations: Record<string, Migration> = {
@@ -48,6 +49,7 @@ const migrations: Record<string, Migration> = {
   "0022-profile-size": profileSize,
   "0023-box-typed-secrets": boxTypedSecrets,
   "0024-direct-password": directPassword,
+  "0025-browser-restarts": browserRestarts,
 };
 
 export const migrationProvider: MigrationProvider = {

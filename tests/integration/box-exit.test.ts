@@ -117,6 +117,9 @@ describe("a box whose container exits on its own", () => {
       const stopped = trace.find((e) => e.event === "stopped");
       expect(stopped, JSON.stringify(trace.slice(-5))).toBeTruthy();
       expect(JSON.stringify(stopped)).toMatch(/reason/);
+      // A crash is no restart: the box stopped, and `stopped` says so (browser-restarts.server.ts).
+      expect(trace.filter((e) => e.event.startsWith("browser_")), JSON.stringify(trace.slice(-5))).toEqual([]);
+      expect(events.filter((e) => e.box_id === id && e.kind.startsWith("screen.browser_"))).toEqual([]);
     } finally {
       await remove(id);
     }

@@ -64,6 +64,15 @@ async function closeTabByKey(id: string, screen: number) {
   return batch(id, screen, { actions: [{ type: "click", at: { x: 640, y: 500 } }, { type: "press", chord: "ctrl+w" }] });
 }
 
+/** The trace's entries for a screen's browser quitting, as [event, screen, data without `by`]. */
+async function traceOf(id: string): Promise<any[]> {
+  const res = await server.api(`/v1/boxes/${id}/trace?limit=500`);
+  expect(res.status).toBe(200);
+  return (await json(res)).entries;
+}
+const browserEntries = (entries: any[]) =>
+  entries.filter((e) => e.event.startsWith("browser_")).map(({ event, screen, data: { by, by_name, ...data } }) => [event, screen, data]);
+
 const PERSON = `data:text/html,<title>Person page</title><h1>the person</h1>`;
 const AGENT = `data:text/html,<title>Agent page</title><h1>the agent</h1>`;
 
@@ -124,6 +133,9 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
       const send = cdpSocket(ws);
       const targets = (await send("Target.getTargets")).result.targetInfos as any[];
       expect(targets.filter((t) => t.type === "page").map((t) => t.title)).toEqual(["Agent page"]);
+
+      // The trace says why screen 1's tabs went, once, and nothing of screen 0 (browser-restarts.server.ts).
+      expect(browserEntries(await traceOf(id))).toEqual([["browser_restarted", 1, { quits_in_minute: 1 }]]);
     } finally {
       ws?.close();
       await remove(id);
@@ -185,6 +197,12 @@ describe("a screen's browser quits (ctrl+w on its last tab)", () => {
       expect(await running(id)).toBe(true);
       expect(await logs()).toMatch(/the pause is over; starting its browser again/);
       expect((await batch(id, 1, { actions: [{ type: "open_url", url: AGENT, target: "current" }] })).status).toBe(200);
+      // The trace has each: five restarts, the pause after the sixth quit, the restart after it.
+      expect(browserEntries(await traceOf(id))).toEqual([
+        ...[1, 2, 3, 4, 5].map((n) => ["browser_restarted", 1, { quits_in_minute: n }]),
+        ["browser_paused", 1, { quits_in_minute: 6, restart_in_s: expect.any(Number) }],
+        ["browser_restarted", 1, { after_pause: true }],
+      ]);
     } finally {
       await remove(id);
     }

@@ -79,6 +79,10 @@ describe("browser profiles across stops, and their size", () => {
     expect(await call(`/v1/boxes/${box.id}/stop`)).toMatchObject({ state: "stopped" });
     expect(await call(`/v1/boxes/${box.id}/resume`)).toMatchObject({ state: "ready" });
     expect(await cookies(box.id)).toMatchObject({ fresh: "set-before-stop", paused: "set-before-pause" });
+    // Each stop closed screen 0's browser itself, and the box logged it as a quit it started
+    // again: the stop's, not a restart for the trace (browser-restarts.server.ts).
+    const { entries } = await call(`/v1/boxes/${box.id}/trace?limit=500`, "GET");
+    expect(entries.filter((e: any) => e.event.startsWith("browser_")), JSON.stringify(entries.map((e: any) => e.event))).toEqual([]);
     await call(`/v1/boxes/${box.id}`, "DELETE");
 
     const next = await launch("stop35");

@@ -34,6 +34,7 @@ const RELEASED = [
   "0022-profile-size",
   "0023-box-typed-secrets",
   "0024-direct-password",
+  "0025-browser-restarts",
 ];
 
 describe("the migration list", () => {

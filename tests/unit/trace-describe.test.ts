@@ -35,6 +35,11 @@ describe("describeEntry names who", () => {
     expect(describeEntry(entry("forked_from", { ...ada, box: "box_0123456789abcdef0123", up_to: 3 }))).toBe("forked from box_0123456789ab… up to entry 3 by Ada");
     expect(describeEntry(entry("person_input", { ...ada, kind: "click", x: 5, y: 6 }))).toBe("Ada clicked at 5,6");
     expect(describeEntry(entry("terminal", { ...ada, phase: "opened" }))).toBe("terminal opened by Ada");
+    expect(describeEntry(entry("browser_restarted", { ...server, quits_in_minute: 1 }, "server"))).toBe("screen 0's browser quit and was restarted");
+    expect(describeEntry(entry("browser_paused", { ...server, quits_in_minute: 6, restart_in_s: 42 }, "server"))).toBe(
+      "screen 0's browser quit; restarts paused after 6 quits in a minute (again in 42 s)",
+    );
+    expect(describeEntry(entry("browser_restarted", { ...server, after_pause: true }, "server"))).toBe("screen 0's browser restarted after its pause");
   });
 
   it("entries recorded before names were read as before", () => {
