@@ -30,6 +30,8 @@ describe("ticker", () => {
     process.stderr.write = ((s: string) => (written.push(String(s)), true)) as typeof process.stderr.write;
     try {
       const t = ticker("forking \x1b]0;pwned\x07");
+      expect(written).toEqual([]); // nothing until start (a Ctrl-C handler goes in first)
+      t.start();
       t.update("replaying \x9b2J");
       t.stop();
     } finally {
