@@ -9,7 +9,7 @@ import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { controlRefusal, heldAgainst } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
-import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, notFound, toApiError } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
 import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
 import { cdpMessageMax, reserveCdpPlace } from "./cdp-limits";
@@ -135,12 +135,14 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   const token = match[1]!;
   const rest = match[2]!;
   let access: CdpAccess;
-  let up: WebSocket;
+  let up: WebSocket | undefined;
   // A place is taken before the box is waited for or its relay opened, and given back when the
   // client's connection ends; a refusal gives it back at once (a client that keeps its end of a
-  // refused connection open would otherwise hold it).
+  // refused connection open would otherwise hold it). Every step until the upgrade is in the
+  // try, the access check again included: when it threw (the store lost mid-query) the refusal
+  // came from the route's catch, which gave back neither the place nor the box's DevTools
+  // connection (a client keeping its end open held both: tests/integration/cdp-budget).
   let release = () => undefined as void;
-  const no = (err: ApiError) => (release(), refuse(socket, err));
   try {
     access = await cdpAccess(token);
     if (!REST.test(rest)) throw notFound("no such DevTools WebSocket; use the address /json/version or /json/list names");
@@ -151,16 +153,17 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     if (socket.destroyed) release();
     const box = await cdpBox(access, AbortSignal.timeout(PAUSED_WAIT_MS));
     up = await openUpstream(access, box.address, rest);
-  } catch (e) {
-    return no(isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
-  }
-  // Access changed while the relay opened: checked again, so the listener below misses none.
-  if (access.seq !== principalSeq()) {
-    const again = await issuerAccess(access.claims, access.owner);
-    if (!again.ok || access.seq !== principalSeq()) {
-      up.terminate();
-      return no(again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
+    // Access changed while the relay opened: checked again, so the listener below misses none.
+    if (access.seq !== principalSeq()) {
+      const again = await issuerAccess(access.claims, access.owner);
+      if (!again.ok) throw again.err;
+      if (access.seq !== principalSeq()) throw new ApiError("unauthorized", "access changed while connecting; connect again");
     }
+  } catch (e) {
+    up?.terminate();
+    release();
+    // A store that could not be reached is `unavailable` (retryable), as on every /v1 route.
+    return refuse(socket, toApiError(e));
   }
   if (socket.destroyed) return void up.terminate();
   // A handshake ws refuses never reaches its callback: the relay, open and in no check's reach,
