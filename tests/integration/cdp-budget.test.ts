@@ -1,8 +1,10 @@
 import net from "node:net";
 import pg from "pg";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { type Person, consoleClient } from "../support/console";
+import { peakRss } from "../support/http";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
 import { until } from "../support/until";
 import { type Api, apiAs } from "../support/workspaces";
@@ -27,6 +29,9 @@ beforeAll(async () => {
     HOLM_STORAGE_BACKEND: "postgres",
     HOLM_CDP_SOCKETS_PER_SCREEN: "16",
     HOLM_CDP_SOCKETS_PER_ISSUER: "6",
+    // Small bounds, so that a box's one browser fills them within seconds.
+    HOLM_CDP_MESSAGE_MIB: "8",
+    HOLM_CDP_BUFFER_MIB: "16",
   });
   c = consoleClient(server);
   ada = await c.signUp("ada@example.com", "A");
@@ -142,3 +147,91 @@ function upgradeKeptOpen(wsUrl: string, held: net.Socket[]): Promise<number> {
     s.once("error", reject);
   });
 }
+
+/** The page target's socket through the proxy. */
+async function pageSocket(key: Api): Promise<WebSocket> {
+  const { url } = await mint(key);
+  const list = (await (await fetch(`${url}/json/list`)).json()) as { type: string; webSocketDebuggerUrl: string }[];
+  const ws = await open(list.find((t) => t.type === "page")!.webSocketDebuggerUrl);
+  if (!(ws instanceof WebSocket)) throw new Error(`refused: ${ws}`);
+  return ws;
+}
+
+it("clients that stop reading while the page answers them megabytes: one is closed 1013 naming HOLM_CDP_BUFFER_MIB, another client on the screen works on", async () => {
+  const { url } = await mint(keys[2]!);
+  const live = await chromium.connectOverCDP(url);
+  try {
+    const page = live.contexts()[0]!.pages()[0]!;
+    const before = peakRss(server.pid);
+    // Six clients (two keys, three each) ask for 6 MiB answers and read none of them: each socket
+    // alone holds at most 8 MiB waiting plus a message, but six of them 80 MiB and more.
+    const slow = await Promise.all([0, 0, 0, 1, 1, 1].map((k) => pageSocket(keys[k]!)));
+    for (const ws of slow) {
+      ws.pause();
+      for (let id = 1; id <= 8; id++) {
+        ws.send(JSON.stringify({ id, method: "Runtime.evaluate", params: { expression: `'x'.repeat(${6 * MiB})`, returnByValue: true } }));
+      }
+    }
+    // Meanwhile the reading client goes on, for as long as the box's browser takes to answer.
+    for (let i = 0; i < 10; i++) {
+      expect(await page.evaluate((n) => n + 1, i)).toBe(i + 1);
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+    expect((await page.screenshot()).length).toBeGreaterThan(1000);
+    const grew = peakRss(server.pid) - before;
+    // The slow clients read again: how each ended (or that it is still open, its answers read).
+    const ends = await Promise.all(
+      slow.map(
+        (ws) =>
+          new Promise<{ code: number | "open"; reason: string }>((resolve) => {
+            const t = setTimeout(() => resolve({ code: "open", reason: "" }), 20_000);
+            ws.once("close", (code, reason) => (clearTimeout(t), resolve({ code, reason: String(reason) })));
+            ws.resume();
+          }),
+      ),
+    );
+    const closed = ends.filter((e) => e.code === 1013);
+    expect(closed.length, `the slow clients: ${JSON.stringify(ends)}; the server grew by ${(grew / MiB).toFixed(0)} MiB`).toBeGreaterThan(0);
+    for (const e of closed) expect(e.reason).toMatch(/MiB waited here unread.*HOLM_CDP_BUFFER_MIB/);
+    // One closed and never read again is ended by the close handshake's timeout (30 s): 1006.
+    for (const e of ends) expect([1013, 1006, "open"]).toContain(e.code);
+    // The reading client still works after.
+    expect(await page.evaluate(() => document.title)).toBe(await page.title());
+  } finally {
+    await live.close();
+    closeAll();
+  }
+}, 180_000);
+
+it("clients that write megabytes to a paused box: the server stays within HOLM_CDP_BUFFER_MIB, the fullest is closed 1013, another client on the screen works once the box resumes", async () => {
+  const { url } = await mint(keys[2]!);
+  const live = await chromium.connectOverCDP(url);
+  const writers = await Promise.all([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2].map((k) => pageSocket(keys[k]!)));
+  try {
+    const page = live.contexts()[0]!.pages()[0]!;
+    expect(await page.evaluate(() => 1 + 1)).toBe(2);
+    expect((await server.api(`/v1/boxes/${box.id}/pause`, { method: "POST" })).status).toBe(200);
+    const before = peakRss(server.pid);
+    const ends = writers.map(
+      (ws) => new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (code, reason) => resolve({ code, reason: String(reason) }))),
+    );
+    // Each sends 24 MiB of commands the paused browser cannot take: alone a socket holds at most
+    // 8 MiB waiting plus a message, but twelve of them over 100 MiB.
+    const command = JSON.stringify({ id: 1, method: "Runtime.evaluate", params: { expression: `'${"y".repeat(MiB)}'.length` } });
+    for (const ws of writers) for (let i = 0; i < 24; i++) ws.send(command);
+    await new Promise((r) => setTimeout(r, 5000));
+    const grew = peakRss(server.pid) - before;
+    const closed = (await Promise.all(ends.map((e) => Promise.race([e, new Promise<undefined>((r) => setTimeout(r, 100))])))).filter((e) => e !== undefined);
+    // The budget (16 MiB), a message being read on each socket, and the heap's own give.
+    expect(grew, `the server grew by ${(grew / MiB).toFixed(0)} MiB; closed: ${JSON.stringify(closed)}`).toBeLessThan(48 * MiB);
+    expect(closed.length).toBeGreaterThan(0);
+    for (const e of closed) expect(e).toEqual({ code: 1013, reason: expect.stringMatching(/HOLM_CDP_BUFFER_MIB/) });
+    // The client on the same screen that sent nothing is still connected, and works once the box resumes.
+    expect((await server.api(`/v1/boxes/${box.id}/resume`, { method: "POST" })).status).toBe(200);
+    expect(await page.evaluate(() => 2 + 2)).toBe(4);
+  } finally {
+    await server.api(`/v1/boxes/${box.id}/resume`, { method: "POST" });
+    await live.close();
+    closeAll();
+  }
+}, 120_000);
