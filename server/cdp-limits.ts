@@ -23,6 +23,22 @@ export function cdpMessageMax(): number {
   return env().HOLM_CDP_MESSAGE_MIB * 1024 * 1024;
 }
 
+/**
+ * What every CDP socket of this process together may hold waiting to be written, both ways, in
+ * bytes (HOLM_CDP_BUFFER_MIB, 256 MiB by default). Each socket stops reading one side while the
+ * other has more than 8 MiB waiting (server/cdp-socket.ts), so one socket holds at most that
+ * plus one message, 40 MiB with the default bound; but the counts above let many keys open
+ * many sockets, and they added up (twelve sockets writing to a paused box grew the server by 92
+ * MiB; six reading none of their answers, by 65 MiB in 25 s and rising, as fast as the box's
+ * browser answered: tests/integration/cdp-budget). Past the budget the socket holding the most
+ * waiting is closed (the client behind, whichever socket's write crossed the line), with 1013
+ * "try again later": the condition is the server's, shared with every other socket, and passes,
+ * unlike 1008, which says this client's access ended and connecting again will not help.
+ */
+export function cdpBufferMax(): number {
+  return env().HOLM_CDP_BUFFER_MIB * 1024 * 1024;
+}
+
 const open = new Map<string, number>();
 
 /**

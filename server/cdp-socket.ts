@@ -9,10 +9,10 @@ import { cdpBox } from "~/models/cdp-relay.server";
 import { concerns, onPrincipalChange, principalSeq } from "~/models/principal-changes.server";
 import { controlRefusal, heldAgainst } from "~/models/takeover.server";
 import { AGENT_PORT } from "~/protocol/agent";
-import { ApiError, isApiError, notFound } from "~/utils/api-error.server";
+import { ApiError, notFound, toApiError } from "~/utils/api-error.server";
 import { crossSiteReason } from "./http-edge";
 import { handshakeRefusal, refuseUpgrade as refuse, registerUpgrade } from "./upgrade-router";
-import { cdpMessageMax, reserveCdpPlace } from "./cdp-limits";
+import { cdpBufferMax, cdpMessageMax, reserveCdpPlace } from "./cdp-limits";
 import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
 import { countSocket } from "~/utils/metrics.server";
@@ -27,7 +27,8 @@ import { countSocket } from "~/utils/metrics.server";
 // with a CDP error instead (app/models/cdp-guard.server.ts). A socket closes when its issuer's
 // access ends (key revoked or expired, member removed, session ended), when its token expires
 // and when the box stops or goes away. The token is never logged. How many sockets a screen and
-// an issuer may have open, and how large one message may be, are bounded (server/cdp-limits.ts).
+// an issuer may have open, how large one message may be, and what all of them together may hold
+// waiting for a reader that is behind, are bounded (server/cdp-limits.ts).
 
 const UPGRADE = /^\/v1\/cdp\/([^/]*)\/devtools\/(.*)$/;
 /** Chromium's WebSocket paths: /devtools/browser/<uuid>, /devtools/page/<id>. No dots: the agent path cannot climb. */
@@ -45,10 +46,14 @@ const PAUSED_WAIT_MS = 60_000;
  */
 const HIGH_WATER = 8 * 1024 * 1024;
 const LOW_WATER = 1024 * 1024;
-/** Close codes: 1008 (policy) when access ends, 1001 when the box goes away, 1009 past the message bound. */
+/**
+ * Close codes: 1008 (policy) when access ends, 1001 when the box goes away, 1009 past the message
+ * bound, 1013 (try again later) past the process's budget of bytes waiting (server/cdp-limits.ts).
+ */
 const CLOSE_POLICY = 1008;
 const CLOSE_AWAY = 1001;
 const CLOSE_TOO_BIG = 1009;
+const CLOSE_BUSY = 1013;
 /**
  * Liveness, as the viewer relay's (app/protocol/rfb/pipe.ts): a client whose connection vanished
  * without closing (a machine that slept or lost its network, a sandbox frozen and thrown away)
@@ -65,9 +70,13 @@ interface Conn {
   up: WebSocket;
   timer?: NodeJS.Timeout;
   ping?: NodeJS.Timeout;
+  /** Bytes given to either side's send and not yet written out (counted while open). */
+  waiting: number;
 }
 
 const open = new Set<Conn>();
+/** The sum of every open socket's `waiting`: bounded by cdpBufferMax(). */
+let waitingAll = 0;
 
 /**
  * How many writers hold a socket's reading paused: ws has one pause flag, and the client may be
@@ -89,6 +98,8 @@ let wss: WebSocketServer | undefined;
 
 function close(c: Conn, code: number, reason: string) {
   if (!open.delete(c)) return;
+  waitingAll -= c.waiting;
+  c.waiting = 0;
   clearTimeout(c.timer);
   clearInterval(c.ping);
   if (c.client.readyState === WebSocket.OPEN) c.client.close(code, reason.slice(0, 120));
@@ -96,6 +107,27 @@ function close(c: Conn, code: number, reason: string) {
   // frame goes out, and ws ends the connection after the handshake or its own timeout.
   else if (c.client.readyState !== WebSocket.CLOSING) c.client.terminate();
   c.up.terminate();
+}
+
+/**
+ * Past the budget, closes the sockets holding the most waiting until the rest fit: the clients
+ * (or boxes) furthest behind, not whichever socket's write crossed the line, which may be a
+ * client reading promptly. Their bytes are then no longer counted: the box's side is ended at
+ * once (what it was sending goes), and the close frame waits behind what the client has not read,
+ * so a client that reads again gets it and the code; one that never does is ended by ws's close
+ * timeout (30 s), and what it held with it.
+ */
+function shed() {
+  const max = cdpBufferMax();
+  while (waitingAll > max) {
+    let worst: Conn | undefined;
+    for (const o of open) if (!worst || o.waiting > worst.waiting) worst = o;
+    if (!worst) return;
+    const { issuer, box_id, screen } = worst.access.claims;
+    const mib = (worst.waiting / 1024 / 1024).toFixed(0);
+    log.warn({ box_id, screen, issuer, waiting: worst.waiting }, "the CDP sockets' buffers are over HOLM_CDP_BUFFER_MIB; closing the one holding the most");
+    close(worst, CLOSE_BUSY, `holm: ${mib} MiB waited here unread; the server's CDP buffers are full (HOLM_CDP_BUFFER_MIB)`);
+  }
 }
 
 /** The agent's relay for the token's screen, open (or the refusal to answer the client with). */
@@ -135,12 +167,14 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
   const token = match[1]!;
   const rest = match[2]!;
   let access: CdpAccess;
-  let up: WebSocket;
+  let up: WebSocket | undefined;
   // A place is taken before the box is waited for or its relay opened, and given back when the
   // client's connection ends; a refusal gives it back at once (a client that keeps its end of a
-  // refused connection open would otherwise hold it).
+  // refused connection open would otherwise hold it). Every step until the upgrade is in the
+  // try, the access check again included: when it threw (the store lost mid-query) the refusal
+  // came from the route's catch, which gave back neither the place nor the box's DevTools
+  // connection (a client keeping its end open held both: tests/integration/cdp-budget).
   let release = () => undefined as void;
-  const no = (err: ApiError) => (release(), refuse(socket, err));
   try {
     access = await cdpAccess(token);
     if (!REST.test(rest)) throw notFound("no such DevTools WebSocket; use the address /json/version or /json/list names");
@@ -151,16 +185,17 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
     if (socket.destroyed) release();
     const box = await cdpBox(access, AbortSignal.timeout(PAUSED_WAIT_MS));
     up = await openUpstream(access, box.address, rest);
-  } catch (e) {
-    return no(isApiError(e) ? e : new ApiError("internal", "the DevTools socket failed to open"));
-  }
-  // Access changed while the relay opened: checked again, so the listener below misses none.
-  if (access.seq !== principalSeq()) {
-    const again = await issuerAccess(access.claims, access.owner);
-    if (!again.ok || access.seq !== principalSeq()) {
-      up.terminate();
-      return no(again.ok ? new ApiError("unauthorized", "access changed while connecting; connect again") : again.err);
+    // Access changed while the relay opened: checked again, so the listener below misses none.
+    if (access.seq !== principalSeq()) {
+      const again = await issuerAccess(access.claims, access.owner);
+      if (!again.ok) throw again.err;
+      if (access.seq !== principalSeq()) throw new ApiError("unauthorized", "access changed while connecting; connect again");
     }
+  } catch (e) {
+    up?.terminate();
+    release();
+    // A store that could not be reached is `unavailable` (retryable), as on every /v1 route.
+    return refuse(socket, toApiError(e));
   }
   if (socket.destroyed) return void up.terminate();
   // A handshake ws refuses never reaches its callback: the relay, open and in no check's reach,
@@ -175,7 +210,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
 }
 
 function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
-  const c: Conn = { access, client, up };
+  const c: Conn = { access, client, up, waiting: 0 };
   open.add(c);
   const { issuer, box_id, screen } = access.claims;
   const guard: GuardState = new Map();
@@ -212,7 +247,20 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
       }
     };
     return (data: Buffer | string, binary: boolean, from: WebSocket) => {
-      to.send(data, { binary }, check);
+      if (!open.has(c)) return;
+      // Counted until written out, against the process's budget as well as this socket's bound.
+      const n = typeof data === "string" ? Buffer.byteLength(data) : data.length;
+      c.waiting += n;
+      waitingAll += n;
+      to.send(data, { binary }, () => {
+        if (open.has(c)) {
+          c.waiting -= n;
+          waitingAll -= n;
+        }
+        check();
+      });
+      if (waitingAll > cdpBufferMax()) shed();
+      if (!open.has(c)) return;
       if (!held.has(from) && to.bufferedAmount > HIGH_WATER) {
         held.add(from);
         hold(from);

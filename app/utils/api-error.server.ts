@@ -46,6 +46,14 @@ export function errorResponse(e: unknown): Response {
   return jsonResponse(err.toJSON(), { status: err.status, headers });
 }
 
+/**
+ * `e` as the error to answer with: itself if an ApiError, `unavailable` (503, retryable) if it
+ * says the store or Redis could not be reached, else `internal` (logged either way).
+ */
+export function toApiError(e: unknown): ApiError {
+  return isApiError(e) ? e : toInternal(e);
+}
+
 function toInternal(e: unknown): ApiError {
   const away = unreachable(e);
   if (away) {

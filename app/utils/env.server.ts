@@ -74,6 +74,11 @@ const EnvSchema = z.object({
   HOLM_CDP_SOCKETS_PER_ISSUER: z.coerce.number().int().min(1).max(100_000).default(32),
   /** The largest CDP message through the proxy, each way, in MiB; a longer one closes its socket 1009. */
   HOLM_CDP_MESSAGE_MIB: z.coerce.number().int().min(1).max(256).default(32),
+  /**
+   * What every CDP socket of this process together may hold waiting to be written, in MiB; past
+   * it the socket holding the most is closed 1013 (server/cdp-limits.ts).
+   */
+  HOLM_CDP_BUFFER_MIB: z.coerce.number().int().min(1).max(1_048_576).default(256),
   /** Boxes that may be starting at the same time; more wait in `starting`. */
   HOLM_LAUNCH_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /**
