@@ -102,14 +102,15 @@ it("an access check that fails as a socket opens (the store gone mid-query) give
     expect((await server.api(`/v1/boxes/${box.id}/resume`, { method: "POST" })).status).toBe(200);
     let early: number | undefined;
     void answered.then((s) => (early = s));
-    // Every connection of the server's that waits on the lock to read a key is ended, until the
-    // upgrade is answered (only those: on a loaded machine another query could be caught waiting too).
-    const ended: string[] = [];
+    // Every connection of the server's that waits for the locked table is ended, until the upgrade
+    // is answered. Found by its lock, not its query's text: a statement being parsed (the extended
+    // protocol) already waits for its table's lock while pg_stat_activity still shows the last one.
+    const ended: number[] = [];
     const endWaiting = async () => {
       const { rows } = await admin.query(
-        "SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%from \"api_key\"%'",
+        "SELECT DISTINCT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND l.pid <> pg_backend_pid() AND NOT l.granted AND l.relation = 'api_key'::regclass",
       );
-      for (const { pid, query } of rows) (ended.push(query), await admin.query("SELECT pg_terminate_backend($1)", [pid]));
+      for (const { pid } of rows) (ended.push(pid), await admin.query("SELECT pg_terminate_backend($1)", [pid]));
       return early;
     };
     await until("the upgrade answered", endWaiting, (s) => s !== undefined).catch((e) => {
@@ -117,7 +118,7 @@ it("an access check that fails as a socket opens (the store gone mid-query) give
     });
     await admin.query("COMMIT");
     // What failed was the issuer's key, read again before the 101.
-    expect(ended.join("\n")).toMatch(/from "api_key" where "id" = \$1/);
+    expect(ended.length).toBeGreaterThan(0);
     // The client is refused and keeps its connection open, as a careless one may.
     const status = await answered;
     // Its place is free again: the key has all six of its places (HOLM_CDP_SOCKETS_PER_ISSUER).
