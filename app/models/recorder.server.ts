@@ -90,12 +90,17 @@ const lastHash = new Map<string, string>();
 const pending = new Map<string, Promise<void>>();
 /** When input was last reported on a screen (performance.now()), while a sample of it is pending. */
 const lastInput = new Map<string, number>();
+/** A sample waits for the screen to be quiet for its delay, but no longer than this after it was asked for. */
+const SAMPLE_MAX_WAIT_MS = 1000;
 
 /**
- * Grabs a frame `delayMs` after it is asked for and records it if the screen changed; one at a
- * time per screen. Input reported while a capture was under way may not be in it (the pixels
- * were read first), so another sample follows for it: the last batch of a stream that ended
- * during a capture used to get no frame of its own, and the trace ended on the screen before it.
+ * Grabs a frame once no input came for `delayMs` (at most SAMPLE_MAX_WAIT_MS after it was asked
+ * for) and records it if the screen changed; one at a time per screen. A capture reads and
+ * encodes the whole screen in the box, and batches that met one waited behind it: a stream of
+ * batches had one every ~150 ms, now about one a second (ADR 0015, 2026-12-08). Input reported
+ * while a capture was under way may not be in it (the pixels were read first), so another sample
+ * follows for it: the last batch of a stream that ended during a capture used to get no frame of
+ * its own, and the trace ended on the screen before it.
  */
 export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, delayMs = 150): Promise<void> {
   const key = `${box.id}/${screen}`;
@@ -104,8 +109,13 @@ export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, d
   if (running) return running;
   const p = (async () => {
     for (;;) {
-      // A short settle, so the frame shows what the input did rather than the moment before.
-      await new Promise((r) => setTimeout(r, delayMs));
+      // Settled, so the frame shows what the input did rather than the moment before.
+      const asked = performance.now();
+      for (;;) {
+        const wait = Math.min(lastInput.get(key)! + delayMs, asked + SAMPLE_MAX_WAIT_MS) - performance.now();
+        if (wait <= 0) break;
+        await new Promise((r) => setTimeout(r, wait));
+      }
       const began = performance.now();
       await sampleNow(box, screen, actor, key);
       if (lastInput.get(key)! < began) return;
