@@ -88,31 +88,60 @@ export async function recordRefusal(actor: Actor, boxId: string, screen: number,
 
 const lastHash = new Map<string, string>();
 const pending = new Map<string, Promise<void>>();
+/** When input was last reported on a screen (performance.now()), while a sample of it is pending. */
+const lastInput = new Map<string, number>();
+/** A sample waits for the screen to be quiet for its delay, but no longer than this after it was asked for. */
+const SAMPLE_MAX_WAIT_MS = 1000;
 
-/** Grabs a frame and records it if the screen changed; one at a time per screen. */
+/**
+ * Grabs a frame once no input came for `delayMs` (at most SAMPLE_MAX_WAIT_MS after it was asked
+ * for) and records it if the screen changed; one at a time per screen. A capture reads and
+ * encodes the whole screen in the box, and batches that met one waited behind it: a stream of
+ * batches had one every ~150 ms, now about one a second (ADR 0015, 2026-12-08). Input reported
+ * while a capture was under way may not be in it (the pixels were read first), so another sample
+ * follows for it: the last batch of a stream that ended during a capture used to get no frame of
+ * its own, and the trace ended on the screen before it.
+ */
 export function sampleSoon(box: RunningBox, screen: number, actor: TraceActor, delayMs = 150): Promise<void> {
   const key = `${box.id}/${screen}`;
+  lastInput.set(key, performance.now());
   const running = pending.get(key);
   if (running) return running;
   const p = (async () => {
-    // A short settle, so the frame shows what the input did rather than the moment before.
-    await new Promise((r) => setTimeout(r, delayMs));
-    const have = lastHash.get(key);
-    const frame = await callAgent<{ hash: string; unchanged: boolean; png_base64?: string }>(
-      box,
-      agentCall("frame", { n: screen }, { have }),
-      undefined,
-      10_000,
-      "bulk",
-    );
-    if (frame.unchanged || !frame.png_base64) return;
-    lastHash.set(key, frame.hash);
-    await recordFrameIfChanged(box.id, screen, actor, { png: Buffer.from(frame.png_base64, "base64") });
+    for (;;) {
+      // Settled, so the frame shows what the input did rather than the moment before.
+      const asked = performance.now();
+      for (;;) {
+        const wait = Math.min(lastInput.get(key)! + delayMs, asked + SAMPLE_MAX_WAIT_MS) - performance.now();
+        if (wait <= 0) break;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+      const began = performance.now();
+      await sampleNow(box, screen, actor, key);
+      if (lastInput.get(key)! < began) return;
+    }
   })()
     .catch((err) => log.error({ err }, `frame sample of ${key} failed`))
-    .finally(() => pending.delete(key));
+    .finally(() => {
+      pending.delete(key);
+      lastInput.delete(key);
+    });
   pending.set(key, p);
   return p;
+}
+
+async function sampleNow(box: RunningBox, screen: number, actor: TraceActor, key: string): Promise<void> {
+  const have = lastHash.get(key);
+  const frame = await callAgent<{ hash: string; unchanged: boolean; png_base64?: string }>(
+    box,
+    agentCall("frame", { n: screen }, { have }),
+    undefined,
+    10_000,
+    "bulk",
+  );
+  if (frame.unchanged || !frame.png_base64) return;
+  lastHash.set(key, frame.hash);
+  await recordFrameIfChanged(box.id, screen, actor, { png: Buffer.from(frame.png_base64, "base64") });
 }
 
 /** `ran ls /tmp → 0`: the command and its exit, never its output. */
