@@ -4,8 +4,9 @@ import { openStore } from "../support/store";
 import { until } from "../support/until";
 import { twoWorkspaces } from "../support/workspaces";
 
-// The warm pool's loose ends (ADR 0014), on the local store: a claim cut between the
-// `pooled = 1 → 0` update and its trace, and pool boxes whose launch failed.
+// The warm pool's loose ends (ADR 0014), on a durable store (SQLite, or PostgreSQL under
+// HOLM_TEST_STORE=postgres): a claim cut between the `pooled = 1 → 0` update and its trace, and
+// pool boxes whose launch failed.
 
 let server: TestServer | undefined;
 
@@ -16,6 +17,14 @@ afterEach(async () => {
 });
 
 const CUT = "holm_test_cut_trace";
+/** A trigger that fails every trace write, and its removal, in the store's own SQL. */
+const cutSql = (kind: "sqlite" | "postgres") =>
+  kind === "sqlite"
+    ? { on: `create trigger ${CUT} before insert on trace_entry begin select raise(abort, 'cut by the test'); end`, off: `drop trigger if exists ${CUT}` }
+    : {
+        on: `create function ${CUT}() returns trigger language plpgsql as $$ begin raise exception 'cut by the test'; end $$; create trigger ${CUT} before insert on trace_entry for each row execute function ${CUT}()`,
+        off: `drop trigger if exists ${CUT} on trace_entry; drop function if exists ${CUT}()`,
+      };
 
 it("a claim cut before its trace: after kill -9 the owner's box has a trace saying it was claimed from the pool, written once", async () => {
   const s = await startServer({ HOLM_STORAGE_BACKEND: "local", HOLM_POOL: "default=1", HOLM_POOL_MAX_MEMORY: "4g" });
@@ -26,14 +35,15 @@ it("a claim cut before its trace: after kill -9 the owner's box has a trace sayi
   // server), so the claim lands and its `box_created` and `ready` do not, as when the server is
   // killed between the two. Then it is killed, and restarted without the trigger.
   const store = openStore(s);
+  const cut = cutSql(store.kind);
   let open = true;
   try {
-    store.exec(`create trigger ${CUT} before insert on trace_entry begin select raise(abort, 'cut by the test'); end`);
+    store.exec(cut.on);
     const box = await json(await w.asA("/v1/boxes", { method: "POST", json: { metadata: { name: "cut" } } }));
     expect(box).toMatchObject({ state: "ready", name: "cut" });
     await s.stop("SIGKILL");
-    store.exec(`drop trigger ${CUT}`);
-    expect(store.prepare("select count(*) as n from trace_entry where box_id = ?").get(box.id)).toEqual({ n: 0 });
+    store.exec(cut.off);
+    expect(Number(store.prepare("select count(*) as n from trace_entry where box_id = ?").get(box.id).n)).toBe(0);
     store.close();
     open = false;
     server = await s.restart();
@@ -52,7 +62,7 @@ it("a claim cut before its trace: after kill -9 the owner's box has a trace sayi
     ]);
   } finally {
     if (open) {
-      store.exec(`drop trigger if exists ${CUT}`);
+      store.exec(cut.off);
       store.close();
     }
   }
