@@ -21,6 +21,7 @@ import {
   boxChanges,
   toBoxJson,
 } from "./box-record.server";
+import { startAdoptedTrace } from "./adopted-trace.server";
 import { failIfKeyRefused } from "./box-key.server";
 import { LATE_CREATE_MS, leftovers, removeLeftovers } from "./box-leftovers.server";
 import { abandonedStart } from "./box-start.server";
@@ -29,7 +30,6 @@ import { noteBrowserRestarts } from "./browser-restarts.server";
 import { recordEvent } from "./event.server";
 import { readClaims } from "./pool-claims.server";
 import { type NormalPlacement, type NormalSpec, specDigest } from "./spec.server";
-import { traceStartedFresh } from "./trace.server";
 import { log } from "~/utils/log.server";
 
 // Keeping the records in line with the runtime: the reaper (expired, idle and vanished boxes)
@@ -290,7 +290,7 @@ export async function adoptBoxes(): Promise<{ adopted: number; known: number; sc
   for (const row of rows) {
     try {
       // With the memory store a box taken back starts a new trace (a pool box has none yet).
-      if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      await startAdoptedTrace(row);
       if (row.state === "starting") await abandonIfOrphaned(row, true);
       else await reconcile(row, pings);
     } catch (err) {
@@ -349,7 +349,7 @@ async function scanRuntime(name: string, rt: Runtime, known: Set<string>, everRe
       await db().insertInto("box").values(row).execute();
       // Two runtimes may name one engine: the box is taken back once.
       known.add(row.id);
-      if (!row.pooled && (await traceStartedFresh(row.id))) await trace(row.id, "adopted", { spec: JSON.parse(row.spec_json), placement: JSON.parse(row.placement_json) });
+      await startAdoptedTrace(row, claim !== undefined);
       if (found.address) rememberAddress(row.id, found.address);
       adopted++;
       log.info(`adopted ${row.id} (${row.state}) from the ${name} runtime`);

@@ -203,7 +203,7 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
     .selectAll()
     .where("pooled", "=", 1)
     .where("removed_at_ms", "is", null)
-    .where("state", "not in", ["failed", "gone"])
+    .where("state", "!=", "gone")
     .where((eb) => (atBoot ? eb.or([eb("server_id", "is", null), eb("server_id", "!=", SERVER_ID)]) : eb("server_id", "!=", SERVER_ID)))
     .execute();
   let [back, removed] = [0, 0];
@@ -233,7 +233,8 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
       held += each;
       back++;
     } else {
-      void retire(row, row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart");
+      const why = row.state === "failed" ? "its launch failed" : row.state === "ready" && full ? "its server is gone" : "it did not come back ready after a restart";
+      void retire(row, why);
       removed++;
     }
   }
@@ -245,18 +246,20 @@ async function takeOverOrphans(atBoot: boolean): Promise<{ back: number; removed
 async function sweep(): Promise<void> {
   // Without Redis there is one server: an earlier process's pool boxes were taken over at boot.
   if (clustered()) await takeOverOrphans(false);
-  // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes.
+  // A pool box paused, stopped or unreachable (the reaper saw it so) is of no use: it goes. So
+  // does one whose launch failed: no one can see or remove its row (nor the start log in it), and
+  // a spec whose boxes keep failing left one every 30 s until the pool lifetime (30 days) ended.
   const stray = await db()
     .selectFrom("box")
     .selectAll()
     .where("pooled", "=", 1)
     .where("server_id", "=", SERVER_ID)
     .where("removed_at_ms", "is", null)
-    .where("state", "not in", ["starting", "ready", "failed", "gone"])
+    .where("state", "not in", ["starting", "ready", "gone"])
     .execute();
   // Not waited for: a removal can take long (a frozen box's waited 30 s on its recordings before
   // that wait had a limit), and the refill waited behind it. Its memory counts below until it is gone.
-  for (const row of stray) void retire(row, `it is ${row.state}`);
+  for (const row of stray) void retire(row, row.state === "failed" ? "its launch failed" : `it is ${row.state}`);
   const rows = await poolRows();
   const byId = new Map(rows.map((r) => [r.id, r]));
   for (const [digest, list] of ready) {

@@ -72,6 +72,9 @@ it("memory store: a boot while the engine does not answer keeps the claims, so a
   // Then with the engine back, and a pool that would keep two boxes.
   server = await startServer(envWith(first, ["HOLM_POOL"], { HOLM_POOL: "default=2" }));
   expect(await json(await server.api(`/v1/boxes/${mine.id}`))).toMatchObject({ id: mine.id, owner: mine.owner, name: "mine" });
+  // Its trace starts again (the memory store forgot it) and says the box was claimed from the pool.
+  const entries = (await json(await server.api(`/v1/boxes/${mine.id}/trace`))).entries as any[];
+  expect(entries.map((e) => [e.event, e.data?.claimed_from_pool ?? null])).toEqual([["adopted", true]]);
   const handed = [];
   for (let i = 0; i < 2; i++) handed.push((await json(await server.api("/v1/boxes", { method: "POST", json: {} }))).id);
   expect(handed).not.toContain(mine.id);
