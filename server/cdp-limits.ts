@@ -30,8 +30,8 @@ export function cdpMessageMax(): number {
  * plus one message, 40 MiB with the default bound; but the counts above let many keys open
  * many sockets, and they added up (twelve sockets writing to a paused box grew the server by 92
  * MiB; six reading none of their answers, by 65 MiB in 25 s and rising, as fast as the box's
- * browser answered: tests/integration/cdp-budget). Past the budget the socket holding the most
- * waiting is closed (the client behind, whichever socket's write crossed the line), with 1013
+ * browser answered: tests/integration/cdp-budget). Past the budget the socket furthest behind
+ * (its oldest write waiting longest, whichever socket's write crossed the line) is closed, with 1013
  * "try again later": the condition is the server's, shared with every other socket, and passes,
  * unlike 1008, which says this client's access ended and connecting again will not help.
  */

@@ -72,6 +72,8 @@ interface Conn {
   ping?: NodeJS.Timeout;
   /** Bytes given to either side's send and not yet written out (counted while open). */
   waiting: number;
+  /** Those writes, oldest first: their bytes and when each was given (performance.now()). */
+  writes: Set<{ n: number; at: number }>;
 }
 
 const open = new Set<Conn>();
@@ -100,6 +102,7 @@ function close(c: Conn, code: number, reason: string) {
   if (!open.delete(c)) return;
   waitingAll -= c.waiting;
   c.waiting = 0;
+  c.writes.clear();
   clearTimeout(c.timer);
   clearInterval(c.ping);
   if (c.client.readyState === WebSocket.OPEN) c.client.close(code, reason.slice(0, 120));
@@ -110,9 +113,12 @@ function close(c: Conn, code: number, reason: string) {
 }
 
 /**
- * Past the budget, closes the sockets holding the most waiting until the rest fit: the clients
- * (or boxes) furthest behind, not whichever socket's write crossed the line, which may be a
- * client reading promptly. Their bytes are then no longer counted: the box's side is ended at
+ * Past the budget, closes the sockets furthest behind until the rest fit: those whose oldest write
+ * has waited longest (of two as old, the one holding more), not whichever socket's write crossed
+ * the line, nor the one holding the most: a client reading a large answer as it comes holds all
+ * of it for a moment (closing it was closing the one client that read, while three that read
+ * nothing stayed: tests/integration/cdp-budget-fair), one that reads nothing holds its oldest
+ * write for good. Their bytes are then no longer counted: the box's side is ended at
  * once (what it was sending goes), and the close frame waits behind what the client has not read,
  * so a client that reads again gets it and the code; one that never does is ended by ws's close
  * timeout (30 s), and what it held with it.
@@ -121,11 +127,18 @@ function shed() {
   const max = cdpBufferMax();
   while (waitingAll > max) {
     let worst: Conn | undefined;
-    for (const o of open) if (!worst || o.waiting > worst.waiting) worst = o;
+    let worstAt = Infinity;
+    for (const o of open) {
+      const at = o.writes.values().next().value?.at;
+      if (at === undefined) continue;
+      if (at > worstAt || (at === worstAt && o.waiting <= worst!.waiting)) continue;
+      worst = o;
+      worstAt = at;
+    }
     if (!worst) return;
     const { issuer, box_id, screen } = worst.access.claims;
     const mib = (worst.waiting / 1024 / 1024).toFixed(0);
-    log.warn({ box_id, screen, issuer, waiting: worst.waiting }, "the CDP sockets' buffers are over HOLM_CDP_BUFFER_MIB; closing the one holding the most");
+    log.warn({ box_id, screen, issuer, waiting: worst.waiting }, "the CDP sockets' buffers are over HOLM_CDP_BUFFER_MIB; closing the one furthest behind");
     close(worst, CLOSE_BUSY, `holm: ${mib} MiB waited here unread; the server's CDP buffers are full (HOLM_CDP_BUFFER_MIB)`);
   }
 }
@@ -210,7 +223,7 @@ async function accept(req: IncomingMessage, socket: Duplex, head: Buffer, match:
 }
 
 function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
-  const c: Conn = { access, client, up, waiting: 0 };
+  const c: Conn = { access, client, up, waiting: 0, writes: new Set() };
   open.add(c);
   const { issuer, box_id, screen } = access.claims;
   const guard: GuardState = new Map();
@@ -250,10 +263,12 @@ function relay(access: CdpAccess, client: WebSocket, up: WebSocket) {
       if (!open.has(c)) return;
       // Counted until written out, against the process's budget as well as this socket's bound.
       const n = typeof data === "string" ? Buffer.byteLength(data) : data.length;
+      const w = { n, at: performance.now() };
+      c.writes.add(w);
       c.waiting += n;
       waitingAll += n;
       to.send(data, { binary }, () => {
-        if (open.has(c)) {
+        if (c.writes.delete(w)) {
           c.waiting -= n;
           waitingAll -= n;
         }

@@ -17,8 +17,12 @@ import type { TraceEntryInput } from "./trace-types.server";
 // one conditional write, so each line is written once: not twice by two server processes reading
 // at once, nor again by a server that restarted and reads the same log. A crash writes nothing
 // here: the entrypoint stops the box, whose `stopped` entry says why (box-sync.server.ts).
-// Anything in the box could print such a line: it can write only into its own box's trace, as
-// anyone who can run a command there can anyway.
+// Anything in the box could print such a line (a command run as root through `exec` writes to
+// PID 1's stdout): it writes only into its own box's trace, and only as the entrypoint could. A
+// line dated after now is not read until its time comes (the trace keeps at_ms in order: one
+// dated 2099 put every later entry of the box, a person's takeover too, in 2099, out of the
+// prune's reach); and a screen writes at most PER_SCREEN_MINUTE lines a minute, the rest skipped
+// (each is an entry, an event and a webhook: one exec printing 300 lines wrote 300 of each).
 
 /** Lines of the box's log read each time: a restart prints one, the box's start some 40. */
 const LOG_TAIL = 300;
@@ -26,6 +30,11 @@ const LOG_TAIL = 300;
 const READ_WAIT_MS = 3000;
 /** How long a sweep waits for one box's log. */
 const SWEEP_BOX_MS = 5000;
+/**
+ * The lines a screen writes in any minute at most. The entrypoint starts a browser again at once
+ * 5 times a minute (HOLM_BROWSER_RESTARTS_PER_MIN), then prints one pause and its end.
+ */
+export const PER_SCREEN_MINUTE = 12;
 
 /** One restart (or pause) of a screen's browser as the entrypoint logged it. */
 export interface BrowserQuit {
@@ -69,6 +78,26 @@ export function browserQuitsIn(lines: string[]): BrowserQuit[] {
   return out;
 }
 
+/**
+ * The lines to write of `fresh` (oldest first), at most PER_SCREEN_MINUTE a screen in any minute
+ * counting those `recent` says were written (box's time, per screen; updated with the ones kept).
+ */
+export function withinRate(fresh: BrowserQuit[], recent: Map<number, number[]>): BrowserQuit[] {
+  const out: BrowserQuit[] = [];
+  for (const q of fresh) {
+    const times = (recent.get(q.screen) ?? []).filter((t) => t > q.at_ms - 60_000);
+    if (times.length < PER_SCREEN_MINUTE) {
+      times.push(q.at_ms);
+      out.push(q);
+    }
+    recent.set(q.screen, times);
+  }
+  return out;
+}
+
+/** Per box, each screen's lines written in the last minute by this process (its own claims). */
+const written = new Map<string, Map<number, number[]>>();
+
 /** The trace entry of one restart (its `at_ms` the box's, clamped by the store to the trace's order). */
 function entryOf(q: BrowserQuit, by: Record<string, unknown>): TraceEntryInput {
   if (q.kind === "paused") {
@@ -108,7 +137,8 @@ export async function noteBrowserRestarts(row: BoxRow): Promise<number> {
   // A pool box is no one's until claimed, and has no trace (ADR 0014).
   if (!row.runtime_ref || row.pooled || row.removed_at_ms !== null) return 0;
   try {
-    const quits = browserQuitsIn(await runtimeOf(row).logs(row.runtime_ref, LOG_TAIL)).filter((q) => q.screen < row.screens);
+    const now = Date.now();
+    const quits = browserQuitsIn(await runtimeOf(row).logs(row.runtime_ref, LOG_TAIL)).filter((q) => q.screen < row.screens && q.at_ms <= now);
     if (quits.length === 0) return 0;
     const seen = await seenThrough(row.id);
     // Never before the trace began: a memory store's trace of a box taken back after a restart
@@ -116,16 +146,24 @@ export async function noteBrowserRestarts(row: BoxRow): Promise<number> {
     const first = (await readTrace(row.id, { after: -1, limit: 1 })).entries[0]?.at_ms ?? 0;
     const fresh = quits.filter((q) => q.at_ms > Math.max(seen ?? -1, first));
     if (fresh.length === 0) return 0;
+    // Past every fresh line, those skipped too: a line skipped is never written later.
     if (!(await claim(row.id, seen, fresh[fresh.length - 1]!.at_ms))) return 0;
+    const recent = written.get(row.id) ?? new Map<number, number[]>();
+    written.delete(row.id);
+    written.set(row.id, recent);
+    if (written.size > 4096) written.delete(written.keys().next().value as string);
+    const kept = withinRate(fresh, recent);
+    if (kept.length < fresh.length) log.warn({ box: row.id, lines: fresh.length, kept: kept.length }, "more browser restarts in a box's log than its entrypoint prints: the rest skipped");
+    if (kept.length === 0) return 0;
     const by: Record<string, unknown> = { ...(await attribution(SERVER_ITSELF)).data };
-    await recordEntries(row.id, fresh.map((q) => entryOf(q, by)));
-    for (const q of fresh) {
+    await recordEntries(row.id, kept.map((q) => entryOf(q, by)));
+    for (const q of kept) {
       const kind = q.kind === "paused" ? "screen.browser_paused" : "screen.browser_restarted";
       const data = q.kind === "paused" ? { screen: q.screen, quits_in_minute: q.quits_in_minute, restart_in_s: q.restart_in_s } : q.kind === "resumed" ? { screen: q.screen, after_pause: true } : { screen: q.screen, quits_in_minute: q.quits_in_minute };
       await recordEvent(kind, { owner: row.owner, box_id: row.id, runtime: row.runtime, data });
     }
-    log.info({ box: row.id, restarts: fresh.length }, "a screen's browser quit and was started again");
-    return fresh.length;
+    log.info({ box: row.id, restarts: kept.length }, "a screen's browser quit and was started again");
+    return kept.length;
   } catch (err) {
     // Read again at the next sweep; an engine that does not answer is the reaper's to report.
     log.debug({ err, box: row.id }, "the box's browser restarts could not be read from its log");

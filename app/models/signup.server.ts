@@ -29,13 +29,19 @@ export interface SignUp {
  *
  * With HOLM_PUBLIC_URL on another host, a loopback peer counts only when it asked for a loopback
  * name (`Host: 127.0.0.1:…`, `localhost`, an SSH tunnel): a proxy that passes the public Host on
- * but no X-Forwarded-For makes every stranger's request come from its loopback address.
+ * but no X-Forwarded-For makes every stranger's request come from its loopback address. And only
+ * when its request carries none of the headers a proxy adds: the Host is the client's to choose,
+ * and nginx passes it on to its only server on the port (the recipe without its X-Forwarded-For
+ * line gave a stranger who sent `Host: 127.0.0.1:8080` the server: tests/integration/reverse-proxy).
  */
-export function mayAdminister(address: string | undefined, host: string | null, token: string): boolean {
-  if (isLoopback(address) && (!publicElsewhere() || hostIsLoopback(host))) return true;
+export function mayAdminister(address: string | undefined, headers: Headers, token: string): boolean {
+  if (isLoopback(address) && (!publicElsewhere() || (hostIsLoopback(headers.get("host")) && !PROXIED.some((h) => headers.has(h))))) return true;
   const serverToken = env().HOLM_SERVER_TOKEN;
   return !!serverToken && token !== "" && safeEqual(token, serverToken);
 }
+
+/** Headers a reverse proxy adds (docs/reverse-proxy.md's recipes set the first three). */
+const PROXIED = ["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded", "x-real-ip", "via"];
 
 const publicElsewhere = () => {
   const pub = env().HOLM_PUBLIC_URL;

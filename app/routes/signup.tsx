@@ -25,7 +25,7 @@ export async function loader({ request, context }: Route.LoaderArgs) {
   const invite = new URL(request.url).searchParams.get("invite");
   const m = await mode(invite);
   // Not at the machine, the first account needs the server token, or cannot be made from here.
-  const needsToken = m.first && !mayAdminister(peer(context), request.headers.get("host"), "");
+  const needsToken = m.first && !mayAdminister(peer(context), request.headers, "");
   return {
     first: m.first,
     open: m.open && (!needsToken || firstAccountByToken()),
@@ -42,7 +42,7 @@ export async function action({ request, context }: Route.ActionArgs) {
     const invite = field(form, "invite") || null;
     const m = await mode(invite);
     if (!m.open && !m.invitation) throw new ApiError("denied", "sign-up is by invitation on this server");
-    const admin = mayAdminister(peer(context), request.headers.get("host"), field(form, "setup_token"));
+    const admin = mayAdminister(peer(context), request.headers, field(form, "setup_token"));
     if (m.first && !admin) throw new ApiError("denied", FIRST_ACCOUNT_REFUSAL);
     // A refusal about a field is said at it; any other (an address with an account) in the banner.
     const { user, workspaceId } = await formFields({ user_name: "name", email: "email", confirm: "confirm" }, async () => {

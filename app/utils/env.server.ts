@@ -76,7 +76,7 @@ const EnvSchema = z.object({
   HOLM_CDP_MESSAGE_MIB: z.coerce.number().int().min(1).max(256).default(32),
   /**
    * What every CDP socket of this process together may hold waiting to be written, in MiB; past
-   * it the socket holding the most is closed 1013 (server/cdp-limits.ts).
+   * it the socket furthest behind is closed 1013 (server/cdp-limits.ts).
    */
   HOLM_CDP_BUFFER_MIB: z.coerce.number().int().min(1).max(1_048_576).default(256),
   /** Boxes that may be starting at the same time; more wait in `starting`. */

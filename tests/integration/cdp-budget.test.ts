@@ -205,7 +205,7 @@ it("clients that stop reading while the page answers them megabytes: one is clos
   }
 }, 180_000);
 
-it("clients that write megabytes to a paused box: the server stays within HOLM_CDP_BUFFER_MIB, the fullest is closed 1013, another client on the screen works once the box resumes", async () => {
+it("clients that write megabytes to a paused box: the server stays within HOLM_CDP_BUFFER_MIB, one furthest behind is closed 1013, another client on the screen works once the box resumes", async () => {
   const { url } = await mint(keys[2]!);
   const live = await chromium.connectOverCDP(url);
   const writers = await Promise.all([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2].map((k) => pageSocket(keys[k]!)));

@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -56,15 +57,15 @@ function caddyConfig(httpsPort: number, httpPort: number, upstream: string): str
   return `{\n\tadmin off\n\tskip_install_trust\n\tlocal_certs\n\thttp_port ${httpPort}\n\thttps_port ${httpsPort}\n\tstorage file_system ${dir}/caddy\n}\n${site}`;
 }
 
-async function startProxy(kind: "nginx" | "caddy"): Promise<void> {
+async function startProxy(kind: "nginx" | "caddy", upstream = server.base, edit = (conf: string) => conf): Promise<void> {
   let child: ChildProcess;
   if (kind === "nginx") {
-    fs.writeFileSync(`${dir}/nginx.conf`, nginxConfig(ports.https, ports.http, server.base));
+    fs.writeFileSync(`${dir}/nginx.conf`, edit(nginxConfig(ports.https, ports.http, upstream)));
     const checked = spawnSync("nginx", ["-t", "-p", dir, "-c", `${dir}/nginx.conf`], { encoding: "utf8" });
     expect(checked.status, checked.stderr).toBe(0);
     child = spawn("nginx", ["-p", dir, "-c", `${dir}/nginx.conf`], { stdio: ["ignore", "ignore", "pipe"] });
   } else {
-    fs.writeFileSync(`${dir}/Caddyfile`, caddyConfig(ports.https, ports.http, server.base));
+    fs.writeFileSync(`${dir}/Caddyfile`, edit(caddyConfig(ports.https, ports.http, upstream)));
     const home = { ...process.env, HOME: dir, XDG_DATA_HOME: `${dir}/data`, XDG_CONFIG_HOME: `${dir}/config` };
     const checked = spawnSync("caddy", ["validate", "--config", `${dir}/Caddyfile`, "--adapter", "caddyfile"], { encoding: "utf8", env: home });
     expect(checked.status, checked.stderr).toBe(0);
@@ -77,7 +78,8 @@ async function startProxy(kind: "nginx" | "caddy"): Promise<void> {
     let why: unknown;
     try {
       const res = await fetch(`${base}/v1/health`);
-      if (res.ok) return;
+      // 421: holm answered through it, refusing a Host other than HOLM_PUBLIC_URL's (on another name).
+      if (res.ok || res.status === 421) return;
       why = `${res.status} ${await res.text()}`;
     } catch (err) {
       why = (err as Error).cause ?? err;
@@ -168,3 +170,37 @@ describe.each([
     expect(answer).toMatchObject({ id: 1, result: { product: expect.stringMatching(/Chrom/) } });
   });
 });
+
+// A proxy set up without the recipe's X-Forwarded-For line makes every client a loopback peer of
+// holm's; with HOLM_PUBLIC_URL on a public name, such a peer makes the first account (which
+// administers the server) only when it is the operator at the machine. The Host header is the
+// client's to choose, and nginx passes it on ($http_host) to its only server on the port.
+describe("docs/reverse-proxy.md's nginx without its X-Forwarded-For line, before anyone signed up", () => {
+  it.skipIf(!nginx)("a stranger who sends a loopback Host cannot make the first account", async () => {
+    const fresh = await startServer({ HOLM_SERVER_TOKEN: "", HOLM_PUBLIC_URL: "https://holm.example.test" });
+    try {
+      await startProxy("nginx", fresh.base, (conf) => conf.replace(/\n\s*proxy_set_header X-Forwarded-For .*;/, ""));
+      const form = new URLSearchParams({ name: "Mallory", email: "mallory@example.com", password: "correct horse battery", confirm: "correct horse battery", workspace: "Mine" }).toString();
+      // holm's own address (127.0.0.1:8080 in the recipe), which it answers to besides the public name.
+      const host = new URL(fresh.base).host;
+      const answer = await new Promise<{ status: number; cookie: string; text: string }>((resolve, reject) => {
+        const req = https.request(
+          { host: "127.0.0.1", port: ports.https, servername: "localhost", path: "/signup", method: "POST", rejectUnauthorized: false, headers: { host, origin: `https://${host}`, "content-type": "application/x-www-form-urlencoded" } },
+          (res) => {
+            let text = "";
+            res.on("data", (d) => (text += d));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, cookie: String(res.headers["set-cookie"] ?? ""), text }));
+          },
+        );
+        req.once("error", reject);
+        req.end(form);
+      });
+      expect(answer.cookie, `${answer.status} ${answer.text.slice(0, 300)}`).not.toMatch(/holm_session=/);
+      expect(answer.text.replace(/<[^>]+>/g, " "), `${answer.status} ${answer.text.slice(0, 500)}`).toContain("the first account administers this server");
+    } finally {
+      await stopProxy();
+      await fresh.stop();
+    }
+  });
+});
+

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { browserQuitsIn } from "~/models/browser-restarts.server";
+import { type BrowserQuit, PER_SCREEN_MINUTE, browserQuitsIn, withinRate } from "~/models/browser-restarts.server";
 
 // The lines the box's entrypoint prints when a screen's browser quits (images/x11/entrypoint.sh,
 // restart_browser), as the server reads them from the box's log into the trace.
@@ -31,5 +31,20 @@ describe("browserQuitsIn", () => {
       "2026-12-07T23:34:00.122 +5.012s holm: chromium :98 quit (status 0); starting it again (restart 1 within a minute)",
     ];
     expect(browserQuitsIn(lines)).toEqual([]);
+  });
+});
+
+describe("withinRate", () => {
+  const quit = (at_ms: number, screen = 0): BrowserQuit => ({ at_ms, screen, kind: "restarted", quits_in_minute: 1 });
+
+  it("keeps at most PER_SCREEN_MINUTE lines of a screen in any minute, counting those written before", () => {
+    const recent = new Map<number, number[]>([[0, [1000, 2000]]]);
+    const lines = [...Array.from({ length: 20 }, (_, i) => quit(10_000 + i)), quit(10_005, 1), quit(70_000)];
+    const kept = withinRate(lines, recent);
+    const screen0 = kept.filter((q) => q.screen === 0).map((q) => q.at_ms);
+    // Two written before, so ten of the twenty; one a minute later is kept again.
+    expect(screen0).toEqual([...Array.from({ length: PER_SCREEN_MINUTE - 2 }, (_, i) => 10_000 + i), 70_000]);
+    expect(kept.filter((q) => q.screen === 1).map((q) => q.at_ms)).toEqual([10_005]);
+    expect(recent.get(0)!.length).toBeLessThanOrEqual(PER_SCREEN_MINUTE);
   });
 });
