@@ -5,7 +5,7 @@ import { parseBytes } from "~/utils/size";
 import { FreezeGate, resumeUntilRunning, started } from "./freeze-gate.server";
 import { guardBridges } from "./firewall.server";
 import { ensureX11Image, x11ImageStatus } from "./image-builder.server";
-import { type BoxLaunch, type BuiltImage, type EngineImage, type ImageInfo, type ImageRequest, type ImageStatus, type PlacementNeed, type Runtime, type RuntimeBox, type RuntimeState, type SecretFile, type Shell, PauseBusyError, boxCapabilities } from "./runtime";
+import { type BoxLaunch, type BuiltImage, type EngineImage, type ImageInfo, type ImageRequest, type ImageStatus, type PlacementNeed, type Runtime, type RuntimeBox, type RuntimeState, type SecretFile, type Shell, BOX_LOG, PauseBusyError, boxCapabilities } from "./runtime";
 import { admitOnEngine } from "./docker-admit.server";
 import { DIRECT_VIEWER_PORT } from "~/protocol/direct-viewer";
 import { watchDeaths } from "./docker-events.server";
@@ -217,6 +217,7 @@ export class DockerRuntime implements Runtime {
         // Docker sets these already on networks without IPv6; said here so no engine default matters.
         Sysctls: { "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1" },
         Mounts: mountsOf(launch),
+        LogConfig: { Type: BOX_LOG.driver, Config: { ...BOX_LOG.options } },
         // The server reaches boxes on the bridge; only a box whose spec asks for direct viewer
         // sockets (policy.auth token or password) has one port published, its agent's viewer port.
         PortBindings: launch.directViewer ? { [VIEWER_TCP]: [{ HostIp: launch.directViewer.bind === "any" ? "0.0.0.0" : "127.0.0.1", HostPort: "" }] } : {},

@@ -62,6 +62,16 @@ export function boxCapabilities(env: Record<string, string>): string[] {
   return env.HOLM_DESKTOP === "wayland" ? ["SETGID", "SETUID"] : ["SETGID"];
 }
 
+/**
+ * The engine's log of a box's container, kept on the host's disk: json-file (what `logs` reads
+ * on every engine), 8 MiB a file, two files. Anything in a box can print to it (as root through
+ * exec, to its init's stdout): with the engine's default (json-file, no limit) a box printing
+ * 60 MB kept 120 MiB on the host, and one that never stopped filled the disk every box and the
+ * server share. The server reads its lines from the end (a restart, a profile's flush), which
+ * rotation keeps (tests/integration/box-log-bound).
+ */
+export const BOX_LOG = { driver: "json-file", options: { "max-size": "8m", "max-file": "2" } } as const;
+
 export interface BoxLaunch {
   boxId: string;
   image: string;

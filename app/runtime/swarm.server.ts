@@ -20,7 +20,7 @@ import type {
   SecretFile,
   Shell,
 } from "./runtime";
-import { boxCapabilities } from "./runtime";
+import { BOX_LOG, boxCapabilities } from "./runtime";
 
 // Boxes on a Docker Swarm (ADR 0022): each box is a service of one replica, placed by the swarm's
 // scheduler from its resource reservations (the box's memory and CPUs) and the runtime's
@@ -276,6 +276,7 @@ export class SwarmRuntime implements Runtime {
           Limits: { MemoryBytes: memory, NanoCPUs: nanoCpus, Pids: launch.pids },
           Reservations: { MemoryBytes: memory, NanoCPUs: nanoCpus },
         },
+        LogDriver: { Name: BOX_LOG.driver, Options: { ...BOX_LOG.options } },
         // Never started again, here or elsewhere: a new task would be an empty desktop.
         RestartPolicy: { Condition: "none", MaxAttempts: 0 },
         Placement: { Constraints: this.opts.constraints },
