@@ -210,8 +210,7 @@ export class DockerRuntime implements Runtime {
         SecurityOpt: ["no-new-privileges"],
         PidsLimit: launch.pids,
         Memory: parseBytes(launch.memory),
-        // Equal to Memory: no swap on top of the limit.
-        MemorySwap: parseBytes(launch.memory),
+        MemorySwap: parseBytes(launch.memory), // equal to Memory: no swap on top of the limit
         NanoCpus: launch.cpus ? Math.round(Number(launch.cpus) * 1e9) : undefined,
         ShmSize: 256 * 1024 ** 2,
         // Docker sets these already on networks without IPv6; said here so no engine default matters.
