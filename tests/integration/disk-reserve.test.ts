@@ -1,0 +1,99 @@
+import fs from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { until } from "../support/until";
+
+// A box that fills the host's disk (ADR 0034). Nothing bounds a box's writable layer (overlay2 on
+// ext4 takes no size limit), so one box's `fallocate -l 60G` would leave every other box, the
+// engine and the server's store without room. The server watches the free space on the engine's
+// root and its state directory against HOLM_DISK_RESERVE: below it, new boxes are refused 503
+// `unavailable` and the running box that wrote the most is stopped with why. The machine is not
+// filled: the reserve is set to the free space at the start less 1 GiB, and one box writes 3 GiB.
+
+const GIB = 1024 ** 3;
+let server: TestServer;
+
+/** Free bytes (for an unprivileged user, as the server reads them) on the filesystem holding `dir`. */
+function freeBytes(dir: string): number {
+  const s = fs.statfsSync(dir);
+  return s.bavail * s.bsize;
+}
+
+beforeAll(async () => {
+  const root = (await docker.info()).DockerRootDir as string;
+  const reserve = Math.floor((freeBytes(root) - GIB) / 1024 ** 2);
+  server = await startServer({ HOLM_DISK_RESERVE: `${reserve}m`, HOLM_STORAGE_BACKEND: "local" });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await removeTestBoxes();
+});
+
+async function newBox(): Promise<Response> {
+  return server.api("/v1/boxes", { method: "POST", json: {} });
+}
+
+async function remove(id: string) {
+  await server.api(`/v1/boxes/${id}`, { method: "DELETE", headers: { "x-holm-confirm-delete": "true" } }).catch(() => undefined);
+}
+
+const boxOf = async (id: string) => json(await server.api(`/v1/boxes/${id}`));
+
+describe("a box that fills the disk", () => {
+  it("is stopped with why, the other box runs on, and new boxes wait for the space to come back", async () => {
+    const made: string[] = [];
+    try {
+      for (let i = 0; i < 2; i++) {
+        const res = await newBox();
+        const box = await json(res);
+        expect(res.status, JSON.stringify(box)).toBe(200);
+        made.push(box.id);
+      }
+      const [filler, other] = made as [string, string];
+
+      const exec = await server.api(`/v1/boxes/${filler}/exec`, { method: "POST", json: { argv: ["fallocate", "-l", "3G", "/tmp/fill"], timeout_ms: 60_000 } });
+      const ran = await json(exec);
+      expect(exec.status, JSON.stringify(ran)).toBe(200);
+      expect(ran.code, JSON.stringify(ran)).toBe(0);
+
+      // Stopped within seconds, saying what it did and that its files stay.
+      const stopped = await until("the filling box stopped", () => boxOf(filler), (b) => b.state === "stopped", 20_000);
+      expect(stopped.reason).toMatch(/filled the disk: 3(\.\d)? GiB written/);
+      expect(stopped.reason).toMatch(/files stay until its owner removes it/);
+      const entries = (await json(await server.api(`/v1/boxes/${filler}/trace?limit=500`))).entries as any[];
+      expect(entries.some((e) => e.event === "stopped" && /filled the disk/.test(JSON.stringify(e))), JSON.stringify(entries.slice(-3))).toBe(true);
+      await until(
+        "its box.stopped event",
+        async () => (await json(await server.api("/v1/events?limit=1000"))).events as any[],
+        (events) => events.some((e) => e.kind === "box.stopped" && e.box_id === filler && /filled the disk/.test(JSON.stringify(e))),
+        10_000,
+      );
+
+      // The other box of the server is untouched and still answers.
+      expect((await boxOf(other)).state).toBe("ready");
+      const echo = await json(await server.api(`/v1/boxes/${other}/exec`, { method: "POST", json: { argv: ["echo", "still here"] } }));
+      expect(echo.stdout).toContain("still here");
+
+      // While the space is short, a new box is refused up front, retryable, saying why.
+      const refused = await newBox();
+      const body = await json(refused);
+      expect(refused.status, JSON.stringify(body)).toBe(503);
+      expect(body.error.code).toBe("unavailable");
+      expect(body.error.retryable).toBe(true);
+      expect(body.error.message).toMatch(/disk/);
+
+      // Its owner removes it: the space is back and new boxes are taken again.
+      await remove(filler);
+      const res = await until("a create once the space is back", async () => {
+        const r = await newBox();
+        const b = await json(r);
+        if (r.status === 200) made.push(b.id);
+        return r.status;
+      }, (s) => s === 200, 30_000);
+      expect(res).toBe(200);
+    } finally {
+      for (const id of made) await remove(id);
+    }
+  }, 180_000);
+});
