@@ -79,9 +79,9 @@ describe("a box that fills the disk", () => {
       const refused = await newBox();
       const body = await json(refused);
       expect(refused.status, JSON.stringify(body)).toBe(503);
-      expect(body.error.code).toBe("unavailable");
-      expect(body.error.retryable).toBe(true);
-      expect(body.error.message).toMatch(/disk/);
+      expect(body.code).toBe("unavailable");
+      expect(body.retryable).toBe(true);
+      expect(body.message).toMatch(/disk/);
 
       // Its owner removes it: the space is back and new boxes are taken again.
       await remove(filler);
