@@ -26,6 +26,15 @@ type Engine = NonNullable<ReturnType<typeof localDocker>>;
  */
 const MIN_WRITTEN = 1024 ** 3;
 
+/**
+ * After a listing of the boxes' writes found none to stop, the next waits until the free space
+ * fell this much more: the engine walks every container's files for a listing, and a disk short
+ * of something else may stay short for long while nothing more is written.
+ */
+const FELL_AGAIN = 256 * 1024 ** 2;
+/** The free space when a listing last found no box to stop; undefined once there is room again. */
+let freeAtEmpty: number | undefined;
+
 /** One look at the disk; words for the log when something changed. */
 export async function watchDisk(): Promise<string | undefined> {
   const reserve = env().HOLM_DISK_RESERVE;
@@ -39,7 +48,10 @@ export async function watchDisk(): Promise<string | undefined> {
   const was = diskShort();
   const short = looks.filter((l) => l.free < reserve);
   setDiskShort(short[0]);
-  if (!short.length) return was ? `room again on ${was.what}; new boxes are admitted` : undefined;
+  if (!short.length) {
+    freeAtEmpty = undefined;
+    return was ? `room again on ${was.what}; new boxes are admitted` : undefined;
+  }
   const began = was ? undefined : `${showBytes(short[0]!.free)} free on ${short[0]!.what} (${short[0]!.path}), under HOLM_DISK_RESERVE; new boxes are refused`;
   // Stopping a box helps only on the filesystem the boxes write to.
   const rootLook = looks.find((l) => l.path === root);
@@ -51,18 +63,15 @@ export async function watchDisk(): Promise<string | undefined> {
 /** Stops (or, a pool box, removes) this server's running box with the largest writable layer, if it wrote MIN_WRITTEN. */
 async function stopTopWriter(engine: Engine, look: DiskLook): Promise<string | undefined> {
   // Every box of the engine, of any server that shares it: only this store's boxes are this server's to stop.
+  if (freeAtEmpty !== undefined && look.free > freeAtEmpty - FELL_AGAIN) return undefined;
   const written = (await writtenByBoxes(engine.docker)).filter((w) => w.bytes >= MIN_WRITTEN).sort((a, b) => b.bytes - a.bytes);
-  if (!written.length) return undefined;
-  const rows = await db()
-    .selectFrom("box")
-    .selectAll()
-    .where("runtime", "=", DEFAULT_RUNTIME)
-    .where("runtime_ref", "in", written.map((w) => w.ref))
-    .where("removed_at_ms", "is", null)
-    .where("state", "=", "ready")
-    .execute();
+  const rows = written.length ? await readyRows(written.map((w) => w.ref)) : [];
   const top = written.find((w) => rows.some((r) => r.runtime_ref === w.ref));
-  if (!top) return undefined;
+  if (!top) {
+    freeAtEmpty = look.free;
+    return undefined;
+  }
+  freeAtEmpty = undefined;
   const row = rows.find((r) => r.runtime_ref === top.ref)!;
   const reason =
     `it filled the disk: ${showBytes(top.bytes)} written into its own files, and ${look.what} had ${showBytes(look.free)} free, ` +
@@ -73,6 +82,18 @@ async function stopTopWriter(engine: Engine, look: DiskLook): Promise<string | u
     return `removed pool box ${row.id}: ${reason}`;
   }
   return (await stopForDisk(engine, row, reason)) ? `stopped box ${row.id}: ${reason}` : undefined;
+}
+
+/** This server's ready boxes on the built-in engine among these containers. */
+function readyRows(refs: string[]): Promise<BoxRow[]> {
+  return db()
+    .selectFrom("box")
+    .selectAll()
+    .where("runtime", "=", DEFAULT_RUNTIME)
+    .where("runtime_ref", "in", refs)
+    .where("removed_at_ms", "is", null)
+    .where("state", "=", "ready")
+    .execute();
 }
 
 /** Stops the box as a stop through /v1 does (trace entry, `box.stopped` event), with `reason`; false when it was no longer running. */
