@@ -28,12 +28,14 @@ const MIN_WRITTEN = 1024 ** 3;
 
 /**
  * After a listing of the boxes' writes found none to stop, the next waits until the free space
- * fell this much more: the engine walks every container's files for a listing, and a disk short
- * of something else may stay short for long while nothing more is written.
+ * fell this much more, or RELIST_MS passed (a box that wrote while it was starting is `ready`
+ * by then): the engine walks every container's files for a listing, and a disk short of
+ * something else may stay short for long while nothing more is written.
  */
 const FELL_AGAIN = 256 * 1024 ** 2;
-/** The free space when a listing last found no box to stop; undefined once there is room again. */
-let freeAtEmpty: number | undefined;
+const RELIST_MS = 30_000;
+/** The free space and time when a listing last found no box to stop; undefined once there is room again. */
+let empty: { free: number; at: number } | undefined;
 
 /** One look at the disk; words for the log when something changed. */
 export async function watchDisk(): Promise<string | undefined> {
@@ -49,7 +51,7 @@ export async function watchDisk(): Promise<string | undefined> {
   const short = looks.filter((l) => l.free < reserve);
   setDiskShort(short[0]);
   if (!short.length) {
-    freeAtEmpty = undefined;
+    empty = undefined;
     return was ? `room again on ${was.what}; new boxes are admitted` : undefined;
   }
   const began = was ? undefined : `${showBytes(short[0]!.free)} free on ${short[0]!.what} (${short[0]!.path}), under HOLM_DISK_RESERVE; new boxes are refused`;
@@ -63,15 +65,15 @@ export async function watchDisk(): Promise<string | undefined> {
 /** Stops (or, a pool box, removes) this server's running box with the largest writable layer, if it wrote MIN_WRITTEN. */
 async function stopTopWriter(engine: Engine, look: DiskLook): Promise<string | undefined> {
   // Every box of the engine, of any server that shares it: only this store's boxes are this server's to stop.
-  if (freeAtEmpty !== undefined && look.free > freeAtEmpty - FELL_AGAIN) return undefined;
+  if (empty && look.free > empty.free - FELL_AGAIN && Date.now() - empty.at < RELIST_MS) return undefined;
   const written = (await writtenByBoxes(engine.docker)).filter((w) => w.bytes >= MIN_WRITTEN).sort((a, b) => b.bytes - a.bytes);
   const rows = written.length ? await readyRows(written.map((w) => w.ref)) : [];
   const top = written.find((w) => rows.some((r) => r.runtime_ref === w.ref));
   if (!top) {
-    freeAtEmpty = look.free;
+    empty = { free: look.free, at: Date.now() };
     return undefined;
   }
-  freeAtEmpty = undefined;
+  empty = undefined;
   const row = rows.find((r) => r.runtime_ref === top.ref)!;
   const reason =
     `it filled the disk: ${showBytes(top.bytes)} written into its own files, and ${look.what} had ${showBytes(look.free)} free, ` +

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestServer, docker, json, removeTestBoxes, startServer } from "../support/server";
+import { type TestServer, RUN_LABEL, docker, execIn, json, removeTestBoxes, startServer } from "../support/server";
 import { until } from "../support/until";
 
 // A box that fills the host's disk (ADR 0034). Nothing bounds a box's writable layer (overlay2 on
@@ -19,10 +19,14 @@ function freeBytes(dir: string): number {
   return s.bavail * s.bsize;
 }
 
-beforeAll(async () => {
+/** The reserve that leaves 1 GiB before the disk counts as short: what the test then writes is over it. */
+async function reserveNow(): Promise<string> {
   const root = (await docker.info()).DockerRootDir as string;
-  const reserve = Math.floor((freeBytes(root) - GIB) / 1024 ** 2);
-  server = await startServer({ HOLM_DISK_RESERVE: `${reserve}m`, HOLM_STORAGE_BACKEND: "local" });
+  return `${Math.floor((freeBytes(root) - GIB) / 1024 ** 2)}m`;
+}
+
+beforeAll(async () => {
+  server = await startServer({ HOLM_DISK_RESERVE: await reserveNow(), HOLM_STORAGE_BACKEND: "local" });
 });
 
 afterAll(async () => {
@@ -96,4 +100,29 @@ describe("a box that fills the disk", () => {
       for (const id of made) await remove(id);
     }
   }, 180_000);
+});
+
+describe("a pool box that fills the disk", () => {
+  it("is removed (no one's yet), and the pool fills again once there is room", async () => {
+    const pool = await startServer({ HOLM_DISK_RESERVE: await reserveNow(), HOLM_POOL: "default=1" });
+    const poolBoxes = async () =>
+      (await docker.listContainers({ all: true, filters: { label: [`holm.test=${RUN_LABEL}`, "holm.pool=1"] } })).map((c) => c.Labels["holm.box"]!);
+    const readyInPool = async () => Number(/holm_pool_boxes\{spec="default",kind="ready"\} (\d+)/.exec(await (await pool.api("/metrics")).text())?.[1] ?? 0);
+    try {
+      await until("a ready pool box", readyInPool, (n) => n === 1, 90_000);
+      const [filler] = await poolBoxes();
+      expect(filler).toBeTruthy();
+      const ran = await execIn(filler!, ["fallocate", "-l", "3G", "/tmp/fill"]);
+      expect(ran.code, ran.out).toBe(0);
+      // Removed, container and all, which gives the space back.
+      await until("the pool box removed", poolBoxes, (ids) => !ids.includes(filler!), 20_000);
+      await expect(docker.getContainer(`holm-${filler}`).inspect()).rejects.toThrow();
+      // And once there is room again, the pool refills with a new box.
+      await until("the pool refilled", readyInPool, (n) => n === 1, 90_000);
+      expect(await poolBoxes()).not.toContain(filler);
+    } finally {
+      await pool.stop();
+      await removeTestBoxes();
+    }
+  }, 240_000);
 });
