@@ -1,6 +1,7 @@
 import { reapBoxes, sweepsDone, watchBoxExits } from "~/models/box-sync.server";
 import { noteAllBrowserRestarts } from "~/models/browser-restarts.server";
 import { collectDirectInput, recheckUnreached } from "~/models/direct-viewer-access.server";
+import { watchDisk } from "~/models/disk-watch.server";
 import { prune } from "~/models/job.server";
 import { env } from "~/utils/env.server";
 import { log } from "~/utils/log.server";
@@ -16,6 +17,8 @@ interface Loop {
 }
 
 const loops: Loop[] = [];
+/** How often the disk watch reads the free space (two statfs calls). */
+const DISK_WATCH_SECS = 3;
 let unwatch: (() => void) | undefined;
 
 /** Runs `sweep` every `secs`, never two at once: a slow runtime or store must not pile them up. */
@@ -43,6 +46,8 @@ export function startLoops() {
     await recheckUnreached();
     return undefined;
   });
+  // Not a scheduled job: a box filling the disk is stopped within seconds (ADR 0034), always.
+  every("disk watch", DISK_WATCH_SECS, watchDisk);
   if (e.HOLM_SERVER_SCHEDULE === "external") {
     log.info("schedule external: reap, prune and queued jobs wait for /v1/jobs/reap, /v1/jobs/prune and /v1/jobs/run");
     return;

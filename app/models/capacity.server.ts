@@ -3,12 +3,14 @@ import { ApiError } from "~/utils/api-error.server";
 import { db } from "~/utils/db.server";
 import { env } from "~/utils/env.server";
 import { parseBytes } from "~/utils/size";
+import { diskRefusal } from "./disk-space.server";
 
 // Admission of new boxes (ADR 0016). A box must never fail to start because the machine is busy:
 // a start the machine cannot hold is refused before anything is launched, with 503 `unavailable`
 // (retryable), instead of launching it and losing it. Two limits: a count of boxes holding a
 // container (HOLM_MAX_LIVE_BOXES, when set) and the host's memory: MemAvailable, less what the
 // boxes still starting will take, must leave HOLM_BOX_ADMIT_MEMORY above HOLM_HOST_MEMORY_RESERVE.
+// And the disk: none while the disk watch last found it below HOLM_DISK_RESERVE (ADR 0034).
 // Starts that are admitted wait for a start slot (box-launch.server.ts), never for a deadline.
 
 /** States in which a box holds (or is about to hold) a container and its memory. */
@@ -35,6 +37,8 @@ export interface Capacity {
   /** Bytes left for new boxes after the reserve and the boxes still starting. */
   memFree?: number;
   admitBytes: number;
+  /** Why the disk takes no new box now (the disk watch's last look); undefined when it has room. */
+  disk?: string;
 }
 
 export async function capacity(): Promise<Capacity> {
@@ -53,7 +57,7 @@ export async function capacity(): Promise<Capacity> {
   const memAvailable = hostMemAvailable();
   // A starting box has not taken its memory yet: count it as taken already.
   const memFree = memAvailable === undefined ? undefined : memAvailable - starting * admitBytes - parseBytes(e.HOLM_HOST_MEMORY_RESERVE);
-  return { live, starting, maxLive: e.HOLM_MAX_LIVE_BOXES, memAvailable, memFree, admitBytes };
+  return { live, starting, maxLive: e.HOLM_MAX_LIVE_BOXES, memAvailable, memFree, admitBytes, disk: diskRefusal() };
 }
 
 const MIB = 1024 ** 2;
@@ -63,6 +67,7 @@ export function refusal(c: Capacity): string | undefined {
   if (c.maxLive > 0 && c.live >= c.maxLive) {
     return `this server is at its most live boxes (${c.live} of HOLM_MAX_LIVE_BOXES=${c.maxLive}); try again once one is removed`;
   }
+  if (c.disk) return c.disk;
   if (c.memFree !== undefined && c.memFree < c.admitBytes) {
     return (
       `this machine has no memory for another box (${Math.round(c.memAvailable! / MIB)} MiB available, ` +

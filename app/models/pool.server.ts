@@ -64,7 +64,8 @@ async function healthy(row: BoxRow): Promise<boolean> {
 /** Pool boxes being removed: a sweep neither waits for one nor removes it twice. */
 const retiring = new Set<string>();
 
-async function retire(row: BoxRow, why: string) {
+/** Removes a pool box (only while it is still this server's and unclaimed), saying why in its removal. */
+export async function retire(row: BoxRow, why: string) {
   drop(row.spec_digest, row.id);
   if (retiring.has(row.id)) return;
   retiring.add(row.id);

@@ -129,6 +129,16 @@ const EnvSchema = z.object({
   HOLM_BOX_ADMIT_MEMORY: z.string().regex(SIZE_RE, "a size such as 300m or 1g").default("300m"),
   /** Host memory no box may take: kept for the server, the engine and the host. */
   HOLM_HOST_MEMORY_RESERVE: z.string().regex(SIZE_RE, "a size such as 512m or 1g").default("1g"),
+  /**
+   * Disk space kept free on the engine's root and HOLM_STATE_DIR (ADR 0034), as a size or bytes; "0"
+   * turns the watch off. Below it new boxes are refused 503 `unavailable` and the running box that
+   * wrote the most is stopped.
+   */
+  HOLM_DISK_RESERVE: z
+    .string()
+    .refine((v) => v === "0" || SIZE_RE.test(v), 'a size such as "4g" or "500m", bytes, or "0" (no watch)')
+    .default("4g")
+    .transform((v) => (SIZE_RE.test(v) ? parseBytes(v) : 0)),
   /** Live boxes (not removed, not failed) one workspace may hold. The server token has no limit. */
   HOLM_WORKSPACE_BOXES: z.coerce.number().int().min(0).max(10_000).default(10),
   /** New images one workspace may have the server build in 24 hours; 0: only images that exist. */

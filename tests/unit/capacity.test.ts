@@ -19,6 +19,9 @@ describe("admission", () => {
     expect(refusal({ ...base, starting: 4, memFree: 299 * MIB })).toMatch(/no memory for another box \(8000 MiB available, 4 box\(es\) still starting/);
     expect(refusal({ ...base, memFree: 300 * MIB })).toBeUndefined();
   });
+  it("refuses while the disk watch finds the disk short, with its words", () => {
+    expect(refusal({ ...base, disk: "this machine's disk is nearly full (…)" })).toMatch(/disk is nearly full/);
+  });
   it("with no memory figure (no /proc/meminfo), only the count decides", () => {
     expect(refusal({ ...base, memAvailable: undefined, memFree: undefined })).toBeUndefined();
   });

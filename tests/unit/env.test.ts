@@ -24,6 +24,13 @@ describe("environment", () => {
     expect(e.HOLM_SERVER_TOKEN).toBeUndefined();
   });
 
+  it("reads HOLM_DISK_RESERVE as bytes, 4 GiB by default, 0 for no watch", () => {
+    expect(parseEnv({}).HOLM_DISK_RESERVE).toBe(4 * 1024 ** 3);
+    expect(parseEnv({ HOLM_DISK_RESERVE: "512m" }).HOLM_DISK_RESERVE).toBe(512 * 1024 ** 2);
+    expect(parseEnv({ HOLM_DISK_RESERVE: "0" }).HOLM_DISK_RESERVE).toBe(0);
+    for (const bad of ["lots", "-1g", "1t"]) expect(() => parseEnv({ HOLM_DISK_RESERVE: bad }), bad).toThrow(/HOLM_DISK_RESERVE/);
+  });
+
   it("parses IPv6 and host names", () => {
     expect(parseEnv({ HOLM_SERVER_ADDR: "[::1]:9000" }).HOLM_SERVER_ADDR).toEqual({ host: "::1", port: 9000 });
     expect(parseEnv({ HOLM_SERVER_ADDR: "localhost:1" }).HOLM_SERVER_ADDR).toEqual({ host: "localhost", port: 1 });
