@@ -454,15 +454,19 @@ describe("batches, screens and refusals", () => {
   });
 
   it("serialises batches on one screen and runs different screens side by side", async () => {
-    const wait = { actions: [{ type: "wait", ms: 600 }] };
+    // Screen 1 is used once first: its first batch connects the agent to that display, which on a
+    // loaded machine (CI run 97) took most of the margin. Two 1.5 s waits on one screen take 3 s
+    // or more; side by side, 1.5 s and their round trips, however slow the machine.
+    await batch({ actions: [] }, 1).then(json);
+    const wait = { actions: [{ type: "wait", ms: 1500 }] };
     let t0 = Date.now();
     await Promise.all([okBatch(wait), okBatch(wait)]);
     const same = Date.now() - t0;
     t0 = Date.now();
     await Promise.all([okBatch(wait), batch(wait, 1).then(json)]);
     const apart = Date.now() - t0;
-    expect(same).toBeGreaterThanOrEqual(1200);
-    expect(apart).toBeLessThan(1100);
+    expect(same).toBeGreaterThanOrEqual(3000);
+    expect(apart).toBeLessThan(2700);
   });
 
   it("replays a batch with the same idempotency-key instead of running it twice", async () => {
