@@ -3,6 +3,7 @@ import pg from "pg";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
+import { upgradeKeptOpen } from "../support/cdp";
 import { type Person, consoleClient } from "../support/console";
 import { peakRss } from "../support/http";
 import { type TestServer, execIn, json, removeTestBoxes, startServer } from "../support/server";
@@ -135,20 +136,6 @@ it("an access check that fails as a socket opens (the store gone mid-query) give
     await admin.end();
   }
 }, 90_000);
-
-/** An upgrade over a raw connection the client keeps open after the answer: the answer's status. */
-function upgradeKeptOpen(wsUrl: string, held: net.Socket[]): Promise<number> {
-  const url = new URL(wsUrl);
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true }, () =>
-      s.write(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
-    );
-    held.push(s);
-    s.once("data", (d) => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(String(d))?.[1] ?? 0)));
-    s.on("end", () => undefined);
-    s.once("error", reject);
-  });
-}
 
 /** The page target's socket through the proxy. */
 async function pageSocket(key: Api): Promise<WebSocket> {

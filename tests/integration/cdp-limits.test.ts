@@ -2,7 +2,7 @@ import net from "node:net";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
-import { cdpSocket } from "../support/cdp";
+import { cdpSocket, upgradeKeptOpen } from "../support/cdp";
 import { consoleClient } from "../support/console";
 import { peakRss } from "../support/http";
 import { type TestServer, json, removeTestBoxes, startServer } from "../support/server";
@@ -167,21 +167,6 @@ it("a browser's answer over HOLM_CDP_MESSAGE_MIB closes the socket 1009 and does
     await browser.close();
   }
 }, 480_000);
-
-/** An upgrade over a raw connection the client keeps open after the answer: the answer's status. */
-function upgradeKeptOpen(wsUrl: string, held: net.Socket[]): Promise<number> {
-  const url = new URL(wsUrl);
-  return new Promise((resolve, reject) => {
-    const s = net.connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true }, () =>
-      s.write(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
-    );
-    held.push(s);
-    // Half-open: the server's end of the answer arrives, this side never ends its own.
-    s.once("data", (d) => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(String(d))?.[1] ?? 0)));
-    s.on("end", () => undefined);
-    s.once("error", reject);
-  });
-}
 
 it("a refused upgrade gives its place back at once, even while its client keeps the connection open", async () => {
   const c = keys[2]!;

@@ -1,3 +1,4 @@
+import net from "node:net";
 import WebSocket from "ws";
 import { agentAuthorization, agentFetchAs } from "./box-auth";
 import { type TestServer, docker } from "./server";
@@ -121,4 +122,19 @@ export function cdpSocket(ws: WebSocket) {
       ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
     });
   };
+}
+
+/** An upgrade over a raw connection the client keeps open after the answer: the answer's status. */
+export function upgradeKeptOpen(wsUrl: string, held: net.Socket[]): Promise<number> {
+  const url = new URL(wsUrl);
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ port: Number(url.port), host: url.hostname, allowHalfOpen: true }, () =>
+      s.write(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\nconnection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
+    );
+    held.push(s);
+    // Half-open: the server's end of the answer arrives, this side never ends its own.
+    s.once("data", (d) => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(String(d))?.[1] ?? 0)));
+    s.on("end", () => undefined);
+    s.once("error", reject);
+  });
 }
